@@ -1,0 +1,238 @@
+r"""Constrained multibody dynamics from a mass matrix, a force vector and constraints.
+
+The equations of motion follow Zana et al. (2018), eqs. (15)-(18):
+
+$$H(q)\,\ddot q + C(q, \dot q) + \gamma_q^T(q)\,\lambda = 0, \qquad \gamma(q) = 0,$$
+
+index-reduced to the KKT system
+
+$$\begin{bmatrix} H & \gamma_q^T \\ \gamma_q & 0 \end{bmatrix}
+\begin{bmatrix} \ddot q \\ \lambda \end{bmatrix} =
+\begin{bmatrix} -C \\ -\dot\gamma_q \dot q \end{bmatrix}.$$
+
+Everything besides $H$, $C$ and $\gamma$ (the constraint Jacobian $\gamma_q$, the
+convective term $\dot\gamma_q\dot q$, the impact projectors) is derived by JAX
+autodiff.
+"""
+
+import abc
+from collections.abc import Callable
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+from jaxtyping import Array, Float
+
+from ._custom_types import Params
+
+
+class AbstractLagrangianModel(eqx.Module):
+    r"""A mechanical model $H(q)\ddot q + C(q,\dot q) + \gamma_q^T\lambda = 0$.
+
+    Subclasses implement `mass_matrix`, `forces` and `constraints`. The sign of
+    `forces` is that of Zana et al. (2018) eq. (15): $C$ stands on the left-hand side,
+    so gravity enters as $+m g$ for a coordinate pointing up.
+
+    Constraints come in named groups (for example `"body"` for permanent rigid-body
+    constraints and `"ground"` for a foot contact); a mode selects the active groups.
+    Multipliers follow eq. (15): the constraint force on the coordinates is
+    $-\gamma_q^T\lambda$, so a ground that pushes up on an upward coordinate has
+    $\lambda < 0$.
+    """
+
+    @abc.abstractmethod
+    def mass_matrix(self, q: Float[Array, " n"], params: Params) -> Float[Array, "n n"]:
+        """The symmetric positive-definite mass matrix $H(q)$."""
+
+    @abc.abstractmethod
+    def forces(
+        self, q: Float[Array, " n"], qd: Float[Array, " n"], params: Params
+    ) -> Float[Array, " n"]:
+        r"""The force vector $C(q, \dot q)$ of eq. (15) (left-hand-side sign)."""
+
+    @abc.abstractmethod
+    def constraints(self, q: Float[Array, " n"], params: Params) -> dict[str, Array]:
+        r"""All constraint groups $\gamma(q)$ by name; each value is a 1-D array."""
+
+
+def _stacked_constraints(
+    model: AbstractLagrangianModel, active: tuple[str, ...]
+) -> Callable[[Array, Params], Array]:
+    """The function $q \\mapsto \\gamma(q)$ of the active groups, concatenated."""
+
+    def gamma(q, params):
+        groups = model.constraints(q, params)
+        missing = [name for name in active if name not in groups]
+        if missing:
+            raise ValueError(
+                f"`active` names constraint groups {missing} that the model does not "
+                f"define; it defines {sorted(groups)}."
+            )
+        return jnp.concatenate([jnp.atleast_1d(groups[name]) for name in active])
+
+    return gamma
+
+
+def constraint_jacobian(
+    model: AbstractLagrangianModel,
+    active: tuple[str, ...],
+    q: Float[Array, " n"],
+    params: Params,
+) -> Float[Array, "m n"]:
+    r"""The constraint Jacobian $\gamma_q = \partial\gamma/\partial q$ (eq. 17) by AD."""
+    return jax.jacfwd(_stacked_constraints(model, active))(q, params)
+
+
+def convective_term(
+    model: AbstractLagrangianModel,
+    active: tuple[str, ...],
+    q: Float[Array, " n"],
+    qd: Float[Array, " n"],
+    params: Params,
+) -> Float[Array, " m"]:
+    r"""The convective term $\dot\gamma_q\dot q = \frac{\partial(\gamma_q\dot q)}{\partial
+    q}\dot q$, i.e. the second derivative of $\gamma$ along $\dot q$ (a nested JVP)."""
+    gamma = _stacked_constraints(model, active)
+
+    def velocity(q_):
+        return jax.jvp(lambda s: gamma(s, params), (q_,), (qd,))[1]
+
+    return jax.jvp(velocity, (q,), (qd,))[1]
+
+
+def constrained_accelerations(
+    model: AbstractLagrangianModel,
+    active: tuple[str, ...],
+    q: Float[Array, " n"],
+    qd: Float[Array, " n"],
+    params: Params,
+) -> tuple[Float[Array, " n"], Float[Array, " m"]]:
+    r"""Accelerations and Lagrange multipliers from the index-reduced KKT system.
+
+    Solves Zana et al. (2018) eq. (18),
+    $\begin{bmatrix} H & \gamma_q^T \\ \gamma_q & 0 \end{bmatrix}
+    \begin{bmatrix} \ddot q \\ \lambda \end{bmatrix} =
+    \begin{bmatrix} -C \\ -\dot\gamma_q \dot q \end{bmatrix}$.
+    With no active constraints it returns $\ddot q = -H^{-1}C$ and an empty $\lambda$.
+
+    **Arguments:**
+
+    - `model`: the mechanical model.
+    - `active`: names of the active constraint groups.
+    - `q`, `qd`: coordinates and velocities.
+    - `params`: the model parameters (any PyTree).
+
+    **Returns:** `(qdd, lam)`.
+    """
+    H = model.mass_matrix(q, params)
+    C = model.forces(q, qd, params)
+    n = q.shape[0]
+    if not active:
+        return jnp.linalg.solve(H, -C), jnp.zeros((0,), q.dtype)
+    G = constraint_jacobian(model, active, q, params)
+    m = G.shape[0]
+    kkt = jnp.block([[H, G.T], [G, jnp.zeros((m, m), H.dtype)]])
+    rhs = jnp.concatenate([-C, -convective_term(model, active, q, qd, params)])
+    solution = jnp.linalg.solve(kkt, rhs)
+    return solution[:n], solution[n:]
+
+
+def admissible_projector(
+    model: AbstractLagrangianModel,
+    active: tuple[str, ...],
+    q: Float[Array, " n"],
+    params: Params,
+) -> tuple[Float[Array, "n n"], Float[Array, "n n"]]:
+    r"""The projectors onto the admissible and constrained motion spaces.
+
+    Zana et al. (2018) eq. (27), Font-Llagunes & Kövecses:
+    $P_a = I - H^{-1}\gamma_q^T(\gamma_q H^{-1}\gamma_q^T)^{-1}\gamma_q$ and
+    $P_c = I - P_a$. $P_a$ is idempotent and $P_a^T H P_c = 0$ (the two spaces are
+    $H$-orthogonal), so the kinetic energy splits as $T = T_a + T_c$.
+
+    **Returns:** `(P_a, P_c)`.
+    """
+    H = model.mass_matrix(q, params)
+    G = constraint_jacobian(model, active, q, params)
+    Hinv_GT = jnp.linalg.solve(H, G.T)
+    P_c = Hinv_GT @ jnp.linalg.solve(G @ Hinv_GT, G)
+    P_a = jnp.eye(q.shape[0], dtype=H.dtype) - P_c
+    return P_a, P_c
+
+
+class ImpactResult(eqx.Module):
+    r"""The outcome of a plastic impact (see [`hybrax.plastic_impact`][]).
+
+    - `qd_plus`: post-impact velocity $\dot q^+ = P_a\dot q^-$.
+    - `impulse`: contact impulse $\bar\lambda$ with $H(\dot q^+ - \dot q^-) =
+      \gamma_q^T\bar\lambda$ (Font-Llagunes & Kövecses' sign).
+    - `T_c`: kinetic energy of the constrained motion space, lost in the impact.
+    - `T_a`: kinetic energy of the admissible motion space, kept.
+    """
+
+    qd_plus: Float[Array, " n"]
+    impulse: Float[Array, " m"]
+    T_c: Float[Array, ""]
+    T_a: Float[Array, ""]
+
+
+def plastic_impact(
+    model: AbstractLagrangianModel,
+    active: tuple[str, ...],
+    q: Float[Array, " n"],
+    qd: Float[Array, " n"],
+    params: Params,
+) -> ImpactResult:
+    r"""Perfectly plastic impact onto the constraints `active`.
+
+    The post-impact velocity is the projection $\dot q^+ = P_a\dot q^-$ (Zana et al.
+    2018 eq. 26); the impulse solves $H(\dot q^+ - \dot q^-) = \gamma_q^T\bar\lambda$
+    (Font-Llagunes & Kövecses); the energies are eqs. (28)-(29),
+    $T_a = \tfrac12\dot q^T P_a^T H P_a\dot q$ and
+    $T_c = \tfrac12\dot q^T P_c^T H P_c\dot q$, with the pre-impact velocity.
+    """
+    H = model.mass_matrix(q, params)
+    G = constraint_jacobian(model, active, q, params)
+    Hinv_GT = jnp.linalg.solve(H, G.T)
+    impulse = -jnp.linalg.solve(G @ Hinv_GT, G @ qd)
+    qd_c = -Hinv_GT @ impulse  # P_c qd
+    qd_plus = qd - qd_c  # P_a qd
+    T_a = 0.5 * qd_plus @ H @ qd_plus
+    T_c = 0.5 * qd_c @ H @ qd_c
+    return ImpactResult(qd_plus=qd_plus, impulse=impulse, T_c=T_c, T_a=T_a)
+
+
+def critical_friction(
+    model: AbstractLagrangianModel,
+    tangential: str,
+    normal: str,
+    q: Float[Array, " n"],
+    params: Params,
+) -> Float[Array, ""]:
+    r"""The critical friction coefficient of Zana et al. (2018) eq. (24).
+
+    $\kappa_c = |\gamma_{q,n}H^{-1}\gamma_{q,t}^T| / (\gamma_{q,n}H^{-1}
+    \gamma_{q,n}^T)$, for a contact with one tangential and one normal constraint
+    (the groups `tangential` and `normal`, one row each). The contact does not slip if
+    the Coulomb coefficient exceeds $\kappa_c$ (Kövecses & Font-Llagunes 2009).
+    """
+    H = model.mass_matrix(q, params)
+    G_t = constraint_jacobian(model, (tangential,), q, params)
+    G_n = constraint_jacobian(model, (normal,), q, params)
+    if G_t.shape[0] != 1 or G_n.shape[0] != 1:
+        raise ValueError(
+            "`tangential` and `normal` must each name a group of exactly one "
+            f"constraint; got {G_t.shape[0]} and {G_n.shape[0]} rows."
+        )
+    Hinv_GnT = jnp.linalg.solve(H, G_n[0])
+    return jnp.abs(G_t[0] @ Hinv_GnT) / (G_n[0] @ Hinv_GnT)
+
+
+def kinetic_energy(
+    model: AbstractLagrangianModel,
+    q: Float[Array, " n"],
+    qd: Float[Array, " n"],
+    params: Params,
+) -> Float[Array, ""]:
+    r"""$T = \tfrac12\dot q^T H(q)\dot q$."""
+    return 0.5 * qd @ model.mass_matrix(q, params) @ qd

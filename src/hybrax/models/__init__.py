@@ -1,0 +1,23 @@
+"""The model zoo: factories returning hybrid systems, with their parameters."""
+
+from .bouncing_ball import (
+    BallParams as BallParams,
+    bouncing_ball as bouncing_ball,
+)
+from .hopper import (
+    HopperMechanics as HopperMechanics,
+    HopperParams as HopperParams,
+    constrained_hopper as constrained_hopper,
+    default_initial_state as default_initial_state,
+    energies as energies,
+    ground_multiplier as ground_multiplier,
+    hopper_params as hopper_params,
+    liftoff_state as liftoff_state,
+    minimal_hopper as minimal_hopper,
+    to_constrained as to_constrained,
+    to_minimal as to_minimal,
+)
+from .rimless_wheel import (
+    RimlessWheelParams as RimlessWheelParams,
+    rimless_wheel as rimless_wheel,
+)

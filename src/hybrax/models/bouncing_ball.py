@@ -1,0 +1,73 @@
+r"""A ball bouncing on the ground with a coefficient of restitution.
+
+State $x = [y, \dot y]$, $\ddot y = -g$. Impact when $y$ crosses 0 downward:
+$\dot y^+ = -e\,\dot y^-$ (Newton's restitution law). The energy lost is
+$T_c = \tfrac12 m(1 - e^2)\dot y^2$, the energy kept $T_a = \tfrac12 m e^2 \dot y^2$.
+
+Closed forms (dropped from rest at height $h$): first impact at $\sqrt{2h/g}$ with
+speed $v_1 = \sqrt{2gh}$; the $k$-th flight after it lasts $2e^k v_1/g$; the impacts
+accumulate at the Zeno time $t_\infty = \sqrt{2h/g} + 2 e v_1 / (g(1-e))$.
+"""
+
+import equinox as eqx
+import jax.numpy as jnp
+import numpy as np
+
+from .._hybrid import HybridSystem, Mode, Transition
+
+
+class BallParams(eqx.Module):
+    """`g` gravity [m/s^2], `e` restitution in [0, 1], `m` mass [kg]."""
+
+    g: float = 9.81
+    e: float = 0.8
+    m: float = 1.0
+
+    def __check_init__(self):
+        for name, ok, rule in (
+            ("g", lambda v: v > 0, "> 0"),
+            ("e", lambda v: 0 <= v <= 1, "in [0, 1]"),
+            ("m", lambda v: v > 0, "> 0"),
+        ):
+            try:
+                value = np.asarray(getattr(self, name), dtype=float)
+            except Exception:
+                continue
+            if not (np.all(np.isfinite(value)) and np.all(ok(value))):
+                raise ValueError(
+                    f"Ball parameter `{name}` must be {rule}; got {value}."
+                )
+
+
+def _fall(t, x, params):
+    del t
+    return jnp.stack([x[1], -params.g * jnp.ones_like(x[1])])
+
+
+def _height(t, x, params):
+    del t, params
+    return x[0]
+
+
+class _Restitution(eqx.Module):
+    def __call__(self, t, x, params):
+        del t
+        return x.at[1].multiply(-params.e)
+
+    def energy_split(self, t, x, params):
+        del t
+        kinetic = 0.5 * params.m * x[1] ** 2
+        return (1 - params.e**2) * kinetic, params.e**2 * kinetic
+
+
+def bouncing_ball() -> HybridSystem:
+    """The bouncing ball: one mode `"air"` and the transition `"impact"` onto itself."""
+    impact = Transition(
+        source="air",
+        target="air",
+        guard=_height,
+        direction=False,
+        reset=_Restitution(),
+        name="impact",
+    )
+    return HybridSystem((Mode(_fall, "air"),), (impact,), n_states=2)

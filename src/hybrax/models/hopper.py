@@ -1,0 +1,336 @@
+r"""The vertical hopper of Zana, Bodor, Bencsik & Zelei (2018), Math. Comput. Appl.
+23(4):74, in its constrained (four-coordinate) and minimal (two-coordinate) forms.
+
+Two masses move vertically, joined by an active spring-damper of tension
+$T = k(z_U - z_L - L_0) + d(\dot z_U - \dot z_L)$: the upper mass $m_U = \mu m$ feels
+$-T - m_U g$, the lower mass $m_L = (1-\mu)m$ feels $T - m_L g$. The damping is $d_F > 0$
+in flight and $d_G < 0$ on the ground, where the negative damper pumps in the energy
+that the plastic touchdown takes out.
+
+- Flight $\to$ ground (touchdown): $z_L$ crosses 0 downward; plastic impact
+  $\dot z_L \to 0$ (the projection $P_a$, eq. 26).
+- Ground $\to$ flight (lift-off): the ground multiplier $\lambda_g$ crosses 0 from
+  negative (ground pushes) to positive (ground would have to pull); no reset.
+
+State in minimal coordinates $x = [z_U, z_L, \dot z_U, \dot z_L]$; the constrained form
+uses $q = [z_1, z_2, z_3, z_4]$ with $z_1 = z_2 = z_U$, $z_3 = z_4 = z_L$ and state
+$x = [q, \dot q]$ (8 entries).
+"""
+
+import equinox as eqx
+import jax.numpy as jnp
+import numpy as np
+
+from .._hybrid import (
+    ContactForceGuard,
+    HybridSystem,
+    Mode,
+    PlasticImpact,
+    Transition,
+    mechanical_mode,
+)
+from .._mechanics import AbstractLagrangianModel
+
+
+class HopperParams(eqx.Module):
+    r"""Parameters of the vertical hopper (SI units).
+
+    - `g`: gravitational acceleration [m/s^2].
+    - `m`: total mass [kg]; `mu`: upper-mass fraction, $m_U = \mu m$, $m_L = (1-\mu)m$.
+    - `mu_U`, `mu_L`: how the constrained form splits each mass,
+      $m_1 = \mu_U m_U$, $m_2 = (1-\mu_U)m_U$, $m_3 = \mu_L m_L$, $m_4 = (1-\mu_L)m_L$.
+    - `k`: spring stiffness [N/m]; `d_F`, `d_G`: flight and ground damping [N s/m].
+    - `L0`: unstretched spring length [m].
+
+    Defaults are the paper's section 4.2. Eager construction checks the values
+    ([`hybrax.models.hopper_params`][] also accepts $D_G$).
+    """
+
+    g: float = 9.81
+    m: float = 75.0
+    mu: float = 0.8
+    k: float = 15000.0
+    d_F: float = 150.0
+    d_G: float = -80.0
+    L0: float = 1.0
+    mu_U: float = 0.5
+    mu_L: float = 0.5
+
+    def __check_init__(self):
+        checks = {
+            "g": lambda v: v > 0,
+            "m": lambda v: v > 0,
+            "mu": lambda v: 0 < v < 1,
+            "k": lambda v: v > 0,
+            "d_F": lambda v: True,
+            "d_G": lambda v: True,
+            "L0": lambda v: True,
+            "mu_U": lambda v: 0 < v < 1,
+            "mu_L": lambda v: 0 < v < 1,
+        }
+        rules = {"g": "> 0", "m": "> 0", "mu": "in (0, 1)", "k": "> 0"}
+        rules.update(mu_U="in (0, 1)", mu_L="in (0, 1)")
+        for name, ok in checks.items():
+            value = getattr(self, name)
+            try:
+                array = np.asarray(value, dtype=float)
+            except Exception:  # a tracer: checked at run time through the status
+                continue
+            if not np.all(np.isfinite(array)):
+                raise ValueError(
+                    f"Hopper parameter `{name}` must be finite; got {value}."
+                )
+            if not np.all(ok(array)):
+                raise ValueError(
+                    f"Hopper parameter `{name}` must be {rules[name]}; got {value}."
+                )
+
+    @property
+    def m_U(self):
+        """Upper mass $m_U = \\mu m$."""
+        return self.mu * self.m
+
+    @property
+    def m_L(self):
+        """Lower mass $m_L = (1-\\mu) m$."""
+        return (1 - self.mu) * self.m
+
+    @property
+    def D_G(self):
+        """Dimensionless ground damping $D_G = d_G / (2\\sqrt{k m})$."""
+        return self.d_G / (2 * jnp.sqrt(self.k * self.m))
+
+    @property
+    def D_F(self):
+        """Dimensionless flight damping $D_F = d_F / (2\\sqrt{k m})$."""
+        return self.d_F / (2 * jnp.sqrt(self.k * self.m))
+
+
+HOPPER_PARAMETER_NAMES = ("g", "m", "mu", "k", "d_F", "d_G", "L0", "mu_U", "mu_L")
+
+
+def hopper_params(*, D_G=None, D_F=None, **values) -> HopperParams:
+    r"""Build [`hybrax.models.HopperParams`][], optionally from dimensionless damping.
+
+    `D_G` and `D_F` set $d = 2D\sqrt{k m}$ (the paper's $D = d/(2\alpha m)$ with
+    $\alpha = \sqrt{k/m}$). Unknown names raise `ValueError`.
+    """
+    unknown = set(values) - set(HOPPER_PARAMETER_NAMES)
+    if unknown:
+        raise ValueError(
+            f"Unknown hopper parameter(s) {sorted(unknown)}; known: "
+            f"{list(HOPPER_PARAMETER_NAMES) + ['D_G', 'D_F']}."
+        )
+    base = HopperParams(**{k: float(v) for k, v in values.items()})
+    scale = 2 * np.sqrt(float(base.k) * float(base.m))
+    if D_G is not None and "d_G" in values:
+        raise ValueError("Give either `d_G` or `D_G`, not both.")
+    if D_F is not None and "d_F" in values:
+        raise ValueError("Give either `d_F` or `D_F`, not both.")
+    if D_G is not None:
+        base = eqx.tree_at(lambda p: p.d_G, base, float(D_G) * scale)
+    if D_F is not None:
+        base = eqx.tree_at(lambda p: p.d_F, base, float(D_F) * scale)
+    # Re-run the checks on the final values.
+    return HopperParams(
+        **{name: getattr(base, name) for name in HOPPER_PARAMETER_NAMES}
+    )
+
+
+def _damping(params: HopperParams, phase: str):
+    return params.d_F if phase == "flight" else params.d_G
+
+
+class HopperMechanics(AbstractLagrangianModel):
+    r"""The constrained four-coordinate hopper, Zana et al. (2018) eqs. (7)-(10).
+
+    $H = \mathrm{diag}(m_1, m_2, m_3, m_4)$,
+    $C = [0, T, -T, 0]^T + g[m_1, m_2, m_3, m_4]^T$ with
+    $T = k(z_2 - z_3 - L_0) + d(\dot z_2 - \dot z_3)$, $d = d_F$ or $d_G$ by `phase`;
+    constraint groups `"body"`: $[z_1 - z_2, z_3 - z_4]$ and `"ground"`: $[z_4]$.
+    """
+
+    phase: str = eqx.field(static=True)
+
+    def masses(self, params: HopperParams):
+        m_U, m_L = params.m_U, params.m_L
+        return jnp.stack(
+            [
+                params.mu_U * m_U,
+                (1 - params.mu_U) * m_U,
+                params.mu_L * m_L,
+                (1 - params.mu_L) * m_L,
+            ]
+        )
+
+    def mass_matrix(self, q, params):
+        return jnp.diag(self.masses(params).astype(q.dtype))
+
+    def forces(self, q, qd, params):
+        d = _damping(params, self.phase)
+        T = params.k * (q[1] - q[2] - params.L0) + d * (qd[1] - qd[2])
+        zero = jnp.zeros((), q.dtype)
+        spring = jnp.stack([zero, T, -T, zero])
+        return spring + params.g * self.masses(params)
+
+    def constraints(self, q, params):
+        del params
+        return {"body": jnp.stack([q[0] - q[1], q[2] - q[3]]), "ground": q[3:4]}
+
+
+def _weight(params: HopperParams):
+    return params.m * params.g
+
+
+def constrained_hopper() -> HybridSystem:
+    r"""The seed's constrained hopper: modes `"flight"` (constraints `body`) and
+    `"ground"` (`body` + `ground`), transitions `"touchdown"` (guard $z_4$, downward,
+    plastic impact) and `"liftoff"` (guard $\lambda_g / (m g)$, upward, identity).
+    State $[z_1, z_2, z_3, z_4, \dot z_1, \dot z_2, \dot z_3, \dot z_4]$."""
+    flight = HopperMechanics("flight")
+    ground = HopperMechanics("ground")
+    touchdown = Transition(
+        source="flight",
+        target="ground",
+        guard=_lower_height_constrained,
+        direction=False,
+        reset=PlasticImpact(ground, ("body", "ground")),
+        name="touchdown",
+    )
+    liftoff = Transition(
+        source="ground",
+        target="flight",
+        guard=ContactForceGuard(ground, ("body", "ground"), 2, _weight),
+        direction=True,
+        name="liftoff",
+    )
+    modes = (
+        mechanical_mode(flight, ("body",), "flight"),
+        mechanical_mode(ground, ("body", "ground"), "ground"),
+    )
+    return HybridSystem(modes, (touchdown, liftoff), n_states=8)
+
+
+def _lower_height_constrained(t, x, params):
+    del t, params
+    return x[3]
+
+
+def _tension(x, params, d):
+    return params.k * (x[0] - x[1] - params.L0) + d * (x[2] - x[3])
+
+
+def _flight_field(t, x, params):
+    del t
+    T = _tension(x, params, params.d_F)
+    a_U = -T / params.m_U - params.g
+    a_L = T / params.m_L - params.g
+    return jnp.stack([x[2], x[3], a_U, a_L]).astype(x.dtype)
+
+
+def _ground_field(t, x, params):
+    del t
+    T = _tension(x, params, params.d_G)
+    a_U = -T / params.m_U - params.g
+    zero = jnp.zeros((), x.dtype)
+    return jnp.stack([x[2], zero, a_U, zero]).astype(x.dtype)
+
+
+def _lower_height(t, x, params):
+    del t, params
+    return x[1]
+
+
+def ground_multiplier(x, params):
+    r"""Ground multiplier of the minimal hopper, $\lambda_g = T - m_L g$ (eq. 62 with
+    $z_L = \dot z_L = 0$); negative while the ground pushes."""
+    return _tension(x, params, params.d_G) - params.m_L * params.g
+
+
+def _liftoff_guard(t, x, params):
+    del t
+    return ground_multiplier(x, params) / _weight(params)
+
+
+class _PlasticTouchdown(eqx.Module):
+    r"""Minimal-coordinate touchdown: $\dot z_L \to 0$; $T_c = \tfrac12 m_L\dot z_L^2$,
+    $T_a = \tfrac12 m_U\dot z_U^2$ (the same split as the constrained projection)."""
+
+    def __call__(self, t, x, params):
+        del t, params
+        return x.at[3].set(0.0)
+
+    def energy_split(self, t, x, params):
+        del t
+        return 0.5 * params.m_L * x[3] ** 2, 0.5 * params.m_U * x[2] ** 2
+
+
+def minimal_hopper() -> HybridSystem:
+    r"""The hopper in minimal coordinates $x = [z_U, z_L, \dot z_U, \dot z_L]$.
+
+    Flight: $m_U\ddot z_U = -T - m_U g$, $m_L\ddot z_L = T - m_L g$ with $d = d_F$.
+    Ground: $z_L = \dot z_L = 0$, $m_U\ddot z_U = -T - m_U g$ with $d = d_G$.
+    Same transitions as [`hybrax.models.constrained_hopper`][]."""
+    modes = (Mode(_flight_field, "flight"), Mode(_ground_field, "ground"))
+    touchdown = Transition(
+        source="flight",
+        target="ground",
+        guard=_lower_height,
+        direction=False,
+        reset=_PlasticTouchdown(),
+        name="touchdown",
+    )
+    liftoff = Transition(
+        source="ground",
+        target="flight",
+        guard=_liftoff_guard,
+        direction=True,
+        name="liftoff",
+    )
+    return HybridSystem(modes, (touchdown, liftoff), n_states=4)
+
+
+def to_constrained(x_min):
+    """Embed a minimal state $[z_U, z_L, v_U, v_L]$ as $[z_U, z_U, z_L, z_L, v_U, v_U,
+    v_L, v_L]$ (works on batches along the last axis)."""
+    x_min = jnp.asarray(x_min)
+    idx = jnp.array([0, 0, 1, 1, 2, 2, 3, 3])
+    return x_min[..., idx]
+
+
+def to_minimal(x_con):
+    """Read $[z_U, z_L, v_U, v_L] = [z_2, z_4, \\dot z_2, \\dot z_4]$ off a constrained
+    state (the coordinates the paper's printed matrices use)."""
+    x_con = jnp.asarray(x_con)
+    return x_con[..., jnp.array([1, 3, 5, 7])]
+
+
+def energies(x_min, params: HopperParams):
+    r"""Kinetic, potential and total energy of a minimal state (batched on the last
+    axis): $T = \tfrac12(m_U\dot z_U^2 + m_L\dot z_L^2)$,
+    $V = g(m_U z_U + m_L z_L) + \tfrac12 k(z_U - z_L - L_0)^2$."""
+    x_min = jnp.asarray(x_min)
+    zU, zL, vU, vL = (x_min[..., i] for i in range(4))
+    kinetic = 0.5 * (params.m_U * vU**2 + params.m_L * vL**2)
+    potential = (
+        params.g * (params.m_U * zU + params.m_L * zL)
+        + 0.5 * params.k * (zU - zL - params.L0) ** 2
+    )
+    return kinetic, potential, kinetic + potential
+
+
+def liftoff_state(v_U, params: HopperParams):
+    r"""The state on the lift-off section with upper velocity $v_U$: $z_L = \dot z_L =
+    0$ and $\lambda_g = 0$, i.e. $z_U = L_0 + (m_L g - d_G v_U)/k$."""
+    z_U = params.L0 + (params.m_L * params.g - params.d_G * v_U) / params.k
+    zero = jnp.zeros_like(z_U)
+    return jnp.stack([z_U, zero, jnp.asarray(v_U, z_U.dtype), zero])
+
+
+def default_initial_state(params: HopperParams | None = None):
+    """A state in flight, both masses at rest with the spring at its static length,
+    the lower mass 0.1 m above the ground."""
+    params = HopperParams() if params is None else params
+    z_L = 0.1
+    z_U = z_L + params.L0 - params.m_U * params.g / params.k
+    return jnp.array([z_U, z_L, 0.0, 0.0])
