@@ -39,7 +39,7 @@ class Mode(eqx.Module):
 
 
 class MechanicalVectorField(eqx.Module):
-    r"""The first-order vector field $\dot x = [\dot q, \ddot q]$ of a constrained model.
+    r"""The vector field $\dot x = [\dot q, \ddot q]$ of a constrained model.
 
     $\ddot q$ comes from the KKT system (Zana et al. 2018 eq. 18) with the constraint
     groups `active`. The state is $x = [q, \dot q]$.

@@ -79,7 +79,7 @@ def constraint_jacobian(
     q: Float[Array, " n"],
     params: Params,
 ) -> Float[Array, "m n"]:
-    r"""The constraint Jacobian $\gamma_q = \partial\gamma/\partial q$ (eq. 17) by AD."""
+    r"""The constraint Jacobian $\gamma_q = \partial\gamma/\partial q$ (eq. 17)."""
     return jax.jacfwd(_stacked_constraints(model, active))(q, params)
 
 
@@ -90,8 +90,9 @@ def convective_term(
     qd: Float[Array, " n"],
     params: Params,
 ) -> Float[Array, " m"]:
-    r"""The convective term $\dot\gamma_q\dot q = \frac{\partial(\gamma_q\dot q)}{\partial
-    q}\dot q$, i.e. the second derivative of $\gamma$ along $\dot q$ (a nested JVP)."""
+    r"""The convective term
+    $\dot\gamma_q\dot q = \frac{\partial(\gamma_q\dot q)}{\partial q}\dot q$,
+    the second derivative of $\gamma$ along $\dot q$ (a nested JVP)."""
     gamma = _stacked_constraints(model, active)
 
     def velocity(q_):

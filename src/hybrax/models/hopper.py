@@ -3,9 +3,9 @@ r"""The vertical hopper of Zana, Bodor, Bencsik & Zelei (2018), Math. Comput. Ap
 
 Two masses move vertically, joined by an active spring-damper of tension
 $T = k(z_U - z_L - L_0) + d(\dot z_U - \dot z_L)$: the upper mass $m_U = \mu m$ feels
-$-T - m_U g$, the lower mass $m_L = (1-\mu)m$ feels $T - m_L g$. The damping is $d_F > 0$
-in flight and $d_G < 0$ on the ground, where the negative damper pumps in the energy
-that the plastic touchdown takes out.
+$-T - m_U g$, the lower mass $m_L = (1-\mu)m$ feels $T - m_L g$. The damping
+is $d_F > 0$ in flight and $d_G < 0$ on the ground, where the negative damper pumps
+in the energy that the plastic touchdown takes out.
 
 - Flight $\to$ ground (touchdown): $z_L$ crosses 0 downward; plastic impact
   $\dot z_L \to 0$ (the projection $P_a$, eq. 26).
