@@ -30,6 +30,7 @@ from ._simulate import (
     HybridSolution as HybridSolution,
     simulate as simulate,
     status_message as status_message,
+    status_name as status_name,
 )
 
 

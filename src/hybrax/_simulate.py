@@ -178,6 +178,7 @@ def _simulate(
     initial_guard_tol,
 ):
     dtype = x0.dtype
+    tiny = jnp.finfo(dtype).tiny
     conds = _mode_conds(system)
     fields = [mode.vector_field for mode in system.modes]
     resets = [tr.reset for tr in system.transitions]
@@ -186,18 +187,22 @@ def _simulate(
     targets = jnp.asarray(system.targets, dtype=jnp.int32)
     n_modes = len(system.modes)
 
+    def mode_cond(t, y, mode, p):
+        if n_modes == 1:
+            return conds[0](t, y, p)
+        return jax.lax.switch(mode, conds, t, y, p)
+
     def vector_field(t, y, args):
-        mode, p = args
+        mode, p, _ = args
         if n_modes == 1:
             return fields[0](t, y, p)
         return jax.lax.switch(mode, fields, t, y, p)
 
     def cond_fn(t, y, args, **kwargs):
         del kwargs
-        mode, p = args
-        if n_modes == 1:
-            return conds[0](t, y, p)
-        return jax.lax.switch(mode, conds, t, y, p)
+        mode, p, (t_start, on_surface) = args
+        value = mode_cond(t, y, mode, p)
+        return jnp.where(on_surface & (t <= t_start), tiny, value)
 
     event = dfx.Event(cond_fn, root_finder=root_finder, direction=False)
     term = dfx.ODETerm(vector_field)
@@ -213,7 +218,7 @@ def _simulate(
             or [jnp.array(True)]
         )
     )
-    start_guard = cond_fn(t0, x0, (mode0, params))
+    start_guard = mode_cond(t0, x0, mode0, params)
     result0 = RESULTS.where(
         params_finite,
         RESULTS.where(
@@ -231,6 +236,14 @@ def _simulate(
     def phase(carry, _):
         t, x, mode, count, result, done = carry
         t_end = jnp.where(done, t, t_max)
+        # A phase that starts on its guard surface, or a rounding error past it
+        # (z_L = -1e-17 after the previous root find), must still see that guard
+        # positive at its start: diffrax only fires on a sign change from > 0 to <= 0,
+        # and would otherwise miss the next crossing when one large step spans both
+        # the rise and the return. The condition is therefore read as +tiny at the
+        # phase's start time only; the surface itself is not moved.
+        c0 = mode_cond(t, x, mode, params)
+        on_surface = (c0 <= 0) & (c0 >= -initial_guard_tol)
         sol = dfx.diffeqsolve(
             term,
             solver,
@@ -238,7 +251,7 @@ def _simulate(
             t1=t_end,
             dt0=None,
             y0=x,
-            args=(mode, params),
+            args=(mode, params, (t, on_surface)),
             saveat=saveat,
             event=event,
             stepsize_controller=stepsize_controller,
@@ -255,11 +268,7 @@ def _simulate(
         x_plus = jax.lax.switch(fired, resets, t_hit, x_hit, params)
         T_c, T_a = jax.lax.switch(fired, energy_fns, t_hit, x_hit, params)
         new_mode = targets[fired]
-        next_guard = (
-            jax.lax.switch(new_mode, conds, t_hit, x_plus, params)
-            if n_modes > 1
-            else conds[0](t_hit, x_plus, params)
-        )
+        next_guard = mode_cond(t_hit, x_plus, new_mode, params)
 
         phase_failed = jnp.logical_not(fired_event)
         step_result = RESULTS.where(
@@ -446,13 +455,16 @@ def simulate(
 
 
 def status_message(result) -> list[str]:
-    """Human-readable messages of a (possibly batched) [`hybrax.RESULTS`][]."""
+    """Human-readable messages of a (possibly batched) [`hybrax.RESULTS`][]: one per
+    element, `"successful"` for success."""
     codes = np.atleast_1d(np.asarray(result._value))
-    return [RESULTS[int(c)] if False else _message(int(c)) for c in codes]
+    messages = RESULTS._index_to_message
+    names = {int(item._value): name for name, item in RESULTS._name_to_item.items()}
+    return [messages[int(c)] or names[int(c)] for c in codes]
 
 
-def _message(code: int) -> str:
-    for item in RESULTS:
-        if int(item._value) == code:
-            return RESULTS[item] or "successful"
-    return f"unknown status {code}"
+def status_name(result) -> list[str]:
+    """Names (e.g. `"event_not_reached"`) of a (possibly batched) status."""
+    codes = np.atleast_1d(np.asarray(result._value))
+    names = {int(item._value): name for name, item in RESULTS._name_to_item.items()}
+    return [names[int(c)] for c in codes]

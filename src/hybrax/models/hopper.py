@@ -322,9 +322,10 @@ def energies(x_min, params: HopperParams):
 def liftoff_state(v_U, params: HopperParams):
     r"""The state on the lift-off section with upper velocity $v_U$: $z_L = \dot z_L =
     0$ and $\lambda_g = 0$, i.e. $z_U = L_0 + (m_L g - d_G v_U)/k$."""
+    v_U = jnp.asarray(v_U, dtype=jnp.result_type(float))
     z_U = params.L0 + (params.m_L * params.g - params.d_G * v_U) / params.k
-    zero = jnp.zeros_like(z_U)
-    return jnp.stack([z_U, zero, jnp.asarray(v_U, z_U.dtype), zero])
+    zero = jnp.zeros_like(v_U)
+    return jnp.stack([z_U, zero, v_U, zero])
 
 
 def default_initial_state(params: HopperParams | None = None):

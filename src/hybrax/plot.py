@@ -1,0 +1,382 @@
+r"""Figures of simulated hybrid trajectories (matplotlib only).
+
+The functions here take a [`hybrax.plot.Trajectory`][]: plain NumPy arrays of the
+per-phase samples and of the events, so they serve any command that produces phases
+and events (a simulation, one period of an orbit). They build figures with
+`matplotlib.figure.Figure` rather than `pyplot`, so they work under any backend
+(including `Agg`, headless) and leave no global figure state behind; pass your own
+axes to draw into a `pyplot` figure instead.
+
+No numerical module imports this one.
+"""
+
+import dataclasses
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+from jaxtyping import Float
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+
+from . import models
+
+
+# Colours of the phases by mode name (others cycle through `_EXTRA_COLOURS`).
+_MODE_COLOURS = {"flight": "tab:blue", "ground": "tab:orange"}
+_EXTRA_COLOURS = ("tab:green", "tab:purple", "tab:brown", "tab:pink", "tab:olive")
+_EVENT_STYLE = {
+    "touchdown": dict(marker="v", color="tab:red", label="touchdown"),
+    "liftoff": dict(marker="^", color="tab:green", label="lift-off"),
+}
+
+_TEXT_BOX = dict(boxstyle="round,pad=0.15", facecolor="white", edgecolor="none")
+
+
+@dataclasses.dataclass(frozen=True)
+class Trajectory:
+    r"""A simulated trajectory as plain NumPy arrays, for plotting and export.
+
+    States are in the hopper's minimal coordinates $x = [z_U, z_L, \dot z_U,
+    \dot z_L]$. Only events and phases that occurred are kept (no NaN padding).
+
+    **Arguments:**
+
+    - `t_phase`: sample times of each phase, shape `(P, s)`.
+    - `x_phase`: the states at those times, shape `(P, s, 4)`.
+    - `phase_modes`: the mode name of each phase (e.g. `"flight"`, `"ground"`).
+    - `t_events`: event times, shape `(E,)`.
+    - `event_kinds`: the transition name of each event (`"touchdown"`,
+      `"liftoff"`).
+    - `x_before`, `x_after`: the states just before and after each event, `(E, 4)`.
+    - `T_c`, `T_a`: energy lost and kept at each event, `(E,)`, NaN where the event
+      has no impact.
+    """
+
+    t_phase: Float[np.ndarray, "P s"]
+    x_phase: Float[np.ndarray, "P s 4"]
+    phase_modes: tuple[str, ...]
+    t_events: Float[np.ndarray, " E"]
+    event_kinds: tuple[str, ...]
+    x_before: Float[np.ndarray, "E 4"]
+    x_after: Float[np.ndarray, "E 4"]
+    T_c: Float[np.ndarray, " E"]
+    T_a: Float[np.ndarray, " E"]
+
+    @classmethod
+    def from_solution(
+        cls,
+        solution: Any,
+        system: Any,
+        *,
+        to_minimal: Callable[[np.ndarray], Any] | None = None,
+    ) -> "Trajectory":
+        r"""Read a [`hybrax.HybridSolution`][] into a `Trajectory`.
+
+        **Arguments:**
+
+        - `solution`: the result of [`hybrax.simulate`][] (unbatched), run with
+          `n_save > 0` to have phase samples.
+        - `system`: the [`hybrax.HybridSystem`][] it came from (for the mode and
+          transition names).
+        - `to_minimal`: maps states (batched on the last axis) to minimal
+          coordinates, e.g. [`hybrax.models.to_minimal`][] for the constrained
+          hopper; default identity.
+
+        **Returns:** a `Trajectory` holding the `solution.n_events` events that
+        occurred and every phase with finite samples (a phase cut short by a failure
+        is kept up to where the solver stopped).
+        """
+        convert = (lambda x: x) if to_minimal is None else to_minimal
+
+        def minimal(x):
+            return np.asarray(convert(np.asarray(x)), dtype=float)
+
+        n = int(np.asarray(solution.n_events))
+        modes = np.asarray(solution.modes)
+        t_phase = np.asarray(solution.t_phase, dtype=float)
+        keep = [
+            k
+            for k in range(t_phase.shape[0])
+            if t_phase.shape[1] > 0 and np.any(np.isfinite(t_phase[k]))
+        ]
+        # A phase cut short by a failure is recorded with mode -1; it ran in the mode
+        # where the simulation stopped.
+        mode_names = [mode.name for mode in system.modes]
+        mode_final = int(np.asarray(solution.mode_final))
+        phase_modes = [
+            mode_names[int(modes[k]) if modes[k] >= 0 else mode_final] for k in keep
+        ]
+        transitions = np.asarray(solution.transitions)[:n]
+        names = [tr.name for tr in system.transitions]
+        if keep:
+            x_phase = minimal(np.asarray(solution.x_phase)[keep])
+        else:
+            x_phase = np.zeros((0, t_phase.shape[1], 4))
+        return cls(
+            t_phase=t_phase[keep],
+            x_phase=x_phase,
+            phase_modes=tuple(phase_modes),
+            t_events=np.asarray(solution.t_events, dtype=float)[:n],
+            event_kinds=tuple(names[int(i)] for i in transitions),
+            x_before=minimal(np.asarray(solution.x_before)[:n]).reshape(n, 4),
+            x_after=minimal(np.asarray(solution.x_after)[:n]).reshape(n, 4),
+            T_c=np.asarray(solution.T_c, dtype=float)[:n],
+            T_a=np.asarray(solution.T_a, dtype=float)[:n],
+        )
+
+
+def _mode_colour(name: str, seen: dict[str, str]) -> str:
+    if name not in seen:
+        extra = [c for c in _EXTRA_COLOURS if c not in seen.values()]
+        seen[name] = _MODE_COLOURS.get(name, extra[0] if extra else "tab:gray")
+    return seen[name]
+
+
+def _events(trajectory: Trajectory, kind: str) -> np.ndarray:
+    return np.asarray([k == kind for k in trajectory.event_kinds], dtype=bool)
+
+
+def _legend(ax: Axes) -> None:
+    # An empty trajectory leaves nothing to list (matplotlib would warn).
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(loc="best", fontsize="small")
+
+
+def _plot_phases(ax: Axes, trajectory: Trajectory, i: int, j: int) -> None:
+    """Draw every phase in the plane of state entries `i` (horizontal) and `j`."""
+    colours: dict[str, str] = {}
+    labelled = set()
+    scale = max(float(np.nanmax(np.abs(trajectory.x_phase[..., [i, j]]))), 1.0)
+    for x, name in zip(trajectory.x_phase, trajectory.phase_modes):
+        horizontal, vertical = x[:, i], x[:, j]
+        if not np.any(np.isfinite(horizontal)):
+            continue
+        # A phase that stays at one point of this plane (the lower mass on the
+        # ground) is drawn as a marker; as a line it would be invisible.
+        extent = np.nanmax(np.abs(np.diff(horizontal))) + np.nanmax(
+            np.abs(np.diff(vertical))
+        )
+        still = x.shape[0] < 2 or extent <= 1e-9 * scale
+        ax.plot(
+            horizontal,
+            vertical,
+            color=_mode_colour(name, colours),
+            marker="o" if still else None,
+            markersize=7,
+            linewidth=1.4,
+            label=None if name in labelled else name,
+            zorder=2,
+        )
+        labelled.add(name)
+
+
+def _plot_event_points(ax: Axes, trajectory: Trajectory, i: int, j: int) -> None:
+    x = np.asarray(trajectory.x_phase, dtype=float)
+    if x.shape[0] > 0 and np.all(np.isfinite(x[0, 0, [i, j]])):
+        ax.plot(
+            x[0, 0, i],
+            x[0, 0, j],
+            linestyle="none",
+            marker="o",
+            markerfacecolor="none",
+            markeredgecolor="k",
+            markersize=8,
+            label="start",
+            zorder=4,
+        )
+    for kind, style in _EVENT_STYLE.items():
+        mask = _events(trajectory, kind)
+        if np.any(mask):
+            ax.plot(
+                trajectory.x_before[mask, i],
+                trajectory.x_before[mask, j],
+                linestyle="none",
+                markersize=7,
+                markeredgecolor="k",
+                zorder=4,
+                **style,
+            )
+
+
+def phase_portraits(
+    trajectory: Trajectory,
+    params: models.HopperParams,
+    *,
+    axes: Sequence[Axes] | None = None,
+) -> Figure:
+    r"""Phase portraits of the hopper's two masses (Zana et al. 2018, Fig. 4).
+
+    Left: the upper mass in the $(z_U, \dot z_U)$ plane, with the lift-off surface
+    $\lambda_g = 0$, i.e. the line $z_U = L_0 + (m_L g - d_G \dot z_U)/k$ (see
+    [`hybrax.models.liftoff_state`][]). Right: the lower mass in the
+    $(z_L, \dot z_L)$ plane, with the touchdown surface $z_L = 0$ and each plastic
+    impact $\dot z_L^- \to 0$ drawn as a dashed vertical segment. Phases are
+    coloured by mode; the start, touchdown (pre-impact) and lift-off points are
+    marked. Switching surfaces are black.
+
+    **Arguments:**
+
+    - `trajectory`: a [`hybrax.plot.Trajectory`][] (or any object with its
+      attributes) in minimal coordinates.
+    - `params`: the [`hybrax.models.HopperParams`][] of the run.
+    - `axes`: two matplotlib `Axes` to draw into; default a new figure.
+
+    **Returns:** the matplotlib `Figure`.
+
+    !!! example
+
+        ```python
+        sol = hybrax.simulate(system, x0, params, n_events=6, t_max=50.0, n_save=200)
+        traj = hybrax.plot.Trajectory.from_solution(sol, system)
+        hybrax.plot.phase_portraits(traj, params).savefig("phase.png")
+        ```
+    """
+    if axes is None:
+        fig = Figure(figsize=(11.0, 4.8), layout="constrained")
+        axes = fig.subplots(1, 2)
+    else:
+        if len(axes) != 2:
+            raise ValueError(f"`axes` must hold two Axes; got {len(axes)}.")
+        fig = axes[0].get_figure()
+    ax_upper, ax_lower = axes
+    x_phase = np.asarray(trajectory.x_phase, dtype=float)
+    have_data = x_phase.size > 0 and np.any(np.isfinite(x_phase))
+
+    # Upper mass and the lift-off surface over the range of v_U seen.
+    if have_data:
+        _plot_phases(ax_upper, trajectory, 0, 2)
+        v_U = x_phase[..., 2]
+        low, high = float(np.nanmin(v_U)), float(np.nanmax(v_U))
+    else:
+        low, high = -1.0, 1.0
+    pad = 0.1 * max(high - low, 1e-3)
+    v_line = np.linspace(low - pad, high + pad, 2)
+    z_line = np.asarray(models.liftoff_state(v_line, params))[0]
+    ax_upper.plot(
+        z_line, v_line, color="k", linewidth=1.2, label=r"lift-off $\lambda_g = 0$"
+    )
+    _plot_event_points(ax_upper, trajectory, 0, 2)
+    ax_upper.set_xlabel(r"$z_U$ [m]")
+    ax_upper.set_ylabel(r"$\dot z_U$ [m/s]")
+    ax_upper.set_title("upper mass")
+
+    # Lower mass, the touchdown surface and the impact jumps.
+    if have_data:
+        _plot_phases(ax_lower, trajectory, 1, 3)
+    ax_lower.axvline(0.0, color="k", linewidth=1.2, label=r"touchdown $z_L = 0$")
+    touchdown = _events(trajectory, "touchdown")
+    for k, index in enumerate(np.flatnonzero(touchdown)):
+        # Red over the black surface line, which it lies on.
+        ax_lower.plot(
+            [0.0, 0.0],
+            [trajectory.x_before[index, 3], trajectory.x_after[index, 3]],
+            color="tab:red",
+            linestyle="--",
+            linewidth=2.0,
+            label=r"impact $\dot z_L^- \to 0$" if k == 0 else None,
+            zorder=3,
+        )
+    _plot_event_points(ax_lower, trajectory, 1, 3)
+    ax_lower.set_xlabel(r"$z_L$ [m]")
+    ax_lower.set_ylabel(r"$\dot z_L$ [m/s]")
+    ax_lower.set_title("lower mass")
+    for ax in axes:
+        ax.grid(True, alpha=0.3)
+        _legend(ax)
+    return fig
+
+
+def energy_history(
+    trajectory: Trajectory,
+    params: models.HopperParams,
+    *,
+    ax: Axes | None = None,
+    annotate: bool = True,
+) -> Figure:
+    r"""Kinetic, potential and total energy over time (Zana et al. 2018, Fig. 5).
+
+    $T = \tfrac12(m_U\dot z_U^2 + m_L\dot z_L^2)$ and
+    $V = g(m_U z_U + m_L z_L) + \tfrac12 k(z_U - z_L - L_0)^2$ from
+    [`hybrax.models.energies`][]. At each touchdown the plastic impact removes
+    $T_c = \tfrac12 m_L (\dot z_L^-)^2$ from the total (a red arrow down the drop)
+    and keeps $T_a = \tfrac12 m_U (\dot z_U^-)^2$ as kinetic energy (a purple arrow
+    from 0 up to the kinetic energy after the impact).
+
+    **Arguments:**
+
+    - `trajectory`: a [`hybrax.plot.Trajectory`][] (or any object with its
+      attributes) in minimal coordinates.
+    - `params`: the [`hybrax.models.HopperParams`][] of the run.
+    - `ax`: a matplotlib `Axes` to draw into; default a new figure.
+    - `annotate`: whether to mark $T_c$ and $T_a$ at the touchdowns.
+
+    **Returns:** the matplotlib `Figure`.
+    """
+    if ax is None:
+        fig = Figure(figsize=(10.0, 4.8), layout="constrained")
+        ax = fig.subplots()
+    else:
+        fig = ax.get_figure()
+    t = np.asarray(trajectory.t_phase, dtype=float).reshape(-1)
+    x = np.asarray(trajectory.x_phase, dtype=float).reshape(-1, 4)
+    if x.shape[0] > 0:
+        # Consecutive phases share their boundary time, so the concatenated curves
+        # show each impact's loss as a vertical drop.
+        kinetic, potential, total = (np.asarray(e) for e in models.energies(x, params))
+        ax.plot(t, kinetic, color="tab:green", label="kinetic $T$")
+        ax.plot(t, potential, color="tab:blue", label="potential $V$")
+        ax.plot(t, total, color="k", label="total $T + V$")
+    if annotate:
+        touchdown = np.flatnonzero(_events(trajectory, "touchdown"))
+        for k, index in enumerate(touchdown):
+            t_event = float(trajectory.t_events[index])
+            T_c = float(trajectory.T_c[index])
+            T_a = float(trajectory.T_a[index])
+            if not (np.isfinite(T_c) and np.isfinite(T_a)):
+                continue
+            before = float(
+                np.asarray(models.energies(trajectory.x_before[index], params)[2])
+            )
+            # No shrink: the arrows must span the drop exactly.
+            arrow = dict(arrowstyle="->", shrinkA=0, shrinkB=0, linewidth=1.5)
+            ax.annotate(
+                "",
+                xy=(t_event, before - T_c),
+                xytext=(t_event, before),
+                arrowprops=dict(arrow, color="tab:red"),
+            )
+            ax.annotate(
+                f"$T_c$ = {T_c:.3g} J",
+                xy=(t_event, before),
+                xytext=(4, 5),
+                textcoords="offset points",
+                color="tab:red",
+                fontsize="small",
+                bbox=_TEXT_BOX,
+            )
+            ax.annotate(
+                "",
+                xy=(t_event, T_a),
+                xytext=(t_event, 0.0),
+                arrowprops=dict(arrow, color="tab:purple"),
+            )
+            ax.annotate(
+                f"$T_a$ = {T_a:.3g} J",
+                xy=(t_event, 0.5 * T_a),
+                xytext=(-4, 0),
+                textcoords="offset points",
+                color="tab:purple",
+                fontsize="small",
+                horizontalalignment="right",
+                verticalalignment="center",
+                bbox=_TEXT_BOX,
+            )
+            if k == 0:
+                ax.plot([], [], color="tab:red", label="$T_c$: lost at touchdown")
+                ax.plot([], [], color="tab:purple", label="$T_a$: kept at touchdown")
+    ax.set_xlabel("$t$ [s]")
+    ax.set_ylabel("energy [J]")
+    ax.grid(True, alpha=0.3)
+    _legend(ax)
+    return fig

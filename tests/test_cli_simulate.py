@@ -1,0 +1,319 @@
+"""`hybrax simulate hopper` and the `hybrax.plot` figures it writes.
+
+The CLI runs in-process (`hybrax._cli.main`) so that its jitted simulation compiles
+once per module; the runs below share shapes (2 hops, 200 samples per phase) and so
+one compilation. `hybrax.plot` draws on `matplotlib.figure.Figure` (no pyplot), so
+no backend needs choosing.
+"""
+
+import json
+import subprocess
+import sys
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import hybrax
+import hybrax.plot
+from helpers import ORACLE_TOL
+from hybrax import models
+from hybrax._cli import main
+from reference_hopper import (
+    HopperParams as ReferenceParams,
+    flight_state,
+    liftoff_time,
+    touchdown_time,
+)
+
+
+HOPS = 2
+N_SAVE = 200
+T_MAX = 50.0
+
+
+@pytest.fixture(scope="module")
+def cli_run(tmp_path_factory):
+    """One default 2-hop run: its exit code, output directory and JSON."""
+    out = tmp_path_factory.mktemp("simulate")
+    code = main(
+        [
+            "simulate",
+            "hopper",
+            "--hops",
+            str(HOPS),
+            "--out",
+            str(out / "figures"),
+            "--json",
+            str(out / "run.json"),
+        ]
+    )
+    return code, out, json.loads((out / "run.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def solution():
+    """The same run through the API (a cache hit of the CLI's compilation)."""
+    params = models.hopper_params()
+    system = models.minimal_hopper()
+    x0 = models.default_initial_state(params)
+    sol = hybrax.simulate(
+        system, x0, params, n_events=2 * HOPS, t_max=T_MAX, n_save=N_SAVE
+    )
+    return system, params, sol
+
+
+def test_writes_figures_and_json(cli_run):
+    code, out, data = cli_run
+    assert code == 0
+    for name in ("phase_portraits.png", "energy.png"):
+        path = out / "figures" / name
+        assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert data["status"] == "successful"
+    assert data["form"] == "minimal"
+    assert data["params"]["m"] == 75.0 and data["params"]["d_G"] == -80.0
+    kinds = [event["kind"] for event in data["events"]]
+    assert kinds == ["touchdown", "liftoff"] * HOPS
+    x0 = np.asarray(models.default_initial_state(models.hopper_params()))
+    np.testing.assert_allclose(data["x0"], x0, rtol=0, atol=1e-15)
+    for event in data["events"]:
+        if event["kind"] == "liftoff":
+            assert event.get("T_c") is None and event.get("T_a") is None
+            assert event["state_before"] == event["state_after"]
+
+
+def test_first_hop_matches_reference(cli_run):
+    _, _, data = cli_run
+    p = ReferenceParams()
+    x0 = np.asarray(data["x0"])
+    t_td = touchdown_time(x0, p)
+    x_pre = flight_state(x0, t_td, p)
+    x_post = x_pre.copy()
+    x_post[[1, 3]] = 0.0
+    t_lo = t_td + liftoff_time(x_post, p)
+
+    touchdown, liftoff = data["events"][:2]
+    assert abs(touchdown["t"] - t_td) < ORACLE_TOL
+    np.testing.assert_allclose(
+        touchdown["state_before"], x_pre, rtol=0, atol=ORACLE_TOL
+    )
+    np.testing.assert_allclose(
+        touchdown["state_after"], x_post, rtol=0, atol=ORACLE_TOL
+    )
+    assert abs(liftoff["t"] - t_lo) < ORACLE_TOL
+
+
+def test_energy_split_at_touchdowns(cli_run):
+    _, _, data = cli_run
+    params = data["params"]
+    m_U = params["mu"] * params["m"]
+    m_L = (1 - params["mu"]) * params["m"]
+    touchdowns = [e for e in data["events"] if e["kind"] == "touchdown"]
+    assert len(touchdowns) == HOPS
+    for event in touchdowns:
+        _, _, v_U, v_L = event["state_before"]
+        kinetic = 0.5 * (m_U * v_U**2 + m_L * v_L**2)
+        assert event["T_c"] + event["T_a"] == pytest.approx(kinetic, rel=1e-12)
+        assert event["T_c"] == pytest.approx(0.5 * m_L * v_L**2, rel=1e-12)
+
+
+def test_prints_event_table(cli_run, capsys, tmp_path):
+    del cli_run
+    code = main(
+        ["simulate", "hopper", "--hops", str(HOPS), "--set", "D_G=-0.02"]
+        + ["--out", str(tmp_path)]
+    )
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "touchdown" in out and "liftoff" in out
+    assert "T_c [J]" in out and "status: successful" in out
+
+
+@pytest.fixture
+def in_tmp(tmp_path, monkeypatch):
+    """Run in a temporary directory, so the default `--out` lands there."""
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+@pytest.mark.parametrize(
+    "argument, names",
+    [
+        ("--set=foo=1", ["foo", "--set"]),
+        ("--set=m=-1", ["`m`", "--set"]),
+        ("--set=k=0", ["`k`"]),
+        ("--set=m=abc", ["'m'", "number"]),
+        ("--set=m", ["NAME=VALUE"]),
+        ("--x0=1,2,3", ["--x0", "4"]),
+        ("--form=reduced", ["--form", "reduced"]),
+    ],
+)
+def test_bad_arguments_exit_2(in_tmp, capsys, argument, names):
+    with pytest.raises(SystemExit) as info:
+        main(["simulate", "hopper", "--hops", str(HOPS), argument])
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    message = err.strip().splitlines()[-1]
+    assert "Traceback" not in err
+    for name in names:
+        assert name in message
+    assert not list(in_tmp.iterdir())
+
+
+def test_below_ground_exits_1(tmp_path, capsys):
+    out = tmp_path / "out"
+    code = main(
+        [
+            "simulate",
+            "hopper",
+            "--hops",
+            str(HOPS),
+            "--x0",
+            "1.0,-0.1,0,0",
+            "--out",
+            str(out),
+            "--json",
+            str(tmp_path / "run.json"),
+        ]
+    )
+    captured = capsys.readouterr()
+    assert code == 1
+    text = captured.out + captured.err
+    assert "infeasible_initial_state" in text
+    assert "initial state" in text
+    data = json.loads((tmp_path / "run.json").read_text())
+    assert data["status"] == "infeasible_initial_state"
+    assert data["events"] == []
+    assert data["x0"] == [1.0, -0.1, 0.0, 0.0]
+
+
+def test_version_and_help(capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["--version"])
+    assert info.value.code == 0
+    assert hybrax.__version__ in capsys.readouterr().out
+    with pytest.raises(SystemExit) as info:
+        main(["--help"])
+    assert info.value.code == 0
+    assert "simulate" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as info:
+        main([])
+    assert info.value.code == 2
+
+
+def test_python_dash_m():
+    result = subprocess.run(
+        [sys.executable, "-m", "hybrax", "--version"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0
+    assert result.stdout.strip() == f"hybrax {hybrax.__version__}"
+
+
+def _labels(ax):
+    return {line.get_label() for line in ax.get_lines()}
+
+
+def test_phase_portraits_content(solution):
+    system, params, sol = solution
+    trajectory = hybrax.plot.Trajectory.from_solution(sol, system)
+    assert trajectory.phase_modes == ("flight", "ground") * HOPS
+    assert trajectory.event_kinds == ("touchdown", "liftoff") * HOPS
+    assert trajectory.x_phase.shape == (2 * HOPS, N_SAVE, 4)
+
+    fig = hybrax.plot.phase_portraits(trajectory, params)
+    upper, lower = fig.axes
+    assert "z_U" in upper.get_xlabel() and "[m]" in upper.get_xlabel()
+    assert r"\dot z_U" in upper.get_ylabel() and "[m/s]" in upper.get_ylabel()
+    assert "z_L" in lower.get_xlabel() and r"\dot z_L" in lower.get_ylabel()
+    for ax in (upper, lower):
+        assert {"flight", "ground", "touchdown", "lift-off"} <= _labels(ax)
+
+    # The lift-off surface lambda_g = 0: z_U = L0 + (m_L g - d_G v_U) / k.
+    (surface,) = [ln for ln in upper.get_lines() if "lambda_g" in ln.get_label()]
+    z, v = surface.get_data()
+    np.testing.assert_allclose(
+        z, params.L0 + (params.m_L * params.g - params.d_G * v) / params.k
+    )
+    # The touchdown surface z_L = 0 and a dashed jump v_L^- -> 0 per touchdown.
+    (ground_line,) = [ln for ln in lower.get_lines() if "z_L = 0" in ln.get_label()]
+    np.testing.assert_array_equal(ground_line.get_xdata(), [0, 0])
+    jumps = [ln for ln in lower.get_lines() if ln.get_linestyle() == "--"]
+    assert len(jumps) == HOPS
+    v_minus = sorted(ln.get_ydata()[0] for ln in jumps)
+    expected = np.asarray(sol.x_before)[0::2, 3]
+    np.testing.assert_allclose(v_minus, sorted(expected))
+    for ln in jumps:
+        assert ln.get_ydata()[1] == 0.0
+    # Flight phases are drawn with their samples.
+    flight = [ln for ln in upper.get_lines() if ln.get_color() == "tab:blue"]
+    assert sum(len(ln.get_xdata()) for ln in flight) == HOPS * N_SAVE
+
+
+def test_energy_history_content(solution):
+    system, params, sol = solution
+    trajectory = hybrax.plot.Trajectory.from_solution(sol, system)
+    fig = hybrax.plot.energy_history(trajectory, params)
+    (ax,) = fig.axes
+    assert "[s]" in ax.get_xlabel() and "[J]" in ax.get_ylabel()
+    lines = {line.get_label(): line for line in ax.get_lines()}
+    kinetic, potential, total = (
+        lines["kinetic $T$"],
+        lines["potential $V$"],
+        lines["total $T + V$"],
+    )
+    np.testing.assert_allclose(
+        total.get_ydata(), kinetic.get_ydata() + potential.get_ydata()
+    )
+    texts = [text.get_text() for text in ax.texts]
+    assert sum("T_c" in text for text in texts) == HOPS
+    assert sum("T_a" in text for text in texts) == HOPS
+    # The total drops by T_c across each touchdown (end of one phase, start of the
+    # next).
+    E = np.asarray(total.get_ydata()).reshape(2 * HOPS, N_SAVE)
+    for k in range(0, 2 * HOPS, 2):
+        drop = E[k, -1] - E[k + 1, 0]
+        assert drop == pytest.approx(float(sol.T_c[k]), rel=1e-9)
+
+
+def test_constrained_form_matches_minimal(cli_run, tmp_path):
+    _, _, minimal = cli_run
+    code = main(
+        [
+            "simulate",
+            "hopper",
+            "--hops",
+            str(HOPS),
+            "--form",
+            "constrained",
+            "--out",
+            str(tmp_path),
+            "--json",
+            str(tmp_path / "run.json"),
+        ]
+    )
+    assert code == 0
+    data = json.loads((tmp_path / "run.json").read_text())
+    assert data["form"] == "constrained"
+    for a, b in zip(data["events"], minimal["events"], strict=True):
+        assert a["kind"] == b["kind"]
+        assert abs(a["t"] - b["t"]) < ORACLE_TOL
+        np.testing.assert_allclose(
+            a["state_before"], b["state_before"], rtol=0, atol=ORACLE_TOL
+        )
+
+
+def test_plots_of_a_failed_run(solution):
+    system, params, _ = solution
+    below = jnp.array([1.0, -0.1, 0.0, 0.0])
+    sol = hybrax.simulate(
+        system, below, params, n_events=2 * HOPS, t_max=T_MAX, n_save=N_SAVE
+    )
+    trajectory = hybrax.plot.Trajectory.from_solution(sol, system)
+    assert trajectory.t_events.shape == (0,)
+    assert trajectory.t_phase.shape[0] == 0
+    # Empty figures (surfaces only), no error.
+    assert len(hybrax.plot.phase_portraits(trajectory, params).axes) == 2
+    assert len(hybrax.plot.energy_history(trajectory, params).axes) == 1
