@@ -25,9 +25,23 @@ from ._mechanics import (
     kinetic_energy as kinetic_energy,
     plastic_impact as plastic_impact,
 )
+from ._periodic import (
+    FloquetAnalysis as FloquetAnalysis,
+    PeriodicOrbit as PeriodicOrbit,
+    PoincareSection as PoincareSection,
+    constraint_tangent_basis as constraint_tangent_basis,
+    find_periodic_orbit as find_periodic_orbit,
+    floquet_multipliers as floquet_multipliers,
+    monodromy as monodromy,
+)
+from ._saltation import (
+    phase_fundamental_matrix as phase_fundamental_matrix,
+    saltation_matrix as saltation_matrix,
+)
 from ._simulate import (
     RESULTS as RESULTS,
     HybridSolution as HybridSolution,
+    canonical_params as canonical_params,
     simulate as simulate,
     status_message as status_message,
     status_name as status_name,

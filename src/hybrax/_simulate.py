@@ -39,6 +39,10 @@ class RESULTS(dfx.RESULTS):  # pyright: ignore[reportGeneralTypeIssues]
     )
     nonfinite_state = "The state became non-finite (NaN or inf)."
     nonfinite_parameters = "The parameters contain NaN or inf."
+    wrong_event_sequence = (
+        "The cycle fired a different sequence of transitions than the section "
+        "declares (e.g. a foot that never left the ground, or a missed event)."
+    )
     shooting_failed = (
         "The shooting solve did not converge to a periodic orbit (residual above "
         "tolerance): no orbit was found from this guess, or none exists."
@@ -101,6 +105,28 @@ def _check_state(system: HybridSystem, x0) -> Array:
     if not jnp.issubdtype(x0.dtype, jnp.floating):
         x0 = x0.astype(float)
     return x0
+
+
+def canonical_params(params):
+    """Turn Python and NumPy float leaves of `params` into strongly typed JAX arrays
+    of the default float dtype.
+
+    `eqx.filter_jit` treats Python floats as static, so each new value would compile
+    anew and no gradient could reach it; weak and strong types would also compile
+    twice. Integer and boolean leaves are left alone (they may be static choices).
+    """
+    dtype = jnp.result_type(float)
+
+    def convert(leaf):
+        if isinstance(leaf, float | np.floating) or (
+            isinstance(leaf, np.ndarray | jax.Array)
+            and jnp.issubdtype(leaf.dtype, jnp.floating)
+            and not isinstance(leaf, jax.core.Tracer)
+        ):
+            return jnp.asarray(leaf, dtype=dtype)
+        return leaf
+
+    return jax.tree_util.tree_map(convert, params)
 
 
 def _is_concrete(x) -> bool:
@@ -430,7 +456,7 @@ def simulate(
     solution = _simulate(
         system,
         x0.astype(dtype),
-        params,
+        canonical_params(params),
         mode0,
         jnp.asarray(t0, dtype),
         jnp.asarray(t_max, dtype),

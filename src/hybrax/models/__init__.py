@@ -12,8 +12,10 @@ from .hopper import (
     energies as energies,
     ground_multiplier as ground_multiplier,
     hopper_params as hopper_params,
+    hopper_section as hopper_section,
     liftoff_state as liftoff_state,
     minimal_hopper as minimal_hopper,
+    orbit_guess as orbit_guess,
     to_constrained as to_constrained,
     to_minimal as to_minimal,
 )

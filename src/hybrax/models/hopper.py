@@ -30,6 +30,7 @@ from .._hybrid import (
     mechanical_mode,
 )
 from .._mechanics import AbstractLagrangianModel
+from .._periodic import PoincareSection
 
 
 class HopperParams(eqx.Module):
@@ -335,3 +336,48 @@ def default_initial_state(params: HopperParams | None = None):
     z_L = 0.1
     z_U = z_L + params.L0 - params.m_U * params.g / params.k
     return jnp.array([z_U, z_L, 0.0, 0.0])
+
+
+def _minimal_chart(u, params):
+    del params
+    zero = jnp.zeros((), u.dtype)
+    return jnp.stack([u[0], zero, u[1], zero])
+
+
+def _minimal_coordinates(x, params):
+    del params
+    return jnp.stack([x[0], x[2]])
+
+
+def _constrained_chart(u, params):
+    return to_constrained(_minimal_chart(u, params))
+
+
+def _constrained_coordinates(x, params):
+    return _minimal_coordinates(to_minimal(x), params)
+
+
+def hopper_section(form: str = "minimal") -> PoincareSection:
+    r"""The lift-off section of the hopper (Zana et al. 2018 section 3.4).
+
+    A cycle is touchdown then lift-off. The reduced unknowns are $u = (z_U, \dot z_U)$
+    at lift-off; the section fixes $z_L = \dot z_L = 0$. In the constrained form the
+    chart places the state on the constraint manifold ($z_1 = z_2$, $z_3 = z_4 = 0$),
+    which removes the spurious unit multipliers of constraint drift; the paper's
+    six unknowns $[z_1, z_2, z_3, \dot z_1, \dot z_2, \dot z_3]$ reduce to these two
+    on the manifold. $M = J + I$ is then the paper's $2\times2$ matrix of eq. (67).
+    """
+    if form == "minimal":
+        chart, coordinates = _minimal_chart, _minimal_coordinates
+    elif form == "constrained":
+        chart, coordinates = _constrained_chart, _constrained_coordinates
+    else:
+        raise ValueError(f"`form` must be 'minimal' or 'constrained'; got {form!r}.")
+    return PoincareSection(("touchdown", "liftoff"), chart, coordinates)
+
+
+def orbit_guess(params: HopperParams, v_U: float = 1.7):
+    """A guess of the reduced unknowns $(z_U, \dot z_U)$ on the lift-off surface
+    $\lambda_g = 0$ (so Newton's first step starts on the section)."""
+    x = liftoff_state(v_U, params)
+    return jnp.stack([x[0], x[2]])
