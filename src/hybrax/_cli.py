@@ -92,6 +92,12 @@ class _Model:
     state_names: tuple[str, ...]
     forms: dict[str, _Form]
     plot: Callable[[Any, Any, pathlib.Path], list[pathlib.Path]]
+    # For `orbit`: the Poincaré section of a form, the default guess of its reduced
+    # unknowns, the orbit figures, and a hint why parameters may admit no orbit.
+    section: Callable[[str], Any] | None = None
+    orbit_guess: Callable[[Any], Any] | None = None
+    plot_orbit: Callable[..., list[pathlib.Path]] | None = None
+    no_orbit_hint: Callable[[Any], str | None] | None = None
 
     @property
     def default_form(self) -> str:
@@ -115,6 +121,32 @@ def _plot_hopper(trajectory, params, out: pathlib.Path) -> list[pathlib.Path]:
         draw(trajectory, params).savefig(path, dpi=150)
         written.append(path)
     return written
+
+
+def _plot_hopper_orbit(
+    cycle, perturbed, labels, trajectory, params, out: pathlib.Path
+) -> list[pathlib.Path]:
+    """`orbit.png` (one period and perturbed trajectories, Fig. 3 of the paper),
+    then the figures of `_plot_hopper` for `trajectory` (several periods)."""
+    from . import plot
+
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / "orbit.png"
+    plot.orbit_figure(cycle, params, perturbed=perturbed, labels=labels).savefig(
+        path, dpi=150
+    )
+    return [path] + _plot_hopper(trajectory, params, out)
+
+
+def _hopper_no_orbit_hint(params) -> str | None:
+    if float(params.d_G) >= 0 and float(params.d_F) >= 0:
+        return (
+            f"with d_G = {float(params.d_G):g} >= 0 the ground damper pumps in no "
+            "energy, and the plastic touchdown and the flight damper only take it "
+            "out: no hopping orbit exists (the paper's orbits need d_G < 0, e.g. "
+            "--set D_G=-0.02)"
+        )
+    return None
 
 
 def _hopper() -> _Model:
@@ -145,6 +177,10 @@ def _hopper() -> _Model:
             ),
         },
         plot=_plot_hopper,
+        section=models.hopper_section,
+        orbit_guess=models.orbit_guess,
+        plot_orbit=_plot_hopper_orbit,
+        no_orbit_hint=_hopper_no_orbit_hint,
     )
 
 
@@ -218,6 +254,27 @@ def _make_params(
         return model.make_params(**values)
     except ValueError as error:
         parser.error(f"argument --set: {error}")
+
+
+def _add_form_arg(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--form",
+        default=None,
+        help="model formulation: minimal (default) or constrained",
+    )
+
+
+def _form_name(
+    parser: argparse.ArgumentParser, model: _Model, args: argparse.Namespace
+) -> str:
+    """The `--form` asked for (the model's first by default), checked."""
+    name = model.default_form if args.form is None else args.form
+    if name not in model.forms:
+        parser.error(
+            f"argument --form: invalid choice {name!r} for model "
+            f"{args.model!r} (choose from {', '.join(model.forms)})"
+        )
+    return name
 
 
 def _parse_state(
@@ -299,11 +356,7 @@ def _add_simulate(subparsers) -> None:
         metavar="N",
         help="number of hops, i.e. 2N events (default: %(default)s)",
     )
-    parser.add_argument(
-        "--form",
-        default=None,
-        help="model formulation: minimal (default) or constrained",
-    )
+    _add_form_arg(parser)
     parser.add_argument(
         "--t-max",
         type=float,
@@ -344,12 +397,7 @@ def _run_simulate(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
     from .plot import Trajectory
 
     model = _MODELS[args.model]()
-    form_name = model.default_form if args.form is None else args.form
-    if form_name not in model.forms:
-        parser.error(
-            f"argument --form: invalid choice {form_name!r} for model "
-            f"{args.model!r} (choose from {', '.join(model.forms)})"
-        )
+    form_name = _form_name(parser, model, args)
     if args.hops < 1:
         parser.error(f"argument --hops: must be a positive integer, got {args.hops}")
     if not (math.isfinite(args.t_max) and args.t_max > 0):
@@ -446,6 +494,312 @@ def _run_simulate(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
 
 
 # ---------------------------------------------------------------------------
+# orbit
+# ---------------------------------------------------------------------------
+
+# The dense simulations from the orbit: periods for the phase portraits and energy
+# figures, and samples per phase (one compiled shape also serves the apex search
+# and the perturbed trajectories, which use the first period only).
+_ORBIT_PERIODS = 3
+_ORBIT_SAMPLES = 400
+_ORBIT_T_MAX = 50.0
+# Perturbations of the lift-off state for `orbit.png`, in minimal coordinates:
+# (state index, size, label). Large on purpose, "for the sake of better
+# illustration" as in the paper's Fig. 3.
+_PERTURBATIONS = (
+    (0, 0.01, r"$z_U + 0.01$ m"),
+    (2, 0.1, r"$\dot z_U + 0.1$ m/s"),
+)
+
+
+def _add_orbit(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "orbit",
+        help="find a periodic orbit and its Floquet multipliers",
+        description=(
+            "Find the periodic orbit of a model by shooting on its lift-off section "
+            "from the default guess, print its summary (event times, apex heights, "
+            "energy split, reduced Jacobian, monodromy matrix by autodiff and by "
+            "saltation product, Floquet multipliers), and write figures (and "
+            "optionally JSON). Exits 1 if no orbit was found."
+        ),
+    )
+    _add_common_model_args(parser)
+    _add_form_arg(parser)
+    parser.set_defaults(run=_run_orbit, command_parser=parser)
+
+
+def _pairs(values) -> list[list[float | None]]:
+    """Complex numbers as JSON `[real, imag]` pairs."""
+    return [[_number(np.real(v)), _number(np.imag(v))] for v in np.ravel(values)]
+
+
+def _matrix(values) -> list[list[float | None]]:
+    return [[_number(v) for v in row] for row in np.asarray(values)]
+
+
+def _hermite_max(t, z, v) -> float:
+    """The largest value of the piecewise cubic Hermite interpolant of samples `z`
+    with slopes `v` at times `t`: the sampled maximum, refined to O(h^4) inside
+    every interval where the slope turns from positive to non-positive."""
+    keep = np.isfinite(t) & np.isfinite(z) & np.isfinite(v)
+    t, z, v = t[keep], z[keep], v[keep]
+    best = float(np.max(z))
+    for i in np.flatnonzero((v[:-1] > 0) & (v[1:] <= 0)):
+        h = t[i + 1] - t[i]
+        z0, z1, m0, m1 = z[i], z[i + 1], h * v[i], h * v[i + 1]
+        # p(s) = a s^3 + b s^2 + c s + z0 on s in [0, 1].
+        a = 2 * z0 + m0 - 2 * z1 + m1
+        b = -3 * z0 - 2 * m0 + 3 * z1 - m1
+        c = m0
+        for s in np.roots([3 * a, 2 * b, c]):
+            if abs(s.imag) < 1e-12 and 0 <= s.real <= 1:
+                s = s.real
+                best = max(best, float(((a * s + b) * s + c) * s + z0))
+    return best
+
+
+def _first_period(trajectory, n_events: int):
+    """The first `n_events` phases and events of a `Trajectory`."""
+    return dataclasses.replace(
+        trajectory,
+        t_phase=trajectory.t_phase[:n_events],
+        x_phase=trajectory.x_phase[:n_events],
+        phase_modes=trajectory.phase_modes[:n_events],
+        t_events=trajectory.t_events[:n_events],
+        event_kinds=trajectory.event_kinds[:n_events],
+        x_before=trajectory.x_before[:n_events],
+        x_after=trajectory.x_after[:n_events],
+        T_c=trajectory.T_c[:n_events],
+        T_a=trajectory.T_a[:n_events],
+    )
+
+
+def _format_complex(value) -> str:
+    value = complex(value)
+    if value.imag == 0:
+        return f"{value.real:+.10f}"
+    return f"{value.real:+.10f}{value.imag:+.2e}j"
+
+
+def _format_matrix(matrix, indent: str = "  ") -> list[str]:
+    return [
+        indent + "[" + "  ".join(f"{v:+12.6f}" for v in row) + "]"
+        for row in np.asarray(matrix, dtype=float)
+    ]
+
+
+def _run_orbit(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    from ._periodic import find_periodic_orbit
+    from ._simulate import canonical_params, simulate, status_message, status_name
+    from .plot import Trajectory
+
+    model = _MODELS[args.model]()
+    if model.section is None or model.orbit_guess is None:
+        parser.error(f"argument model: no Poincaré section for {args.model!r}")
+    form_name = _form_name(parser, model, args)
+    # Array leaves once, so that `--set` values reuse one compilation.
+    params = canonical_params(
+        _make_params(parser, model, _parse_sets(parser, model, args.set))
+    )
+    form = model.forms[form_name]
+    system = form.system()
+    section = model.section(form_name)
+    orbit, floquet = find_periodic_orbit(
+        system, section, model.orbit_guess(params), params
+    )
+    converged = bool(orbit.converged)
+    status = status_name(orbit.result)[0]
+    message = status_message(orbit.result)[0]
+
+    # Minimal coordinates: the 4x4 monodromy is R Phi E with R = d(to_minimal)/dx
+    # and E = d(from_minimal)/dx_min (constant matrices; identities for the
+    # minimal form).
+    n_min = len(model.state_names)
+    if form.to_minimal is None or form.from_minimal is None:
+        R = E = np.eye(n_min)
+        to_minimal = np.asarray
+    else:
+        R = np.asarray(jax.jacfwd(form.to_minimal)(jnp.zeros(system.n_states)))
+        E = np.asarray(jax.jacfwd(form.from_minimal)(jnp.zeros(n_min)))
+
+        def to_minimal(x):
+            return np.asarray(form.to_minimal(jnp.asarray(x)))
+
+    state = to_minimal(orbit.state)
+    durations = np.asarray(orbit.phase_durations, dtype=float)
+    n_steps = int(orbit.n_steps)
+    residual = float(orbit.residual_norm)
+    payload: dict[str, Any] = {
+        "model": args.model,
+        "form": form_name,
+        "params": _params_dict(params),
+        "state_names": list(model.state_names),
+        "converged": converged,
+        "status": status,
+        "status_message": message,
+        "newton_iterations": n_steps,
+        "residual_norm": _number(residual),
+    }
+
+    print(f"{args.model} ({form_name}), parameters:")
+    print("  " + ", ".join(f"{k}={v:g}" for k, v in _params_dict(params).items()))
+    print()
+    if not converged:
+        keys = (
+            "state t_flight t_ground period apex_upper apex_lower T_a T_c "
+            "Tc_over_T ground_force_after_touchdown pulling_after_touchdown "
+            "reduced_jacobian reduced_jacobian_eigenvalues monodromy_ad "
+            "monodromy_saltation max_discrepancy multipliers_ad "
+            "multipliers_saltation trivial_multiplier_ad "
+            "trivial_multiplier_saltation stable"
+        ).split()
+        payload.update(dict.fromkeys(keys))
+        payload["last_iterate"] = [_number(v) for v in state]
+        sys.stdout.flush()
+        print(
+            f"no periodic orbit found: {status} after {n_steps} Newton iterations "
+            f"(residual {residual:.3g}): {message}",
+            file=sys.stderr,
+        )
+        hint = None if model.no_orbit_hint is None else model.no_orbit_hint(params)
+        if hint is not None:
+            print(f"note: {hint}.", file=sys.stderr)
+        if args.json is not None:
+            _write_json(args.json, payload)
+            print(f"wrote {args.json}")
+        return 1
+
+    # One compiled simulation: the orbit over several periods, and from the two
+    # perturbed starts (their first period is drawn).
+    sequence = tuple(system.transition_index(k) for k in section.sequence)
+    mode0 = system.targets[sequence[-1]]
+    n_cycle = len(sequence)
+
+    def periods(x_min):
+        full = x_min if form.from_minimal is None else form.from_minimal(x_min)
+        solution = simulate(
+            system,
+            jnp.asarray(full, dtype=float),
+            params,
+            n_events=_ORBIT_PERIODS * n_cycle,
+            t_max=_ORBIT_T_MAX,
+            mode0=mode0,
+            n_save=_ORBIT_SAMPLES,
+        )
+        trajectory = Trajectory.from_solution(
+            solution, system, to_minimal=form.to_minimal
+        )
+        return trajectory, bool(solution.succeeded), status_name(solution.result)[0]
+
+    trajectory, simulated, sim_status = periods(state)
+    cycle = _first_period(trajectory, n_cycle)
+    # Apexes of both masses in the flight phase that starts at lift-off.
+    t0, x0 = cycle.t_phase[0], cycle.x_phase[0]
+    apex_upper = _hermite_max(t0, x0[:, 0], x0[:, 2])
+    apex_lower = _hermite_max(t0, x0[:, 1], x0[:, 3])
+
+    T_c, T_a = float(orbit.T_c[0]), float(orbit.T_a[0])
+    # The signed guard is -lambda_g / (m g) (positive inside the ground mode), so
+    # lambda_g < 0 (the ground pushes) reads as a positive guard.
+    guard = float(orbit.guard_at_start[0])
+    ground_force = -guard * float(params.m) * float(params.g)
+    M = np.asarray(orbit.reduced_jacobian, dtype=float)
+    mono_ad = R @ np.asarray(floquet.monodromy_ad, dtype=float) @ E
+    mono_s = R @ np.asarray(floquet.monodromy_saltation, dtype=float) @ E
+    mult_ad = np.asarray(floquet.multipliers_ad)
+    mult_s = np.asarray(floquet.multipliers_saltation)
+    stable = bool(np.all(np.abs(mult_ad) < 1) and np.all(np.abs(mult_s) < 1))
+    payload.update(
+        state=[float(v) for v in state],
+        t_flight=float(durations[0]),
+        t_ground=float(durations[1]),
+        period=float(orbit.period),
+        apex_upper=_number(apex_upper),
+        apex_lower=_number(apex_lower),
+        T_a=T_a,
+        T_c=T_c,
+        Tc_over_T=T_c / (T_a + T_c),
+        ground_force_after_touchdown=ground_force,
+        pulling_after_touchdown=bool(ground_force > 0),
+        reduced_jacobian=_matrix(M),
+        reduced_jacobian_eigenvalues=_pairs(np.linalg.eigvals(M)),
+        monodromy_ad=_matrix(mono_ad),
+        monodromy_saltation=_matrix(mono_s),
+        max_discrepancy=float(np.max(np.abs(mono_ad - mono_s))),
+        max_discrepancy_full_state=float(floquet.max_discrepancy),
+        multipliers_ad=_pairs(mult_ad),
+        multipliers_saltation=_pairs(mult_s),
+        trivial_multiplier_ad=_pairs(floquet.trivial_ad)[0],
+        trivial_multiplier_saltation=_pairs(floquet.trivial_saltation)[0],
+        stable=stable,
+    )
+
+    names = ", ".join(model.state_names)
+    print(f"periodic orbit: converged ({status})")
+    print(f"  Newton iterations       {n_steps}")
+    print(f"  residual max|F|         {residual:.3e}")
+    print(f"  lift-off state          {_format_state(state)}  ({names})")
+    print(f"  t_flight                {durations[0]:.10f} s")
+    print(f"  t_ground                {durations[1]:.10f} s")
+    print(f"  period                  {float(orbit.period):.10f} s")
+    print(f"  apex z_U (flight)       {apex_upper:.10f} m")
+    print(f"  apex z_L (flight)       {apex_lower:.10f} m")
+    print(f"  T_a (kept at touchdown) {T_a:.6f} J")
+    print(f"  T_c (lost at touchdown) {T_c:.6f} J")
+    print(f"  T_c / (T_a + T_c)       {T_c / (T_a + T_c):.10f}")
+    pushes = "pulls: not admissible" if ground_force > 0 else "pushes"
+    print(f"  lambda_g after touchdown {ground_force:+.4f} N (the ground {pushes})")
+    print()
+    print("reduced Jacobian M (unknowns at lift-off):")
+    print("\n".join(_format_matrix(M)))
+    eig_M = ", ".join(_format_complex(v) for v in np.linalg.eigvals(M))
+    print(f"  eigenvalues: {eig_M}")
+    for label, matrix in (("autodiff", mono_ad), ("saltation product", mono_s)):
+        print(f"monodromy by {label} ({names}):")
+        print("\n".join(_format_matrix(matrix)))
+    print(f"  max |AD - saltation| = {payload['max_discrepancy']:.3e}", end="")
+    if form.to_minimal is not None:
+        print(f" (full state: {float(floquet.max_discrepancy):.3e})", end="")
+    print()
+    print()
+    print("Floquet multipliers (nontrivial, by decreasing modulus):")
+    print(f"  autodiff:  {', '.join(_format_complex(v) for v in mult_ad)}")
+    print(f"  saltation: {', '.join(_format_complex(v) for v in mult_s)}")
+    print(
+        f"  trivial:   {_format_complex(floquet.trivial_ad)} (autodiff), "
+        f"{_format_complex(floquet.trivial_saltation)} (saltation)"
+    )
+    leading = float(np.max(np.abs(mult_ad))) if mult_ad.size else 0.0
+    verdict = "stable" if stable else "unstable"
+    print(f"  {verdict}: largest nontrivial |multiplier| = {leading:.10f}")
+    print()
+
+    if simulated:
+        perturbed, labels = [], []
+        for index, size, label in _PERTURBATIONS:
+            start = state.copy()
+            start[index] += size
+            perturbed.append(_first_period(periods(start)[0], n_cycle))
+            labels.append(label)
+        if model.plot_orbit is not None:
+            for path in model.plot_orbit(
+                cycle, perturbed, labels, trajectory, params, args.out
+            ):
+                print(f"wrote {path}")
+    else:
+        print(
+            f"note: the simulation of {_ORBIT_PERIODS} periods from the orbit "
+            f"failed ({sim_status}); no figures written.",
+            file=sys.stderr,
+        )
+    if args.json is not None:
+        _write_json(args.json, payload)
+        print(f"wrote {args.json}")
+    return 0
+
+
+# ---------------------------------------------------------------------------
 # Entry point
 # ---------------------------------------------------------------------------
 
@@ -467,6 +821,7 @@ def _build_parser() -> argparse.ArgumentParser:
         dest="command", metavar="<command>", required=True
     )
     _add_simulate(subparsers)
+    _add_orbit(subparsers)
     return parser
 
 

@@ -58,7 +58,7 @@ class AbstractLagrangianModel(eqx.Module):
 def _stacked_constraints(
     model: AbstractLagrangianModel, active: tuple[str, ...]
 ) -> Callable[[Array, Params], Array]:
-    """The function $q \\mapsto \\gamma(q)$ of the active groups, concatenated."""
+    r"""The function $q \mapsto \gamma(q)$ of the active groups, concatenated."""
 
     def gamma(q, params):
         groups = model.constraints(q, params)

@@ -114,8 +114,9 @@ def _resolve_sequence(system: HybridSystem, section: PoincareSection):
     for a, b in zip(sequence[:-1], sequence[1:]):
         if system.targets[a] != system.sources[b]:
             raise ValueError(
-                f"`sequence` is not a path of the system: transition {a} leads to mode "
-                f"{system.targets[a]} but transition {b} leaves mode {system.sources[b]}"
+                f"`sequence` is not a path of the system: transition {a} leads to "
+                f"mode {system.targets[a]} but transition {b} leaves mode "
+                f"{system.sources[b]}"
             )
     if system.sources[sequence[0]] != mode0:
         raise ValueError("`sequence` does not close: it must end where it starts.")
@@ -277,11 +278,9 @@ def _shoot_and_analyse(
         & (residual_norm <= residual_tol)
         & jnp.all(jnp.isfinite(u))
     )
-    result = RESULTS.where(
-        cycle_result == RESULTS.successful,
-        RESULTS.where(ok, RESULTS.successful, RESULTS.shooting_failed),
-        cycle_result,
-    )
+    # A failed shooting solve is reported as such first (its last iterate may have
+    # wandered where the cycle itself fails); then a cycle that failed at the root.
+    result = RESULTS.where(ok, cycle_result, RESULTS.shooting_failed)
     t_start = jnp.concatenate([jnp.zeros((1,), u.dtype), sol.t_events[:-1]])
     orbit = PeriodicOrbit(
         u=u,

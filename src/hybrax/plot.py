@@ -380,3 +380,171 @@ def energy_history(
     ax.grid(True, alpha=0.3)
     _legend(ax)
     return fig
+
+
+# Colours of the perturbed trajectories of `orbit_figure` (the orbit is black).
+_PERTURBED_COLOURS = ("tab:blue", "tab:orange", "tab:green", "tab:purple")
+
+
+def _cycle_curve(trajectory: Trajectory) -> np.ndarray:
+    """All phase samples, concatenated, as one `(s, 4)` curve (NaN padding
+    dropped)."""
+    x = np.asarray(trajectory.x_phase, dtype=float).reshape(-1, 4)
+    return x[np.all(np.isfinite(x), axis=1)]
+
+
+def _switch_points(trajectory: Trajectory, kind: str) -> np.ndarray:
+    """The states at which `trajectory` meets the switching surface of `kind`."""
+    mask = _events(trajectory, kind)
+    return np.asarray(trajectory.x_before, dtype=float).reshape(-1, 4)[mask]
+
+
+def orbit_figure(
+    orbit: Trajectory,
+    params: models.HopperParams,
+    *,
+    perturbed: Sequence[Trajectory] = (),
+    labels: Sequence[str] | None = None,
+) -> Figure:
+    r"""A periodic orbit and perturbed trajectories near it in the
+    $(z_U, z_L, \dot z_U)$ subspace (Zana et al. 2018, Fig. 3).
+
+    Left: a 3-D view with the foot height $z_L$ upwards, so that the touchdown
+    surface $z_L = 0$ is the grey floor; on it lies the lift-off surface
+    $\lambda_g = 0$, the line $z_U = L_0 + (m_L g - d_G\dot z_U)/k$ (see
+    [`hybrax.models.liftoff_state`][]). Right: the view from above, the projection
+    onto the $(z_U, \dot z_U)$ plane. The orbit is black, each perturbed trajectory
+    has its own colour; the points where a curve meets a switching surface are
+    marked (touchdown, pre-impact: down triangle; lift-off: up triangle) and each
+    perturbed start by an open circle. The plastic impact changes only $\dot z_L$,
+    so a touchdown is one point in this subspace.
+
+    **Arguments:**
+
+    - `orbit`: one period of the orbit as a [`hybrax.plot.Trajectory`][] (plain
+      NumPy arrays; any object with its attributes will do) in minimal
+      coordinates $[z_U, z_L, \dot z_U, \dot z_L]$.
+    - `params`: the [`hybrax.models.HopperParams`][] of the orbit.
+    - `perturbed`: trajectories started near the orbit, as `Trajectory`s.
+    - `labels`: a legend entry per perturbed trajectory; default
+      `"perturbed 1"`, ...
+
+    **Returns:** the matplotlib `Figure`, its axes the 3-D view and the projection
+    (which holds the legend entries; the figure legend lists them below both).
+
+    **Raises:** `ValueError` if `labels` does not match `perturbed`.
+
+    !!! example
+
+        ```python
+        sol = hybrax.simulate(system, orbit.state, params, n_events=2,
+                              t_max=10.0, mode0="flight", n_save=400)
+        traj = hybrax.plot.Trajectory.from_solution(sol, system)
+        hybrax.plot.orbit_figure(traj, params).savefig("orbit.png")
+        ```
+    """
+    perturbed = list(perturbed)
+    if labels is None:
+        labels = [f"perturbed {k + 1}" for k in range(len(perturbed))]
+    elif len(labels) != len(perturbed):
+        raise ValueError(
+            f"`labels` must hold one entry per perturbed trajectory; got "
+            f"{len(labels)} for {len(perturbed)}."
+        )
+    fig = Figure(figsize=(12.0, 5.6), layout="constrained")
+    ax3 = fig.add_subplot(1, 2, 1, projection="3d")
+    ax2 = fig.add_subplot(1, 2, 2)
+    curves = [(orbit, "periodic orbit", "k", 2.2)] + [
+        (trajectory, label, _PERTURBED_COLOURS[k % len(_PERTURBED_COLOURS)], 1.3)
+        for k, (trajectory, label) in enumerate(zip(perturbed, labels))
+    ]
+    samples = [_cycle_curve(trajectory) for trajectory, *_ in curves]
+    everything = np.concatenate([np.zeros((0, 4))] + samples)
+    if everything.shape[0] > 0:
+        low, high = np.min(everything, axis=0), np.max(everything, axis=0)
+    else:
+        low = np.array([float(params.L0) - 0.1, 0.0, -1.0, 0.0])
+        high = np.array([float(params.L0) + 0.1, 0.1, 1.0, 0.0])
+    pad = 0.06 * np.maximum(high - low, 1e-3)
+    z_range = (low[0] - pad[0], high[0] + pad[0])
+    v_range = (low[2] - pad[2], high[2] + pad[2])
+
+    # Switching surfaces: the touchdown floor z_L = 0 and the lift-off line on it,
+    # clipped to the plotted box.
+    zz, vv = np.meshgrid(z_range, v_range)
+    ax3.plot_surface(zz, vv, np.zeros_like(zz), color="0.55", alpha=0.15, linewidth=0)
+    ax2.fill([], [], color="0.55", alpha=0.3, label=r"touchdown surface $z_L = 0$")
+    v_line = np.linspace(*v_range, 101)
+    z_line = np.asarray(models.liftoff_state(v_line, params))[0]
+    inside = (z_line >= z_range[0]) & (z_line <= z_range[1])
+    surface = dict(color="k", linestyle="--", linewidth=1.1)
+    ax3.plot(z_line[inside], v_line[inside], np.zeros(int(np.sum(inside))), **surface)
+    ax2.plot(
+        z_line[inside],
+        v_line[inside],
+        label=r"lift-off surface $\lambda_g = 0$",
+        **surface,
+    )
+
+    for (trajectory, label, colour, width), x in zip(curves, samples):
+        ax3.plot(x[:, 0], x[:, 2], x[:, 1], color=colour, linewidth=width)
+        ax2.plot(x[:, 0], x[:, 2], color=colour, linewidth=width, label=label)
+        if trajectory is not orbit and x.shape[0] > 0:
+            start = dict(
+                linestyle="none",
+                marker="o",
+                markersize=7,
+                markerfacecolor="white",
+                markeredgecolor=colour,
+                markeredgewidth=1.5,
+                zorder=6,
+            )
+            ax3.plot(x[:1, 0], x[:1, 2], x[:1, 1], **start)
+            ax2.plot(x[:1, 0], x[:1, 2], **start)
+        for kind, marker in (("touchdown", "v"), ("liftoff", "^")):
+            points = _switch_points(trajectory, kind)
+            dots = dict(
+                linestyle="none",
+                marker=marker,
+                markersize=8,
+                markerfacecolor=colour,
+                markeredgecolor="w" if colour == "k" else "k",
+                markeredgewidth=0.8,
+                zorder=5,
+            )
+            ax3.plot(points[:, 0], points[:, 2], points[:, 1], **dots)
+            ax2.plot(points[:, 0], points[:, 2], **dots)
+    # Legend entries for the markers, once, in a neutral colour.
+    neutral = dict(linestyle="none", markersize=8, color="0.35")
+    ax2.plot([], [], marker="v", label="touchdown point", **neutral)
+    ax2.plot([], [], marker="^", label="lift-off point", **neutral)
+    if perturbed:
+        ax2.plot(
+            [],
+            [],
+            linestyle="none",
+            marker="o",
+            markersize=7,
+            markerfacecolor="white",
+            markeredgecolor="0.35",
+            label="perturbed start",
+        )
+
+    ax3.set_xlabel(r"$z_U$ [m]")
+    ax3.set_ylabel(r"$\dot z_U$ [m/s]")
+    ax3.set_zlabel(r"$z_L$ [m]")
+    ax3.set_xlim(*z_range)
+    ax3.set_ylim(*v_range)
+    ax3.set_zlim(0.0, high[1] + pad[1])
+    ax3.set_box_aspect((1.3, 1.3, 0.8))
+    ax3.view_init(elev=24.0, azim=-62.0)
+    ax3.set_title(r"state space $(z_U, \dot z_U, z_L)$")
+    ax2.set_xlabel(r"$z_U$ [m]")
+    ax2.set_ylabel(r"$\dot z_U$ [m/s]")
+    ax2.set_xlim(*z_range)
+    ax2.set_ylim(*v_range)
+    ax2.set_title(r"projection onto $(z_U, \dot z_U)$, seen from above")
+    ax2.grid(True, alpha=0.3)
+    handles, names = ax2.get_legend_handles_labels()
+    fig.legend(handles, names, loc="outside lower center", ncols=4, fontsize="small")
+    return fig

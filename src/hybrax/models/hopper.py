@@ -88,22 +88,22 @@ class HopperParams(eqx.Module):
 
     @property
     def m_U(self):
-        """Upper mass $m_U = \\mu m$."""
+        r"""Upper mass $m_U = \mu m$."""
         return self.mu * self.m
 
     @property
     def m_L(self):
-        """Lower mass $m_L = (1-\\mu) m$."""
+        r"""Lower mass $m_L = (1-\mu) m$."""
         return (1 - self.mu) * self.m
 
     @property
     def D_G(self):
-        """Dimensionless ground damping $D_G = d_G / (2\\sqrt{k m})$."""
+        r"""Dimensionless ground damping $D_G = d_G / (2\sqrt{k m})$."""
         return self.d_G / (2 * jnp.sqrt(self.k * self.m))
 
     @property
     def D_F(self):
-        """Dimensionless flight damping $D_F = d_F / (2\\sqrt{k m})$."""
+        r"""Dimensionless flight damping $D_F = d_F / (2\sqrt{k m})$."""
         return self.d_F / (2 * jnp.sqrt(self.k * self.m))
 
 
@@ -300,7 +300,7 @@ def to_constrained(x_min):
 
 
 def to_minimal(x_con):
-    """Read $[z_U, z_L, v_U, v_L] = [z_2, z_4, \\dot z_2, \\dot z_4]$ off a constrained
+    r"""Read $[z_U, z_L, v_U, v_L] = [z_2, z_4, \dot z_2, \dot z_4]$ off a constrained
     state (the coordinates the paper's printed matrices use)."""
     x_con = jnp.asarray(x_con)
     return x_con[..., jnp.array([1, 3, 5, 7])]
@@ -377,7 +377,7 @@ def hopper_section(form: str = "minimal") -> PoincareSection:
 
 
 def orbit_guess(params: HopperParams, v_U: float = 1.7):
-    """A guess of the reduced unknowns $(z_U, \dot z_U)$ on the lift-off surface
+    r"""A guess of the reduced unknowns $(z_U, \dot z_U)$ on the lift-off surface
     $\lambda_g = 0$ (so Newton's first step starts on the section)."""
     x = liftoff_state(v_U, params)
     return jnp.stack([x[0], x[2]])

@@ -1,0 +1,216 @@
+"""Periodic orbits and their stability against the seed's semi-analytic reference
+(section 4.1, written with NumPy/SciPy in reference_hopper.py), autodiff against the
+saltation product, and constrained against minimal coordinates."""
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import hybrax as hx
+import reference_hopper as ref
+from hybrax import models
+
+
+TOL = 1e-12  # integration tolerance of the accuracy tests below
+PARAMS = hx.canonical_params(models.hopper_params())
+
+
+@pytest.fixture(scope="module")
+def reference():
+    return ref.periodic_orbit(ref.HopperParams())
+
+
+def _find(system, section, params, guess=None):
+    guess = models.orbit_guess(params) if guess is None else guess
+    return hx.find_periodic_orbit(system, section, guess, params, rtol=TOL, atol=TOL)
+
+
+@pytest.fixture(scope="module")
+def minimal_orbit():
+    return _find(models.minimal_hopper(), models.hopper_section("minimal"), PARAMS)
+
+
+@pytest.fixture(scope="module")
+def constrained_orbit():
+    return _find(
+        models.constrained_hopper(), models.hopper_section("constrained"), PARAMS
+    )
+
+
+def test_orbit_matches_semi_analytic_reference(minimal_orbit, reference):
+    orbit, floquet = minimal_orbit
+    assert orbit.converged
+    assert float(orbit.residual_norm) < 1e-10
+    np.testing.assert_allclose(orbit.state, reference["state"], atol=1e-9)
+    np.testing.assert_allclose(
+        orbit.phase_durations[0], reference["t_flight"], atol=1e-9
+    )
+    np.testing.assert_allclose(
+        orbit.phase_durations[1], reference["t_ground"], atol=1e-9
+    )
+    np.testing.assert_allclose(orbit.period, reference["period"], atol=1e-9)
+    np.testing.assert_allclose(orbit.T_c[0], reference["T_c"], rtol=1e-8)
+    np.testing.assert_allclose(orbit.T_a[0], reference["T_a"], rtol=1e-8)
+    # The paper's numbers (section 4.2): multiplier 0.4714, t_p = t_F + t_G.
+    np.testing.assert_allclose(floquet.multipliers_ad[0].real, 0.4714, atol=5e-5)
+    np.testing.assert_allclose(
+        floquet.multipliers_ad[0].real, reference["multiplier"], atol=1e-8
+    )
+    np.testing.assert_allclose(
+        floquet.multipliers_saltation[0].real, reference["multiplier"], atol=1e-8
+    )
+    assert np.all(np.abs(floquet.multipliers_ad[1:]) < 1e-6)  # the two zeros
+
+
+def test_monodromy_two_ways_and_against_finite_differences(minimal_orbit, reference):
+    _, floquet = minimal_orbit
+    assert float(floquet.max_discrepancy) < 1e-8
+    # Central differences of the closed-form flow over the fixed period (reference).
+    np.testing.assert_allclose(floquet.monodromy_ad, reference["monodromy"], atol=1e-6)
+    np.testing.assert_allclose(
+        floquet.monodromy_saltation, reference["monodromy"], atol=1e-6
+    )
+    # The paper's printed matrix (its text lost the signs; magnitudes to its digits).
+    printed = np.array(
+        [
+            [0.729, 0.134, 0.248, 0.0634],
+            [0, 0, 0, 0],
+            [11.41, 4.19, 3.18, 0.803],
+            [11.45, 2.27, 3.84, 0.980],
+        ]
+    )
+    np.testing.assert_allclose(
+        np.abs(floquet.monodromy_ad), printed, rtol=3e-3, atol=1e-3
+    )
+    # The trivial multiplier (the flow direction).
+    assert abs(complex(floquet.trivial_ad) - 1) < 1e-9
+    assert abs(complex(floquet.trivial_saltation) - 1) < 1e-9
+    eig = np.sort(np.abs(np.linalg.eigvals(floquet.monodromy_ad)))
+    np.testing.assert_allclose(eig, [0, 0, reference["multiplier"], 1], atol=1e-6)
+
+
+def test_reduced_jacobian_matches_paper(minimal_orbit, reference):
+    orbit, floquet = minimal_orbit
+    M = np.asarray(orbit.reduced_jacobian)
+    np.testing.assert_allclose(M, reference["M_reduced"], atol=1e-6)
+    printed = np.array([[0.0175, 0.0024], [3.28, 0.453]])
+    np.testing.assert_allclose(np.abs(M), printed, rtol=3e-3, atol=1e-4)
+    mu = np.sort(np.abs(np.linalg.eigvals(M)))
+    np.testing.assert_allclose(mu, [0.0, reference["multiplier"]], atol=1e-8)
+
+
+def test_constrained_form_on_the_manifold(constrained_orbit, minimal_orbit):
+    orbit_c, floquet_c = constrained_orbit
+    orbit_m, floquet_m = minimal_orbit
+    assert orbit_c.converged
+    np.testing.assert_allclose(
+        models.to_minimal(orbit_c.state), orbit_m.state, atol=1e-9
+    )
+    np.testing.assert_allclose(orbit_c.period, orbit_m.period, atol=1e-10)
+    assert floquet_c.tangent_basis.shape == (8, 4)
+    np.testing.assert_allclose(
+        floquet_c.multipliers_ad, floquet_m.multipliers_ad, atol=1e-8
+    )
+    np.testing.assert_allclose(
+        floquet_c.multipliers_saltation, floquet_m.multipliers_saltation, atol=1e-8
+    )
+    assert abs(complex(floquet_c.trivial_ad) - 1) < 1e-9
+    assert float(floquet_c.max_discrepancy) < 1e-8
+    # In minimal coordinates, R Phi E is the minimal monodromy.
+    E = jax.jacfwd(models.to_constrained)(jnp.zeros(4))
+    R = jax.jacfwd(models.to_minimal)(jnp.zeros(8))
+    np.testing.assert_allclose(
+        R @ floquet_c.monodromy_ad @ E, floquet_m.monodromy_ad, atol=1e-7
+    )
+    # Without the manifold, constraint drift adds spurious unit multipliers.
+    raw = np.linalg.eigvals(floquet_c.monodromy_ad)
+    assert np.sum(np.abs(raw - 1) < 1e-6) >= 2
+
+
+def test_no_orbit_for_positive_ground_damping():
+    params = hx.canonical_params(models.hopper_params(d_G=10.0))
+    orbit, _ = _find(models.minimal_hopper(), models.hopper_section("minimal"), params)
+    assert not bool(orbit.converged)
+    message = hx.status_message(orbit.result)[0]
+    assert "t_max" in message or "converge" in message
+
+
+def test_random_parameters_ad_against_saltation(getkey):
+    """Property test: on hopper parameters drawn at random, the autodiff monodromy
+    equals the saltation product and the multiplier equals the reference."""
+    n = 4
+    D_G = jax.random.uniform(getkey(), (n,), minval=-0.040, maxval=-0.033)
+    mu = jax.random.uniform(getkey(), (n,), minval=0.76, maxval=0.84)
+    k = jax.random.uniform(getkey(), (n,), minval=13000.0, maxval=17000.0)
+    base = PARAMS
+
+    def make(D_G, mu, k):
+        p = eqx.tree_at(lambda s: (s.mu, s.k), base, (mu, k))
+        return eqx.tree_at(lambda s: s.d_G, p, D_G * 2 * jnp.sqrt(k * base.m))
+
+    @jax.vmap
+    def solve(D_G, mu, k):
+        p = make(D_G, mu, k)
+        return _find(models.minimal_hopper(), models.hopper_section("minimal"), p)
+
+    orbits, floquets = solve(D_G, mu, k)
+    assert np.all(np.asarray(orbits.result._value) == hx.RESULTS.successful._value)
+    np.testing.assert_array_less(np.asarray(floquets.max_discrepancy), 1e-7)
+    for i in range(n):
+        p_ref = ref.HopperParams(mu=float(mu[i]), k=float(k[i])).with_D_G(float(D_G[i]))
+        expected = ref.periodic_orbit(p_ref, v_guess=float(orbits.state[i, 2]))
+        np.testing.assert_allclose(orbits.state[i], expected["state"], atol=1e-8)
+        np.testing.assert_allclose(
+            floquets.multipliers_ad[i, 0].real, expected["multiplier"], atol=1e-8
+        )
+
+
+def test_bouncing_ball_ad_against_saltation():
+    params = hx.canonical_params(models.BallParams(e=0.8))
+    section = hx.PoincareSection(
+        ("impact",),
+        chart=lambda u, p: jnp.stack([jnp.zeros_like(u[0]), u[0]]),
+        coordinates=lambda x, p: x[1:2],
+    )
+    v0 = 3.0
+    floquet = hx.monodromy(
+        models.bouncing_ball(), section, jnp.array([0.0, v0]), params
+    )
+    assert float(floquet.max_discrepancy) < 1e-9
+    # Closed form, perturbing (y0, v0) about (0, v0): the impact comes at
+    # t_e = (v0 + sqrt(v0^2 + 2 g y0))/g with v_- = -sqrt(v0^2 + 2 g y0), then
+    # v_+ = -e v_-. Near the fixed duration t_p = t_e(ref), the flow is
+    # y(t_p) = v_+ (t_p - t_e), v(t_p) = v_+ - g (t_p - t_e).
+    g, e = params.g, params.e
+    dv_minus = np.array([-g / v0, -1.0])  # d v_- / d(y0, v0)
+    dt_e = np.array([1 / v0, 2 / g])
+    v_plus = e * v0
+    row_y = -v_plus * dt_e
+    row_v = -e * dv_minus + g * dt_e
+    np.testing.assert_allclose(
+        floquet.monodromy_ad, np.stack([row_y, row_v]), atol=1e-9
+    )
+
+
+def test_float32_warns_and_bad_arguments_raise():
+    system, section = models.minimal_hopper(), models.hopper_section()
+    jax.config.update("jax_enable_x64", False)
+    try:
+        with pytest.warns(RuntimeWarning, match="float64"):
+            with pytest.raises(ValueError, match="max_iterations"):
+                hx.find_periodic_orbit(
+                    system, section, jnp.ones(2), PARAMS, max_iterations=0
+                )
+    finally:
+        jax.config.update("jax_enable_x64", True)
+    with pytest.raises(ValueError, match="form"):
+        models.hopper_section("redundant")
+    with pytest.raises(ValueError, match="sequence"):
+        hx.find_periodic_orbit(
+            system,
+            hx.PoincareSection(("touchdown",), section.chart, section.coordinates),
+            jnp.ones(2),
+            PARAMS,
+        )
