@@ -31,7 +31,12 @@ from jaxtyping import Array, Complex, Float, Int
 from ._custom_types import Params
 from ._hybrid import HybridSystem, MechanicalVectorField
 from ._saltation import saltation_matrix
-from ._simulate import RESULTS, _simulate, canonical_params, check_float64
+from ._simulate import (
+    RESULTS,
+    _simulate_sequence,
+    canonical_params,
+    check_float64,
+)
 
 
 class PoincareSection(eqx.Module):
@@ -123,21 +128,19 @@ def _resolve_sequence(system: HybridSystem, section: PoincareSection):
     return sequence, mode0
 
 
-def _cycle(system, x0, params, mode0, n_events, settings, adjoint, n_save=0):
-    return _simulate(
+def _cycle(system, x0, params, sequence, settings, adjoint):
+    return _simulate_sequence(
         system,
         x0,
         params,
-        mode0,
         jnp.zeros((), x0.dtype),
         jnp.asarray(settings.t_max, x0.dtype),
-        n_events,
+        sequence,
         settings.solver,
         settings.stepsize_controller,
         settings.root_finder,
         adjoint,
         settings.max_steps,
-        n_save,
         1e-9,
     )
 
@@ -152,12 +155,12 @@ def _cycle_result(sol, sequence):
     )
 
 
-def _cycle_jacobian(system, x0, params, mode0, n_events, settings):
+def _cycle_jacobian(system, x0, params, sequence, settings):
     """One cycle from `x0` and its forward-mode Jacobian: `(x_e, t_e)`, their
     derivatives with respect to `x0`, and the simulation."""
 
     def flow(x):
-        sol = _cycle(system, x, params, mode0, n_events, settings, dfx.ForwardMode())
+        sol = _cycle(system, x, params, sequence, settings, dfx.ForwardMode())
         return (sol.x_after[-1], sol.t_events[-1]), sol
 
     (dx_dx0, dt_dx0), sol = jax.jacfwd(flow, has_aux=True)(x0)
@@ -244,11 +247,10 @@ def _shoot_and_analyse(
     analyse,
 ):
     sequence, mode0 = _resolve_sequence(system, section)
-    n_events = len(sequence)
 
     def residual(u, p):
         x0 = section.chart(u, p)
-        sol = _cycle(system, x0, p, mode0, n_events, settings, dfx.ForwardMode())
+        sol = _cycle(system, x0, p, sequence, settings, dfx.ForwardMode())
         return section.coordinates(sol.x_after[-1], p) - u
 
     root = optx.root_find(
@@ -263,9 +265,7 @@ def _shoot_and_analyse(
     state = section.chart(u, params)
     # One forward-mode pass at the solution gives the residual, the reduced Jacobian
     # M = J + I (eqs. 32-33, by the chain rule through the chart) and the monodromy.
-    dx_dx0, dt_dx0, sol = _cycle_jacobian(
-        system, state, params, mode0, n_events, settings
-    )
+    dx_dx0, dt_dx0, sol = _cycle_jacobian(system, state, params, sequence, settings)
     x_end = sol.x_after[-1]
     F = section.coordinates(x_end, params) - u
     chart_jac = jax.jacfwd(section.chart)(u, params)
@@ -474,9 +474,7 @@ def find_periodic_orbit(
 @eqx.filter_jit
 def _analyse_state(system, section, state, params, settings):
     sequence, mode0 = _resolve_sequence(system, section)
-    dx_dx0, dt_dx0, sol = _cycle_jacobian(
-        system, state, params, mode0, len(sequence), settings
-    )
+    dx_dx0, dt_dx0, sol = _cycle_jacobian(system, state, params, sequence, settings)
     mono_ad = _monodromy_from_jacobian(system, dx_dx0, dt_dx0, sol, params)
     mono_s = _monodromy_saltation(system, sol, state, params, settings)
     return _floquet(system, state, params, mode0, mono_ad, mono_s)

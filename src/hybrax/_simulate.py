@@ -374,6 +374,136 @@ def _simulate(
     )
 
 
+def _start_guarded_cond(cond, tiny):
+    """Event condition that reads as +tiny at the phase's start time when the phase
+    starts on its guard surface (see `_simulate`)."""
+
+    def cond_fn(t, y, args, **kwargs):
+        del kwargs
+        p, (t_start, flag) = args
+        return jnp.where(flag & (t <= t_start), tiny, cond(t, y, p))
+
+    return cond_fn
+
+
+@eqx.filter_jit
+def _simulate_sequence(
+    system: HybridSystem,
+    x0,
+    params,
+    t0,
+    t_max,
+    sequence: tuple[int, ...],
+    solver,
+    stepsize_controller,
+    root_finder,
+    adjoint,
+    max_steps,
+    initial_guard_tol,
+):
+    """Like `_simulate`, for a static, known sequence of transitions: every phase's
+    mode is known at trace time, so each phase solves its own mode's vector field
+    with its own guards (no `lax.switch` in the right-hand side). Used by the orbit
+    routines, whose cycle is declared by the Poincaré section."""
+    dtype = x0.dtype
+    tiny = jnp.finfo(dtype).tiny
+    nan = jnp.full((), jnp.nan, dtype)
+    conds = _mode_conds(system)
+    energy_fns = _energy_fns(system)
+    t = jnp.asarray(t0, dtype)
+    x = x0
+    result = RESULTS.successful
+    records = []
+    for index, k in enumerate(sequence):
+        mode = system.sources[k]
+        field = system.modes[mode].vector_field
+        cond = conds[mode]
+        outgoing = system.outgoing(mode)
+        c0 = cond(t, x, params)
+        if index == 0:
+            result = RESULTS.where(
+                c0 >= -initial_guard_tol, result, RESULTS.infeasible_initial_state
+            )
+        on_surface = (c0 <= 0) & (c0 >= -initial_guard_tol)
+
+        cond_fn = _start_guarded_cond(cond, tiny)
+
+        sol = dfx.diffeqsolve(
+            dfx.ODETerm(lambda t_, y, args, field=field: field(t_, y, args[0])),
+            solver,
+            t0=t,
+            t1=t_max,
+            dt0=None,
+            y0=x,
+            args=(params, (t, on_surface)),
+            saveat=dfx.SaveAt(t1=True),
+            event=dfx.Event(cond_fn, root_finder=root_finder, direction=False),
+            stepsize_controller=stepsize_controller,
+            max_steps=max_steps,
+            adjoint=adjoint,
+            throw=False,
+        )
+        t_hit, x_hit = sol.ts[-1], sol.ys[-1]
+        if len(outgoing) > 1:
+            values = jnp.stack(
+                [
+                    signed_guard(system.transitions[j], t_hit, x_hit, params)
+                    for j in outgoing
+                ]
+            )
+            fired_right = jnp.asarray(outgoing)[jnp.argmin(values)] == k
+        else:
+            fired_right = jnp.asarray(True)
+        x_plus = system.transitions[k].reset(t_hit, x_hit, params)
+        T_c, T_a = energy_fns[k](t_hit, x_hit, params)
+        next_mode = system.targets[k]
+        next_guard = conds[next_mode](t_hit, x_plus, params)
+        phase_result = RESULTS.where(
+            sol.result == dfx.RESULTS.event_occurred,
+            RESULTS.where(
+                fired_right,
+                RESULTS.where(
+                    jnp.all(jnp.isfinite(x_plus)),
+                    RESULTS.successful,
+                    RESULTS.nonfinite_state,
+                ),
+                RESULTS.wrong_event_sequence,
+            ),
+            RESULTS.where(
+                sol.result == dfx.RESULTS.successful,
+                RESULTS.event_not_reached,
+                RESULTS.promote(sol.result),
+            ),
+        )
+        result = RESULTS.where(result == RESULTS.successful, phase_result, result)
+        records.append((t_hit, x_hit, x_plus, k, mode, T_c, T_a, next_guard))
+        t, x = t_hit, x_plus
+    ok = result == RESULTS.successful
+    stack = [jnp.stack(list(r)) for r in zip(*records)]
+
+    def mask(a):
+        return jnp.where(ok, a, nan) if jnp.issubdtype(a.dtype, jnp.floating) else a
+
+    n = x0.shape[0]
+    return HybridSolution(
+        t_events=mask(stack[0]),
+        x_before=mask(stack[1]),
+        x_after=mask(stack[2]),
+        transitions=stack[3].astype(jnp.int32),
+        modes=stack[4].astype(jnp.int32),
+        T_c=mask(stack[5]),
+        T_a=mask(stack[6]),
+        guard_at_start=mask(stack[7]),
+        t_phase=jnp.zeros((len(sequence), 0), dtype),
+        x_phase=jnp.zeros((len(sequence), 0, n), dtype),
+        t_final=mask(t),
+        x_final=mask(x),
+        mode_final=jnp.asarray(system.targets[sequence[-1]], jnp.int32),
+        n_events=jnp.where(ok, len(sequence), 0).astype(jnp.int32),
+        result=result,
+    )
+
+
 def simulate(
     system: HybridSystem,
     x0: Float[Array, " n"],

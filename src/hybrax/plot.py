@@ -532,12 +532,14 @@ def orbit_figure(
 
     ax3.set_xlabel(r"$z_U$ [m]")
     ax3.set_ylabel(r"$\dot z_U$ [m/s]")
-    ax3.set_zlabel(r"$z_L$ [m]")
+    ax3.zaxis.set_rotate_label(False)
+    ax3.set_zlabel(r"$z_L$ [m]", rotation=90)
     ax3.set_xlim(*z_range)
     ax3.set_ylim(*v_range)
     ax3.set_zlim(0.0, high[1] + pad[1])
     ax3.set_box_aspect((1.3, 1.3, 0.8))
-    ax3.view_init(elev=24.0, azim=-62.0)
+    # Seen from the side of negative z_U and v_U: the flight arc rises off the floor.
+    ax3.view_init(elev=22.0, azim=-125.0)
     ax3.set_title(r"state space $(z_U, \dot z_U, z_L)$")
     ax2.set_xlabel(r"$z_U$ [m]")
     ax2.set_ylabel(r"$\dot z_U$ [m/s]")
