@@ -180,37 +180,25 @@ def _monodromy_from_jacobian(system, dx_dx0, dt_dx0, sol, params):
     return dx_dx0 - jnp.outer(f_plus, dt_dx0)
 
 
-def _switched_field(system):
-    fields = [m.vector_field for m in system.modes]
+def _monodromy_saltation(system, sol, x0, params, settings, sequence):
+    """S_N Phi_N ... S_1 Phi_1 along the events of `sol`: each phase's fundamental
+    matrix by forward-mode AD through a fixed-duration solve of its own mode, each
+    saltation matrix from [`hybrax.saltation_matrix`][]."""
+    Phi = jnp.eye(x0.shape[0], dtype=x0.dtype)
+    t_start = jnp.zeros((), x0.dtype)
+    x_start = x0
+    for index, k in enumerate(sequence):
+        field = system.modes[system.sources[k]].vector_field
 
-    def field(t, y, args):
-        mode, p = args
-        if len(fields) == 1:
-            return fields[0](t, y, p)
-        return jax.lax.switch(mode, fields, t, y, p)
-
-    return field
-
-
-def _monodromy_saltation(system, sol, x0, params, settings):
-    """S_N Phi_N ... S_1 Phi_1 along the events of `sol` (one compiled phase solve,
-    scanned over the events)."""
-    salts = [
-        (lambda k: lambda t, x, p: saltation_matrix(system, k, t, x, p))(k)
-        for k in range(len(system.transitions))
-    ]
-    term = dfx.ODETerm(_switched_field(system))
-
-    def phase_matrix(mode, t0, x_start, t1):
-        def flow(x):
+        def flow(x, t0=t_start, t1=sol.t_events[index], field=field):
             out = dfx.diffeqsolve(
-                term,
+                dfx.ODETerm(field),
                 settings.solver,
                 t0=t0,
                 t1=t1,
                 dt0=None,
                 y0=x,
-                args=(mode, params),
+                args=params,
                 saveat=dfx.SaveAt(t1=True),
                 stepsize_controller=settings.stepsize_controller,
                 max_steps=settings.max_steps,
@@ -219,19 +207,13 @@ def _monodromy_saltation(system, sol, x0, params, settings):
             )
             return out.ys[-1]
 
-        return jax.jacfwd(flow)(x_start)
-
-    def step(carry, event):
-        Phi, t_start, x_start = carry
-        mode, transition, t_event, x_before, x_after = event
-        Phi_k = phase_matrix(mode, t_start, x_start, t_event)
-        S_k = jax.lax.switch(transition, salts, t_event, x_before, params)
-        return (S_k @ Phi_k @ Phi, t_event, x_after), None
-
-    n = x0.shape[0]
-    carry0 = (jnp.eye(n, dtype=x0.dtype), jnp.zeros((), x0.dtype), x0)
-    events = (sol.modes, sol.transitions, sol.t_events, sol.x_before, sol.x_after)
-    (Phi, _, _), _ = jax.lax.scan(step, carry0, events)
+        Phi_k = jax.jacfwd(flow)(x_start)
+        S_k = saltation_matrix(
+            system, k, sol.t_events[index], sol.x_before[index], params
+        )
+        Phi = S_k @ Phi_k @ Phi
+        t_start = sol.t_events[index]
+        x_start = sol.x_after[index]
     return Phi
 
 
@@ -301,7 +283,7 @@ def _shoot_and_analyse(
     if not analyse:
         return orbit, None
     mono_ad = _monodromy_from_jacobian(system, dx_dx0, dt_dx0, sol, params)
-    mono_s = _monodromy_saltation(system, sol, state, params, settings)
+    mono_s = _monodromy_saltation(system, sol, state, params, settings, sequence)
     return orbit, _floquet(system, state, params, mode0, mono_ad, mono_s)
 
 
@@ -476,7 +458,7 @@ def _analyse_state(system, section, state, params, settings):
     sequence, mode0 = _resolve_sequence(system, section)
     dx_dx0, dt_dx0, sol = _cycle_jacobian(system, state, params, sequence, settings)
     mono_ad = _monodromy_from_jacobian(system, dx_dx0, dt_dx0, sol, params)
-    mono_s = _monodromy_saltation(system, sol, state, params, settings)
+    mono_s = _monodromy_saltation(system, sol, state, params, settings, sequence)
     return _floquet(system, state, params, mode0, mono_ad, mono_s)
 
 
