@@ -4,9 +4,10 @@ A thin argparse wrapper over the public API. Each command is a `_add_<command>`
 function that registers a subparser (sharing `_add_common_model_args`) and sets as its
 defaults `run=_run_<command>` (`(args, parser) -> int`) and `command_parser` (itself);
 each model is a `_Model` entry of `_MODELS` that says how to build its parameters,
-initial state, systems and figures. Exit codes: 0 success, 1 a run that did not
-succeed (its status is printed and what was computed is still written), 2 bad
-arguments (argparse's convention).
+initial state, systems and figures (and, for `orbit`, its Poincaré section and
+orbit guess). Exit codes: 0 success, 1 a run that did not succeed (its status is
+printed and what was computed is still written), 2 bad arguments (argparse's
+convention).
 """
 
 import argparse
@@ -43,6 +44,24 @@ def _cache_dir() -> str | None:
         return os.environ["HYBRAX_CACHE_DIR"] or None
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join("~", ".cache")
     return os.path.join(os.path.expanduser(base), "hybrax", "jax")
+
+
+def _runtime_checks_as_nan() -> None:
+    """Let runtime checks inside compiled code return NaN instead of raising.
+
+    The command line is the program, not a library, and every command reports
+    failures through status codes, which already treat NaN as failure. Raising checks
+    compile to host callbacks (optimistix's implicit event-time derivative carries
+    one), and JAX refuses to store a computation with host callbacks in its
+    persistent cache; without them the orbit search is cached and a repeat run skips
+    its XLA compilation. This is what `EQX_ON_ERROR=nan` does, set here because
+    equinox reads that variable when it is imported, before `main` runs.
+    """
+    if "EQX_ON_ERROR" in os.environ:
+        return  # the user chose
+    import equinox._errors as eqx_errors
+
+    eqx_errors.EQX_ON_ERROR = "nan"
 
 
 def _enable_cache() -> str | None:
@@ -739,7 +758,9 @@ def _run_orbit(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
     print(f"periodic orbit: converged ({status})")
     print(f"  Newton iterations       {n_steps}")
     print(f"  residual max|F|         {residual:.3e}")
-    print(f"  lift-off state          {_format_state(state)}  ({names})")
+    lift_off = "[" + ", ".join(f"{v:+.10f}" for v in state) + "]"
+    print(f"  lift-off state          {lift_off}")
+    print(f"                          ({names})")
     print(f"  t_flight                {durations[0]:.10f} s")
     print(f"  t_ground                {durations[1]:.10f} s")
     print(f"  period                  {float(orbit.period):.10f} s")
@@ -829,6 +850,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line on `argv` (default `sys.argv[1:]`); returns the exit
     code. Argument errors raise `SystemExit(2)` with a one-line message."""
     _enable_x64()
+    _runtime_checks_as_nan()
     _enable_cache()
     parser = _build_parser()
     args = parser.parse_args(argv)
