@@ -33,6 +33,7 @@ from ._periodic import (
     find_periodic_orbit as find_periodic_orbit,
     floquet_multipliers as floquet_multipliers,
     monodromy as monodromy,
+    poincare_map as poincare_map,
 )
 from ._saltation import (
     phase_fundamental_matrix as phase_fundamental_matrix,

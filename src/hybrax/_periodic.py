@@ -482,3 +482,50 @@ def monodromy(
     settings = _settings(rtol, atol, solver, max_steps, t_max)
     state = jnp.asarray(state, dtype=jnp.result_type(float))
     return _analyse_state(system, section, state, canonical_params(params), settings)
+
+
+@eqx.filter_jit
+def _poincare_map(system, section, u, params, settings):
+    sequence, _ = _resolve_sequence(system, section)
+    sol = _cycle(
+        system,
+        section.chart(u, params),
+        params,
+        sequence,
+        settings,
+        dfx.ForwardMode(),
+    )
+    u_next = section.coordinates(sol.x_after[-1], params)
+    return u_next, _with_cycle_result(sol, sequence)
+
+
+def _with_cycle_result(sol, sequence):
+    return eqx.tree_at(lambda s: s.result, sol, _cycle_result(sol, sequence))
+
+
+def poincare_map(
+    system: HybridSystem,
+    section: PoincareSection,
+    u: Float[Array, " k"],
+    params: Params,
+    *,
+    rtol: float = 1e-10,
+    atol: float = 1e-10,
+    solver: dfx.AbstractAdaptiveSolver | None = None,
+    max_steps: int = 4096,
+    t_max: float = 50.0,
+):
+    r"""The return map in reduced coordinates, $u \mapsto \pi(P(\chi(u)))$.
+
+    Runs one cycle of the section's transition sequence from the section state
+    $\chi(u)$ and reads the unknowns off the state after the closing event. Pure and
+    jittable; differentiate it with `jax.jacfwd`/`jax.jvp` (forward mode through
+    the event chain, event-time sensitivity included). Building block of shooting
+    and continuation.
+
+    **Returns:** `(u_next, solution)`; `solution.result` is `successful` only if the
+    cycle ran as the section declares.
+    """
+    settings = _settings(rtol, atol, solver, max_steps, t_max)
+    u = jnp.atleast_1d(jnp.asarray(u, dtype=jnp.result_type(float)))
+    return _poincare_map(system, section, u, canonical_params(params), settings)
