@@ -12,6 +12,7 @@ convention).
 
 import argparse
 import dataclasses
+import importlib
 import importlib.metadata
 import json
 import math
@@ -843,6 +844,13 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     _add_simulate(subparsers)
     _add_orbit(subparsers)
+    # Commands defined in their own modules register themselves here.
+    for module_name in ("_cli_continue", "_cli_sweep"):
+        try:
+            module = importlib.import_module(f"hybrax.{module_name}")
+        except ModuleNotFoundError:
+            continue
+        module.add_parser(subparsers)
     return parser
 
 
