@@ -4,6 +4,15 @@ systems in JAX."""
 import importlib.metadata
 
 from . import models as models
+from ._continuation import (
+    AbstractParameter as AbstractParameter,
+    Branch as Branch,
+    FieldParameter as FieldParameter,
+    Fold as Fold,
+    FunctionParameter as FunctionParameter,
+    PeriodDoubling as PeriodDoubling,
+    continue_branch as continue_branch,
+)
 from ._hybrid import (
     ContactForceGuard as ContactForceGuard,
     HybridSystem as HybridSystem,

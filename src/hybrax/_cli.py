@@ -65,6 +65,10 @@ def _runtime_checks_as_nan() -> None:
     eqx_errors.EQX_ON_ERROR = "nan"
 
 
+#: The persistent cache directory of this run (None: no cache), set by `main`.
+_CACHE_DIR: str | None = None
+
+
 def _enable_cache() -> str | None:
     """Turn on JAX's persistent compilation cache, so that a second run of a command
     skips the XLA compilations (seconds each) of the first.
@@ -413,6 +417,7 @@ def _event_table(trajectory) -> list[str]:
 
 
 def _run_simulate(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    from ._program_cache import cached_call
     from ._simulate import RESULTS, simulate
     from .plot import Trajectory
 
@@ -434,13 +439,15 @@ def _run_simulate(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
     params = jax.tree_util.tree_map(lambda v: jnp.asarray(v, dtype=float), params)
     state0 = x0 if form.from_minimal is None else form.from_minimal(x0)
 
-    solution = simulate(
-        system,
+    solution = cached_call(
+        f"simulate-{args.model}-{form_name}-{args.hops}",
+        lambda x, p, t_max: simulate(
+            system, x, p, n_events=2 * args.hops, t_max=t_max, n_save=200
+        ),
         jnp.asarray(state0, dtype=float),
         params,
-        n_events=2 * args.hops,
-        t_max=args.t_max,
-        n_save=200,
+        jnp.asarray(args.t_max, dtype=float),
+        cache_dir=_CACHE_DIR,
     )
     trajectory = Trajectory.from_solution(solution, system, to_minimal=form.to_minimal)
     status, message = _status(solution.result)
@@ -546,6 +553,13 @@ def _add_orbit(subparsers) -> None:
     )
     _add_common_model_args(parser)
     _add_form_arg(parser)
+    parser.add_argument(
+        "--tol",
+        type=float,
+        default=1e-12,
+        help="integration tolerance rtol = atol (default 1e-12, at which the "
+        "monodromy by autodiff and by saltation agree to 1e-8)",
+    )
     parser.set_defaults(run=_run_orbit, command_parser=parser)
 
 
@@ -611,6 +625,7 @@ def _format_matrix(matrix, indent: str = "  ") -> list[str]:
 
 def _run_orbit(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     from ._periodic import find_periodic_orbit
+    from ._program_cache import cached_call
     from ._simulate import canonical_params, simulate, status_message, status_name
     from .plot import Trajectory
 
@@ -625,8 +640,13 @@ def _run_orbit(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
     form = model.forms[form_name]
     system = form.system()
     section = model.section(form_name)
-    orbit, floquet = find_periodic_orbit(
-        system, section, model.orbit_guess(params), params
+    tol = float(args.tol)
+    orbit, floquet = cached_call(
+        f"orbit-{args.model}-{form_name}-{tol:g}",
+        lambda u, p: find_periodic_orbit(system, section, u, p, rtol=tol, atol=tol),
+        model.orbit_guess(params),
+        params,
+        cache_dir=_CACHE_DIR,
     )
     converged = bool(orbit.converged)
     status = status_name(orbit.result)[0]
@@ -698,14 +718,20 @@ def _run_orbit(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
 
     def periods(x_min):
         full = x_min if form.from_minimal is None else form.from_minimal(x_min)
-        solution = simulate(
-            system,
+        solution = cached_call(
+            f"orbit-periods-{args.model}-{form_name}-{mode0}",
+            lambda x, p: simulate(
+                system,
+                x,
+                p,
+                n_events=_ORBIT_PERIODS * n_cycle,
+                t_max=_ORBIT_T_MAX,
+                mode0=mode0,
+                n_save=_ORBIT_SAMPLES,
+            ),
             jnp.asarray(full, dtype=float),
             params,
-            n_events=_ORBIT_PERIODS * n_cycle,
-            t_max=_ORBIT_T_MAX,
-            mode0=mode0,
-            n_save=_ORBIT_SAMPLES,
+            cache_dir=_CACHE_DIR,
         )
         trajectory = Trajectory.from_solution(
             solution, system, to_minimal=form.to_minimal
@@ -857,9 +883,10 @@ def _build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line on `argv` (default `sys.argv[1:]`); returns the exit
     code. Argument errors raise `SystemExit(2)` with a one-line message."""
+    global _CACHE_DIR
     _enable_x64()
     _runtime_checks_as_nan()
-    _enable_cache()
+    _CACHE_DIR = _enable_cache()
     parser = _build_parser()
     args = parser.parse_args(argv)
     # Errors found after parsing print the subcommand's usage: hand its parser on.

@@ -550,3 +550,149 @@ def orbit_figure(
     handles, names = ax2.get_legend_handles_labels()
     fig.legend(handles, names, loc="outside lower center", ncols=4, fontsize="small")
     return fig
+
+
+# ---------------------------------------------------------------------------
+# Branches of periodic orbits (continuation)
+# ---------------------------------------------------------------------------
+
+_BRANCH_COLOURS = ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple")
+
+
+def _stability_runs(stable: np.ndarray) -> list[tuple[int, int, bool]]:
+    """Maximal runs `(first, last, stable)` of equal stability; each run ends on
+    the first point of the next, so that the drawn curve stays connected."""
+    runs = []
+    start = 0
+    n = stable.shape[0]
+    for i in range(1, n + 1):
+        if i == n or stable[i] != stable[start]:
+            runs.append((start, min(i, n - 1), bool(stable[start])))
+            start = i
+    return runs
+
+
+def branch_figure(
+    parameter: Float[np.ndarray, " N"],
+    curves: dict[str, Float[np.ndarray, " N"]],
+    stable: np.ndarray,
+    *,
+    folds: Sequence[int] = (),
+    period_doublings: Sequence[int] = (),
+    flagged: np.ndarray | None = None,
+    flagged_label: str = "flagged",
+    reference_lines: Sequence[float] = (),
+    xlabel: str = r"$\lambda$",
+    ylabel: str = "",
+    title: str = "",
+    ax: Axes | None = None,
+) -> Figure:
+    r"""Quantities along a branch of periodic orbits against the continuation
+    parameter, in the style of bifurcation diagrams: stable orbits solid, unstable
+    ones dashed, folds and period doublings marked (Zana et al. 2018, Figs. 6-9).
+
+    **Arguments:**
+
+    - `parameter`: the parameter value of each point, in the order followed (a
+      [`hybrax.Branch`][]'s `parameter`).
+    - `curves`: label $\to$ one value per point; each curve gets its colour.
+    - `stable`: whether each orbit is stable (`Branch.stable`).
+    - `folds`, `period_doublings`: indices of the located special points in the
+      arrays (`Fold.index`, `PeriodDoubling.index`); marked with circles and
+      squares on every curve.
+    - `flagged`: points to mark with small grey crosses, e.g. orbits that are not
+      admissible (for the hopper: the ground pulls right after touchdown), with the
+      legend entry `flagged_label`.
+    - `reference_lines`: values to draw as thin horizontal lines (e.g. $\pm 1$ for
+      multipliers).
+    - `xlabel`, `ylabel`, `title`: axis labels and title.
+    - `ax`: axes to draw into; default a new figure.
+
+    **Returns:** the matplotlib `Figure`.
+
+    **Raises:** `ValueError` if the arrays do not have one entry per point.
+    """
+    x = np.asarray(parameter, dtype=float)
+    stable = np.asarray(stable, dtype=bool)
+    n = x.shape[0]
+    if stable.shape != (n,):
+        raise ValueError(f"`stable` must have shape ({n},); got {stable.shape}.")
+    values = {label: np.asarray(y, dtype=float) for label, y in curves.items()}
+    for label, y in values.items():
+        if y.shape != (n,):
+            raise ValueError(
+                f"`curves[{label!r}]` must have shape ({n},); got {y.shape}."
+            )
+    if flagged is not None:
+        flagged = np.asarray(flagged, dtype=bool)
+        if flagged.shape != (n,):
+            raise ValueError(f"`flagged` must have shape ({n},); got {flagged.shape}.")
+    for name, indices in (("folds", folds), ("period_doublings", period_doublings)):
+        if any(not 0 <= int(i) < n for i in indices):
+            raise ValueError(f"`{name}` holds an index outside 0..{n - 1}.")
+    if ax is None:
+        fig = Figure(figsize=(7.0, 4.8), layout="constrained")
+        ax = fig.add_subplot(1, 1, 1)
+    else:
+        fig = ax.get_figure()
+    for value in reference_lines:
+        ax.axhline(value, color="0.6", linewidth=0.8, zorder=0)
+    runs = _stability_runs(stable) if n else []
+    for k, (label, y) in enumerate(values.items()):
+        colour = _BRANCH_COLOURS[k % len(_BRANCH_COLOURS)]
+        ax.plot([], [], color=colour, linewidth=1.8, label=label)
+        for first, last, is_stable in runs:
+            ax.plot(
+                x[first : last + 1],
+                y[first : last + 1],
+                color=colour,
+                linewidth=1.8 if is_stable else 1.3,
+                linestyle="-" if is_stable else "--",
+            )
+        if flagged is not None and np.any(flagged):
+            ax.plot(
+                x[flagged],
+                y[flagged],
+                linestyle="none",
+                marker="x",
+                markersize=3.5,
+                color="0.45",
+                zorder=3,
+            )
+        for indices, marker in ((folds, "o"), (period_doublings, "s")):
+            index = np.asarray(indices, dtype=int)
+            ax.plot(
+                x[index],
+                y[index],
+                linestyle="none",
+                marker=marker,
+                markersize=7,
+                markerfacecolor="white",
+                markeredgecolor="k",
+                markeredgewidth=1.3,
+                zorder=5,
+            )
+    style = dict(color="0.3")
+    ax.plot([], [], linestyle="-", label="stable", **style)
+    ax.plot([], [], linestyle="--", label="unstable", **style)
+    if len(folds):
+        ax.plot(
+            [], [], linestyle="none", marker="o", markerfacecolor="white",
+            markeredgecolor="k", label="fold",
+        )  # fmt: skip
+    if len(period_doublings):
+        ax.plot(
+            [], [], linestyle="none", marker="s", markerfacecolor="white",
+            markeredgecolor="k", label="period doubling",
+        )  # fmt: skip
+    if flagged is not None and np.any(flagged):
+        ax.plot(
+            [], [], linestyle="none", marker="x", color="0.45", label=flagged_label
+        )
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    if title:
+        ax.set_title(title)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize="small")
+    return fig
