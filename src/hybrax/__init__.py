@@ -56,6 +56,12 @@ from ._simulate import (
     status_message as status_message,
     status_name as status_name,
 )
+from ._sweep import (
+    OrbitSweep as OrbitSweep,
+    process_slice as process_slice,
+    sweep as sweep,
+    sweep_orbits as sweep_orbits,
+)
 
 
 __version__ = importlib.metadata.version("hybrax")

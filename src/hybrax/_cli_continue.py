@@ -196,7 +196,10 @@ def _hopper_figures(branch, summary, params, parameter, out: pathlib.Path):
             curves={r"$\nu$": summary["multiplier"]},
             ylabel="nontrivial Floquet multiplier",
             title=f"relevant multiplier, {title}",
-            reference_lines=(1.0, -1.0),
+            # -1 (period doubling) only where a multiplier is negative somewhere.
+            reference_lines=(1.0, -1.0)
+            if np.any(summary["multiplier"] < 0)
+            else (1.0,),
         ),
         "fig8_apex.png": dict(
             curves={
@@ -273,8 +276,7 @@ def add_parser(subparsers) -> None:
         type=float,
         default=None,
         metavar="VALUE",
-        help="first parameter value (hopper D_G default: -0.001); write "
-        "--start=-0.001",
+        help="first parameter value (hopper D_G default: -0.001); write --start=-0.001",
     )
     parser.add_argument(
         "--stop",
@@ -292,7 +294,7 @@ def add_parser(subparsers) -> None:
     parser.add_argument(
         "--max-period",
         type=float,
-        default=2.5,
+        default=1.5,
         metavar="T",
         help="stop once the period exceeds T seconds (default: %(default)s)",
     )
@@ -306,7 +308,7 @@ def add_parser(subparsers) -> None:
     parser.add_argument(
         "--max-step",
         type=float,
-        default=0.1,
+        default=0.05,
         metavar="H",
         help="largest step, scaled arclength (default: %(default)s)",
     )
@@ -316,6 +318,13 @@ def add_parser(subparsers) -> None:
         default=None,
         metavar="THETA",
         help="arclength scale of the parameter (hopper D_G default: 0.01)",
+    )
+    parser.add_argument(
+        "--tol",
+        type=float,
+        default=1e-10,
+        metavar="TOL",
+        help="integration tolerance rtol = atol per cycle (default: %(default)s)",
     )
     parser.set_defaults(run=_run_continue, command_parser=parser)
 
@@ -347,11 +356,14 @@ def _run_continue(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
     for label, value in (
         ("--max-period", args.max_period),
         ("--max-step", args.max_step),
+        ("--tol", args.tol),
     ):
         if not (math.isfinite(value) and value > 0):
             parser.error(f"argument {label}: must be positive, got {value}")
     if args.max_points < 2:
-        parser.error(f"argument --max-points: must be at least 2, got {args.max_points}")
+        parser.error(
+            f"argument --max-points: must be at least 2, got {args.max_points}"
+        )
     theta = args.parameter_scale
     if theta is None:
         theta = spec.parameter_scale if default_range else 0.1 * abs(stop - start)
@@ -384,6 +396,8 @@ def _run_continue(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
             max_points=args.max_points,
             max_period=args.max_period,
             parameter_scale=theta,
+            rtol=args.tol,
+            atol=args.tol,
             throw=False,
         )
         if branch.status != "start_failed":
@@ -403,6 +417,7 @@ def _run_continue(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
         "message": branch.message,
         "n_points": branch.n_points,
         "n_rejected": branch.n_rejected,
+        "tol": args.tol,
         "seconds": elapsed,
     }
     print(f"{args.model} ({form_name}), parameters:")

@@ -769,17 +769,32 @@ def continue_branch(
     **Raises:** `ValueError` for bad arguments; `RuntimeError` if the start fails
     and `throw=True`.
 
+    !!! note
+
+        Special points are detected by sign changes between consecutive points, so
+        two folds closer together than one step cancel out; `max_step` bounds the
+        step. Where the cycle's event sequence changes along the branch (grazing,
+        a non-smooth point of a hybrid system) no step beyond it converges to an
+        admissible cycle and the continuation stops with status `"min_step"`. One
+        corrector is compiled per system, section, parameter and integration
+        setting, and serves every step, method and parameter value.
+
     !!! example
 
+        The hopper in $D_G = d_G / (2\sqrt{k m})$ through its first two folds:
+
         ```python
+        def damping_scale(p):
+            return 2 * jnp.sqrt(p.k * p.m)
+
+        D_G = hybrax.FieldParameter("d_G", damping_scale, name="D_G")
         system, section = models.minimal_hopper(), models.hopper_section()
         params = hybrax.canonical_params(models.hopper_params(D_G=-0.005))
-        D_G = hybrax.FieldParameter("d_G", damping_scale, name="D_G")
         branch = hybrax.continue_branch(
             system, section, models.orbit_guess(params, 0.3), params, D_G,
-            start=-0.005, stop=-0.045,
+            start=-0.005, stop=-0.04, parameter_scale=0.01, max_step=0.1,
         )
-        [fold.parameter for fold in branch.folds]
+        [fold.parameter for fold in branch.folds]  # [-0.035439, -0.023735]
         ```
 
     **References:** H. B. Keller (1977), Numerical solution of bifurcation and
@@ -871,6 +886,8 @@ def continue_branch(
         # predicted along the tangent at `prev` (the chord to `new` may cut across
         # a fold just beyond the bound), then corrected at fixed lambda.
         bound = high if new.lam > high else low
+        if abs(prev.lam - bound) <= 1e-14 * max(1.0, abs(bound)):
+            return None  # already there
         t = prev.tangent / scale
         chord = new.z - prev.z
         predictions = [prev.z + (bound - prev.lam) / (new.lam - prev.lam) * chord]

@@ -26,11 +26,11 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import optimistix as optx
+from jax.custom_derivatives import SymbolicZero
 from jaxtyping import Array, Complex, Float, Int
 
 from ._custom_types import Params
 from ._hybrid import HybridSystem, MechanicalVectorField
-from ._saltation import saltation_matrix
 from ._simulate import (
     RESULTS,
     _simulate_sequence,
@@ -180,41 +180,74 @@ def _monodromy_from_jacobian(system, dx_dx0, dt_dx0, sol, params):
     return dx_dx0 - jnp.outer(f_plus, dt_dx0)
 
 
-def _monodromy_saltation(system, sol, x0, params, settings, sequence):
-    """S_N Phi_N ... S_1 Phi_1 along the events of `sol`: each phase's fundamental
-    matrix by forward-mode AD through a fixed-duration solve of its own mode, each
-    saltation matrix from [`hybrax.saltation_matrix`][]."""
-    Phi = jnp.eye(x0.shape[0], dtype=x0.dtype)
-    t_start = jnp.zeros((), x0.dtype)
-    x_start = x0
-    for index, k in enumerate(sequence):
-        field = system.modes[system.sources[k]].vector_field
+def _variational_map(system, section, sequence, settings, u, params):
+    r"""The return map and its Jacobian from the variational equations and saltation
+    matrices (no AD through the solver): `(u_next, M, solution, monodromy)` with
+    $M = \pi_x(\tilde\Phi + f^+\,\partial t_e/\partial x_0)\chi_u$."""
+    x0 = section.chart(u, params)
+    sol, monodromy, dt_dx0 = _simulate_sequence(
+        system,
+        x0,
+        params,
+        jnp.zeros((), x0.dtype),
+        jnp.asarray(settings.t_max, x0.dtype),
+        sequence,
+        settings.solver,
+        settings.stepsize_controller,
+        settings.root_finder,
+        # A plain while loop: nothing differentiates through this solve (its
+        # derivative is the variational one), and checkpointing costs time.
+        dfx.ForwardMode(),
+        settings.max_steps,
+        1e-9,
+        True,
+    )
+    x_end = sol.x_after[-1]
+    field_after = system.modes[system.targets[sequence[-1]]].vector_field
+    f_plus = field_after(sol.t_events[-1], x_end, params)
+    dx_dx0 = monodromy + jnp.outer(f_plus, dt_dx0)
+    chart_jac = jax.jacfwd(section.chart)(u, params)
+    coord_jac = jax.jacfwd(section.coordinates)(x_end, params)
+    M = coord_jac @ dx_dx0 @ chart_jac
+    return (
+        section.coordinates(x_end, params),
+        M,
+        _with_cycle_result(sol, sequence),
+        (monodromy),
+    )
 
-        def flow(x, t0=t_start, t1=sol.t_events[index], field=field):
-            out = dfx.diffeqsolve(
-                dfx.ODETerm(field),
-                settings.solver,
-                t0=t0,
-                t1=t1,
-                dt0=None,
-                y0=x,
-                args=params,
-                saveat=dfx.SaveAt(t1=True),
-                stepsize_controller=settings.stepsize_controller,
-                max_steps=settings.max_steps,
-                adjoint=dfx.ForwardMode(),
-                throw=False,
+
+def _variational_return_map(system, section, sequence, settings):
+    r"""The return map $u \mapsto u'$ whose derivative in $u$ is the variational
+    Jacobian $M$ (a `jax.custom_jvp`): Newton then needs one augmented solve per
+    iteration instead of forward-mode AD through the solver."""
+
+    @jax.custom_jvp
+    def return_map(u, params):
+        return _variational_map(system, section, sequence, settings, u, params)[0]
+
+    def return_map_jvp(primals, tangents):
+        u, params = primals
+        du, dparams = tangents
+        if not all(
+            isinstance(leaf, SymbolicZero)
+            for leaf in jax.tree_util.tree_leaves(
+                dparams, is_leaf=lambda x: isinstance(x, SymbolicZero)
             )
-            return out.ys[-1]
-
-        Phi_k = jax.jacfwd(flow)(x_start)
-        S_k = saltation_matrix(
-            system, k, sol.t_events[index], sol.x_before[index], params
+        ):
+            raise NotImplementedError(
+                "Derivatives with respect to the parameters are not available with "
+                "`jacobian='variational'`; use `jacobian='autodiff'`."
+            )
+        u_next, M, _, _ = _variational_map(
+            system, section, sequence, settings, u, params
         )
-        Phi = S_k @ Phi_k @ Phi
-        t_start = sol.t_events[index]
-        x_start = sol.x_after[index]
-    return Phi
+        if isinstance(du, SymbolicZero):
+            return u_next, jnp.zeros_like(u_next)
+        return u_next, M @ du
+
+    return_map.defjvp(return_map_jvp, symbolic_zeros=True)
+    return return_map
 
 
 def _shoot_and_analyse(
@@ -227,13 +260,22 @@ def _shoot_and_analyse(
     max_iterations,
     residual_tol,
     analyse,
+    jacobian,
 ):
     sequence, mode0 = _resolve_sequence(system, section)
 
-    def residual(u, p):
-        x0 = section.chart(u, p)
-        sol = _cycle(system, x0, p, sequence, settings, dfx.ForwardMode())
-        return section.coordinates(sol.x_after[-1], p) - u
+    if jacobian == "variational":
+        return_map = _variational_return_map(system, section, sequence, settings)
+
+        def residual(u, p):
+            return return_map(u, p) - u
+
+    else:
+
+        def residual(u, p):
+            x0 = section.chart(u, p)
+            sol = _cycle(system, x0, p, sequence, settings, dfx.ForwardMode())
+            return section.coordinates(sol.x_after[-1], p) - u
 
     root = optx.root_find(
         residual,
@@ -245,16 +287,13 @@ def _shoot_and_analyse(
     )
     u = root.value
     state = section.chart(u, params)
-    # One forward-mode pass at the solution gives the residual, the reduced Jacobian
-    # M = J + I (eqs. 32-33, by the chain rule through the chart) and the monodromy.
-    dx_dx0, dt_dx0, sol = _cycle_jacobian(system, state, params, sequence, settings)
-    x_end = sol.x_after[-1]
-    F = section.coordinates(x_end, params) - u
-    chart_jac = jax.jacfwd(section.chart)(u, params)
-    coord_jac = jax.jacfwd(section.coordinates)(x_end, params)
-    M = coord_jac @ dx_dx0 @ chart_jac
+    # At the solution, the variational pass gives the residual, the reduced Jacobian
+    # M = J + I (eqs. 32-33) and the saltation-product monodromy (eq. 36) at once.
+    u_next, M, sol, mono_s = _variational_map(
+        system, section, sequence, settings, u, params
+    )
+    F = u_next - u
     residual_norm = jnp.max(jnp.abs(F))
-    cycle_result = _cycle_result(sol, sequence)
     ok = (
         (root.result == optx.RESULTS.successful)
         & (residual_norm <= residual_tol)
@@ -262,7 +301,7 @@ def _shoot_and_analyse(
     )
     # A failed shooting solve is reported as such first (its last iterate may have
     # wandered where the cycle itself fails); then a cycle that failed at the root.
-    result = RESULTS.where(ok, cycle_result, RESULTS.shooting_failed)
+    result = RESULTS.where(ok, sol.result, RESULTS.shooting_failed)
     t_start = jnp.concatenate([jnp.zeros((1,), u.dtype), sol.t_events[:-1]])
     orbit = PeriodicOrbit(
         u=u,
@@ -282,8 +321,9 @@ def _shoot_and_analyse(
     )
     if not analyse:
         return orbit, None
-    mono_ad = _monodromy_from_jacobian(system, dx_dx0, dt_dx0, sol, params)
-    mono_s = _monodromy_saltation(system, sol, state, params, settings, sequence)
+    # The independent route: forward-mode AD through the composite flow.
+    dx_dx0, dt_dx0, sol_ad = _cycle_jacobian(system, state, params, sequence, settings)
+    mono_ad = _monodromy_from_jacobian(system, dx_dx0, dt_dx0, sol_ad, params)
     return orbit, _floquet(system, state, params, mode0, mono_ad, mono_s)
 
 
@@ -402,6 +442,7 @@ def find_periodic_orbit(
     max_iterations: int = 40,
     residual_tol: float = 1e-8,
     analyse: bool = True,
+    jacobian: str = "autodiff",
 ) -> tuple[PeriodicOrbit, FloquetAnalysis | None]:
     r"""Find a periodic orbit by shooting and, by default, analyse its stability.
 
@@ -427,6 +468,12 @@ def find_periodic_orbit(
     - `max_iterations`: root-finder iteration limit.
     - `residual_tol`: the largest $\max|F|$ accepted as an orbit.
     - `analyse`: also compute monodromy matrices and multipliers.
+    - `jacobian`: how Newton differentiates the return map. `"autodiff"` (default):
+      forward-mode AD through diffrax, which also lets `jax.grad`/`jax.jvp` reach
+      the orbit through the parameters (implicit function theorem).
+      `"variational"`: the first variational equation integrated with the state
+      and the saltation matrices at the events (one augmented solve per
+      iteration); derivatives with respect to the parameters are then unavailable.
 
     **Returns:** `(orbit, floquet)`; `floquet` is `None` when `analyse=False`.
     """
@@ -439,6 +486,10 @@ def find_periodic_orbit(
     u_guess = jnp.atleast_1d(jnp.asarray(u_guess, dtype=jnp.result_type(float)))
     if u_guess.ndim != 1:
         raise ValueError(f"`u_guess` must be 1-D; got shape {u_guess.shape}.")
+    if jacobian not in ("variational", "autodiff"):
+        raise ValueError(
+            f"`jacobian` must be 'variational' or 'autodiff'; got {jacobian!r}."
+        )
     settings = _settings(rtol, atol, solver, max_steps, t_max)
     return _find_and_analyse(
         system,
@@ -450,6 +501,7 @@ def find_periodic_orbit(
         int(max_iterations),
         float(residual_tol),
         bool(analyse),
+        jacobian,
     )
 
 
@@ -458,7 +510,8 @@ def _analyse_state(system, section, state, params, settings):
     sequence, mode0 = _resolve_sequence(system, section)
     dx_dx0, dt_dx0, sol = _cycle_jacobian(system, state, params, sequence, settings)
     mono_ad = _monodromy_from_jacobian(system, dx_dx0, dt_dx0, sol, params)
-    mono_s = _monodromy_saltation(system, sol, state, params, settings, sequence)
+    u = section.coordinates(state, params)
+    _, _, _, mono_s = _variational_map(system, section, sequence, settings, u, params)
     return _floquet(system, state, params, mode0, mono_ad, mono_s)
 
 

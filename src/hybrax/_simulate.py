@@ -374,6 +374,36 @@ def _simulate(
     )
 
 
+def _variational_field(field):
+    r"""The vector field of $(x, \Phi)$: $(f(t, x), f_x(t, x)\Phi)$."""
+
+    def augmented(t, y, args):
+        x, Phi = y
+        p = args[0]
+        fx, jvp_fn = jax.linearize(lambda z: field(t, z, p), x)
+        return fx, jax.vmap(jvp_fn, in_axes=1, out_axes=1)(Phi)
+
+    return augmented
+
+
+def _on_state(cond_fn):
+    def cond(t, y, args, **kwargs):
+        return cond_fn(t, y[0], args, **kwargs)
+
+    return cond
+
+
+def _saltation_parts(system, k, t, x, params):
+    """Saltation matrix of transition `k` at `x` and the pieces of the event-time
+    gradient: $(S, h_x, h_t, f^-)$ (see `hybrax.saltation_matrix`)."""
+    from ._saltation import saltation_matrix
+
+    tr = system.transitions[k]
+    f_minus = system.modes[system.sources[k]].vector_field(t, x, params)
+    h_x, h_t = jax.grad(lambda z, s: jnp.asarray(tr.guard(s, z, params)), (0, 1))(x, t)
+    return saltation_matrix(system, k, t, x, params), h_x, h_t, f_minus
+
+
 def _start_guarded_cond(cond, tiny):
     """Event condition that reads as +tiny at the phase's start time when the phase
     starts on its guard surface (see `_simulate`)."""
@@ -400,11 +430,19 @@ def _simulate_sequence(
     adjoint,
     max_steps,
     initial_guard_tol,
+    variational: bool = False,
 ):
-    """Like `_simulate`, for a static, known sequence of transitions: every phase's
+    r"""Like `_simulate`, for a static, known sequence of transitions: every phase's
     mode is known at trace time, so each phase solves its own mode's vector field
     with its own guards (no `lax.switch` in the right-hand side). Used by the orbit
-    routines, whose cycle is declared by the Poincaré section."""
+    routines, whose cycle is declared by the Poincaré section.
+
+    With `variational=True` each phase also integrates the first variational
+    equation $\dot\Phi = f_x\Phi$ (Zana et al. 2018 eq. 35; step size controlled
+    on the state alone) and applies the saltation matrix at each event, and the
+    function returns `(solution, monodromy, dt_dx0)`: the fixed-duration flow
+    Jacobian $\tilde\Phi = S_N\Phi_N\cdots S_1\Phi_1$ and the gradient of the last
+    event time, $\partial t_e/\partial x_0 = -h_x\Phi^- / (h_x f^- + h_t)$."""
     dtype = x0.dtype
     tiny = jnp.finfo(dtype).tiny
     nan = jnp.full((), jnp.nan, dtype)
@@ -412,8 +450,17 @@ def _simulate_sequence(
     energy_fns = _energy_fns(system)
     t = jnp.asarray(t0, dtype)
     x = x0
+    Phi = jnp.eye(x0.shape[0], dtype=dtype)
+    dt_dx0 = jnp.zeros(x0.shape, dtype)
     result = RESULTS.successful
     records = []
+    if variational:
+        # Control the step size on the state alone: the variational part follows.
+        stepsize_controller = eqx.tree_at(
+            lambda c: c.norm,
+            stepsize_controller,
+            lambda y: optx.rms_norm(y[0]),
+        )
     for index, k in enumerate(sequence):
         mode = system.sources[k]
         field = system.modes[mode].vector_field
@@ -427,14 +474,21 @@ def _simulate_sequence(
         on_surface = (c0 <= 0) & (c0 >= -initial_guard_tol)
 
         cond_fn = _start_guarded_cond(cond, tiny)
+        if variational:
+            term = dfx.ODETerm(_variational_field(field))
+            cond_fn = _on_state(cond_fn)
+            y0 = (x, Phi)
+        else:
+            term = dfx.ODETerm(lambda t_, y, args, field=field: field(t_, y, args[0]))
+            y0 = x
 
         sol = dfx.diffeqsolve(
-            dfx.ODETerm(lambda t_, y, args, field=field: field(t_, y, args[0])),
+            term,
             solver,
             t0=t,
             t1=t_max,
             dt0=None,
-            y0=x,
+            y0=y0,
             args=(params, (t, on_surface)),
             saveat=dfx.SaveAt(t1=True),
             event=dfx.Event(cond_fn, root_finder=root_finder, direction=False),
@@ -443,7 +497,14 @@ def _simulate_sequence(
             adjoint=adjoint,
             throw=False,
         )
-        t_hit, x_hit = sol.ts[-1], sol.ys[-1]
+        if variational:
+            t_hit = sol.ts[-1]
+            x_hit, Phi_minus = sol.ys[0][-1], sol.ys[1][-1]
+            S, h_x, h_t, f_minus = _saltation_parts(system, k, t_hit, x_hit, params)
+            dt_dx0 = -(h_x @ Phi_minus) / (h_x @ f_minus + h_t)
+            Phi = S @ Phi_minus
+        else:
+            t_hit, x_hit = sol.ts[-1], sol.ys[-1]
         if len(outgoing) > 1:
             values = jnp.stack(
                 [
@@ -485,7 +546,7 @@ def _simulate_sequence(
         return jnp.where(ok, a, nan) if jnp.issubdtype(a.dtype, jnp.floating) else a
 
     n = x0.shape[0]
-    return HybridSolution(
+    solution = HybridSolution(
         t_events=mask(stack[0]),
         x_before=mask(stack[1]),
         x_after=mask(stack[2]),
@@ -502,6 +563,9 @@ def _simulate_sequence(
         n_events=jnp.where(ok, len(sequence), 0).astype(jnp.int32),
         result=result,
     )
+    if variational:
+        return solution, jnp.where(ok, Phi, nan), jnp.where(ok, dt_dx0, nan)
+    return solution
 
 
 def simulate(

@@ -655,8 +655,10 @@ def branch_figure(
                 y[flagged],
                 linestyle="none",
                 marker="x",
-                markersize=3.5,
-                color="0.45",
+                markersize=3,
+                markeredgewidth=0.8,
+                color="0.4",
+                alpha=0.6,
                 zorder=3,
             )
         for indices, marker in ((folds, "o"), (period_doublings, "s")):
@@ -686,9 +688,7 @@ def branch_figure(
             markeredgecolor="k", label="period doubling",
         )  # fmt: skip
     if flagged is not None and np.any(flagged):
-        ax.plot(
-            [], [], linestyle="none", marker="x", color="0.45", label=flagged_label
-        )
+        ax.plot([], [], linestyle="none", marker="x", color="0.45", label=flagged_label)
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     if title:

@@ -16,6 +16,7 @@ from .hopper import (
     liftoff_state as liftoff_state,
     minimal_hopper as minimal_hopper,
     orbit_guess as orbit_guess,
+    scan_orbit_guess as scan_orbit_guess,
     to_constrained as to_constrained,
     to_minimal as to_minimal,
 )

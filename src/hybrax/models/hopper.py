@@ -18,6 +18,7 @@ $x = [q, \dot q]$ (8 entries).
 """
 
 import equinox as eqx
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -381,3 +382,35 @@ def orbit_guess(params: HopperParams, v_U: float = 1.7):
     $\lambda_g = 0$ (so Newton's first step starts on the section)."""
     x = liftoff_state(v_U, params)
     return jnp.stack([x[0], x[2]])
+
+
+def scan_orbit_guess(
+    params: HopperParams, v_min: float = 0.05, v_max: float = 6.0, n: int = 48
+):
+    r"""A guess of $(z_U, \dot z_U)$ at lift-off from a scan of the 1-D return map.
+
+    On the lift-off surface $\lambda_g = 0$ the return map is one-dimensional,
+    $v \mapsto P(v)$. This evaluates $P(v) - v$ on `n` speeds in
+    $[v_{min}, v_{max}]$ (one batched run) and returns the sign change of largest
+    $v$, refined linearly; if there is none, the plain [`hybrax.models.orbit_guess`][].
+    Robust where Newton from a fixed guess is not (e.g. a return map nearly tangent
+    to the diagonal far from its fixed point). Jittable.
+    """
+    from .._periodic import poincare_map
+    from .._simulate import RESULTS
+
+    system, section = minimal_hopper(), hopper_section("minimal")
+    speeds = jnp.linspace(v_min, v_max, n)
+
+    def gap(v):
+        u_next, sol = poincare_map(system, section, orbit_guess(params, v), params)
+        return u_next[1] - v, sol.result == RESULTS.successful
+
+    gaps, ok = jax.vmap(gap)(speeds)
+    crossing = ok[:-1] & ok[1:] & (jnp.sign(gaps[:-1]) != jnp.sign(gaps[1:]))
+    index = jnp.where(crossing, jnp.arange(n - 1), -1).max()
+    g0, g1 = gaps[index], gaps[index + 1]
+    v0, v1 = speeds[index], speeds[index + 1]
+    v_star = v0 - g0 * (v1 - v0) / (g1 - g0)
+    v_star = jnp.where(index >= 0, v_star, 1.7)
+    return orbit_guess(params, v_star)

@@ -1,0 +1,569 @@
+r"""Batched evaluation: one compiled `jit(vmap(fn))` over a batch of inputs, cut into
+chunks that bound memory, sharded over the local devices, and optionally split
+across the processes of a multi-host run. Each element carries its own status, so
+a failed element spoils no other.
+
+!!! note "Several hosts"
+
+    Every process runs the same script. Call `jax.distributed.initialize()` first
+    (before anything else touches JAX), build the *whole* batch on every process,
+    and pass `distributed=True`:
+
+    ```python
+    import jax
+    jax.distributed.initialize()  # coordinator address etc. from the environment
+    jax.config.update("jax_enable_x64", True)
+    import hybrax as hx
+
+    out = hx.sweep_orbits(system, section, guess, params_batch, distributed=True)
+    # every process now holds the results of the whole batch, in order
+    ```
+
+    With `distributed=True`, process `i` of `P = jax.process_count()` evaluates
+    the contiguous slice `hx.process_slice(n)` (elements `i * ceil(n / P)` up to the
+    next process's start), sharded over its own `jax.local_devices()`; the slices
+    are then gathered with
+    `jax.experimental.multihost_utils.process_allgather`, so every process returns
+    the full result. With a single process (`P = 1`, the default without
+    `jax.distributed.initialize()`) the slice is the whole batch and the gather
+    returns it as it is, so the same script runs on a laptop and on a cluster.
+    To keep each host's part to itself (no gather; e.g. to write one file per
+    host), slice yourself: `sweep(fn, batch[hx.process_slice(n)])`.
+"""
+
+import sys
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import diffrax as dfx
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import jax.tree_util as jtu
+import numpy as np
+import optimistix as optx
+from jaxtyping import Array, Complex, Int, PyTree
+
+from ._custom_types import Params
+from ._hybrid import HybridSystem
+from ._periodic import (
+    FloquetAnalysis,
+    PeriodicOrbit,
+    PoincareSection,
+    find_periodic_orbit,
+    poincare_map,
+)
+from ._simulate import RESULTS, check_float64, status_name
+
+
+_AXIS = "batch"
+
+
+# ---------------------------------------------------------------------------
+# Generic batched evaluation
+# ---------------------------------------------------------------------------
+
+
+def process_slice(
+    n: int, process_index: int | None = None, process_count: int | None = None
+) -> slice:
+    r"""The contiguous part of a batch of `n` elements that one process evaluates.
+
+    Process $i$ of $P$ takes elements $[i c, \min((i + 1) c, n))$ with
+    $c = \lceil n / P\rceil$ (the last processes may get fewer, or none). Defaults:
+    `jax.process_index()` and `jax.process_count()`; with one process the slice is
+    `slice(0, n)`.
+    """
+    if process_index is None:
+        process_index = jax.process_index()
+    if process_count is None:
+        process_count = jax.process_count()
+    per = -(-int(n) // int(process_count))
+    start = min(int(n), int(process_index) * per)
+    return slice(start, min(int(n), start + per))
+
+
+def _batch_size(dynamic) -> int:
+    sizes = {np.shape(leaf)[0] if np.ndim(leaf) else None for leaf in _leaves(dynamic)}
+    if not sizes:
+        raise ValueError("`batch` holds no arrays: there is nothing to sweep over.")
+    if None in sizes:
+        raise ValueError(
+            "`batch`: every array leaf needs a leading batch axis; got a 0-d array."
+        )
+    if len(sizes) > 1:
+        raise ValueError(
+            "`batch`: array leaves disagree on the batch size (leading axis): "
+            f"{sorted(sizes)}."
+        )
+    return int(sizes.pop())
+
+
+def _leaves(tree):
+    return [leaf for leaf in jtu.tree_leaves(tree) if leaf is not None]
+
+
+def _take(dynamic, index):
+    """`dynamic[index]` leaf by leaf, on the host (NumPy)."""
+    return jtu.tree_map(lambda leaf: np.asarray(leaf)[index], dynamic)
+
+
+class _Progress:
+    """A progress bar over elements: tqdm where installed, else one `\r`-updated
+    line on stderr; nothing when disabled."""
+
+    def __init__(self, total: int, enabled: bool, desc: str):
+        self.total = total
+        self.done = 0
+        self.enabled = enabled
+        self.desc = desc
+        self.start = time.perf_counter()
+        self.bar = None
+        if not enabled:
+            return
+        try:
+            from tqdm.auto import tqdm
+        except ImportError:
+            self._line()
+        else:
+            self.bar = tqdm(total=total, desc=desc, unit="el", file=sys.stderr)
+
+    def _line(self):
+        elapsed = time.perf_counter() - self.start
+        percent = 100.0 * self.done / max(self.total, 1)
+        print(
+            f"\r{self.desc}: {self.done}/{self.total} ({percent:.0f}%) {elapsed:.1f} s",
+            end="",
+            file=sys.stderr,
+            flush=True,
+        )
+
+    def update(self, count: int):
+        self.done += count
+        if not self.enabled:
+            return
+        if self.bar is not None:
+            self.bar.update(count)
+        else:
+            self._line()
+
+    def close(self):
+        if not self.enabled:
+            return
+        if self.bar is not None:
+            self.bar.close()
+        else:
+            print(file=sys.stderr, flush=True)
+
+
+def _vmapped(fn, static, out_static: list):
+    """`vmap` of `fn` over the dynamic part of an element; the non-array part of
+    the output is recorded in `out_static` when traced (vmap returns arrays only)."""
+
+    def one(element_dynamic):
+        out = fn(eqx.combine(element_dynamic, static))
+        out_dynamic, out_st = eqx.partition(out, eqx.is_array)
+        if not out_static:
+            out_static.append(out_st)
+        return out_dynamic
+
+    return jax.vmap(one)
+
+
+@eqx.filter_jit
+def _evaluate(fn, static, dynamic, sharding):
+    """One chunk: `vmap(fn)` over the leading axis of `dynamic`. With a
+    `NamedSharding` the chunk arrives split over its mesh along the batch axis and
+    the outputs are constrained to the same split, so XLA's SPMD partitioner runs
+    each device on its own slice (the while loops' exit tests become all-reduces:
+    every device runs until the slowest element of the chunk is done)."""
+    out_static: list = []
+    out_dynamic = _vmapped(fn, static, out_static)(dynamic)
+    if sharding is not None:
+        out_dynamic = jax.lax.with_sharding_constraint(out_dynamic, sharding)
+    return eqx.combine(out_dynamic, out_static[0])
+
+
+def sweep(
+    fn: Callable[[PyTree], PyTree],
+    batch: PyTree,
+    *,
+    chunk_size: int | None = None,
+    progress: bool = False,
+    devices: Sequence[jax.Device] | None = None,
+    distributed: bool = False,
+    desc: str = "sweep",
+) -> PyTree:
+    r"""Evaluate `fn` on every element of `batch` in one compiled `jit(vmap(fn))`.
+
+    The element $i$ is `batch` with every array leaf indexed at `[i]`; non-array
+    leaves are shared (and static). The batch is cut into chunks of `chunk_size`
+    elements, the last one padded (by repeating its last element) to the same size,
+    so there is one compilation whatever the batch size; the padding is dropped from
+    the result. Each chunk is split over `devices` along the batch axis
+    (`jax.sharding.Mesh` with `PartitionSpec("batch")`, run with `jax.shard_map`),
+    so the chunk size is rounded up to a multiple of the device count.
+
+    Under `vmap` every while loop (integration steps, Newton iterations) runs until
+    the slowest element of its chunk and device finishes: an element that fails
+    slowly costs the whole chunk that time. Give `fn` bounded work (step and
+    iteration limits) and report failures through status codes, not exceptions.
+
+    `sweep` is an eager driver (a Python loop over chunks), not itself traceable;
+    `fn` is traced once per chunk shape and reused by later calls with an equal
+    `fn` (equal `eqx.Module`s or the same function).
+
+    **Arguments:**
+
+    - `fn`: `fn(element) -> PyTree` for one element; a function or a callable
+      `eqx.Module` (whose array fields are shared by all elements).
+    - `batch`: a PyTree whose array leaves all have the same leading axis.
+    - `chunk_size`: elements per compiled call (bounds memory); default: the
+      whole batch in one call.
+    - `progress`: show a progress bar over chunks (tqdm if installed, else a line
+      on stderr).
+    - `devices`: devices to shard each chunk over; default `jax.local_devices()`.
+    - `distributed`: split the batch across processes (see the module note:
+      each process evaluates `process_slice(n)` on its local devices and the
+      results are all-gathered). Works, and changes nothing, with one process.
+    - `desc`: the label of the progress bar.
+
+    **Returns:** the outputs of `fn`, each array leaf with the leading batch axis,
+    as NumPy arrays (on the host; chunks are fetched as they finish).
+
+    **Raises:** `ValueError` if `batch` has no arrays, leaves of different batch
+    sizes, or `chunk_size` is not positive.
+
+    !!! example
+
+        ```python
+        def energy(x):
+            return 0.5 * jnp.sum(x ** 2)
+
+        hx.sweep(energy, np.random.rand(10_000, 4), chunk_size=1024)  # (10000,)
+        ```
+    """
+    dynamic, static = eqx.partition(batch, eqx.is_array)
+    n = _batch_size(dynamic)
+    if chunk_size is not None and int(chunk_size) < 1:
+        raise ValueError(f"`chunk_size` must be positive; got {chunk_size}.")
+    devices = list(jax.local_devices() if devices is None else devices)
+    if not devices:
+        raise ValueError("`devices` must name at least one device.")
+    n_dev = len(devices)
+    if n_dev > 1:
+        mesh = jax.sharding.Mesh(np.array(devices), (_AXIS,))
+        sharding = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec(_AXIS))
+        target = sharding
+    else:
+        sharding = None
+        target = devices[0]
+
+    if distributed:
+        part = process_slice(n)
+        per = -(-n // jax.process_count())
+        local_index = np.arange(part.start, part.stop)
+        # Every process evaluates `per` elements, so the gathered shapes agree.
+        local_index = np.concatenate(
+            [local_index, np.full(per - local_index.size, max(part.stop - 1, 0))]
+        ).astype(int)
+        n_local = per
+    else:
+        local_index = np.arange(n)
+        n_local = n
+
+    size = n_local if chunk_size is None else min(int(chunk_size), n_local)
+    size = n_dev * -(-max(size, 1) // n_dev)
+    n_chunks = -(-n_local // size)
+    padded = np.concatenate(
+        [local_index, np.full(n_chunks * size - n_local, local_index[-1])]
+    ).astype(int)
+
+    bar = _Progress(n_local, progress and jax.process_index() == 0, desc)
+    outputs = []
+    pending = None  # one chunk in flight while the previous one is fetched
+    try:
+        for c in range(n_chunks):
+            index = padded[c * size : (c + 1) * size]
+            chunk = jax.device_put(_take(dynamic, index), target)
+            running = (_evaluate(fn, static, chunk, sharding), c)
+            if pending is not None:
+                outputs.append(_fetch(*pending, size, n_local, bar))
+            pending = running
+        outputs.append(_fetch(*pending, size, n_local, bar))
+    finally:
+        bar.close()
+
+    out_static = eqx.filter(outputs[0][0], eqx.is_array, inverse=True)
+    stacked = jtu.tree_map(
+        lambda *parts: np.concatenate(parts)[:n_local],
+        *[eqx.filter(o, eqx.is_array) for o, _ in outputs],
+    )
+    if distributed:
+        from jax.experimental import multihost_utils
+
+        gathered = multihost_utils.process_allgather(stacked, tiled=True)
+        stacked = jtu.tree_map(lambda leaf: np.asarray(leaf)[:n], gathered)
+    return eqx.combine(stacked, out_static)
+
+
+def _fetch(out, c, size, n_local, bar):
+    host = jtu.tree_map(
+        lambda leaf: np.asarray(jax.device_get(leaf)) if eqx.is_array(leaf) else leaf,
+        out,
+    )
+    bar.update(min(size, n_local - c * size))
+    return host, c
+
+
+# ---------------------------------------------------------------------------
+# Periodic orbits over a batch of parameters
+# ---------------------------------------------------------------------------
+
+
+class OrbitSweep(eqx.Module):
+    r"""The result of [`hybrax.sweep_orbits`][]: one periodic orbit per batch
+    element, as NumPy arrays with a leading batch axis $B$.
+
+    - `orbit`: a batched [`hybrax.PeriodicOrbit`][] (its `result` the status of each
+      element).
+    - `multipliers`: the eigenvalues of the reduced Jacobian `orbit.reduced_jacobian`
+      ($M = J + I$, eqs. 32-33 of Zana et al. 2018) sorted by decreasing modulus,
+      shape `(B, k)`: the nontrivial Floquet multipliers (the trivial 1 is removed by
+      the section; for the hopper the second is the 0 of landing on the lift-off
+      surface). NaN where no orbit was found.
+    - `floquet`: a batched [`hybrax.FloquetAnalysis`][] with `analyse=True`, else
+      `None`.
+    - `status`: the integer status code of each element (`RESULTS` item's value;
+      0 is `successful`); names in `status_names`.
+    """
+
+    orbit: PeriodicOrbit
+    multipliers: Complex[Array, "B k"]
+    floquet: FloquetAnalysis | None
+    status: Int[Array, " B"]
+
+    @property
+    def status_names(self) -> list[str]:
+        """The status name of each element, e.g. `"shooting_failed"`."""
+        return status_name(self.orbit.result)
+
+    @property
+    def converged(self) -> np.ndarray:
+        """Whether each element is a valid periodic orbit."""
+        return np.asarray(self.status) == int(RESULTS.successful._value)
+
+    @property
+    def leading_multiplier(self) -> np.ndarray:
+        """The nontrivial multiplier of largest modulus of each element."""
+        return np.asarray(self.multipliers)[:, 0]
+
+
+class _OrbitSolve(eqx.Module):
+    """`fn` of [`hybrax.sweep`][] for [`hybrax.sweep_orbits`][]: one orbit from one
+    `(params, u_guess)` element."""
+
+    system: HybridSystem
+    section: PoincareSection
+    guess: Any  # a callable `guess(params)`, or None (the element carries it)
+    options: dict
+    return_map_iterations: int = eqx.field(static=True)
+
+    def __call__(self, element):
+        params, u = element
+        if u is None:
+            u = jnp.asarray(self.guess(params), dtype=jnp.result_type(float))
+        u = self._iterate_map(u, params)
+        orbit, floquet = find_periodic_orbit(
+            self.system, self.section, u, params, **self.options
+        )
+        M = orbit.reduced_jacobian
+        finite = jnp.all(jnp.isfinite(M))
+        eig = jnp.linalg.eigvals(jnp.where(finite, M, 0.0))
+        eig = eig[jnp.argsort(-jnp.abs(eig))]
+        eig = jnp.where(orbit.converged & finite, eig, jnp.nan)
+        return orbit, eig, floquet
+
+    def _iterate_map(self, u, params):
+        """Improve the guess by iterating the return map $u \\mapsto P(u)$ (which
+        converges to a stable orbit); keeps the last iterate whose cycle ran."""
+        if self.return_map_iterations == 0:
+            return u
+        keys = ("rtol", "atol", "solver", "max_steps", "t_max")
+        settings = {k: self.options[k] for k in keys}
+
+        def body(_, u):
+            u_next, sol = poincare_map(self.system, self.section, u, params, **settings)
+            ok = sol.result == RESULTS.successful
+            return jnp.where(ok & jnp.all(jnp.isfinite(u_next)), u_next, u)
+
+        return jax.lax.fori_loop(0, self.return_map_iterations, body, u)
+
+
+def _float_leaf(leaf) -> bool:
+    return isinstance(leaf, float | np.floating) or (
+        eqx.is_array(leaf) and jnp.issubdtype(leaf.dtype, jnp.floating)
+    )
+
+
+def _batch_params(params_batch):
+    """Float leaves as NumPy arrays of the default float dtype, scalars broadcast
+    to the batch size; returns `(params, n)`."""
+    dtype = jnp.result_type(float)
+    sizes = {
+        np.shape(leaf)[0]
+        for leaf in jtu.tree_leaves(params_batch)
+        if _float_leaf(leaf) and np.ndim(leaf) >= 1
+    }
+    if len(sizes) != 1:
+        raise ValueError(
+            "`params_batch` needs float leaves with one common leading batch axis "
+            f"(scalar leaves are shared); got batch sizes {sorted(sizes) or 'none'}."
+        )
+    n = sizes.pop()
+
+    def convert(leaf):
+        if not _float_leaf(leaf):
+            return leaf
+        leaf = np.asarray(leaf, dtype=dtype)
+        return np.broadcast_to(leaf, (n,)) if leaf.ndim == 0 else leaf
+
+    return jtu.tree_map(convert, params_batch), n
+
+
+def _finite_rows(tree, n) -> np.ndarray:
+    ok = np.ones(n, bool)
+    for leaf in jtu.tree_leaves(tree):
+        if eqx.is_array(leaf) and jnp.issubdtype(leaf.dtype, jnp.inexact):
+            ok &= np.all(np.isfinite(np.asarray(leaf).reshape(n, -1)), axis=1)
+    return ok
+
+
+def sweep_orbits(
+    system: HybridSystem,
+    section: PoincareSection,
+    u_guess: Any,
+    params_batch: Params,
+    *,
+    chunk_size: int | None = None,
+    progress: bool = False,
+    devices: Sequence[jax.Device] | None = None,
+    distributed: bool = False,
+    analyse: bool = False,
+    return_map_iterations: int = 0,
+    root_solver: optx.AbstractRootFinder | None = None,
+    rtol: float = 1e-10,
+    atol: float = 1e-10,
+    solver: dfx.AbstractAdaptiveSolver | None = None,
+    max_steps: int = 4096,
+    t_max: float = 50.0,
+    max_iterations: int = 40,
+    residual_tol: float = 1e-8,
+) -> OrbitSweep:
+    r"""Periodic orbits and their multipliers for a batch of parameter sets, with
+    [`hybrax.find_periodic_orbit`][] under one compiled `jit(vmap(...))` (see
+    [`hybrax.sweep`][] for chunks, devices and processes).
+
+    Element $i$ solves exactly what `find_periodic_orbit(system, section, u_i,
+    params_i, analyse=analyse, ...)` solves, so the sweep equals a loop of single
+    solves; its multipliers are the eigenvalues of the reduced Jacobian $M$ sorted
+    by decreasing modulus (with `analyse=True` the full
+    [`hybrax.FloquetAnalysis`][] too, several times slower). Each element carries
+    its status; a failed element is flagged and affects no other. An element with
+    non-finite parameters or guess is not solved: its status is
+    `nonfinite_parameters` and its values NaN (solving it would only hold up its
+    chunk until every step limit is spent).
+
+    **Arguments:**
+
+    - `system`, `section`: as for [`hybrax.find_periodic_orbit`][].
+    - `u_guess`: the guess of the reduced unknowns: one array `(k,)` for all
+      elements, one per element `(B, k)`, or a callable `u_guess(params) -> (k,)`
+      applied to each element's parameters (e.g. `hybrax.models.orbit_guess`).
+    - `params_batch`: the parameter PyTree with float leaves of leading axis $B$;
+      scalar leaves are shared by all elements (broadcast).
+    - `chunk_size`, `progress`, `devices`, `distributed`: see [`hybrax.sweep`][].
+    - `analyse`: also return the Floquet analysis (monodromy by AD and saltation).
+    - `return_map_iterations`: iterate the return map this many times from the guess
+      before shooting (cheap, forward-only cycles that pull the guess towards a
+      stable orbit); 0 (default) shoots from the guess itself.
+    - `root_solver`, `rtol`, `atol`, `solver`, `max_steps`, `t_max`,
+      `max_iterations`, `residual_tol`: passed to `find_periodic_orbit` (same
+      defaults). In a batch the slowest element sets the pace: smaller `t_max`,
+      `max_steps` and `max_iterations` bound what a hopeless element costs.
+
+    **Returns:** an [`hybrax.OrbitSweep`][] (NumPy arrays, batch axis first).
+
+    **Raises:** `ValueError` for a malformed batch or guess.
+    """
+    check_float64("sweep_orbits")
+    params_batch, n = _batch_params(params_batch)
+    if callable(u_guess):
+        guess, u_batch = u_guess, None
+    else:
+        u = np.asarray(u_guess, dtype=jnp.result_type(float))
+        if u.ndim == 1:
+            u = np.broadcast_to(u, (n, u.shape[0]))
+        if u.ndim != 2 or u.shape[0] != n:
+            raise ValueError(
+                "`u_guess` must have shape (k,) or (batch, k) with batch = "
+                f"{n}; got {np.shape(u_guess)}."
+            )
+        guess, u_batch = None, u
+    if int(return_map_iterations) < 0:
+        raise ValueError(
+            f"`return_map_iterations` must be >= 0; got {return_map_iterations}."
+        )
+    options = dict(
+        root_solver=optx.Newton(rtol=1e-11, atol=1e-11)
+        if root_solver is None
+        else root_solver,
+        rtol=float(rtol),
+        atol=float(atol),
+        solver=solver,
+        max_steps=int(max_steps),
+        t_max=float(t_max),
+        max_iterations=int(max_iterations),
+        residual_tol=float(residual_tol),
+        analyse=bool(analyse),
+    )
+    fn = _OrbitSolve(system, section, guess, options, int(return_map_iterations))
+
+    # Non-finite elements are replaced by a finite one for the solve and flagged.
+    ok = _finite_rows((params_batch, u_batch), n)
+    substitute = int(np.argmax(ok)) if ok.any() else None
+    if substitute is not None and not ok.all():
+        rows = np.where(ok, np.arange(n), substitute)
+        params_batch = jtu.tree_map(
+            lambda leaf: leaf[rows] if eqx.is_array(leaf) else leaf, params_batch
+        )
+        u_batch = None if u_batch is None else u_batch[rows]
+
+    orbit, multipliers, floquet = sweep(
+        fn,
+        (params_batch, u_batch),
+        chunk_size=chunk_size,
+        progress=progress,
+        devices=devices,
+        distributed=distributed,
+        desc="orbits",
+    )
+    code = np.asarray(orbit.result._value).copy()
+    if not ok.all():
+        bad = ~ok
+        code[bad] = int(RESULTS.nonfinite_parameters._value)
+
+        def blank(leaf):
+            if not eqx.is_array(leaf):
+                return leaf
+            leaf = np.array(leaf)
+            if np.issubdtype(leaf.dtype, np.inexact):
+                leaf[bad] = np.nan
+            return leaf
+
+        orbit, multipliers, floquet = jtu.tree_map(blank, (orbit, multipliers, floquet))
+        orbit = eqx.tree_at(lambda o: o.result._value, orbit, code)
+    return OrbitSweep(
+        orbit=orbit, multipliers=multipliers, floquet=floquet, status=code
+    )
