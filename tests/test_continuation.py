@@ -13,6 +13,7 @@ hybrax.
 import json
 import math
 
+import equinox._errors as eqx_errors
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -26,20 +27,29 @@ import reference_hopper as ref
 from helpers import MULTIPLIER_TOL, ORACLE_TOL
 from hybrax import models
 from hybrax._cli import main
-from hybrax._cli_continue import hopper_parameter
 
 
 TOL = 1e-12  # integration tolerance of every continuation in this module
 THETA = 0.01  # arclength scale of D_G
 SYSTEM = models.minimal_hopper()
 SECTION = models.hopper_section()
-D_G = hopper_parameter("D_G")
+D_G = models.hopper_parameter("D_G")
 # Coarse brackets (v_U range, D_G range, extremum) of the first two folds of the
 # mu = 0.8 branch, read off a plot of the reference's zero set of P(v) - v.
 REFERENCE_FOLDS = (
     ((0.84, 0.94), (-0.0375, -0.0335), "min"),
     ((1.35, 1.45), (-0.0257, -0.0217), "max"),
 )
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _restore_runtime_checks():
+    """`hybrax._cli.main` lets runtime checks return NaN for the rest of the
+    process (`hybrax._cli._runtime_checks_as_nan`); give later modules theirs
+    back."""
+    on_error = eqx_errors.EQX_ON_ERROR
+    yield
+    eqx_errors.EQX_ON_ERROR = on_error
 
 
 def _continue(mu, start, stop, v_guess, **kwargs):

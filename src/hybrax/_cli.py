@@ -11,6 +11,7 @@ convention).
 """
 
 import argparse
+import contextlib
 import dataclasses
 import importlib
 import importlib.metadata
@@ -47,22 +48,29 @@ def _cache_dir() -> str | None:
     return os.path.join(os.path.expanduser(base), "hybrax", "jax")
 
 
-def _runtime_checks_as_nan() -> None:
-    """Let runtime checks inside compiled code return NaN instead of raising.
+@contextlib.contextmanager
+def _runtime_checks_as_nan():
+    """Within the block, runtime checks inside compiled code return NaN instead of
+    raising.
 
     The command line is the program, not a library, and every command reports
     failures through status codes, which already treat NaN as failure. Raising checks
     compile to host callbacks (optimistix's implicit event-time derivative carries
     one), and JAX refuses to store a computation with host callbacks in its
     persistent cache; without them the orbit search is cached and a repeat run skips
-    its XLA compilation. This is what `EQX_ON_ERROR=nan` does, set here because
-    equinox reads that variable when it is imported, before `main` runs.
+    its XLA compilation. This is what `EQX_ON_ERROR=nan` does (equinox reads that
+    variable when it is imported, before `main` runs); the previous setting is
+    restored on exit, so that `main` called in-process leaves no trace.
     """
-    if "EQX_ON_ERROR" in os.environ:
-        return  # the user chose
     import equinox._errors as eqx_errors
 
-    eqx_errors.EQX_ON_ERROR = "nan"
+    previous = eqx_errors.EQX_ON_ERROR
+    if "EQX_ON_ERROR" not in os.environ:  # otherwise the user chose
+        eqx_errors.EQX_ON_ERROR = "nan"
+    try:
+        yield
+    finally:
+        eqx_errors.EQX_ON_ERROR = previous
 
 
 #: The persistent cache directory of this run (None: no cache), set by `main`.
@@ -885,9 +893,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     code. Argument errors raise `SystemExit(2)` with a one-line message."""
     global _CACHE_DIR
     _enable_x64()
-    _runtime_checks_as_nan()
     _CACHE_DIR = _enable_cache()
     parser = _build_parser()
     args = parser.parse_args(argv)
     # Errors found after parsing print the subcommand's usage: hand its parser on.
-    return args.run(args, args.command_parser)
+    with _runtime_checks_as_nan():
+        return args.run(args, args.command_parser)

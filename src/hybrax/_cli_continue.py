@@ -24,32 +24,12 @@ import jax.numpy as jnp
 import numpy as np
 
 from . import _cli
+from .models.hopper import hopper_parameter
 
 
 # ---------------------------------------------------------------------------
 # Models
 # ---------------------------------------------------------------------------
-
-
-def _damping_scale(params):
-    r"""$2\sqrt{k m}$: the hopper's dimensional damping is $d = 2D\sqrt{k m}$."""
-    return 2 * jnp.sqrt(params.k * params.m)
-
-
-def hopper_parameter(name: str):
-    """The continuation parameter of the hopper called `name`: a field of
-    `HopperParams`, or the dimensionless `D_G`, `D_F` (stored as `d_G`, `d_F`)."""
-    from ._continuation import FieldParameter
-    from .models.hopper import HOPPER_PARAMETER_NAMES
-
-    if name in ("D_G", "D_F"):
-        return FieldParameter("d_" + name[-1], _damping_scale, name=name)
-    if name in HOPPER_PARAMETER_NAMES:
-        return FieldParameter(name, None, name=name)
-    raise ValueError(
-        f"unknown hopper parameter {name!r}; known: "
-        f"{', '.join(HOPPER_PARAMETER_NAMES + ('D_G', 'D_F'))}"
-    )
 
 
 @dataclasses.dataclass(frozen=True)

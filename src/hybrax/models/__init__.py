@@ -11,6 +11,7 @@ from .hopper import (
     default_initial_state as default_initial_state,
     energies as energies,
     ground_multiplier as ground_multiplier,
+    hopper_parameter as hopper_parameter,
     hopper_params as hopper_params,
     hopper_section as hopper_section,
     liftoff_state as liftoff_state,

@@ -414,3 +414,24 @@ def scan_orbit_guess(
     v_star = v0 - g0 * (v1 - v0) / (g1 - g0)
     v_star = jnp.where(index >= 0, v_star, 1.7)
     return orbit_guess(params, v_star)
+
+
+def _damping_scale(params):
+    r"""$2\sqrt{k m}$: the hopper's dimensional damping is $d = 2D\sqrt{k m}$."""
+    return 2 * jnp.sqrt(params.k * params.m)
+
+
+def hopper_parameter(name: str):
+    r"""The continuation parameter of the hopper called `name` (for
+    [`hybrax.continue_branch`][]): a field of `HopperParams`, or the dimensionless
+    $D_G$, $D_F$ (stored as $d = 2D\sqrt{k m}$)."""
+    from .._continuation import FieldParameter
+
+    if name in ("D_G", "D_F"):
+        return FieldParameter("d_" + name[-1], _damping_scale, name=name)
+    if name in HOPPER_PARAMETER_NAMES:
+        return FieldParameter(name, None, name=name)
+    raise ValueError(
+        f"unknown hopper parameter {name!r}; known: "
+        f"{', '.join(HOPPER_PARAMETER_NAMES + ('D_G', 'D_F'))}"
+    )
