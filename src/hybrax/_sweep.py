@@ -1,34 +1,8 @@
 r"""Batched evaluation: one compiled `jit(vmap(fn))` over a batch of inputs, cut into
 chunks that bound memory, sharded over the local devices, and optionally split
 across the processes of a multi-host run. Each element carries its own status, so
-a failed element spoils no other.
-
-!!! note "Several hosts"
-
-    Every process runs the same script. Call `jax.distributed.initialize()` first
-    (before anything else touches JAX), build the *whole* batch on every process,
-    and pass `distributed=True`:
-
-    ```python
-    import jax
-    jax.distributed.initialize()  # coordinator address etc. from the environment
-    jax.config.update("jax_enable_x64", True)
-    import hybrax as hx
-
-    out = hx.sweep_orbits(system, section, guess, params_batch, distributed=True)
-    # every process now holds the results of the whole batch, in order
-    ```
-
-    With `distributed=True`, process `i` of `P = jax.process_count()` evaluates
-    the contiguous slice `hx.process_slice(n)` (elements `i * ceil(n / P)` up to the
-    next process's start), sharded over its own `jax.local_devices()`; the slices
-    are then gathered with
-    `jax.experimental.multihost_utils.process_allgather`, so every process returns
-    the full result. With a single process (`P = 1`, the default without
-    `jax.distributed.initialize()`) the slice is the whole batch and the gather
-    returns it as it is, so the same script runs on a laptop and on a cluster.
-    To keep each host's part to itself (no gather; e.g. to write one file per
-    host), slice yourself: `sweep(fn, batch[hx.process_slice(n)])`.
+a failed element spoils no other. See [`hybrax.sweep`][] for running one sweep on
+several hosts.
 """
 
 import sys
@@ -178,6 +152,9 @@ def _evaluate(fn, static, dynamic, sharding):
     the outputs are constrained to the same split, so XLA's SPMD partitioner runs
     each device on its own slice (the while loops' exit tests become all-reduces:
     every device runs until the slowest element of the chunk is done)."""
+    # Not `jax.shard_map`: inside it, equinox's closure conversion (used by
+    # optimistix, hence by diffrax's event root finding) compares argument
+    # shardings and rejects its own arguments (equinox 0.13.8, jax 0.10.2).
     out_static: list = []
     out_dynamic = _vmapped(fn, static, out_static)(dynamic)
     if sharding is not None:
@@ -201,9 +178,10 @@ def sweep(
     leaves are shared (and static). The batch is cut into chunks of `chunk_size`
     elements, the last one padded (by repeating its last element) to the same size,
     so there is one compilation whatever the batch size; the padding is dropped from
-    the result. Each chunk is split over `devices` along the batch axis
-    (`jax.sharding.Mesh` with `PartitionSpec("batch")`, run with `jax.shard_map`),
-    so the chunk size is rounded up to a multiple of the device count.
+    the result. Each chunk is split over `devices` along the batch axis: it is
+    placed with a `jax.sharding.NamedSharding` of a `Mesh` over the devices and
+    `PartitionSpec("batch")`, and XLA's SPMD partitioner runs each device on its
+    slice; the chunk size is rounded up to a multiple of the device count.
 
     Under `vmap` every while loop (integration steps, Newton iterations) runs until
     the slowest element of its chunk and device finishes: an element that fails
@@ -224,9 +202,9 @@ def sweep(
     - `progress`: show a progress bar over chunks (tqdm if installed, else a line
       on stderr).
     - `devices`: devices to shard each chunk over; default `jax.local_devices()`.
-    - `distributed`: split the batch across processes (see the module note:
-      each process evaluates `process_slice(n)` on its local devices and the
-      results are all-gathered). Works, and changes nothing, with one process.
+    - `distributed`: split the batch across processes (see the note below: each
+      process evaluates `process_slice(n)` on its local devices and the results
+      are all-gathered). Works, and changes nothing, with one process.
     - `desc`: the label of the progress bar.
 
     **Returns:** the outputs of `fn`, each array leaf with the leading batch axis,
@@ -234,6 +212,33 @@ def sweep(
 
     **Raises:** `ValueError` if `batch` has no arrays, leaves of different batch
     sizes, or `chunk_size` is not positive.
+
+    !!! note "Several hosts"
+
+        Every process runs the same script: call `jax.distributed.initialize()`
+        before anything else touches JAX, build the *whole* batch on every
+        process, and pass `distributed=True`:
+
+        ```python
+        import jax
+        jax.distributed.initialize()  # coordinator, process id/count from env
+        jax.config.update("jax_enable_x64", True)
+        import hybrax as hx
+
+        out = hx.sweep_orbits(system, section, guess, params, distributed=True)
+        # every process now holds the results of the whole batch, in order
+        ```
+
+        Process $i$ of $P$ (`jax.process_index()`, `jax.process_count()`)
+        evaluates the contiguous slice [`hybrax.process_slice`][]`(n)` on its own
+        `jax.local_devices()` (padded to the common length $\lceil n/P\rceil$),
+        and `jax.experimental.multihost_utils.process_allgather` gathers the
+        slices, so every process returns the full result. With one process
+        ($P = 1$, e.g. without `jax.distributed.initialize()`) the slice is the
+        whole batch and the gather returns it unchanged: the same script runs on
+        a laptop and on a cluster. To keep each host's part to itself (no gather;
+        e.g. one output file per host), slice yourself:
+        `sweep(fn, tree_map(lambda a: a[process_slice(n)], batch))`.
 
     !!! example
 
@@ -246,6 +251,8 @@ def sweep(
     """
     dynamic, static = eqx.partition(batch, eqx.is_array)
     n = _batch_size(dynamic)
+    if n == 0:
+        raise ValueError("`batch` is empty (its leading axis has length 0).")
     if chunk_size is not None and int(chunk_size) < 1:
         raise ValueError(f"`chunk_size` must be positive; got {chunk_size}.")
     devices = list(jax.local_devices() if devices is None else devices)
@@ -360,6 +367,24 @@ class OrbitSweep(eqx.Module):
         return np.asarray(self.multipliers)[:, 0]
 
 
+class _FiniteChart(eqx.Module):
+    """A section chart that maps a non-finite iterate to the state of `fallback`.
+
+    A Newton iterate that ran off (a failed cycle returns NaN) stays NaN, and a
+    cycle from a NaN state rejects every step until `max_steps`. Under `vmap` each
+    such lane would hold up its whole chunk for that long at every remaining
+    iteration; from the fallback state its cycle costs an ordinary one. Its
+    residual stays NaN (the iterate is NaN), so the element still fails; finite
+    iterates are mapped exactly as before."""
+
+    chart: Callable
+    fallback: Array
+
+    def __call__(self, u, params):
+        u = jnp.where(jnp.all(jnp.isfinite(u)), u, self.fallback)
+        return self.chart(u, params)
+
+
 class _OrbitSolve(eqx.Module):
     """`fn` of [`hybrax.sweep`][] for [`hybrax.sweep_orbits`][]: one orbit from one
     `(params, u_guess)` element."""
@@ -375,8 +400,23 @@ class _OrbitSolve(eqx.Module):
         if u is None:
             u = jnp.asarray(self.guess(params), dtype=jnp.result_type(float))
         u = self._iterate_map(u, params)
+        section = PoincareSection(
+            self.section.sequence,
+            _FiniteChart(self.section.chart, u),
+            self.section.coordinates,
+        )
         orbit, floquet = find_periodic_orbit(
-            self.system, self.section, u, params, **self.options
+            self.system, section, u, params, **self.options
+        )
+        # What was computed from the fallback state belongs to no iterate.
+        ran_off = jnp.logical_not(jnp.all(jnp.isfinite(orbit.u)))
+        orbit = jtu.tree_map(
+            lambda leaf: (
+                jnp.where(ran_off, jnp.nan, leaf)
+                if jnp.issubdtype(leaf.dtype, jnp.floating)
+                else leaf
+            ),
+            orbit,
         )
         M = orbit.reduced_jacobian
         finite = jnp.all(jnp.isfinite(M))
@@ -386,7 +426,7 @@ class _OrbitSolve(eqx.Module):
         return orbit, eig, floquet
 
     def _iterate_map(self, u, params):
-        """Improve the guess by iterating the return map $u \\mapsto P(u)$ (which
+        r"""Improve the guess by iterating the return map $u \mapsto P(u)$ (which
         converges to a stable orbit); keeps the last iterate whose cycle ran."""
         if self.return_map_iterations == 0:
             return u
@@ -460,6 +500,7 @@ def sweep_orbits(
     t_max: float = 50.0,
     max_iterations: int = 40,
     residual_tol: float = 1e-8,
+    jacobian: str = "autodiff",
 ) -> OrbitSweep:
     r"""Periodic orbits and their multipliers for a batch of parameter sets, with
     [`hybrax.find_periodic_orbit`][] under one compiled `jit(vmap(...))` (see
@@ -489,9 +530,10 @@ def sweep_orbits(
       before shooting (cheap, forward-only cycles that pull the guess towards a
       stable orbit); 0 (default) shoots from the guess itself.
     - `root_solver`, `rtol`, `atol`, `solver`, `max_steps`, `t_max`,
-      `max_iterations`, `residual_tol`: passed to `find_periodic_orbit` (same
-      defaults). In a batch the slowest element sets the pace: smaller `t_max`,
-      `max_steps` and `max_iterations` bound what a hopeless element costs.
+      `max_iterations`, `residual_tol`, `jacobian`: passed to `find_periodic_orbit`
+      (same defaults; `jacobian="variational"` is the faster Newton). In a batch
+      the slowest element sets the pace: smaller `t_max`, `max_steps` and
+      `max_iterations` bound what a hopeless element costs.
 
     **Returns:** an [`hybrax.OrbitSweep`][] (NumPy arrays, batch axis first).
 
@@ -527,6 +569,7 @@ def sweep_orbits(
         max_iterations=int(max_iterations),
         residual_tol=float(residual_tol),
         analyse=bool(analyse),
+        jacobian=jacobian,
     )
     fn = _OrbitSolve(system, section, guess, options, int(return_map_iterations))
 

@@ -696,3 +696,128 @@ def branch_figure(
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize="small")
     return fig
+
+
+def sweep_heatmap(
+    x: Float[np.ndarray, " nx"],
+    y: Float[np.ndarray, " ny"],
+    values: Float[np.ndarray, "nx ny"],
+    *,
+    xlabel: str,
+    ylabel: str,
+    colorbar_label: str = r"leading nontrivial $|\nu|$",
+    flagged: np.ndarray | None = None,
+    flagged_label: str = "flagged",
+    no_orbit_label: str = "no orbit found",
+    title: str | None = None,
+    level: float = 1.0,
+) -> Figure:
+    r"""A heat map of a multiplier magnitude over a 2-D parameter grid (e.g. from
+    [`hybrax.sweep_orbits`][]), with the stability boundary $|\nu| = 1$ contoured.
+
+    Cells without a value (NaN: no orbit found there) are not coloured: they show
+    the hatched grey background, so a missing orbit never reads as a value. The
+    colour scale is diverging about `level`: blue below (stable), red above.
+
+    **Arguments:**
+
+    - `x`, `y`: the grid values along each axis (cell centres).
+    - `values`: `(len(x), len(y))` magnitudes, NaN where there is no orbit.
+    - `xlabel`, `ylabel`, `colorbar_label`, `title`: labels.
+    - `flagged`: optional `(len(x), len(y))` booleans marked with a small cross
+      (e.g. orbits whose ground would have to pull), labelled `flagged_label`.
+    - `no_orbit_label`: the legend entry of the hatched region.
+    - `level`: the contoured value (1: the stability boundary).
+
+    **Returns:** the matplotlib `Figure`; its first axes hold the map.
+
+    **Raises:** `ValueError` if the shapes do not match.
+    """
+    from matplotlib.colors import TwoSlopeNorm
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch, Rectangle
+
+    x = np.asarray(x, dtype=float)
+    y = np.asarray(y, dtype=float)
+    values = np.asarray(values, dtype=float)
+    if values.shape != (x.size, y.size):
+        raise ValueError(
+            f"`values` must have shape (len(x), len(y)) = ({x.size}, {y.size}); "
+            f"got {values.shape}."
+        )
+    if flagged is not None and np.shape(flagged) != values.shape:
+        raise ValueError(
+            f"`flagged` must have the shape of `values` {values.shape}; got "
+            f"{np.shape(flagged)}."
+        )
+    fig = Figure(figsize=(7.6, 5.4), layout="constrained")
+    ax = fig.add_subplot(1, 1, 1)
+
+    def edges(c):
+        if c.size == 1:
+            return np.array([c[0] - 0.5, c[0] + 0.5])
+        mid = 0.5 * (c[1:] + c[:-1])
+        return np.concatenate([[2 * c[0] - mid[0]], mid, [2 * c[-1] - mid[-1]]])
+
+    xe, ye = edges(x), edges(y)
+    # The background shows wherever no cell is drawn: no orbit.
+    hatch_style = dict(facecolor="0.88", edgecolor="0.55", hatch="///", linewidth=0)
+    ax.add_patch(
+        Rectangle(
+            (xe.min(), ye.min()),
+            np.ptp(xe),
+            np.ptp(ye),
+            zorder=0,
+            **hatch_style,
+        )
+    )
+    finite = np.isfinite(values)
+    top = float(np.nanmax(values)) if finite.any() else level
+    norm = TwoSlopeNorm(vmin=0.0, vcenter=level, vmax=max(top, 1.25 * level))
+    mesh = ax.pcolormesh(
+        xe,
+        ye,
+        np.ma.masked_invalid(values).T,
+        cmap="RdYlBu_r",
+        norm=norm,
+        zorder=1,
+    )
+    fig.colorbar(mesh, ax=ax, label=colorbar_label)
+    handles = [Patch(label=no_orbit_label, **hatch_style)]
+    # Contour only where the level is crossed (matplotlib warns otherwise).
+    if finite.any() and np.nanmin(values) < level < np.nanmax(values):
+        ax.contour(
+            x,
+            y,
+            np.ma.masked_invalid(values).T,
+            levels=[level],
+            colors="k",
+            linewidths=1.4,
+            zorder=3,
+        )
+        handles.append(
+            Line2D([], [], color="k", linewidth=1.4, label=rf"$|\nu| = {level:g}$")
+        )
+    if flagged is not None and np.any(flagged):
+        i, j = np.nonzero(flagged)
+        ax.plot(
+            x[i],
+            y[j],
+            linestyle="none",
+            marker="x",
+            markersize=3,
+            color="k",
+            alpha=0.6,
+            zorder=4,
+        )
+        handles.append(
+            Line2D([], [], linestyle="none", marker="x", color="k", label=flagged_label)
+        )
+    ax.set_xlim(xe.min(), xe.max())
+    ax.set_ylim(ye.min(), ye.max())
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    if title:
+        ax.set_title(title)
+    fig.legend(handles=handles, loc="outside lower center", ncols=3, fontsize="small")
+    return fig

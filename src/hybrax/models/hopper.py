@@ -62,13 +62,13 @@ class HopperParams(eqx.Module):
         checks = {
             "g": lambda v: v > 0,
             "m": lambda v: v > 0,
-            "mu": lambda v: 0 < v < 1,
+            "mu": lambda v: (v > 0) & (v < 1),
             "k": lambda v: v > 0,
             "d_F": lambda v: True,
             "d_G": lambda v: True,
             "L0": lambda v: True,
-            "mu_U": lambda v: 0 < v < 1,
-            "mu_L": lambda v: 0 < v < 1,
+            "mu_U": lambda v: (v > 0) & (v < 1),
+            "mu_L": lambda v: (v > 0) & (v < 1),
         }
         rules = {"g": "> 0", "m": "> 0", "mu": "in (0, 1)", "k": "> 0"}
         rules.update(mu_U="in (0, 1)", mu_L="in (0, 1)")

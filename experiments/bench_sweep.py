@@ -1,0 +1,359 @@
+"""Benchmark: hopper periodic orbits with multipliers per second, batched with
+`hybrax.sweep_orbits` (one `jit(vmap(...))`), against a SciPy loop in the same run.
+
+In one run, at rtol = atol = 1e-10 (`--tol`):
+
+1. SciPy (`experiments/scipy_hopper.py`: solve_ivp DOP853 with events, root "hybr",
+   central finite differences): `--scipy-orbits` orbits, timed one by one.
+2. hybrax: `sweep_orbits` on batches of 1, 16, 64, 256, 1024, 4096 parameter sets
+   (up to `--max-batch`), each batch one chunk (one compilation per batch size).
+   Compilation (trace / lower / XLA, from `jax.monitoring`) is reported apart from
+   the warm time; orbits/s = batch / warm time. CPU seconds per orbit (process
+   time, all threads) are reported too: they are less sensitive to other load on
+   the machine than wall time.
+
+The batch: random (seed 0) mu in [0.79, 0.81], D_G in [-0.039, -0.035] around the
+paper's case (mu 0.8, D_G -0.0377), where every point has a stable orbit that
+Newton finds from `models.orbit_guess` in 3-5 iterations. A grid with points
+without orbits is much slower per point (under vmap every element waits for the
+chunk's slowest, and a point that does not converge runs all Newton iterations);
+`hybrax sweep hopper` reports that case.
+
+`--profile` adds, at `--profile-batch`, warm per-element timings of the pieces of
+one orbit solve under vmap (one return-map cycle, its forward-mode Jacobian, the
+variational cycle), the steps per phase, and the Newton iteration counts, to show
+what bounds the throughput. `--devices N` splits each batch over N host devices
+(sets XLA_FLAGS before JAX starts). `--json` writes
+`experiments/out/bench_sweep.json` (git-ignored).
+
+Usage: `python experiments/bench_sweep.py [--max-batch 1024] [--profile] [--json]`.
+"""
+
+import argparse
+import json
+import os
+import pathlib
+import platform
+import statistics
+import sys
+import time
+
+
+HERE = pathlib.Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+BATCHES = (1, 16, 64, 256, 1024, 4096)
+SEED = 0
+MU_RANGE = (0.79, 0.81)
+D_G_RANGE = (-0.039, -0.035)
+
+
+def parse_args():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--max-batch", type=int, default=4096)
+    parser.add_argument("--tol", type=float, default=1e-10, help="rtol = atol")
+    parser.add_argument("--scipy-orbits", type=int, default=5)
+    parser.add_argument("--devices", type=int, default=1, help="host devices")
+    parser.add_argument(
+        "--chunk", type=int, default=None, help="chunk size (default: the batch)"
+    )
+    parser.add_argument("--max-iterations", type=int, default=12, help="Newton")
+    parser.add_argument("--map-iterations", type=int, default=0)
+    parser.add_argument(
+        "--newton-tol", type=float, default=1e-11, help="Newton rtol = atol"
+    )
+    parser.add_argument("--t-max", type=float, default=5.0)
+    parser.add_argument(
+        "--jacobian", choices=("autodiff", "variational"), default="autodiff"
+    )
+    parser.add_argument("--profile", action="store_true")
+    parser.add_argument("--profile-batch", type=int, default=1024)
+    parser.add_argument("--json", action="store_true", help="write experiments/out/")
+    return parser.parse_args()
+
+
+def batch_params(np, eqx, models, n):
+    rng = np.random.default_rng(SEED)
+    mu = rng.uniform(*MU_RANGE, n)
+    D_G = rng.uniform(*D_G_RANGE, n)
+    base = models.HopperParams()
+    d_G = D_G * 2 * np.sqrt(base.k * base.m)
+    return eqx.tree_at(lambda p: (p.mu, p.d_G), base, (mu, d_G)), mu, D_G
+
+
+def take(jtu, np, params, n):
+    return jtu.tree_map(lambda leaf: leaf[:n] if np.ndim(leaf) else leaf, params)
+
+
+def bench_scipy(scipy_hopper, mu, D_G, tol, n):
+    """`n` SciPy orbits (after one warm-up), timed one by one."""
+    params = []
+    for i in range(n):
+        p = dict(scipy_hopper.DEFAULT_PARAMS)
+        p["mu"] = float(mu[i])
+        p["d_G"] = float(D_G[i]) * 2 * (p["k"] * p["m"]) ** 0.5
+        params.append(p)
+    scipy_hopper.orbit_with_multipliers(params[0], tol=tol)  # warm-up
+    times, multipliers = [], []
+    for p in params:
+        start = time.perf_counter()
+        _, _, multiplier, _ = scipy_hopper.orbit_with_multipliers(p, tol=tol)
+        times.append(time.perf_counter() - start)
+        multipliers.append(complex(multiplier))
+    return times, multipliers
+
+
+def main():
+    args = parse_args()
+    if args.devices > 1:
+        flag = f"--xla_force_host_platform_device_count={args.devices}"
+        os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {flag}".strip()
+    # As the command line does: runtime checks return NaN instead of carrying host
+    # callbacks (the statuses already report failures).
+    os.environ.setdefault("EQX_ON_ERROR", "nan")
+
+    import scipy_hopper
+
+    print(
+        f"python {platform.python_version()}, {platform.machine()}, "
+        f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}"
+    )
+    start = time.perf_counter()
+    import equinox as eqx
+    import jax
+    import jax.tree_util as jtu
+    import numpy as np
+    import optimistix as optx
+
+    jax.config.update("jax_enable_x64", True)
+    import hybrax as hx
+    from bench_orbit import CompileEvents
+    from hybrax import models
+
+    print(
+        f"jax {jax.__version__}, {jax.local_device_count()} device(s) "
+        f"({jax.devices()[0].platform}); import {time.perf_counter() - start:.2f} s"
+    )
+    events = CompileEvents()
+    jax.monitoring.register_event_duration_secs_listener(events)
+
+    sizes = [b for b in BATCHES if b <= args.max_batch]
+    pool, mu, D_G = batch_params(np, eqx, models, max(sizes + [args.profile_batch]))
+    system, section = models.minimal_hopper(), models.hopper_section()
+    options = dict(
+        rtol=args.tol,
+        atol=args.tol,
+        t_max=args.t_max,
+        max_iterations=args.max_iterations,
+        return_map_iterations=args.map_iterations,
+        jacobian=args.jacobian,
+        root_solver=optx.Newton(rtol=args.newton_tol, atol=args.newton_tol),
+    )
+    print(
+        f"settings: tol {args.tol:g}, t_max {args.t_max:g}, Newton <= "
+        f"{args.max_iterations} (tol {args.newton_tol:g}), {args.map_iterations} "
+        "return-map iterations, "
+        f"jacobian {args.jacobian}, chunk {args.chunk or 'the batch'}; batch mu in "
+        f"{MU_RANGE}, D_G in {D_G_RANGE}"
+    )
+
+    scipy_times, scipy_mult = bench_scipy(
+        scipy_hopper, mu, D_G, args.tol, args.scipy_orbits
+    )
+    scipy_rate = len(scipy_times) / sum(scipy_times)
+    print(
+        f"SciPy: {len(scipy_times)} orbits, {1e3 * statistics.median(scipy_times):.1f} "
+        f"ms median -> {scipy_rate:.2f} orbits/s"
+    )
+
+    rows = []
+    last = None
+    for n in sizes:
+        params = take(jtu, np, pool, n)
+
+        def call(params=params):
+            return hx.sweep_orbits(
+                system,
+                section,
+                models.orbit_guess,
+                params,
+                chunk_size=args.chunk,
+                **options,
+            )
+
+        events.start()
+        t0 = time.perf_counter()
+        out = call()
+        first = time.perf_counter() - t0
+        parts = events.stop()
+        repeats = 3 if n <= 64 else 2 if n <= 1024 else 1
+        walls, cpus = [], []
+        for _ in range(repeats):
+            t0, c0 = time.perf_counter(), time.process_time()
+            out = call()
+            walls.append(time.perf_counter() - t0)
+            cpus.append(time.process_time() - c0)
+        wall = statistics.median(walls)
+        cpu = statistics.median(cpus)
+        iterations = np.asarray(out.orbit.n_steps)
+        row = {
+            "batch": n,
+            "compile_s": sum(parts.values()),
+            "compile_parts_s": parts,
+            "first_call_s": first,
+            "warm_s": wall,
+            "orbits_per_s": n / wall,
+            "cpu_ms_per_orbit": 1e3 * cpu / n,
+            "converged": int(out.converged.sum()),
+            "newton_max": int(iterations.max()),
+            "newton_mean": float(iterations.mean()),
+            "max_residual": float(np.max(out.orbit.residual_norm)),
+        }
+        rows.append(row)
+        last = out
+        print(
+            f"  batch {n:5d}: compile {row['compile_s']:6.1f} s, warm {wall:8.3f} s "
+            f"-> {row['orbits_per_s']:8.1f} orbits/s ({row['cpu_ms_per_orbit']:.2f} "
+            f"CPU ms/orbit), converged {row['converged']}/{n}, Newton max "
+            f"{row['newton_max']}, max |F| {row['max_residual']:.1e}",
+            flush=True,
+        )
+
+    n_check = min(len(scipy_mult), last.multipliers.shape[0])
+    diff = max(
+        abs(abs(scipy_mult[i]) - abs(last.leading_multiplier[i]))
+        for i in range(n_check)
+    )
+    print()
+    header = (
+        f"{'batch':>6} {'compile s':>9} {'(trace/lower/xla)':>19} {'warm s':>8} "
+        f"{'orbits/s':>9} {'CPU ms/orbit':>12} {'vs SciPy':>9} {'converged':>10}"
+    )
+    print(header)
+    print("-" * len(header))
+    print(
+        f"{'SciPy':>6} {'-':>9} {'':>19} {sum(scipy_times):8.3f} {scipy_rate:9.2f} "
+        f"{1e3 * statistics.median(scipy_times):12.1f} {1:8.2f}x "
+        f"{len(scipy_times):>10}"
+    )
+    for row in rows:
+        parts = row["compile_parts_s"]
+        split = f"{parts['trace']:.1f}/{parts['lower']:.1f}/{parts['xla']:.1f}"
+        print(
+            f"{row['batch']:>6} {row['compile_s']:9.1f} {split:>19} "
+            f"{row['warm_s']:8.3f} {row['orbits_per_s']:9.1f} "
+            f"{row['cpu_ms_per_orbit']:12.2f} {row['orbits_per_s'] / scipy_rate:8.1f}x "
+            f"{row['converged']:>5}/{row['batch']}"
+        )
+    print(
+        f"|leading multiplier| hybrax vs SciPy (first {n_check}): max diff {diff:.1e}"
+    )
+
+    results = {"settings": vars(args), "scipy_s": scipy_times, "rows": rows}
+    if args.profile:
+        results["profile"] = profile(args, jax, jtu, np, hx, models, pool, last)
+    if args.json:
+        folder = HERE / "out"
+        folder.mkdir(exist_ok=True)
+        path = folder / "bench_sweep.json"
+        path.write_text(json.dumps(results, indent=2, default=str))
+        print(f"\nwrote {path}")
+
+
+def profile(args, jax, jtu, np, hx, models, pool, out):
+    """Warm per-element costs of the pieces of one orbit solve under vmap."""
+    import diffrax as dfx
+
+    from hybrax._periodic import _resolve_sequence, _settings, _variational_map
+    from hybrax.models.hopper import _flight_field, _ground_field
+
+    n = args.profile_batch
+    system, section = models.minimal_hopper(), models.hopper_section()
+    params = jtu.tree_map(
+        lambda leaf: np.asarray(leaf[:n] if np.ndim(leaf) else np.full(n, leaf)), pool
+    )
+    params = hx.canonical_params(params)
+    u0 = jax.vmap(models.orbit_guess)(params)
+    settings = _settings(args.tol, args.tol, None, 4096, args.t_max)
+    sequence, _ = _resolve_sequence(system, section)
+    kw = dict(rtol=args.tol, atol=args.tol, t_max=args.t_max)
+
+    def primal(u, p):
+        return hx.poincare_map(system, section, u, p, **kw)[0]
+
+    pieces = {
+        "return-map cycle (primal)": jax.jit(jax.vmap(primal)),
+        "cycle + jacfwd in u (autodiff Newton step)": jax.jit(
+            jax.vmap(lambda u, p: jax.jacfwd(primal)(u, p))
+        ),
+        "variational cycle (variational Newton step, final pass)": jax.jit(
+            jax.vmap(
+                lambda u, p: _variational_map(
+                    system, section, sequence, settings, u, p
+                )[:2]
+            )
+        ),
+    }
+    rows = {}
+    print()
+    print(f"profile at batch {n} (warm, per element):")
+    for name, fn in pieces.items():
+        jax.block_until_ready(fn(u0, params))
+        t0 = time.perf_counter()
+        jax.block_until_ready(fn(u0, params))
+        per = (time.perf_counter() - t0) / n
+        rows[name] = per
+        print(f"  {name:<58} {1e3 * per:8.3f} ms")
+
+    # Steps per phase at the paper's orbit (what one cycle integrates).
+    p = hx.canonical_params(models.hopper_params())
+    orbit, _ = hx.find_periodic_orbit(
+        system, section, models.orbit_guess(p), p, analyse=False, **kw
+    )
+    steps = []
+    for field, x0, t1 in (
+        (_flight_field, orbit.state, orbit.phase_durations[0]),
+        (_ground_field, orbit.x_after[0], orbit.phase_durations[1]),
+    ):
+        sol = dfx.diffeqsolve(
+            dfx.ODETerm(field),
+            dfx.Tsit5(),
+            0.0,
+            t1,
+            None,
+            x0,
+            p,
+            stepsize_controller=dfx.PIDController(rtol=args.tol, atol=args.tol),
+            max_steps=100_000,
+        )
+        steps.append(
+            (int(sol.stats["num_accepted_steps"]), int(sol.stats["num_rejected_steps"]))
+        )
+    print(
+        f"  steps per phase at the paper's orbit (accepted, rejected): flight "
+        f"{steps[0]}, ground {steps[1]}"
+    )
+    iterations = np.asarray(out.orbit.n_steps)
+    print(
+        f"  Newton iterations in the last batch: histogram "
+        f"{np.bincount(iterations).tolist()} (under vmap every element runs "
+        f"{iterations.max()})"
+    )
+    step = rows[
+        "cycle + jacfwd in u (autodiff Newton step)"
+        if args.jacobian == "autodiff"
+        else "variational cycle (variational Newton step, final pass)"
+    ]
+    final = rows["variational cycle (variational Newton step, final pass)"]
+    estimate = args.map_iterations * rows["return-map cycle (primal)"]
+    estimate += iterations.max() * step + final
+    print(
+        f"  estimate: {args.map_iterations} map cycles + {iterations.max()} Newton "
+        f"steps + final pass = {1e3 * estimate:.2f} ms per orbit "
+        f"-> {1 / estimate:.0f} orbits/s per device"
+    )
+    return {"per_element_s": rows, "steps_per_phase": steps}
+
+
+if __name__ == "__main__":
+    main()

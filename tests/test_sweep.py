@@ -1,0 +1,333 @@
+"""`hybrax.sweep`, `hybrax.sweep_orbits` and `hybrax sweep hopper`.
+
+One batch of six hopper parameter sets (valid ones, D_G = 0 and d_G > 0 where no
+orbit exists, NaN parameters) is swept once, with the command's settings and shape,
+so that the command-line test reuses its compilation. It is checked against a loop
+of single `find_periodic_orbit` solves (from the same improved guess), and against
+the same sweep sharded over four host devices in chunks of four, which runs in a
+subprocess (XLA_FLAGS must be set before JAX starts) started at the beginning of
+the module so that it compiles while this process does.
+"""
+
+import contextlib
+import csv
+import io
+import os
+import subprocess
+import sys
+import textwrap
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from matplotlib.collections import QuadMesh
+
+import hybrax as hx
+import hybrax.plot
+from hybrax import models
+from hybrax._cli import main
+from hybrax._cli_sweep import _sweep_options
+
+
+EQUAL_TOL = 1e-12  # a sweep against single solves of the same problem
+OPTIONS = _sweep_options()  # the command's settings: one compilation for both
+SCALE = 2 * np.sqrt(15000.0 * 75.0)  # d_G = D_G * 2 sqrt(k m), default k and m
+# (mu, D_G): three orbits (the first the paper's, d_G = -80), then D_G = 0 and
+# D_G > 0 (no orbit), then NaN.
+POINTS = [(0.8, -80.0 / SCALE), (0.75, -0.02), (0.72, -0.05), (0.8, 0.0), (0.8, 0.01)]
+POINTS.append((0.8, np.nan))
+N_ORBITS = 3
+
+SHARDED_SCRIPT = textwrap.dedent(
+    """
+    import sys
+
+    import equinox as eqx
+    import jax
+    import numpy as np
+
+    jax.config.update("jax_enable_x64", True)
+    import hybrax as hx
+    from hybrax import models
+    from hybrax._cli_sweep import _sweep_options
+
+    data = np.load(sys.argv[1])
+    params = eqx.tree_at(
+        lambda p: (p.mu, p.d_G), models.HopperParams(), (data["mu"], data["d_G"])
+    )
+    system, section = models.minimal_hopper(), models.hopper_section()
+    results = {}
+    for name, distributed in (("sharded", False), ("distributed", True)):
+        out = hx.sweep_orbits(
+            system, section, models.orbit_guess, params, chunk_size=4,
+            distributed=distributed, **_sweep_options(),
+        )
+        results[name + "_u"] = out.orbit.u
+        results[name + "_period"] = out.orbit.period
+        results[name + "_multipliers"] = out.multipliers
+        results[name + "_status"] = out.status
+    np.savez(sys.argv[2], devices=jax.local_device_count(), **results)
+    """
+)
+
+
+def _params():
+    mu = np.array([p[0] for p in POINTS])
+    d_G = np.array([p[1] for p in POINTS]) * SCALE
+    # `tree_at` skips `HopperParams`' eager checks, which refuse NaN.
+    return eqx.tree_at(lambda p: (p.mu, p.d_G), models.HopperParams(), (mu, d_G))
+
+
+@pytest.fixture(scope="module", autouse=True)
+def sharded_run(tmp_path_factory):
+    """Start the 4-device sweep in a subprocess now; the test collects it."""
+    folder = tmp_path_factory.mktemp("sharded")
+    params = _params()
+    np.savez(folder / "in.npz", mu=params.mu, d_G=params.d_G)
+    env = dict(os.environ)
+    env["XLA_FLAGS"] = "--xla_force_host_platform_device_count=4"
+    env["JAX_PLATFORMS"] = "cpu"
+    process = subprocess.Popen(
+        [sys.executable, "-c", SHARDED_SCRIPT, folder / "in.npz", folder / "out.npz"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    yield process, folder / "out.npz"
+    if process.poll() is None:
+        process.kill()
+        process.communicate()
+
+
+@pytest.fixture(scope="module")
+def system_and_section():
+    return models.minimal_hopper(), models.hopper_section("minimal")
+
+
+@pytest.fixture(scope="module")
+def swept(system_and_section):
+    system, section = system_and_section
+    return hx.sweep_orbits(system, section, models.orbit_guess, _params(), **OPTIONS)
+
+
+@pytest.fixture(scope="module")
+def single_solves(system_and_section):
+    """A loop of single solves: the same return-map iterations from the orbit guess
+    (a step is kept only if its cycle ran), then `find_periodic_orbit`."""
+    system, section = system_and_section
+    settings = {k: OPTIONS[k] for k in ("rtol", "atol", "t_max")}
+    solve = {k: v for k, v in OPTIONS.items() if k != "return_map_iterations"}
+    results = []
+    for mu, D_G in POINTS[:-1]:  # the NaN element is not solved by the sweep either
+        p = hx.canonical_params(models.hopper_params(mu=mu, D_G=D_G))
+        u = models.orbit_guess(p)
+        for _ in range(OPTIONS["return_map_iterations"]):
+            u_next, sol = hx.poincare_map(system, section, u, p, **settings)
+            if bool(sol.result == hx.RESULTS.successful) and bool(
+                jnp.all(jnp.isfinite(u_next))
+            ):
+                u = u_next
+        orbit, _ = hx.find_periodic_orbit(system, section, u, p, analyse=False, **solve)
+        results.append(orbit)
+    return results
+
+
+def test_statuses_flag_failures(swept):
+    names = swept.status_names
+    assert names[:N_ORBITS] == ["successful"] * N_ORBITS
+    # No orbit at D_G = 0 or above: flagged, never a value.
+    assert names[3] == names[4] == "shooting_failed"
+    assert names[5] == "nonfinite_parameters"
+    assert list(swept.converged) == [True] * N_ORBITS + [False] * 3
+    assert np.array_equal(swept.status, np.asarray(swept.orbit.result._value))
+    assert np.all(np.isnan(swept.multipliers[N_ORBITS:]))
+    assert np.all(np.isnan(swept.orbit.u[5]))
+    # The orbits' multipliers: eigenvalues of M by decreasing modulus; the paper's
+    # 0.4714 at its parameters, and 0 (landing on the lift-off surface).
+    mult = swept.multipliers[:N_ORBITS]
+    assert np.all(np.abs(mult[:, 0]) >= np.abs(mult[:, 1]))
+    assert abs(mult[0, 0] - 0.4714) < 5e-5
+    assert np.all(np.abs(mult[:, 1]) < 1e-8)
+
+
+def test_sweep_equals_loop_of_single_solves(swept, single_solves):
+    for i, orbit in enumerate(single_solves):
+        assert hx.status_name(orbit.result)[0] == swept.status_names[i]
+        if i >= N_ORBITS:
+            continue
+        for name in ("u", "period", "phase_durations", "reduced_jacobian"):
+            np.testing.assert_allclose(
+                getattr(swept.orbit, name)[i],
+                getattr(orbit, name),
+                rtol=0,
+                atol=EQUAL_TOL,
+                err_msg=f"element {i}: {name}",
+            )
+        eig = np.linalg.eigvals(np.asarray(orbit.reduced_jacobian))
+        eig = eig[np.argsort(-np.abs(eig))]
+        np.testing.assert_allclose(swept.multipliers[i], eig, atol=1e-10)
+
+
+def _newton_sqrt(a):
+    """A per-element while loop whose length depends on the element, and a status."""
+
+    def cond(carry):
+        y, k = carry
+        return (jnp.abs(y * y - a) > 1e-13 * a) & (k < 12)
+
+    def body(carry):
+        y, k = carry
+        return 0.5 * (y + a / y), k + 1
+
+    y, k = jax.lax.while_loop(cond, body, (a, 0))
+    done = jnp.abs(y * y - a) <= 1e-13 * a
+    result = hx.RESULTS.where(done, hx.RESULTS.successful, hx.RESULTS.shooting_failed)
+    return {"root": y, "steps": k, "result": result}
+
+
+def test_chunked_equals_unchunked_and_loop():
+    batch = np.array([0.5, 2.0, 9.0, 16.0, 1e30, 30.0, 7.0])
+    whole = hx.sweep(_newton_sqrt, batch)
+    chunked = hx.sweep(_newton_sqrt, batch, chunk_size=3, progress=True)
+    assert whole["root"].shape == chunked["root"].shape == (7,)
+    for key in ("root", "steps"):
+        assert np.array_equal(whole[key], chunked[key])
+    # Status per element; the element that needs too many steps fails alone.
+    assert (
+        hx.status_name(chunked["result"])
+        == ["successful"] * 4 + ["shooting_failed"] + ["successful"] * 2
+    )
+    for i, a in enumerate(batch):
+        one = jax.jit(_newton_sqrt)(jnp.asarray(a))
+        assert float(one["root"]) == chunked["root"][i]
+
+
+def test_progress_line_without_tqdm(monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "tqdm.auto", None)  # import now fails
+    out = hx.sweep(
+        _newton_sqrt, np.array([4.0, 9.0, 16.0]), chunk_size=3, progress=True
+    )
+    np.testing.assert_allclose(out["root"], [2.0, 3.0, 4.0], rtol=1e-12)
+    assert "sweep: 3/3 (100%)" in capsys.readouterr().err
+
+
+def test_bad_batches():
+    with pytest.raises(ValueError, match="`batch`.*batch size"):
+        hx.sweep(lambda x: x[0] + x[1], (np.zeros(3), np.zeros(4)))
+    with pytest.raises(ValueError, match="`chunk_size`"):
+        hx.sweep(jnp.sin, np.zeros(3), chunk_size=0)
+    with pytest.raises(ValueError, match="`batch`.*leading batch axis"):
+        hx.sweep(jnp.sin, np.float64(1.0))
+
+
+def test_process_slice():
+    parts = [hx.process_slice(10, i, 3) for i in range(3)]
+    assert [(s.start, s.stop) for s in parts] == [(0, 4), (4, 8), (8, 10)]
+    parts = [hx.process_slice(2, i, 3) for i in range(3)]
+    assert [(s.start, s.stop) for s in parts] == [(0, 1), (1, 2), (2, 2)]
+    assert hx.process_slice(5) == slice(0, 5)  # one process: everything
+
+
+def test_sweep_heatmap_marks_missing_orbits():
+    x, y = np.linspace(0.7, 0.9, 3), np.linspace(-0.06, 0.0, 4)
+    values = np.array(
+        [[0.3, 0.6, 1.2, np.nan], [0.4, 0.9, 1.1, np.nan], [0.2, 0.5, np.nan, np.nan]]
+    )
+    flagged = np.zeros_like(values, dtype=bool)
+    flagged[0, 2] = True
+    fig = hybrax.plot.sweep_heatmap(
+        x, y, values, xlabel="mu", ylabel="D_G", flagged=flagged, title="t"
+    )
+    ax = fig.axes[0]
+    (mesh,) = [c for c in ax.collections if isinstance(c, QuadMesh)]
+    shown = mesh.get_array()
+    assert np.array_equal(np.ma.getmaskarray(shown).reshape(4, 3).T, np.isnan(values))
+    assert len(ax.patches) == 1 and ax.patches[0].get_hatch() == "///"
+    labels = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert labels == ["no orbit found", r"$|\nu| = 1$", "flagged"]
+    assert ax.get_xlabel() == "mu" and ax.get_ylabel() == "D_G"
+    with pytest.raises(ValueError, match="`values`"):
+        hybrax.plot.sweep_heatmap(x, y, values.T, xlabel="", ylabel="")
+
+
+def test_cli_writes_table_and_heatmap(tmp_path, swept):
+    del swept  # compiled the same program first
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(
+            ["sweep", "hopper", "--grid", "mu=0.75:0.8:2", "--grid", "D_G=-0.04:0:3"]
+            + ["--out", str(tmp_path), "--no-progress"]
+        )
+    assert code == 0, err.getvalue()
+    assert "= 6 points" in out.getvalue()
+    assert "converged 4/6" in out.getvalue()
+    with (tmp_path / "sweep.csv").open() as stream:
+        rows = list(csv.DictReader(stream))
+    assert len(rows) == 6
+    assert [float(r["mu"]) for r in rows] == [0.75] * 3 + [0.8] * 3
+    for row in rows:
+        at_zero = float(row["D_G"]) == 0.0
+        assert row["converged"] == ("false" if at_zero else "true")
+        assert row["status"] == ("shooting_failed" if at_zero else "successful")
+        if at_zero:  # marked, not a value
+            assert row["multiplier_re"] == "nan" and row["period"] == "nan"
+        else:
+            assert 0 < float(row["multiplier_abs"]) < 1 and row["stable"] == "true"
+            assert float(row["period"]) > 0
+            assert row["pulling_after_touchdown"] in ("true", "false")
+            np.testing.assert_allclose(
+                float(row["t_flight"]) + float(row["t_ground"]), float(row["period"])
+            )
+    with np.load(tmp_path / "sweep.npz") as npz:
+        data = dict(npz)
+    assert data["status_code"].shape == (2, 3)
+    assert data["multipliers"].shape == (2, 3, 2)
+    assert list(data["grid_names"]) == ["mu", "D_G"]
+    assert not data["converged"][:, 2].any() and data["converged"][:, :2].all()
+    png = (tmp_path / "sweep_heatmap.png").read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.parametrize(
+    "grid, message",
+    [
+        ("mu=0.7:0.9", "expected NAME=START:STOP:COUNT"),
+        ("nu=0:1:2", "unknown parameter 'nu'"),
+        ("mu=0.7:1.2:3", "at mu=1.2: Hopper parameter `mu` must be in"),
+    ],
+)
+def test_cli_bad_grid_exits_2(grid, message, capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["sweep", "hopper", "--grid", grid])
+    assert info.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_sharded_equals_unsharded(sharded_run, swept):
+    process, path = sharded_run
+    output, _ = process.communicate(timeout=600)
+    assert process.returncode == 0, output
+    with np.load(path) as npz:
+        data = dict(npz)
+    assert int(data["devices"]) == 4
+    for name in ("sharded", "distributed"):
+        assert np.array_equal(data[name + "_status"], swept.status)
+        for key, ours in (
+            ("u", swept.orbit.u),
+            ("period", swept.orbit.period),
+            ("multipliers", swept.multipliers),
+        ):
+            np.testing.assert_allclose(
+                data[f"{name}_{key}"], ours, rtol=0, atol=EQUAL_TOL, err_msg=name + key
+            )
+
+
+def test_sweep_orbits_argument_errors(system_and_section):
+    system, section = system_and_section
+    with pytest.raises(ValueError, match="`u_guess`"):
+        hx.sweep_orbits(system, section, np.zeros((3, 2)), _params())
+    with pytest.raises(ValueError, match="`params_batch`"):
+        hx.sweep_orbits(system, section, np.zeros(2), models.HopperParams())
