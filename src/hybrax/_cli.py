@@ -880,11 +880,7 @@ def _build_parser() -> argparse.ArgumentParser:
     _add_orbit(subparsers)
     # Commands defined in their own modules register themselves here.
     for module_name in ("_cli_continue", "_cli_sweep"):
-        try:
-            module = importlib.import_module(f"hybrax.{module_name}")
-        except ModuleNotFoundError:
-            continue
-        module.add_parser(subparsers)
+        importlib.import_module(f"hybrax.{module_name}").add_parser(subparsers)
     return parser
 
 
