@@ -217,3 +217,32 @@ def test_float32_warns_and_bad_arguments_raise():
             jnp.ones(2),
             PARAMS,
         )
+
+
+def test_phase_fundamental_matrix_is_the_matrix_exponential():
+    """The flight phase is linear, x' = A x + b: its fundamental matrix over a
+    duration t is expm(A t) (Zana et al. 2018 eq. 35 solved in closed form)."""
+    import scipy.linalg
+
+    p = models.HopperParams()
+    k, d, m_U, m_L = p.k, p.d_F, p.m_U, p.m_L
+    A = np.array(
+        [
+            [0, 0, 1, 0],
+            [0, 0, 0, 1],
+            [-k / m_U, k / m_U, -d / m_U, d / m_U],
+            [k / m_L, -k / m_L, d / m_L, -d / m_L],
+        ]
+    )
+    duration = 0.23
+    Phi = hx.phase_fundamental_matrix(
+        models.minimal_hopper(),
+        "flight",
+        jnp.asarray(0.0),
+        models.liftoff_state(1.7, PARAMS),
+        jnp.asarray(duration),
+        PARAMS,
+        rtol=TOL,
+        atol=TOL,
+    )
+    np.testing.assert_allclose(Phi, scipy.linalg.expm(A * duration), atol=1e-9)
