@@ -293,3 +293,19 @@ def test_throw_raises_with_the_status_message():
     with pytest.raises(Exception, match="initial state"):
         _run("minimal", x0, throw=True)
     assert "initial state" in hx.status_message(_run("minimal", x0).result)[0]
+
+
+def test_reverse_mode_gradient_of_an_event_time():
+    """jax.grad (default adjoint) through the event: the ball's first impact time
+    t = sqrt(2h/g) has dt/dh = 1/sqrt(2 g h)."""
+    params = hx.canonical_params(models.BallParams())
+    system = models.bouncing_ball()
+
+    def impact_time(h):
+        x0 = jnp.stack([h, jnp.zeros_like(h)])
+        return hx.simulate(system, x0, params, n_events=1, t_max=10.0).t_events[0]
+
+    h = 1.3
+    np.testing.assert_allclose(
+        jax.grad(impact_time)(jnp.asarray(h)), 1 / np.sqrt(2 * params.g * h), rtol=1e-8
+    )
