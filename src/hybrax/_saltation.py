@@ -41,18 +41,28 @@ def saltation_matrix(
 
     **Returns:** the $n \times n$ matrix $S$.
     """
-    k = system.transition_index(transition)
+    return saltation_parts(
+        system, system.transition_index(transition), t, x_before, params
+    )[0]
+
+
+def saltation_parts(system: HybridSystem, k: int, t, x_before, params):
+    r"""The saltation matrix of transition `k` with the pieces it is built from,
+    `(S, h_x, h_t, f^-)`; $-h_x\Phi/(h_x f^- + h_t)$ is then the event-time gradient
+    (used by the variational pass of the orbit routines)."""
     tr = system.transitions[k]
-    f_minus = system.modes[system.sources[k]].vector_field
-    f_plus = system.modes[system.targets[k]].vector_field
     x_before = jnp.asarray(x_before)
+    t = jnp.asarray(t, x_before.dtype)
     g_x = jax.jacfwd(lambda x: tr.reset(t, x, params))(x_before)
     h_x, h_t = jax.grad(lambda x, s: jnp.asarray(tr.guard(s, x, params)), (0, 1))(
-        x_before, jnp.asarray(t, x_before.dtype)
+        x_before, t
     )
-    fm = f_minus(t, x_before, params)
-    fp = f_plus(t, tr.reset(t, x_before, params), params)
-    return g_x + jnp.outer(fp - g_x @ fm, h_x) / (h_x @ fm + h_t)
+    fm = system.modes[system.sources[k]].vector_field(t, x_before, params)
+    fp = system.modes[system.targets[k]].vector_field(
+        t, tr.reset(t, x_before, params), params
+    )
+    S = g_x + jnp.outer(fp - g_x @ fm, h_x) / (h_x @ fm + h_t)
+    return S, h_x, h_t, fm
 
 
 def phase_fundamental_matrix(

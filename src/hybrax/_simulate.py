@@ -393,17 +393,6 @@ def _on_state(cond_fn):
     return cond
 
 
-def _saltation_parts(system, k, t, x, params):
-    """Saltation matrix of transition `k` at `x` and the pieces of the event-time
-    gradient: $(S, h_x, h_t, f^-)$ (see `hybrax.saltation_matrix`)."""
-    from ._saltation import saltation_matrix
-
-    tr = system.transitions[k]
-    f_minus = system.modes[system.sources[k]].vector_field(t, x, params)
-    h_x, h_t = jax.grad(lambda z, s: jnp.asarray(tr.guard(s, z, params)), (0, 1))(x, t)
-    return saltation_matrix(system, k, t, x, params), h_x, h_t, f_minus
-
-
 def _start_guarded_cond(cond, tiny):
     """Event condition that reads as +tiny at the phase's start time when the phase
     starts on its guard surface (see `_simulate`)."""
@@ -432,6 +421,8 @@ def _simulate_sequence(
     initial_guard_tol,
     variational: bool = False,
 ):
+    from ._saltation import saltation_parts
+
     r"""Like `_simulate`, for a static, known sequence of transitions: every phase's
     mode is known at trace time, so each phase solves its own mode's vector field
     with its own guards (no `lax.switch` in the right-hand side). Used by the orbit
@@ -500,7 +491,7 @@ def _simulate_sequence(
         if variational:
             t_hit = sol.ts[-1]
             x_hit, Phi_minus = sol.ys[0][-1], sol.ys[1][-1]
-            S, h_x, h_t, f_minus = _saltation_parts(system, k, t_hit, x_hit, params)
+            S, h_x, h_t, f_minus = saltation_parts(system, k, t_hit, x_hit, params)
             dt_dx0 = -(h_x @ Phi_minus) / (h_x @ f_minus + h_t)
             Phi = S @ Phi_minus
         else:
