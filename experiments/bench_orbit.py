@@ -147,10 +147,11 @@ def profile_pieces(jax, hx, models, p, repeats, events, orbit_state):
     system = models.minimal_hopper()
     section = models.hopper_section("minimal")
     x0 = models.liftoff_state(1.74, p)
-    kwargs = dict(n_events=2, t_max=10.0, mode0="flight")
+    kwargs = dict(n_events=2, settings=hx.Settings(t_max=10.0), mode0="flight")
+    forward = dict(kwargs, settings=hx.Settings(t_max=10.0, adjoint=dfx.ForwardMode()))
 
     def end_state(x, params):
-        sol = hx.simulate(system, x, params, adjoint=dfx.ForwardMode(), **kwargs)
+        sol = hx.simulate(system, x, params, **forward)
         return sol.x_after[-1]
 
     direction = jnp.ones_like(x0)

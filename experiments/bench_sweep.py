@@ -141,13 +141,11 @@ def main():
     pool, mu, D_G = batch_params(np, eqx, models, max(sizes + [args.profile_batch]))
     system, section = models.minimal_hopper(), models.hopper_section()
     options = dict(
-        rtol=args.tol,
-        atol=args.tol,
-        t_max=args.t_max,
+        settings=hx.Settings(rtol=args.tol, atol=args.tol, t_max=args.t_max),
         max_iterations=args.max_iterations,
         return_map_iterations=args.map_iterations,
         jacobian=args.jacobian,
-        root_solver=optx.Newton(rtol=args.newton_tol, atol=args.newton_tol),
+        root_finder=optx.Newton(rtol=args.newton_tol, atol=args.newton_tol),
     )
     print(
         f"settings: tol {args.tol:g}, t_max {args.t_max:g}, Newton <= "
@@ -264,7 +262,7 @@ def profile(args, jax, jtu, np, hx, models, pool, out):
     """Warm per-element costs of the pieces of one orbit solve under vmap."""
     import diffrax as dfx
 
-    from hybrax._periodic import _resolve_sequence, _settings, _variational_map
+    from hybrax._periodic import _variational_map, resolve_sequence
     from hybrax.models.hopper import _flight_field, _ground_field
 
     n = args.profile_batch
@@ -274,9 +272,9 @@ def profile(args, jax, jtu, np, hx, models, pool, out):
     )
     params = hx.canonical_params(params)
     u0 = jax.vmap(models.orbit_guess)(params)
-    settings = _settings(args.tol, args.tol, None, 4096, args.t_max)
-    sequence, _ = _resolve_sequence(system, section)
-    kw = dict(rtol=args.tol, atol=args.tol, t_max=args.t_max)
+    settings = hx.Settings(rtol=args.tol, atol=args.tol, t_max=args.t_max)
+    sequence, _ = resolve_sequence(system, section)
+    kw = dict(settings=settings)
 
     def primal(u, p):
         return hx.poincare_map(system, section, u, p, **kw)[0]

@@ -55,7 +55,7 @@ ground phase with negative damping, lift-off when the ground force changes sign.
     (
         "code",
         """x0 = models.to_constrained(models.default_initial_state(params))
-sol = hx.simulate(system, x0, params, n_events=6, t_max=10.0, n_save=200)
+sol = hx.simulate(system, x0, params, n_events=6, n_save=200)
 print(hx.status_message(sol.result))
 for t, k, tc in zip(sol.t_events, sol.transitions, sol.T_c):
     print(f"t = {float(t):.6f} s  {system.transitions[int(k)].name:9s}  T_c = {float(tc):.3f} J")
@@ -70,7 +70,8 @@ fig = hybrax.plot.energy_history(trajectory, params)""",
         "code",
         """section = models.hopper_section("constrained")
 orbit, floquet = hx.find_periodic_orbit(
-    system, section, models.orbit_guess(params), params, rtol=1e-12, atol=1e-12
+    system, section, models.orbit_guess(params), params,
+    settings=hx.Settings(rtol=1e-12, atol=1e-12),
 )
 print("converged:", bool(orbit.converged), " period:", float(orbit.period))
 print("t_F, t_G:", np.asarray(orbit.phase_durations))

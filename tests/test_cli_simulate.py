@@ -58,7 +58,12 @@ def solution():
     system = models.minimal_hopper()
     x0 = models.default_initial_state(params)
     sol = hybrax.simulate(
-        system, x0, params, n_events=2 * HOPS, t_max=T_MAX, n_save=N_SAVE
+        system,
+        x0,
+        params,
+        n_events=2 * HOPS,
+        settings=hybrax.Settings(t_max=T_MAX),
+        n_save=N_SAVE,
     )
     return system, params, sol
 
@@ -158,6 +163,33 @@ def test_bad_arguments_exit_2(in_tmp, capsys, argument, names):
     for name in names:
         assert name in message
     assert not list(in_tmp.iterdir())
+
+
+def test_degenerate_run_says_what_happened(tmp_path, capsys):
+    """Negative flight damping pulls the foot back at lift-off: not a successful
+    run with events piling up at one instant, but a stop that names the cause."""
+    code = main(
+        [
+            "simulate",
+            "hopper",
+            "--set",
+            "d_F=-150",
+            "--hops",
+            str(HOPS),
+            "--out",
+            str(tmp_path / "figures"),
+            "--json",
+            str(tmp_path / "run.json"),
+        ]
+    )
+    assert code == 1
+    captured = capsys.readouterr()
+    text = captured.out + captured.err
+    assert "mode_not_viable" in text
+    assert "flight mode is not viable" in text and "pulled back" in text
+    data = json.loads((tmp_path / "run.json").read_text())
+    assert data["status"] == "mode_not_viable"
+    assert [event["kind"] for event in data["events"]] == ["touchdown", "liftoff"]
 
 
 def test_below_ground_exits_1(tmp_path, capsys):
@@ -309,7 +341,12 @@ def test_plots_of_a_failed_run(solution):
     system, params, _ = solution
     below = jnp.array([1.0, -0.1, 0.0, 0.0])
     sol = hybrax.simulate(
-        system, below, params, n_events=2 * HOPS, t_max=T_MAX, n_save=N_SAVE
+        system,
+        below,
+        params,
+        n_events=2 * HOPS,
+        settings=hybrax.Settings(t_max=T_MAX),
+        n_save=N_SAVE,
     )
     trajectory = hybrax.plot.Trajectory.from_solution(sol, system)
     assert trajectory.t_events.shape == (0,)

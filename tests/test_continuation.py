@@ -13,7 +13,6 @@ hybrax.
 import json
 import math
 
-import equinox._errors as eqx_errors
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -42,19 +41,11 @@ REFERENCE_FOLDS = (
 )
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _restore_runtime_checks():
-    """`hybrax._cli.main` lets runtime checks return NaN for the rest of the
-    process (`hybrax._cli._runtime_checks_as_nan`); give later modules theirs
-    back."""
-    on_error = eqx_errors.EQX_ON_ERROR
-    yield
-    eqx_errors.EQX_ON_ERROR = on_error
-
-
 def _continue(mu, start, stop, v_guess, **kwargs):
     params = hx.canonical_params(models.hopper_params(D_G=start, mu=mu))
-    options = dict(parameter_scale=THETA, max_step=0.1, rtol=TOL, atol=TOL)
+    options = dict(
+        parameter_scale=THETA, max_step=0.1, settings=hx.Settings(rtol=TOL, atol=TOL)
+    )
     options.update(kwargs)
     return hx.continue_branch(
         SYSTEM,

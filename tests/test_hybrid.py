@@ -36,7 +36,7 @@ def _system(order):
 def test_earliest_crossing_wins_whatever_the_order(order):
     system = _system(order)
     params = {"v": jnp.asarray(1.0)}
-    sol = hx.simulate(system, jnp.array([0.5, 0.0]), params, n_events=1, t_max=10.0)
+    sol = hx.simulate(system, jnp.array([0.5, 0.0]), params, n_events=1)
     assert sol.result == hx.RESULTS.successful
     assert system.transitions[int(sol.transitions[0])].name == "near"
     np.testing.assert_allclose(sol.t_events[0], 0.7, atol=1e-12)

@@ -10,7 +10,7 @@ from hybrax._program_cache import cached_call
 
 
 def _program(x, params):
-    sol = hx.simulate(models.bouncing_ball(), x, params, n_events=3, t_max=10.0)
+    sol = hx.simulate(models.bouncing_ball(), x, params, n_events=3)
     return sol, {"energy": params.m * params.g * x[0]}
 
 

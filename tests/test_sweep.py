@@ -118,19 +118,21 @@ def single_solves(system_and_section):
     """A loop of single solves: the same return-map iterations from the orbit guess
     (a step is kept only if its cycle ran), then `find_periodic_orbit`."""
     system, section = system_and_section
-    settings = {k: OPTIONS[k] for k in ("rtol", "atol", "t_max")}
+    settings = OPTIONS["settings"]
     solve = {k: v for k, v in OPTIONS.items() if k != "return_map_iterations"}
     results = []
     for mu, D_G in POINTS[:-1]:  # the NaN element is not solved by the sweep either
         p = hx.canonical_params(models.hopper_params(mu=mu, D_G=D_G))
         u = models.orbit_guess(p)
         for _ in range(OPTIONS["return_map_iterations"]):
-            u_next, sol = hx.poincare_map(system, section, u, p, **settings)
+            u_next, sol = hx.poincare_map(system, section, u, p, settings=settings)
             if bool(sol.result == hx.RESULTS.successful) and bool(
                 jnp.all(jnp.isfinite(u_next))
             ):
                 u = u_next
-        orbit, _ = hx.find_periodic_orbit(system, section, u, p, analyse=False, **solve)
+        orbit, _ = hx.find_periodic_orbit(
+            system, section, u, p, analyse=False, phase_observables=False, **solve
+        )
         results.append(orbit)
     return results
 
@@ -138,11 +140,15 @@ def single_solves(system_and_section):
 def test_statuses_flag_failures(swept):
     names = swept.status_names
     assert names[:N_ORBITS] == ["successful"] * N_ORBITS
-    # No orbit at D_G = 0 or above: flagged, never a value.
-    assert names[3] == names[4] == "shooting_failed"
+    # No orbit at D_G = 0 or above: flagged with the cause (the failure of the
+    # last cycle the shooting ran, or the shooting itself), never a value.
+    for name in names[3:5]:
+        assert name not in ("successful", "nonfinite_parameters")
+    assert np.all(np.isnan(swept.orbit.u[3:5]))
+    assert np.all(np.isnan(swept.orbit.period[3:5]))
     assert names[5] == "nonfinite_parameters"
     assert list(swept.converged) == [True] * N_ORBITS + [False] * 3
-    assert np.array_equal(swept.status, np.asarray(swept.orbit.result._value))
+    assert np.array_equal(swept.status, hx.status_code(swept.orbit.result))
     assert np.all(np.isnan(swept.multipliers[N_ORBITS:]))
     assert np.all(np.isnan(swept.orbit.u[5]))
     # The orbits' multipliers: eigenvalues of M by decreasing modulus; the paper's
@@ -271,7 +277,10 @@ def test_cli_writes_table_and_heatmap(tmp_path, swept):
     for row in rows:
         at_zero = float(row["D_G"]) == 0.0
         assert row["converged"] == ("false" if at_zero else "true")
-        assert row["status"] == ("shooting_failed" if at_zero else "successful")
+        if at_zero:  # flagged with its cause
+            assert row["status"] not in ("successful", "nonfinite_parameters")
+        else:
+            assert row["status"] == "successful"
         if at_zero:  # marked, not a value
             assert row["multiplier_re"] == "nan" and row["period"] == "nan"
         else:

@@ -1,67 +1,158 @@
 """hybrax: differentiable simulation and stability analysis of hybrid mechanical
-systems in JAX."""
+systems in JAX.
 
+The public names below are imported on first use (PEP 562), so that `import hybrax`
+is cheap and the command line can configure equinox (its `EQX_ON_ERROR`, read once
+when equinox is imported) before anything imports it. Type checkers and
+documentation see the plain re-exports of the `TYPE_CHECKING` block."""
+
+import importlib
 import importlib.metadata
-
-from . import models as models
-from ._continuation import (
-    AbstractParameter as AbstractParameter,
-    Branch as Branch,
-    FieldParameter as FieldParameter,
-    Fold as Fold,
-    FunctionParameter as FunctionParameter,
-    PeriodDoubling as PeriodDoubling,
-    continue_branch as continue_branch,
-)
-from ._hybrid import (
-    ContactForceGuard as ContactForceGuard,
-    HybridSystem as HybridSystem,
-    MechanicalVectorField as MechanicalVectorField,
-    Mode as Mode,
-    PlasticImpact as PlasticImpact,
-    Transition as Transition,
-    identity_reset as identity_reset,
-    mechanical_mode as mechanical_mode,
-)
-from ._mechanics import (
-    AbstractLagrangianModel as AbstractLagrangianModel,
-    ImpactResult as ImpactResult,
-    admissible_projector as admissible_projector,
-    constrained_accelerations as constrained_accelerations,
-    constraint_jacobian as constraint_jacobian,
-    convective_term as convective_term,
-    critical_friction as critical_friction,
-    kinetic_energy as kinetic_energy,
-    plastic_impact as plastic_impact,
-)
-from ._periodic import (
-    FloquetAnalysis as FloquetAnalysis,
-    PeriodicOrbit as PeriodicOrbit,
-    PoincareSection as PoincareSection,
-    constraint_tangent_basis as constraint_tangent_basis,
-    find_periodic_orbit as find_periodic_orbit,
-    floquet_multipliers as floquet_multipliers,
-    monodromy as monodromy,
-    poincare_map as poincare_map,
-)
-from ._saltation import (
-    phase_fundamental_matrix as phase_fundamental_matrix,
-    saltation_matrix as saltation_matrix,
-)
-from ._simulate import (
-    RESULTS as RESULTS,
-    HybridSolution as HybridSolution,
-    canonical_params as canonical_params,
-    simulate as simulate,
-    status_message as status_message,
-    status_name as status_name,
-)
-from ._sweep import (
-    OrbitSweep as OrbitSweep,
-    process_slice as process_slice,
-    sweep as sweep,
-    sweep_orbits as sweep_orbits,
-)
+from typing import TYPE_CHECKING
 
 
+if TYPE_CHECKING:
+    from . import models as models, plot as plot
+    from ._continuation import (
+        AbstractParameter as AbstractParameter,
+        Branch as Branch,
+        FieldParameter as FieldParameter,
+        Fold as Fold,
+        FunctionParameter as FunctionParameter,
+        PeriodDoubling as PeriodDoubling,
+        continue_branch as continue_branch,
+    )
+    from ._hybrid import (
+        AbstractReset as AbstractReset,
+        ContactForceGuard as ContactForceGuard,
+        Extremum as Extremum,
+        HybridSystem as HybridSystem,
+        MechanicalConstraints as MechanicalConstraints,
+        MechanicalVectorField as MechanicalVectorField,
+        Mode as Mode,
+        PlasticImpact as PlasticImpact,
+        Transition as Transition,
+        identity_reset as identity_reset,
+        mechanical_mode as mechanical_mode,
+    )
+    from ._mechanics import (
+        AbstractLagrangianModel as AbstractLagrangianModel,
+        ImpactResult as ImpactResult,
+        admissible_projector as admissible_projector,
+        constrained_accelerations as constrained_accelerations,
+        constraint_jacobian as constraint_jacobian,
+        convective_term as convective_term,
+        critical_friction as critical_friction,
+        kinetic_energy as kinetic_energy,
+        plastic_impact as plastic_impact,
+    )
+    from ._misc import (
+        canonical_params as canonical_params,
+    )
+    from ._periodic import (
+        FloquetAnalysis as FloquetAnalysis,
+        PeriodicOrbit as PeriodicOrbit,
+        PoincareSection as PoincareSection,
+        constraint_tangent_basis as constraint_tangent_basis,
+        find_periodic_orbit as find_periodic_orbit,
+        floquet_multipliers as floquet_multipliers,
+        monodromy as monodromy,
+        poincare_map as poincare_map,
+    )
+    from ._saltation import (
+        phase_fundamental_matrix as phase_fundamental_matrix,
+        saltation_matrix as saltation_matrix,
+    )
+    from ._settings import (
+        Settings as Settings,
+    )
+    from ._simulate import (
+        simulate as simulate,
+    )
+    from ._solution import (
+        RESULTS as RESULTS,
+        STATUS_NAMES as STATUS_NAMES,
+        HybridSolution as HybridSolution,
+        status_code as status_code,
+        status_message as status_message,
+        status_name as status_name,
+    )
+    from ._sweep import (
+        OrbitSweep as OrbitSweep,
+        process_slice as process_slice,
+        sweep as sweep,
+        sweep_orbits as sweep_orbits,
+    )
+
+# Public name -> the module that defines it.
+_EXPORTS = {
+    "AbstractParameter": "._continuation",
+    "Branch": "._continuation",
+    "FieldParameter": "._continuation",
+    "Fold": "._continuation",
+    "FunctionParameter": "._continuation",
+    "PeriodDoubling": "._continuation",
+    "continue_branch": "._continuation",
+    "AbstractReset": "._hybrid",
+    "ContactForceGuard": "._hybrid",
+    "Extremum": "._hybrid",
+    "HybridSystem": "._hybrid",
+    "MechanicalConstraints": "._hybrid",
+    "MechanicalVectorField": "._hybrid",
+    "Mode": "._hybrid",
+    "PlasticImpact": "._hybrid",
+    "Transition": "._hybrid",
+    "identity_reset": "._hybrid",
+    "mechanical_mode": "._hybrid",
+    "AbstractLagrangianModel": "._mechanics",
+    "ImpactResult": "._mechanics",
+    "admissible_projector": "._mechanics",
+    "constrained_accelerations": "._mechanics",
+    "constraint_jacobian": "._mechanics",
+    "convective_term": "._mechanics",
+    "critical_friction": "._mechanics",
+    "kinetic_energy": "._mechanics",
+    "plastic_impact": "._mechanics",
+    "canonical_params": "._misc",
+    "FloquetAnalysis": "._periodic",
+    "PeriodicOrbit": "._periodic",
+    "PoincareSection": "._periodic",
+    "constraint_tangent_basis": "._periodic",
+    "find_periodic_orbit": "._periodic",
+    "floquet_multipliers": "._periodic",
+    "monodromy": "._periodic",
+    "poincare_map": "._periodic",
+    "phase_fundamental_matrix": "._saltation",
+    "saltation_matrix": "._saltation",
+    "Settings": "._settings",
+    "simulate": "._simulate",
+    "RESULTS": "._solution",
+    "STATUS_NAMES": "._solution",
+    "HybridSolution": "._solution",
+    "status_code": "._solution",
+    "status_message": "._solution",
+    "status_name": "._solution",
+    "OrbitSweep": "._sweep",
+    "process_slice": "._sweep",
+    "sweep": "._sweep",
+    "sweep_orbits": "._sweep",
+}
+_SUBMODULES = ("models", "plot")
+
+
+def __getattr__(name: str):
+    if name in _EXPORTS:
+        value = getattr(importlib.import_module(_EXPORTS[name], __name__), name)
+        globals()[name] = value
+        return value
+    if name in _SUBMODULES:
+        return importlib.import_module(f".{name}", __name__)
+    raise AttributeError(f"module 'hybrax' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_EXPORTS, *_SUBMODULES])
+
+
+__all__ = sorted([*_EXPORTS, *_SUBMODULES])
 __version__ = importlib.metadata.version("hybrax")

@@ -11,7 +11,6 @@ convention).
 """
 
 import argparse
-import contextlib
 import dataclasses
 import importlib
 import importlib.metadata
@@ -48,29 +47,21 @@ def _cache_dir() -> str | None:
     return os.path.join(os.path.expanduser(base), "hybrax", "jax")
 
 
-@contextlib.contextmanager
-def _runtime_checks_as_nan():
-    """Within the block, runtime checks inside compiled code return NaN instead of
-    raising.
+def _runtime_checks_as_nan() -> None:
+    """Make runtime checks inside compiled code return NaN instead of raising, when
+    equinox is not imported yet (it reads `EQX_ON_ERROR` once, on import).
 
     The command line is the program, not a library, and every command reports
-    failures through status codes, which already treat NaN as failure. Raising checks
-    compile to host callbacks (optimistix's implicit event-time derivative carries
-    one), and JAX refuses to store a computation with host callbacks in its
-    persistent cache; without them the orbit search is cached and a repeat run skips
-    its XLA compilation. This is what `EQX_ON_ERROR=nan` does (equinox reads that
-    variable when it is imported, before `main` runs); the previous setting is
-    restored on exit, so that `main` called in-process leaves no trace.
+    failures through status codes, which already treat NaN as failure. Raising
+    checks compile to host callbacks (optimistix's implicit event-time derivative
+    carries one), and JAX refuses to store a computation with host callbacks in its
+    persistent cache, or to export it; without them the orbit search is cached and
+    a repeat run skips its tracing and XLA compilation. A user's own
+    `EQX_ON_ERROR` is kept; `main` called in a process that already imported
+    equinox changes nothing (its checks raise, its programs are not cached).
     """
-    import equinox._errors as eqx_errors
-
-    previous = eqx_errors.EQX_ON_ERROR
-    if "EQX_ON_ERROR" not in os.environ:  # otherwise the user chose
-        eqx_errors.EQX_ON_ERROR = "nan"
-    try:
-        yield
-    finally:
-        eqx_errors.EQX_ON_ERROR = previous
+    if "equinox" not in sys.modules:
+        os.environ.setdefault("EQX_ON_ERROR", "nan")
 
 
 #: The persistent cache directory of this run (None: no cache), set by `main`.
@@ -130,6 +121,8 @@ class _Model:
     orbit_guess: Callable[[Any], Any] | None = None
     plot_orbit: Callable[..., list[pathlib.Path]] | None = None
     no_orbit_hint: Callable[[Any], str | None] | None = None
+    # (status, mode, transition, params) -> the model's words for a degenerate stop
+    explain: Callable[[str, str, str, Any], str | None] | None = None
 
     @property
     def default_form(self) -> str:
@@ -181,6 +174,16 @@ def _hopper_no_orbit_hint(params) -> str | None:
     return None
 
 
+def _hopper_explain(status, mode, transition, params) -> str | None:
+    if status == "mode_not_viable" and mode == "flight":
+        return (
+            "the flight mode is not viable: the foot is pulled back into the ground at "
+            f"once (flight damping d_F = {float(params.d_F):g} N s/m pulls the lower "
+            "mass down at lift-off)"
+        )
+    return None
+
+
 def _hopper() -> _Model:
     from . import models
 
@@ -213,6 +216,7 @@ def _hopper() -> _Model:
         orbit_guess=models.orbit_guess,
         plot_orbit=_plot_hopper_orbit,
         no_orbit_hint=_hopper_no_orbit_hint,
+        explain=_hopper_explain,
     )
 
 
@@ -330,18 +334,9 @@ def _parse_state(
 
 def _status(result) -> tuple[str, str]:
     """The name and message of a concrete `hybrax.RESULTS` item."""
-    from ._simulate import RESULTS
+    from ._solution import status_message, status_name
 
-    # TODO(cli): use `hybrax.status_message` once it handles `RESULTS` iteration.
-    name = next(
-        (
-            name
-            for name in RESULTS._name_to_item
-            if bool(result == getattr(RESULTS, name))
-        ),
-        "unknown",
-    )
-    return name, (RESULTS[result] or name)
+    return status_name(result)[0], status_message(result)[0]
 
 
 def _number(value) -> float | None:
@@ -424,9 +419,45 @@ def _event_table(trajectory) -> list[str]:
     return lines
 
 
+def _explain_stop(model: _Model, system, solution, params) -> str | None:
+    """What happened, in the model's words where it has them, when a run stopped on
+    a degenerate event (a mode that cannot start, Zeno, grazing)."""
+    status, _ = _status(solution.result)
+    cause = int(np.asarray(solution.cause_transition))
+    if cause < 0:
+        return None
+    transition = system.transitions[cause].name
+    mode = system.modes[int(np.asarray(solution.mode_final))].name
+    t = float(np.asarray(solution.t_final))
+    hint = (
+        None
+        if model.explain is None
+        else model.explain(status, mode, transition, params)
+    )
+    if status == "mode_not_viable":
+        text = (
+            f"the {mode} mode cannot start at t = {t:.6f} s: the {transition} guard "
+            "fires at the instant it begins (events would pile up at one instant)"
+        )
+    elif status == "zeno":
+        text = (
+            f"{transition} events accumulate (Zeno) at t = "
+            f"{float(np.asarray(solution.zeno_time)):.9f} s (extrapolated)"
+        )
+    elif status == "grazing_event":
+        text = f"the {transition} guard was met tangentially (grazing) at t = {t:.6f} s"
+    elif status == "infeasible_initial_state":
+        text = f"the initial state is already past the {transition} guard"
+    else:
+        return None
+    return text + ("" if hint is None else f"; {hint}")
+
+
 def _run_simulate(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     from ._program_cache import cached_call
-    from ._simulate import RESULTS, simulate
+    from ._settings import Settings
+    from ._simulate import simulate
+    from ._solution import RESULTS
     from .plot import Trajectory
 
     model = _MODELS[args.model]()
@@ -450,7 +481,12 @@ def _run_simulate(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
     solution = cached_call(
         f"simulate-{args.model}-{form_name}-{args.hops}",
         lambda x, p, t_max: simulate(
-            system, x, p, n_events=2 * args.hops, t_max=t_max, n_save=200
+            system,
+            x,
+            p,
+            n_events=2 * args.hops,
+            settings=Settings(t_max=t_max),
+            n_save=200,
         ),
         jnp.asarray(state0, dtype=float),
         params,
@@ -482,6 +518,9 @@ def _run_simulate(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
             f"starts past its guard (signed guard {guards[k]:+.3g} < 0; on the "
             "ground: the contact would pull); it runs until the guard re-crosses."
         )
+    cause = _explain_stop(model, system, solution, params)
+    if cause is not None:
+        print(f"note: {cause}")
     print()
     n_done = len(trajectory.t_events)
     summary = (
@@ -580,27 +619,6 @@ def _matrix(values) -> list[list[float | None]]:
     return [[_number(v) for v in row] for row in np.asarray(values)]
 
 
-def _hermite_max(t, z, v) -> float:
-    """The largest value of the piecewise cubic Hermite interpolant of samples `z`
-    with slopes `v` at times `t`: the sampled maximum, refined to O(h^4) inside
-    every interval where the slope turns from positive to non-positive."""
-    keep = np.isfinite(t) & np.isfinite(z) & np.isfinite(v)
-    t, z, v = t[keep], z[keep], v[keep]
-    best = float(np.max(z))
-    for i in np.flatnonzero((v[:-1] > 0) & (v[1:] <= 0)):
-        h = t[i + 1] - t[i]
-        z0, z1, m0, m1 = z[i], z[i + 1], h * v[i], h * v[i + 1]
-        # p(s) = a s^3 + b s^2 + c s + z0 on s in [0, 1].
-        a = 2 * z0 + m0 - 2 * z1 + m1
-        b = -3 * z0 - 2 * m0 + 3 * z1 - m1
-        c = m0
-        for s in np.roots([3 * a, 2 * b, c]):
-            if abs(s.imag) < 1e-12 and 0 <= s.real <= 1:
-                s = s.real
-                best = max(best, float(((a * s + b) * s + c) * s + z0))
-    return best
-
-
 def _first_period(trajectory, n_events: int):
     """The first `n_events` phases and events of a `Trajectory`."""
     return dataclasses.replace(
@@ -632,9 +650,12 @@ def _format_matrix(matrix, indent: str = "  ") -> list[str]:
 
 
 def _run_orbit(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    from ._misc import canonical_params
     from ._periodic import find_periodic_orbit
     from ._program_cache import cached_call
-    from ._simulate import canonical_params, simulate, status_message, status_name
+    from ._settings import Settings
+    from ._simulate import simulate
+    from ._solution import status_message, status_name
     from .plot import Trajectory
 
     model = _MODELS[args.model]()
@@ -651,7 +672,15 @@ def _run_orbit(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
     tol = float(args.tol)
     orbit, floquet = cached_call(
         f"orbit-{args.model}-{form_name}-{tol:g}",
-        lambda u, p: find_periodic_orbit(system, section, u, p, rtol=tol, atol=tol),
+        lambda u, p: find_periodic_orbit(
+            system,
+            section,
+            u,
+            p,
+            settings=Settings(rtol=tol, atol=tol),
+            # The apexes come from the simulation of the orbit below.
+            phase_observables=False,
+        ),
         model.orbit_guess(params),
         params,
         cache_dir=_CACHE_DIR,
@@ -733,7 +762,7 @@ def _run_orbit(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
                 x,
                 p,
                 n_events=_ORBIT_PERIODS * n_cycle,
-                t_max=_ORBIT_T_MAX,
+                settings=Settings(t_max=_ORBIT_T_MAX),
                 mode0=mode0,
                 n_save=_ORBIT_SAMPLES,
             ),
@@ -744,14 +773,14 @@ def _run_orbit(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
         trajectory = Trajectory.from_solution(
             solution, system, to_minimal=form.to_minimal
         )
-        return trajectory, bool(solution.succeeded), status_name(solution.result)[0]
+        return trajectory, solution, status_name(solution.result)[0]
 
-    trajectory, simulated, sim_status = periods(state)
+    trajectory, solution, sim_status = periods(state)
+    simulated = bool(solution.succeeded)
     cycle = _first_period(trajectory, n_cycle)
     # Apexes of both masses in the flight phase that starts at lift-off.
-    t0, x0 = cycle.t_phase[0], cycle.x_phase[0]
-    apex_upper = _hermite_max(t0, x0[:, 0], x0[:, 2])
-    apex_lower = _hermite_max(t0, x0[:, 1], x0[:, 3])
+    apex_upper = float(solution.phase_observables["apex_upper"][0])
+    apex_lower = float(solution.phase_observables["apex_lower"][0])
 
     T_c, T_a = float(orbit.T_c[0]), float(orbit.T_a[0])
     # The signed guard is -lambda_g / (m g) (positive inside the ground mode), so
@@ -888,10 +917,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line on `argv` (default `sys.argv[1:]`); returns the exit
     code. Argument errors raise `SystemExit(2)` with a one-line message."""
     global _CACHE_DIR
+    _runtime_checks_as_nan()
     _enable_x64()
     _CACHE_DIR = _enable_cache()
     parser = _build_parser()
     args = parser.parse_args(argv)
     # Errors found after parsing print the subcommand's usage: hand its parser on.
-    with _runtime_checks_as_nan():
-        return args.run(args, args.command_parser)
+    return args.run(args, args.command_parser)

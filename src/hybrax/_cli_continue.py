@@ -51,9 +51,6 @@ class _Continuation:
 # Guesses of the hopper's lift-off velocity v_U for the start: the orbit near
 # D_G = 0- hops low, those further out higher.
 _HOPPER_GUESSES = (0.1, 0.2, 0.35, 0.5, 0.8, 1.2, 1.7, 2.5, 4.0)
-# Samples of the flight phase for the apex heights (refined by cubic Hermite
-# interpolation between samples, see `_cli._hermite_max`).
-_APEX_SAMPLES = 200
 # Longest simulated time of one phase.
 _T_MAX = 50.0
 
@@ -66,7 +63,8 @@ def _hopper_guesses(params):
 
 @eqx.filter_jit
 def _flights(system, states, params, parameter, values, t_max):
-    """The flight phase from each lift-off state (batched), sampled for apexes."""
+    """The flight phase from each lift-off state (batched), with its apexes."""
+    from ._settings import Settings
     from ._simulate import simulate
 
     def one(x, value):
@@ -75,9 +73,8 @@ def _flights(system, states, params, parameter, values, t_max):
             x,
             parameter.set(params, value),
             n_events=1,
-            t_max=t_max,
+            settings=Settings(t_max=t_max),
             mode0="flight",
-            n_save=_APEX_SAMPLES,
         )
 
     return jax.vmap(one)(states, values)
@@ -94,17 +91,8 @@ def _hopper_summary(system, form, branch, params, parameter, t_max):
         jnp.asarray(branch.parameter),
         jnp.asarray(t_max, dtype=float),
     )
-    t_phase = np.asarray(sol.t_phase[:, 0], dtype=float)
-    x_phase = sol.x_phase[:, 0]
-    if form.to_minimal is not None:
-        x_phase = form.to_minimal(x_phase)
-    x_phase = np.asarray(x_phase, dtype=float)
-    apex_upper = np.array(
-        [_cli._hermite_max(t, x[:, 0], x[:, 2]) for t, x in zip(t_phase, x_phase)]
-    )
-    apex_lower = np.array(
-        [_cli._hermite_max(t, x[:, 1], x[:, 3]) for t, x in zip(t_phase, x_phase)]
-    )
+    apex_upper = np.asarray(sol.phase_observables["apex_upper"][:, 0], dtype=float)
+    apex_lower = np.asarray(sol.phase_observables["apex_lower"][:, 0], dtype=float)
     T_c, T_a = branch.T_c[:, 0], branch.T_a[:, 0]
     # The signed guard of the ground mode is -lambda_g / (m g): negative right
     # after touchdown means lambda_g > 0, the ground would have to pull.
@@ -311,7 +299,8 @@ def add_parser(subparsers) -> None:
 
 def _run_continue(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     from ._continuation import continue_branch
-    from ._simulate import canonical_params
+    from ._misc import canonical_params
+    from ._settings import Settings
 
     model = _cli._MODELS[args.model]()
     if args.model not in _CONTINUATIONS or model.section is None:
@@ -376,8 +365,7 @@ def _run_continue(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
             max_points=args.max_points,
             max_period=args.max_period,
             parameter_scale=theta,
-            rtol=args.tol,
-            atol=args.tol,
+            settings=Settings(rtol=args.tol, atol=args.tol),
             throw=False,
         )
         if branch.status != "start_failed":

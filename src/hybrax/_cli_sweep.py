@@ -59,10 +59,10 @@ def _sweep_options(
 ) -> dict[str, Any]:
     """The keyword arguments of `sweep_orbits` for these settings (the defaults are
     the command's)."""
+    from ._settings import Settings
+
     return dict(
-        rtol=float(tol),
-        atol=float(tol),
-        t_max=float(t_max),
+        settings=Settings(rtol=float(tol), atol=float(tol), t_max=float(t_max)),
         max_iterations=int(max_iterations),
         return_map_iterations=int(map_iterations),
         jacobian=jacobian,
@@ -220,7 +220,6 @@ def _columns(
     axes, params, out, system, section
 ) -> tuple[dict[str, np.ndarray], list[str]]:
     """Per-point columns (flat arrays) of the CSV and NPZ files."""
-    from ._simulate import RESULTS
 
     converged = np.asarray(out.converged)
     n = converged.size
@@ -240,10 +239,8 @@ def _columns(
         if field.name not in columns:
             leaf = np.asarray(getattr(params, field.name), dtype=float)
             columns[field.name] = np.broadcast_to(leaf, (n,))
-    code = np.asarray(out.status)
-    names = {int(item._value): k for k, item in RESULTS._name_to_item.items()}
-    columns["status"] = np.array([names[int(c)] for c in code])
-    columns["status_code"] = code
+    columns["status"] = np.array(out.status_names)
+    columns["status_code"] = np.asarray(out.status)
     columns["converged"] = converged
     columns["newton_iterations"] = np.asarray(out.orbit.n_steps)
     columns["residual_norm"] = np.asarray(out.orbit.residual_norm, dtype=float)

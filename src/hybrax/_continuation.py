@@ -30,7 +30,6 @@ import math
 from collections.abc import Callable
 from typing import Any, Literal
 
-import diffrax as dfx
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -40,8 +39,10 @@ from jaxtyping import Array, Bool, Complex, Float, Int
 
 from ._custom_types import Params
 from ._hybrid import HybridSystem
-from ._periodic import PoincareSection, _resolve_sequence, poincare_map
-from ._simulate import RESULTS, canonical_params, check_float64
+from ._misc import canonical_params, check_float64
+from ._periodic import PoincareSection, poincare_map, resolve_sequence
+from ._settings import Settings, resolve_settings
+from ._solution import RESULTS
 
 
 # ---------------------------------------------------------------------------
@@ -281,13 +282,9 @@ class Branch:
 
 
 class _Options(eqx.Module):
-    solver: Any
-    rtol: float = eqx.field(static=True)
-    atol: float = eqx.field(static=True)
-    max_steps: int = eqx.field(static=True)
-    t_max: float = eqx.field(static=True)
-    newton_tol: float = eqx.field(static=True)
-    max_newton: int = eqx.field(static=True)
+    settings: Settings
+    root_finder: optx.AbstractRootFinder
+    max_iterations: int = eqx.field(static=True)
 
 
 class _Correction(eqx.Module):
@@ -310,17 +307,7 @@ def _return_map(system, section, parameter, params, z, options):
     k = z.shape[0] - 1
     u, lam = z[:k], z[k]
     p = parameter.set(params, lam)
-    return poincare_map(
-        system,
-        section,
-        u,
-        p,
-        rtol=options.rtol,
-        atol=options.atol,
-        solver=options.solver,
-        max_steps=options.max_steps,
-        t_max=options.t_max,
-    )
+    return poincare_map(system, section, u, p, settings=options.settings)
 
 
 @eqx.filter_jit
@@ -337,9 +324,9 @@ def _correct(system, section, parameter, params, z_pred, w, options):
 
     root = optx.root_find(
         augmented,
-        optx.Newton(rtol=options.newton_tol, atol=options.newton_tol),
+        options.root_finder,
         z_pred,
-        max_steps=options.max_newton,
+        max_steps=options.max_iterations,
         throw=False,
     )
     z = root.value
@@ -448,13 +435,13 @@ class _Corrector:
                 out.T_c,
                 out.T_a,
                 out.guard_at_start,
-                out.result._value,
+                out.result == RESULTS.successful,
             )
         )
-        (z, J, res, n, root_ok, state, t_ev, xb, xa, T_c, T_a, guard, code) = host
+        (z, J, res, n, root_ok, state, t_ev, xb, xa, T_c, T_a, guard, cycle_ok) = host
         ok = (
             bool(root_ok)
-            and int(code) == int(RESULTS.successful._value)
+            and bool(cycle_ok)
             and float(res) <= self.residual_tol
             and bool(np.all(np.isfinite(J)))
         )
@@ -691,15 +678,10 @@ def continue_branch(
     locate: bool = True,
     locate_tol: float = 1e-11,
     max_locate_iterations: int = 60,
-    rtol: float = 1e-10,
-    atol: float = 1e-10,
-    solver: dfx.AbstractAdaptiveSolver | None = None,
-    max_steps: int = 4096,
-    t_max: float = 50.0,
-    newton_tol: float = 1e-11,
-    max_newton: int = 12,
+    settings: Settings | None = None,
+    root_finder: optx.AbstractRootFinder | None = None,
+    max_iterations: int = 12,
     residual_tol: float = 1e-8,
-    guard_tol: float = 1e-9,
     throw: bool = True,
 ) -> Branch:
     r"""Follow a branch of periodic orbits in one scalar parameter.
@@ -755,12 +737,13 @@ def continue_branch(
       of $\lambda$ per unit change of $u$ balances the steps.
     - `locate`, `locate_tol`, `max_locate_iterations`: locate folds and period
       doublings, to this tolerance on the chord in scaled coordinates.
-    - `rtol`, `atol`, `solver`, `max_steps`, `t_max`: integration settings of
-      each cycle (see [`hybrax.poincare_map`][]).
-    - `newton_tol`, `max_newton`: corrector tolerance and iteration limit.
+    - `settings`: a [`hybrax.Settings`][] for each cycle (see
+      [`hybrax.poincare_map`][]); its `guard_tol` is also how far past a guard a
+      phase may start and still count as admissible (`Branch.admissible`).
+    - `root_finder`: the corrector, any `optimistix.AbstractRootFinder`; default
+      `optimistix.Newton(rtol=1e-11, atol=1e-11)`.
+    - `max_iterations`: corrector iteration limit.
     - `residual_tol`: the largest $\max|F|$ accepted as an orbit.
-    - `guard_tol`: how far past a guard a phase may start and still count as
-      admissible (`Branch.admissible`).
     - `throw`: raise if no orbit is found at the start; otherwise return an empty
       branch with status `"start_failed"`.
 
@@ -834,23 +817,23 @@ def continue_branch(
         raise ValueError(f"`max_points` must be positive; got {max_points}.")
     if not (parameter_scale > 0 and math.isfinite(parameter_scale)):
         raise ValueError(f"`parameter_scale` must be positive; got {parameter_scale}.")
-    if int(max_newton) < 1:
-        raise ValueError(f"`max_newton` must be positive; got {max_newton}.")
-    _resolve_sequence(system, section)
+    if isinstance(max_iterations, bool) or int(max_iterations) < 1:
+        raise ValueError(f"`max_iterations` must be positive; got {max_iterations}.")
+    settings = resolve_settings(settings)
+    if root_finder is None:
+        root_finder = optx.Newton(rtol=1e-11, atol=1e-11)
+    if not isinstance(root_finder, optx.AbstractRootFinder):
+        raise ValueError(
+            "`root_finder` must be an optimistix root finder; got "
+            f"{type(root_finder).__name__}."
+        )
+    resolve_sequence(system, section)
     u0 = np.atleast_1d(np.asarray(u0, dtype=float))
     if u0.ndim != 1:
         raise ValueError(f"`u0` must be 1-D; got shape {u0.shape}.")
 
     params = canonical_params(params)
-    options = _Options(
-        solver=dfx.Tsit5() if solver is None else solver,
-        rtol=float(rtol),
-        atol=float(atol),
-        max_steps=int(max_steps),
-        t_max=float(t_max),
-        newton_tol=float(newton_tol),
-        max_newton=int(max_newton),
-    )
+    options = _Options(settings, root_finder, int(max_iterations))
     corrector = _Corrector(
         system, section, parameter, params, options, float(residual_tol)
     )
@@ -1006,5 +989,5 @@ def continue_branch(
         status,
         message,
         n_rejected,
-        float(guard_tol),
+        settings.guard_tol,
     )

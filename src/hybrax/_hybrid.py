@@ -6,19 +6,53 @@ $i \to j$, each with a guard $h(t, x, p)$ whose zero crossing (in a given direct
 fires it and a reset $x^+ = g(t, x^-, p)$ applied at the crossing.
 """
 
+import abc
 from collections.abc import Callable
 from typing import Any
 
 import equinox as eqx
+import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
 from ._custom_types import Params
 from ._mechanics import (
     AbstractLagrangianModel,
+    _stacked_constraints,
     constrained_accelerations,
     plastic_impact,
 )
+
+
+class Extremum(eqx.Module):
+    r"""A phase observable: the maximum (or minimum) of $g(t, x, p)$ over a phase.
+
+    Declared on a [`hybrax.Mode`][] (`Mode(observables={"apex": Extremum(g)})`),
+    evaluated for every phase of that mode by [`hybrax.simulate`][] and on the cycle
+    of a periodic orbit. It is found on the phase's dense output: the best of
+    `n_grid` samples, refined by Newton's method on $\dot g = 0$ (optimistix), and
+    compared with the phase's ends. The value is differentiable (the refined time
+    by the implicit function theorem, the value by the envelope theorem).
+
+    **Arguments:**
+
+    - `function`: `g(t, x, params) -> scalar`.
+    - `kind`: `"max"` (default) or `"min"`.
+    - `n_grid`: samples per phase before refinement (default 32); a narrower
+      interior extremum than one sample spacing may be missed.
+    """
+
+    function: Callable[[Any, Array, Params], Any]
+    kind: str = eqx.field(static=True, default="max")
+    n_grid: int = eqx.field(static=True, default=32)
+
+    def __check_init__(self):
+        if not callable(self.function):
+            raise ValueError("`function` must be callable as g(t, x, params).")
+        if self.kind not in ("max", "min"):
+            raise ValueError(f"`kind` must be 'max' or 'min'; got {self.kind!r}.")
+        if int(self.n_grid) < 2:
+            raise ValueError(f"`n_grid` must be at least 2; got {self.n_grid}.")
 
 
 class Mode(eqx.Module):
@@ -28,14 +62,29 @@ class Mode(eqx.Module):
 
     - `vector_field`: `f(t, x, params) -> xdot`, a pure JAX function.
     - `name`: a label used in tables and plots.
+    - `constraints`: optional `c(t, x, params) -> array`, zero on the states the
+      mode admits (for a stance mode: the foot on the ground, at rest). A phase
+      that starts with $\max|c| >$ `Settings.constraint_tol` ends the run with
+      status `constraint_violated`. [`hybrax.mechanical_mode`][] derives them from
+      the model's active constraint groups.
+    - `observables`: a dict of phase observables such as [`hybrax.Extremum`][],
+      recorded for every phase of this mode.
     """
 
     vector_field: Callable[[Any, Array, Params], Array]
     name: str = eqx.field(static=True)
+    constraints: Callable[[Any, Array, Params], Array] | None = None
+    observables: dict[str, Extremum] = eqx.field(default_factory=dict)
 
     def __check_init__(self):
         if not callable(self.vector_field):
             raise ValueError("`vector_field` must be callable as f(t, x, params).")
+        if self.constraints is not None and not callable(self.constraints):
+            raise ValueError("`constraints` must be callable as c(t, x, params).")
+        if not isinstance(self.observables, dict) or not all(
+            isinstance(v, Extremum) for v in self.observables.values()
+        ):
+            raise ValueError("`observables` must be a dict of hybrax.Extremum.")
 
 
 class MechanicalVectorField(eqx.Module):
@@ -56,12 +105,40 @@ class MechanicalVectorField(eqx.Module):
         return jnp.concatenate([qd, qdd])
 
 
+class MechanicalConstraints(eqx.Module):
+    r"""The constraints of a mechanical mode at the position and velocity level,
+    $[\gamma(q);\ \gamma_q\dot q]$ for the active groups (zero on the mode's
+    states)."""
+
+    model: AbstractLagrangianModel
+    active: tuple[str, ...] = eqx.field(static=True)
+
+    def __call__(self, t, x, params):
+        del t
+        n = x.shape[0] // 2
+        q, qd = x[:n], x[n:]
+        gamma = _stacked_constraints(self.model, self.active)
+        value, rate = jax.jvp(lambda s: gamma(s, params), (q,), (qd,))
+        return jnp.concatenate([value, rate])
+
+
 def mechanical_mode(
-    model: AbstractLagrangianModel, active: tuple[str, ...], name: str
+    model: AbstractLagrangianModel,
+    active: tuple[str, ...],
+    name: str,
+    *,
+    observables: dict[str, Extremum] | None = None,
 ) -> Mode:
     r"""A [`hybrax.Mode`][] whose vector field is the constrained dynamics of `model`
-    with the constraint groups `active` (state $x = [q, \dot q]$)."""
-    return Mode(MechanicalVectorField(model, tuple(active)), name)
+    with the constraint groups `active` (state $x = [q, \dot q]$), and whose
+    constraints are those groups at the position and velocity level."""
+    active = tuple(active)
+    return Mode(
+        MechanicalVectorField(model, active),
+        name,
+        constraints=MechanicalConstraints(model, active) if active else None,
+        observables={} if observables is None else dict(observables),
+    )
 
 
 class ContactForceGuard(eqx.Module):
@@ -87,11 +164,32 @@ class ContactForceGuard(eqx.Module):
         return lam[self.index] / self.scale(params)
 
 
-class PlasticImpact(eqx.Module):
+class AbstractReset(eqx.Module):
+    r"""A reset map $x^+ = g(t, x^-, p)$ that also reports what happened at the event.
+
+    Subclasses implement `__call__` and `observables`; a [`hybrax.Transition`][]
+    with such a reset records its observables at every event unless given its own
+    `observe`.
+    """
+
+    @abc.abstractmethod
+    def __call__(self, t, x: Array, params: Params) -> Array:
+        """The post-event state $x^+$."""
+
+    @abc.abstractmethod
+    def observables(
+        self, t, x_minus: Array, x_plus: Array, params: Params
+    ) -> dict[str, Array]:
+        """Named quantities of the event (e.g. energy lost), each an array of a
+        fixed shape."""
+
+
+class PlasticImpact(AbstractReset):
     r"""Reset map of a perfectly plastic impact: $x^+ = [q, P_a\dot q]$.
 
-    See [`hybrax.plastic_impact`][] (Zana et al. 2018 eq. 26). `energy_split` returns
-    $(T_c, T_a)$ of eqs. (28)-(29) at the pre-impact state.
+    See [`hybrax.plastic_impact`][] (Zana et al. 2018 eq. 26). Its observables are
+    $T_c$ and $T_a$ of eqs. (28)-(29) at the pre-impact state, and the contact
+    impulse $\bar\lambda$ (Font-Llagunes & Kövecses' sign).
     """
 
     model: AbstractLagrangianModel
@@ -103,11 +201,13 @@ class PlasticImpact(eqx.Module):
         result = plastic_impact(self.model, self.active, x[:n], x[n:], params)
         return jnp.concatenate([x[:n], result.qd_plus])
 
-    def energy_split(self, t, x, params):
-        del t
-        n = x.shape[0] // 2
-        result = plastic_impact(self.model, self.active, x[:n], x[n:], params)
-        return result.T_c, result.T_a
+    def observables(self, t, x_minus, x_plus, params):
+        del t, x_plus
+        n = x_minus.shape[0] // 2
+        result = plastic_impact(
+            self.model, self.active, x_minus[:n], x_minus[n:], params
+        )
+        return {"T_c": result.T_c, "T_a": result.T_a, "impulse": result.impulse}
 
 
 def identity_reset(t, x, params):
@@ -132,29 +232,66 @@ class Transition(eqx.Module):
     - `direction`: `False` for a downward crossing, `True` for an upward one.
       `None` (both) is refused: a phase that starts on its own guard surface would
       fire at once.
-    - `reset`: `g(t, x, params) -> x`; default identity. A reset that has a method
-      `energy_split(t, x, params) -> (T_c, T_a)` (such as [`hybrax.PlasticImpact`][])
-      reports the energy split at each impact.
+    - `reset`: `g(t, x, params) -> x`; default identity.
     - `name`: a label for tables (for example `"touchdown"`).
+    - `observe`: `f(t, x_minus, x_plus, params) -> dict` of named arrays recorded
+      at every event of this transition (in `HybridSolution.observables`); default:
+      the reset's `observables` if it is a [`hybrax.AbstractReset`][], else none.
+    - `arm`: `a(t, x, params) -> scalar`: the transition is armed (its guard can
+      fire) only from the first instant of a phase at which $a > 0$; before, its
+      guard is ignored. For a walker's heel strike: $a$ = how far the swing foot is
+      ahead of the stance foot, so that neither the reset (which leaves the new
+      swing foot on the ground) nor the mid-stance scuff fires it. Arming a
+      guard once it has risen by a margin: `arm = lambda t, x, p: guard(t, x, p) -
+      margin` (with the guard's sign convention). Each armed transition costs one
+      more diffrax solve per phase (the arming instant is root-found like an
+      event).
     """
 
     source: int | str = eqx.field(static=True)
     target: int | str = eqx.field(static=True)
     guard: Callable[[Any, Array, Params], Any]
     direction: bool = eqx.field(static=True)
-    reset: Callable[[Any, Array, Params], Array] = identity_reset
-    name: str = eqx.field(static=True, default="")
+    reset: Callable[[Any, Array, Params], Array]
+    name: str = eqx.field(static=True)
+    observe: Callable[[Any, Array, Array, Params], dict] | None
+    arm: Callable[[Any, Array, Params], Any] | None
 
-    def __check_init__(self):
-        if self.direction not in (True, False):
+    def __init__(
+        self,
+        source: int | str,
+        target: int | str,
+        guard: Callable[[Any, Array, Params], Any],
+        direction: bool,
+        reset: Callable[[Any, Array, Params], Array] = identity_reset,
+        name: str = "",
+        *,
+        observe: Callable[[Any, Array, Array, Params], dict] | None = None,
+        arm: Callable[[Any, Array, Params], Any] | None = None,
+    ):
+        if direction not in (True, False):
             raise ValueError(
                 "`direction` must be False (guard crosses from positive to negative) "
-                f"or True (negative to positive); got {self.direction!r}."
+                f"or True (negative to positive); got {direction!r}."
             )
-        if not callable(self.guard):
+        if not callable(guard):
             raise ValueError("`guard` must be callable as h(t, x, params).")
-        if not callable(self.reset):
+        if not callable(reset):
             raise ValueError("`reset` must be callable as g(t, x, params).")
+        if observe is None and isinstance(reset, AbstractReset):
+            observe = reset.observables
+        if observe is not None and not callable(observe):
+            raise ValueError("`observe` must be callable as f(t, x-, x+, params).")
+        if arm is not None and not callable(arm):
+            raise ValueError("`arm` must be callable as a(t, x, params).")
+        self.source = source
+        self.target = target
+        self.guard = guard
+        self.direction = bool(direction)
+        self.reset = reset
+        self.name = str(name)
+        self.observe = observe
+        self.arm = arm
 
 
 class HybridSystem(eqx.Module):

@@ -19,24 +19,23 @@ Its eigenvalues are the Floquet multipliers, one of them the trivial 1.
 """
 
 from collections.abc import Callable
-from typing import Any
 
 import diffrax as dfx
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpy as np
 import optimistix as optx
 from jax.custom_derivatives import SymbolicZero
 from jaxtyping import Array, Complex, Float, Int
 
 from ._custom_types import Params
 from ._hybrid import HybridSystem, MechanicalVectorField
-from ._simulate import (
-    RESULTS,
-    _simulate_sequence,
-    canonical_params,
-    check_float64,
-)
+from ._misc import canonical_params, check_float64
+from ._saltation import saltation_parts
+from ._settings import Settings, resolve_settings
+from ._simulate import raise_if_failed, run_events
+from ._solution import RESULTS, HybridSolution, masked_nan
 
 
 class PoincareSection(eqx.Module):
@@ -65,23 +64,25 @@ class PeriodicOrbit(eqx.Module):
     r"""The result of [`hybrax.find_periodic_orbit`][].
 
     - `u`: the reduced unknowns at the section; `state`: the full section state.
-    - `t_events`, `x_before`, `x_after`, `T_c`, `T_a`, `guard_at_start`: the events of
-      one cycle (see [`hybrax.HybridSolution`][]); `phase_durations`: time in each
-      phase; `period`: their sum.
+    - `cycle`: the [`hybrax.HybridSolution`][] of one cycle from `state` (its
+      events, event observables such as `T_c`, and phase observables such as
+      apex heights in `cycle.phase_observables`); `t_events`, `x_before`,
+      `x_after`, `T_c`, `T_a`, `guard_at_start` read it.
+    - `phase_durations`: time in each phase; `period`: their sum.
     - `reduced_jacobian`: $M = J + I$ (eqs. 32-33), $J = \partial F/\partial u$.
-    - `residual_norm`: $\max|F(u)|$ at the returned point; `n_steps`: Newton
-      iterations; `result`: a [`hybrax.RESULTS`][] (`successful` only if the solver
-      converged, the residual is below tolerance and the cycle ran as declared).
+    - `residual_norm`: $\max|F(u)|$ at the returned point; `n_steps`: root-finder
+      iterations; `result`: a [`hybrax.RESULTS`][]: `successful` only if the solver
+      converged, the residual is below tolerance and the cycle ran as declared;
+      otherwise the cause (the failure of the cycle at the last iterate, e.g.
+      `max_steps_reached`, or `shooting_failed` when every cycle ran).
+
+    Every floating value of an orbit that did not converge is NaN (and so is its
+    derivative): a failure never passes for a finite number.
     """
 
     u: Float[Array, " k"]
     state: Float[Array, " n"]
-    t_events: Float[Array, " E"]
-    x_before: Float[Array, "E n"]
-    x_after: Float[Array, "E n"]
-    T_c: Float[Array, " E"]
-    T_a: Float[Array, " E"]
-    guard_at_start: Float[Array, " E"]
+    cycle: HybridSolution
     phase_durations: Float[Array, " E"]
     period: Float[Array, ""]
     reduced_jacobian: Float[Array, "k k"]
@@ -94,26 +95,52 @@ class PeriodicOrbit(eqx.Module):
         """Whether this is a valid periodic orbit."""
         return self.result == RESULTS.successful
 
+    @property
+    def t_events(self):
+        """Event times of the cycle (from the section state at $t = 0$)."""
+        return self.cycle.t_events
 
-class _Settings(eqx.Module):
-    solver: Any
-    stepsize_controller: Any
-    root_finder: Any
-    max_steps: int = eqx.field(static=True)
-    t_max: float = eqx.field(static=True)
+    @property
+    def x_before(self):
+        """States just before each event of the cycle."""
+        return self.cycle.x_before
+
+    @property
+    def x_after(self):
+        """States just after each event of the cycle."""
+        return self.cycle.x_after
+
+    @property
+    def T_c(self):
+        """Kinetic energy lost at each event of the cycle."""
+        return self.cycle.T_c
+
+    @property
+    def T_a(self):
+        """Kinetic energy kept at each event of the cycle."""
+        return self.cycle.T_a
+
+    @property
+    def guard_at_start(self):
+        """The smallest armed guard of each phase's mode right after its event."""
+        return self.cycle.guard_at_start
 
 
-def _settings(rtol, atol, solver, max_steps, t_max):
-    return _Settings(
-        solver=dfx.Tsit5() if solver is None else solver,
-        stepsize_controller=dfx.PIDController(rtol=rtol, atol=atol),
-        root_finder=optx.Newton(rtol=1e-12, atol=1e-12),
-        max_steps=int(max_steps),
-        t_max=float(t_max),
+def _orbit_adjoint(settings: Settings):
+    """The adjoint of the orbit routines: forward mode (Newton differentiates the
+    return map forward). Any other adjoint would not be used: refused."""
+    if settings.adjoint is None or isinstance(settings.adjoint, dfx.ForwardMode):
+        return dfx.ForwardMode()
+    raise ValueError(
+        "`settings.adjoint`: the orbit routines differentiate in forward mode "
+        "(`diffrax.ForwardMode()`, the default with `adjoint=None`); got "
+        f"{type(settings.adjoint).__name__}."
     )
 
 
-def _resolve_sequence(system: HybridSystem, section: PoincareSection):
+def resolve_sequence(system: HybridSystem, section: PoincareSection):
+    """The section's transitions as indices, and the mode a cycle starts in;
+    `ValueError` unless they form a closed path of the system."""
     sequence = tuple(system.transition_index(k) for k in section.sequence)
     mode0 = system.targets[sequence[-1]]
     for a, b in zip(sequence[:-1], sequence[1:]):
@@ -128,79 +155,123 @@ def _resolve_sequence(system: HybridSystem, section: PoincareSection):
     return sequence, mode0
 
 
-def _cycle(system, x0, params, sequence, settings, adjoint):
-    return _simulate_sequence(
+class Variational(eqx.Module):
+    r"""The augmentation of a phase by its first variational equation (Zana et al.
+    2018 eq. 35): the solve carries $(x, \Phi)$ with $\dot\Phi = f_x\Phi$ (step
+    sizes controlled on $x$ alone), and at each event $\Phi^+ = S\Phi^-$ with the
+    saltation matrix $S$, recording the event-time gradient
+    $\partial t_e/\partial x_0 = -h_x\Phi^- / (h_x f^- + h_t)$. After a cycle,
+    $\Phi$ is the fixed-duration monodromy $\tilde\Phi = S_N\Phi_N\cdots S_1\Phi_1$."""
+
+    def initial(self, x0):
+        return jnp.eye(x0.shape[0], dtype=x0.dtype)
+
+    def field(self, field, t, y):
+        x, Phi = y
+        fx, jvp_fn = jax.linearize(lambda z: field(t, z), x)
+        return fx, jax.vmap(jvp_fn, in_axes=1, out_axes=1)(Phi)
+
+    def at_event(self, system, k, t, x_minus, Phi, params):
+        def transport(j):
+            def apply(t, x_minus, Phi, params):
+                S, h_x, h_t, f_minus = saltation_parts(system, j, t, x_minus, params)
+                dt_dx0 = -(h_x @ Phi) / (h_x @ f_minus + h_t)
+                return S @ Phi, dt_dx0
+
+            return apply
+
+        if isinstance(k, int):
+            return transport(k)(t, x_minus, Phi, params)
+        branches = [transport(j) for j in range(len(system.transitions))]
+        return jax.lax.switch(k, branches, t, x_minus, Phi, params)
+
+
+def cycle(
+    system,
+    x0,
+    params,
+    sequence,
+    settings,
+    adjoint,
+    *,
+    variational=False,
+    phase_observables=False,
+    diagnose=True,
+):
+    """One cycle of the declared `sequence` from `x0` at $t = 0$ (the engine's
+    sequence loop). Returns `(solution, augmented)`; with `variational=True`,
+    `augmented` is `(monodromy, dt_dx0)` (the event-time gradient of the last
+    event), else `None`. `diagnose=False` skips the viability and grazing checks:
+    for the iterations of a solver whose result a diagnosed pass checks."""
+    augmentation = Variational() if variational else None
+    solution, extra, records = run_events(
         system,
         x0,
         params,
-        jnp.zeros((), x0.dtype),
-        jnp.asarray(settings.t_max, x0.dtype),
-        sequence,
-        settings.solver,
-        settings.stepsize_controller,
-        settings.root_finder,
+        settings,
         adjoint,
-        settings.max_steps,
-        1e-9,
+        mode0=system.sources[sequence[0]],
+        t0=jnp.zeros((), x0.dtype),
+        sequence=sequence,
+        augmentation=augmentation,
+        extra0=None if augmentation is None else augmentation.initial(x0),
+        phase_observables=phase_observables,
+        diagnose=diagnose,
     )
-
-
-def _cycle_result(sol, sequence):
-    expected = jnp.asarray(sequence, dtype=jnp.int32)
-    right_sequence = jnp.all(sol.transitions == expected)
-    return RESULTS.where(
-        sol.result == RESULTS.successful,
-        RESULTS.where(right_sequence, RESULTS.successful, RESULTS.wrong_event_sequence),
-        sol.result,
-    )
+    if augmentation is None:
+        return solution, None
+    return solution, (extra, records[-1])
 
 
 def _cycle_jacobian(system, x0, params, sequence, settings):
     """One cycle from `x0` and its forward-mode Jacobian: `(x_e, t_e)`, their
-    derivatives with respect to `x0`, and the simulation."""
+    derivatives with respect to `x0`, and the simulation (undiagnosed: the cycle
+    at the same state is diagnosed by the variational pass)."""
 
     def flow(x):
-        sol = _cycle(system, x, params, sequence, settings, dfx.ForwardMode())
+        sol, _ = cycle(
+            system, x, params, sequence, settings, dfx.ForwardMode(), diagnose=False
+        )
         return (sol.x_after[-1], sol.t_events[-1]), sol
 
     (dx_dx0, dt_dx0), sol = jax.jacfwd(flow, has_aux=True)(x0)
     return dx_dx0, dt_dx0, sol
 
 
-def _monodromy_from_jacobian(system, dx_dx0, dt_dx0, sol, params):
+def _monodromy_from_jacobian(system, dx_dx0, dt_dx0, sol, sequence, params):
     # Phi~ = d x_e^+ / d x0 - f^+(x_e^+) d t_e / d x0: the flow over the fixed
     # duration t_e, continued past the last event with the post-event field.
-    f_plus = jax.lax.switch(
-        sol.mode_final,
-        [m.vector_field for m in system.modes],
-        sol.t_events[-1],
-        sol.x_after[-1],
-        params,
-    )
+    field_after = system.modes[system.targets[sequence[-1]]].vector_field
+    f_plus = field_after(sol.t_events[-1], sol.x_after[-1], params)
     return dx_dx0 - jnp.outer(f_plus, dt_dx0)
 
 
-def _variational_map(system, section, sequence, settings, u, params):
+def _variational_map(
+    system,
+    section,
+    sequence,
+    settings,
+    u,
+    params,
+    phase_observables=False,
+    diagnose=True,
+):
     r"""The return map and its Jacobian from the variational equations and saltation
     matrices (no AD through the solver): `(u_next, M, solution, monodromy)` with
     $M = \pi_x(\tilde\Phi + f^+\,\partial t_e/\partial x_0)\chi_u$."""
     x0 = section.chart(u, params)
-    sol, monodromy, dt_dx0 = _simulate_sequence(
+    # A plain while loop: nothing differentiates through this solve (its
+    # derivative is the variational one), and checkpointing costs time.
+    sol, (monodromy, dt_dx0) = cycle(
         system,
         x0,
         params,
-        jnp.zeros((), x0.dtype),
-        jnp.asarray(settings.t_max, x0.dtype),
         sequence,
-        settings.solver,
-        settings.stepsize_controller,
-        settings.root_finder,
-        # A plain while loop: nothing differentiates through this solve (its
-        # derivative is the variational one), and checkpointing costs time.
+        settings,
         dfx.ForwardMode(),
-        settings.max_steps,
-        1e-9,
-        True,
+        variational=True,
+        phase_observables=phase_observables,
+        diagnose=diagnose,
     )
     x_end = sol.x_after[-1]
     field_after = system.modes[system.targets[sequence[-1]]].vector_field
@@ -209,12 +280,7 @@ def _variational_map(system, section, sequence, settings, u, params):
     chart_jac = jax.jacfwd(section.chart)(u, params)
     coord_jac = jax.jacfwd(section.coordinates)(x_end, params)
     M = coord_jac @ dx_dx0 @ chart_jac
-    return (
-        section.coordinates(x_end, params),
-        M,
-        _with_cycle_result(sol, sequence),
-        (monodromy),
-    )
+    return section.coordinates(x_end, params), M, sol, monodromy
 
 
 def _variational_return_map(system, section, sequence, settings):
@@ -224,7 +290,10 @@ def _variational_return_map(system, section, sequence, settings):
 
     @jax.custom_jvp
     def return_map(u, params):
-        return _variational_map(system, section, sequence, settings, u, params)[0]
+        u_next, _, sol, _ = _variational_map(
+            system, section, sequence, settings, u, params, diagnose=False
+        )
+        return u_next, sol.result
 
     def return_map_jvp(primals, tangents):
         u, params = primals
@@ -239,92 +308,19 @@ def _variational_return_map(system, section, sequence, settings):
                 "Derivatives with respect to the parameters are not available with "
                 "`jacobian='variational'`; use `jacobian='autodiff'`."
             )
-        u_next, M, _, _ = _variational_map(
-            system, section, sequence, settings, u, params
+        u_next, M, sol, _ = _variational_map(
+            system, section, sequence, settings, u, params, diagnose=False
+        )
+        # The status is an integer: its tangent is float0.
+        result_tangent = jax.tree_util.tree_map(
+            lambda leaf: np.zeros(np.shape(leaf), dtype=jax.dtypes.float0), sol.result
         )
         if isinstance(du, SymbolicZero):
-            return u_next, jnp.zeros_like(u_next)
-        return u_next, M @ du
+            return (u_next, sol.result), (jnp.zeros_like(u_next), result_tangent)
+        return (u_next, sol.result), (M @ du, result_tangent)
 
     return_map.defjvp(return_map_jvp, symbolic_zeros=True)
     return return_map
-
-
-def _shoot_and_analyse(
-    system,
-    section,
-    u_guess,
-    params,
-    settings,
-    root_solver,
-    max_iterations,
-    residual_tol,
-    analyse,
-    jacobian,
-):
-    sequence, mode0 = _resolve_sequence(system, section)
-
-    if jacobian == "variational":
-        return_map = _variational_return_map(system, section, sequence, settings)
-
-        def residual(u, p):
-            return return_map(u, p) - u
-
-    else:
-
-        def residual(u, p):
-            x0 = section.chart(u, p)
-            sol = _cycle(system, x0, p, sequence, settings, dfx.ForwardMode())
-            return section.coordinates(sol.x_after[-1], p) - u
-
-    root = optx.root_find(
-        residual,
-        root_solver,
-        u_guess,
-        args=params,
-        max_steps=max_iterations,
-        throw=False,
-    )
-    u = root.value
-    state = section.chart(u, params)
-    # At the solution, the variational pass gives the residual, the reduced Jacobian
-    # M = J + I (eqs. 32-33) and the saltation-product monodromy (eq. 36) at once.
-    u_next, M, sol, mono_s = _variational_map(
-        system, section, sequence, settings, u, params
-    )
-    F = u_next - u
-    residual_norm = jnp.max(jnp.abs(F))
-    ok = (
-        (root.result == optx.RESULTS.successful)
-        & (residual_norm <= residual_tol)
-        & jnp.all(jnp.isfinite(u))
-    )
-    # A failed shooting solve is reported as such first (its last iterate may have
-    # wandered where the cycle itself fails); then a cycle that failed at the root.
-    result = RESULTS.where(ok, sol.result, RESULTS.shooting_failed)
-    t_start = jnp.concatenate([jnp.zeros((1,), u.dtype), sol.t_events[:-1]])
-    orbit = PeriodicOrbit(
-        u=u,
-        state=state,
-        t_events=sol.t_events,
-        x_before=sol.x_before,
-        x_after=sol.x_after,
-        T_c=sol.T_c,
-        T_a=sol.T_a,
-        guard_at_start=sol.guard_at_start,
-        phase_durations=sol.t_events - t_start,
-        period=sol.t_events[-1],
-        reduced_jacobian=M,
-        residual_norm=residual_norm,
-        n_steps=root.stats["num_steps"],
-        result=result,
-    )
-    if not analyse:
-        return orbit, None
-    # The independent route: forward-mode AD through the composite flow.
-    dx_dx0, dt_dx0, sol_ad = _cycle_jacobian(system, state, params, sequence, settings)
-    mono_ad = _monodromy_from_jacobian(system, dx_dx0, dt_dx0, sol_ad, params)
-    return orbit, _floquet(system, state, params, mode0, mono_ad, mono_s)
 
 
 def constraint_tangent_basis(
@@ -424,7 +420,137 @@ def _floquet(system, state, params, mode0, mono_ad, mono_s):
     )
 
 
-_find_and_analyse = eqx.filter_jit(_shoot_and_analyse)
+def _orbit_status(root, sol, residual_norm, residual_tol, u):
+    """`successful` only for a converged orbit; otherwise the cause: the failure of
+    the cycle at the returned point, else that of the last cycle the root finder
+    ran, else `shooting_failed`."""
+    converged = (
+        (root.result == optx.RESULTS.successful)
+        & (residual_norm <= residual_tol)
+        & jnp.all(jnp.isfinite(u))
+        & (sol.result == RESULTS.successful)
+    )
+    cause = RESULTS.where(
+        sol.result != RESULTS.successful,
+        sol.result,
+        RESULTS.where(
+            root.aux != RESULTS.successful, root.aux, RESULTS.shooting_failed
+        ),
+    )
+    return converged, RESULTS.where(converged, RESULTS.successful, cause)
+
+
+def _finite_or(u, fallback):
+    """`u`, or `fallback` where `u` is not finite: a root-finder iterate that ran
+    off to NaN is evaluated at the guess instead, so that its cycle costs an
+    ordinary one (under `vmap` a NaN lane would otherwise hold its batch until every
+    step limit is spent) and reports the cycle's own failure as the cause."""
+    finite = jnp.all(jnp.isfinite(u))
+    return finite, jnp.where(finite, u, fallback)
+
+
+def _residual_or_identity(u, F, finite, result):
+    """`F` where the cycle ran; where it failed, the residual of the identity map,
+    $u - u$: zero at the iterate with a unit Jacobian. The root finder then stops
+    at a failing iterate instead of wandering (under `vmap` a failed lane no
+    longer holds up its batch), and the implicit-function derivative at it stays a
+    solvable linear system instead of raising on NaN; the status reports the
+    failure and the orbit's values, and their derivatives, are NaN."""
+    ok = finite & (result == RESULTS.successful)
+    return jnp.where(ok, F, u - jax.lax.stop_gradient(u))
+
+
+def _shoot(
+    system,
+    section,
+    u_guess,
+    params,
+    settings,
+    root_finder,
+    max_iterations,
+    residual_tol,
+    analyse,
+    jacobian,
+    phase_observables,
+):
+    sequence, mode0 = resolve_sequence(system, section)
+    adjoint = _orbit_adjoint(settings)
+    if jacobian == "variational":
+        return_map = _variational_return_map(system, section, sequence, settings)
+
+        def residual(u, args):
+            p, guess = args
+            finite, u_eval = _finite_or(u, guess)
+            u_next, result = return_map(u_eval, p)
+            return _residual_or_identity(u, u_next - u_eval, finite, result), result
+
+    else:
+
+        def residual(u, args):
+            p, guess = args
+            finite, u_eval = _finite_or(u, guess)
+            sol, _ = cycle(
+                system,
+                section.chart(u_eval, p),
+                p,
+                sequence,
+                settings,
+                adjoint,
+                diagnose=False,
+            )
+            u_next = section.coordinates(sol.x_after[-1], p)
+            F = _residual_or_identity(u, u_next - u_eval, finite, sol.result)
+            return F, sol.result
+
+    root = optx.root_find(
+        residual,
+        root_finder,
+        u_guess,
+        args=(params, u_guess),
+        max_steps=max_iterations,
+        has_aux=True,
+        throw=False,
+    )
+    _, u_eval = _finite_or(root.value, u_guess)
+    # At the solution, the variational pass gives the residual, the reduced Jacobian
+    # M = J + I (eqs. 32-33), the saltation-product monodromy (eq. 36) and the
+    # cycle with its observables at once.
+    u_next, M, sol, mono_s = _variational_map(
+        system,
+        section,
+        sequence,
+        settings,
+        u_eval,
+        params,
+        phase_observables=phase_observables,
+    )
+    u = root.value
+    residual_norm = jnp.max(jnp.abs(u_next - u))
+    converged, result = _orbit_status(root, sol, residual_norm, residual_tol, u)
+    t_start = jnp.concatenate([jnp.zeros((1,), u.dtype), sol.t_events[:-1]])
+    orbit = PeriodicOrbit(
+        u=u,
+        state=section.chart(u, params),
+        cycle=sol,
+        phase_durations=sol.t_events - t_start,
+        period=sol.t_events[-1],
+        reduced_jacobian=M,
+        residual_norm=residual_norm,
+        n_steps=root.stats["num_steps"],
+        result=result,
+    )
+    orbit = masked_nan(orbit, converged)
+    if not analyse:
+        return orbit, None
+    # The independent route: forward-mode AD through the composite flow.
+    state = orbit.state
+    dx_dx0, dt_dx0, sol_ad = _cycle_jacobian(system, state, params, sequence, settings)
+    mono_ad = _monodromy_from_jacobian(system, dx_dx0, dt_dx0, sol_ad, sequence, params)
+    floquet = _floquet(system, state, params, mode0, mono_ad, mono_s)
+    return orbit, masked_nan(floquet, converged)
+
+
+_find = eqx.filter_jit(_shoot)
 
 
 def find_periodic_orbit(
@@ -433,25 +559,23 @@ def find_periodic_orbit(
     u_guess: Float[Array, " k"],
     params: Params,
     *,
-    root_solver: optx.AbstractRootFinder | None = None,
-    rtol: float = 1e-10,
-    atol: float = 1e-10,
-    solver: dfx.AbstractAdaptiveSolver | None = None,
-    max_steps: int = 4096,
-    t_max: float = 50.0,
+    settings: Settings | None = None,
+    root_finder: optx.AbstractRootFinder | None = None,
     max_iterations: int = 40,
     residual_tol: float = 1e-8,
     analyse: bool = True,
     jacobian: str = "autodiff",
+    phase_observables: bool = True,
+    throw: bool = False,
 ) -> tuple[PeriodicOrbit, FloquetAnalysis | None]:
     r"""Find a periodic orbit by shooting and, by default, analyse its stability.
 
     Solves $F(u) = \pi(P(\chi(u))) - u = 0$ (Zana et al. 2018 eq. 30) with an
-    optimistix root finder (default `optimistix.Newton(rtol=1e-11, atol=1e-11)`); the
-    return map $P$ runs one cycle of the section's transition sequence with
-    [`hybrax.simulate`][]. A solve that did not converge, whose residual exceeds
-    `residual_tol` (some solvers report success off a root), or whose cycle failed is
-    flagged in `orbit.result` and never reported as converged.
+    optimistix root finder; the return map $P$ runs one cycle of the section's
+    transition sequence with the event engine of [`hybrax.simulate`][]. A solve that
+    did not converge, whose residual exceeds `residual_tol` (some solvers report
+    success off a root), or whose cycle failed is never reported as converged: its
+    status names the cause and its values are NaN.
 
     With `analyse=True` it also returns a [`hybrax.FloquetAnalysis`][]: the monodromy
     matrix by autodiff and by the saltation product, their discrepancy and the
@@ -463,26 +587,45 @@ def find_periodic_orbit(
     - `system`, `section`: the hybrid system and its [`hybrax.PoincareSection`][].
     - `u_guess`: initial guess of the reduced unknowns.
     - `params`: the parameter PyTree.
-    - `root_solver`: any `optimistix.AbstractRootFinder`.
-    - `rtol`, `atol`, `solver`, `max_steps`, `t_max`: integration settings per cycle.
+    - `settings`: a [`hybrax.Settings`][] for each cycle (its `t_max` bounds one
+      cycle; the adjoint must be forward mode, the default).
+    - `root_finder`: any `optimistix.AbstractRootFinder`; default
+      `optimistix.Newton(rtol=1e-11, atol=1e-11)`.
     - `max_iterations`: root-finder iteration limit.
     - `residual_tol`: the largest $\max|F|$ accepted as an orbit.
     - `analyse`: also compute monodromy matrices and multipliers.
     - `jacobian`: how Newton differentiates the return map. `"autodiff"` (default):
-      forward-mode AD through diffrax, which also lets `jax.grad`/`jax.jvp` reach
+      forward-mode AD through diffrax, which also lets `jax.jvp`/`jax.jacfwd` reach
       the orbit through the parameters (implicit function theorem).
       `"variational"`: the first variational equation integrated with the state
       and the saltation matrices at the events (one augmented solve per
       iteration); derivatives with respect to the parameters are then unavailable.
+    - `phase_observables`: record the phase observables of the orbit's cycle
+      (e.g. apex heights, `orbit.cycle.phase_observables`); `False` saves their
+      cost (they need the cycle's dense output) when they are not wanted. Event
+      observables (`orbit.T_c`, ...) are always recorded.
+    - `throw`: raise an error carrying the status message if no orbit was found.
 
     **Returns:** `(orbit, floquet)`; `floquet` is `None` when `analyse=False`.
+
+    **Raises:** `ValueError` for bad arguments; with `throw=True`, an
+    `equinox.EquinoxRuntimeError` when the orbit was not found.
     """
     check_float64("find_periodic_orbit")
-    if root_solver is None:
-        root_solver = optx.Newton(rtol=1e-11, atol=1e-11)
-    if int(max_iterations) < 1:
+    settings = resolve_settings(settings)
+    _orbit_adjoint(settings)
+    if root_finder is None:
+        root_finder = optx.Newton(rtol=1e-11, atol=1e-11)
+    if not isinstance(root_finder, optx.AbstractRootFinder):
+        raise ValueError(
+            "`root_finder` must be an optimistix root finder; got "
+            f"{type(root_finder).__name__}."
+        )
+    if isinstance(max_iterations, bool) or int(max_iterations) < 1:
         raise ValueError(f"`max_iterations` must be positive; got {max_iterations}.")
-    _resolve_sequence(system, section)
+    if not residual_tol > 0:
+        raise ValueError(f"`residual_tol` must be positive; got {residual_tol}.")
+    resolve_sequence(system, section)
     u_guess = jnp.atleast_1d(jnp.asarray(u_guess, dtype=jnp.result_type(float)))
     if u_guess.ndim != 1:
         raise ValueError(f"`u_guess` must be 1-D; got shape {u_guess.shape}.")
@@ -490,29 +633,35 @@ def find_periodic_orbit(
         raise ValueError(
             f"`jacobian` must be 'variational' or 'autodiff'; got {jacobian!r}."
         )
-    settings = _settings(rtol, atol, solver, max_steps, t_max)
-    return _find_and_analyse(
+    orbit, floquet = _find(
         system,
         section,
         u_guess,
         canonical_params(params),
         settings,
-        root_solver,
+        root_finder,
         int(max_iterations),
         float(residual_tol),
         bool(analyse),
         jacobian,
+        bool(phase_observables),
     )
+    if throw:
+        orbit = raise_if_failed(orbit, orbit.result)
+    return orbit, floquet
 
 
 @eqx.filter_jit
 def _analyse_state(system, section, state, params, settings):
-    sequence, mode0 = _resolve_sequence(system, section)
+    sequence, mode0 = resolve_sequence(system, section)
     dx_dx0, dt_dx0, sol = _cycle_jacobian(system, state, params, sequence, settings)
-    mono_ad = _monodromy_from_jacobian(system, dx_dx0, dt_dx0, sol, params)
+    mono_ad = _monodromy_from_jacobian(system, dx_dx0, dt_dx0, sol, sequence, params)
     u = section.coordinates(state, params)
-    _, _, _, mono_s = _variational_map(system, section, sequence, settings, u, params)
-    return _floquet(system, state, params, mode0, mono_ad, mono_s)
+    _, _, sol_s, mono_s = _variational_map(
+        system, section, sequence, settings, u, params
+    )
+    ok = (sol.result == RESULTS.successful) & (sol_s.result == RESULTS.successful)
+    return masked_nan(_floquet(system, state, params, mode0, mono_ad, mono_s), ok)
 
 
 def monodromy(
@@ -521,39 +670,31 @@ def monodromy(
     state: Float[Array, " n"],
     params: Params,
     *,
-    rtol: float = 1e-10,
-    atol: float = 1e-10,
-    solver: dfx.AbstractAdaptiveSolver | None = None,
-    max_steps: int = 4096,
-    t_max: float = 50.0,
+    settings: Settings | None = None,
 ) -> FloquetAnalysis:
     r"""Monodromy matrices (autodiff and saltation product) of one cycle started at
-    `state` on the section, periodic or not: $\tilde\Phi$ is the Jacobian of the flow
-    over the fixed duration of that cycle (eq. 36). See
-    [`hybrax.find_periodic_orbit`][]."""
+    `state` on the section, periodic or not: $\tilde\Phi$ is the Jacobian of the
+    flow over the fixed duration of that cycle (eq. 36). See
+    [`hybrax.find_periodic_orbit`][]. NaN if the cycle fails."""
     check_float64("monodromy")
-    settings = _settings(rtol, atol, solver, max_steps, t_max)
+    settings = resolve_settings(settings)
+    _orbit_adjoint(settings)
     state = jnp.asarray(state, dtype=jnp.result_type(float))
+    if state.shape != (system.n_states,):
+        raise ValueError(
+            f"`state` must have shape ({system.n_states},); got {state.shape}."
+        )
     return _analyse_state(system, section, state, canonical_params(params), settings)
 
 
 @eqx.filter_jit
-def _poincare_map(system, section, u, params, settings):
-    sequence, _ = _resolve_sequence(system, section)
-    sol = _cycle(
-        system,
-        section.chart(u, params),
-        params,
-        sequence,
-        settings,
-        dfx.ForwardMode(),
+def _poincare_map(system, section, u, params, settings, adjoint):
+    sequence, _ = resolve_sequence(system, section)
+    sol, _ = cycle(
+        system, section.chart(u, params), params, sequence, settings, adjoint
     )
     u_next = section.coordinates(sol.x_after[-1], params)
-    return u_next, _with_cycle_result(sol, sequence)
-
-
-def _with_cycle_result(sol, sequence):
-    return eqx.tree_at(lambda s: s.result, sol, _cycle_result(sol, sequence))
+    return masked_nan(u_next, sol.result == RESULTS.successful), sol
 
 
 def poincare_map(
@@ -562,23 +703,23 @@ def poincare_map(
     u: Float[Array, " k"],
     params: Params,
     *,
-    rtol: float = 1e-10,
-    atol: float = 1e-10,
-    solver: dfx.AbstractAdaptiveSolver | None = None,
-    max_steps: int = 4096,
-    t_max: float = 50.0,
+    settings: Settings | None = None,
 ):
     r"""The return map in reduced coordinates, $u \mapsto \pi(P(\chi(u)))$.
 
     Runs one cycle of the section's transition sequence from the section state
     $\chi(u)$ and reads the unknowns off the state after the closing event. Pure and
-    jittable; differentiate it with `jax.jacfwd`/`jax.jvp` (forward mode through
-    the event chain, event-time sensitivity included). Building block of shooting
-    and continuation.
+    jittable; with the default `settings.adjoint` (forward mode) differentiate it
+    with `jax.jacfwd`/`jax.jvp` (event-time sensitivity included); with
+    `diffrax.RecursiveCheckpointAdjoint()`, with `jax.grad`. Building block of
+    shooting and continuation.
 
     **Returns:** `(u_next, solution)`; `solution.result` is `successful` only if the
-    cycle ran as the section declares.
+    cycle ran as the section declares (`u_next` is NaN otherwise).
     """
-    settings = _settings(rtol, atol, solver, max_steps, t_max)
+    settings = resolve_settings(settings)
+    adjoint = dfx.ForwardMode() if settings.adjoint is None else settings.adjoint
     u = jnp.atleast_1d(jnp.asarray(u, dtype=jnp.result_type(float)))
-    return _poincare_map(system, section, u, canonical_params(params), settings)
+    return _poincare_map(
+        system, section, u, canonical_params(params), settings, adjoint
+    )

@@ -17,6 +17,7 @@ from jaxtyping import Array, Float
 
 from ._custom_types import Params
 from ._hybrid import HybridSystem
+from ._settings import Settings, resolve_settings
 
 
 def saltation_matrix(
@@ -73,31 +74,29 @@ def phase_fundamental_matrix(
     duration: Float[Array, ""],
     params: Params,
     *,
-    solver: dfx.AbstractAdaptiveSolver | None = None,
-    rtol: float = 1e-10,
-    atol: float = 1e-10,
-    max_steps: int = 4096,
+    settings: Settings | None = None,
 ) -> Float[Array, "n n"]:
     r"""The fundamental matrix $\Phi = \partial\varphi(x_0, \tau)/\partial x_0$ of one
     mode's smooth flow over a fixed duration $\tau$, i.e. the solution of the first
     variational equation $\dot\Phi = f_x\Phi$, $\Phi(0) = I$ (Zana et al. 2018 eq. 35),
-    obtained by forward-mode AD through the diffrax solve (no events)."""
+    obtained by forward-mode AD through the diffrax solve (no events) with the
+    solver, step-size controller and `max_steps` of `settings`."""
+    settings = resolve_settings(settings)
     index = system.mode_index(mode) if isinstance(mode, str | int) else mode
     field = system.modes[index].vector_field
-    solver = dfx.Tsit5() if solver is None else solver
 
     def flow(x):
         sol = dfx.diffeqsolve(
             dfx.ODETerm(lambda t, y, p: field(t, y, p)),
-            solver,
+            settings.solver,
             t0=t0,
             t1=t0 + duration,
             dt0=None,
             y0=x,
             args=params,
             saveat=dfx.SaveAt(t1=True),
-            stepsize_controller=dfx.PIDController(rtol=rtol, atol=atol),
-            max_steps=max_steps,
+            stepsize_controller=settings.stepsize_controller,
+            max_steps=settings.max_steps,
             adjoint=dfx.ForwardMode(),
             throw=False,
         )

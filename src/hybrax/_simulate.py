@@ -1,561 +1,966 @@
-r"""Event-driven simulation of a hybrid system on diffrax.
+r"""The event engine: one phase primitive, one event loop, and `simulate`.
 
-Each phase is one `diffrax.diffeqsolve` of the current mode's vector field, stopped by
-a `diffrax.Event` whose condition is the smallest sign-normalised guard of the
-transitions leaving that mode, so the earliest crossing wins whatever the order the
-transitions are listed in. The event time is root-found on the dense interpolant
-(optimistix Newton) and differentiated by the implicit function theorem, so Jacobians
-of the state after $N$ events include the event-time sensitivity (the saltation
-terms).
+A phase integrates the current mode's vector field with one `diffrax.diffeqsolve`
+per stage, stopped by a `diffrax.Event` whose condition is the smallest
+sign-normalised guard of the armed transitions leaving the mode (so the earliest
+crossing wins whatever order the transitions are listed in), or the arming
+condition of a transition not yet armed (an arming instant ends a stage and the
+next stage continues the phase). Event times are root-found on the dense
+interpolant (optimistix) and differentiated by the implicit function theorem, so
+Jacobians of the state after $N$ events include the event-time sensitivity (the
+saltation terms).
+
+Before a phase runs, its start is checked: the mode's constraints, a start beyond a
+guard, and viability (a guard at zero that the flow leaves at once, read off its
+first two time derivatives $\dot h$, $\ddot h$ along the flow); during the phase a
+step-size controller catches guard dips inside one step; at each event the
+crossing is classified transversal or grazing. The same phase primitive serves the
+general loop (`lax.scan` over events, modes chosen at run time) and the declared
+event sequence of a periodic orbit (a Python loop over static modes).
 """
 
-import warnings
+from typing import Any
 
 import diffrax as dfx
 import equinox as eqx
 import jax
 import jax.numpy as jnp
-import numpy as np
+import jax.tree_util as jtu
 import optimistix as optx
-from jaxtyping import Array, Bool, Float, Int
+from jaxtyping import Array, Float
 
-from ._custom_types import ModeIndex, Params, RealScalarLike
+from ._custom_types import ModeIndex, Params
+from ._dips import DipDetectingController
 from ._hybrid import HybridSystem, signed_guard
+from ._misc import canonical_params, is_concrete
+from ._settings import Settings, resolve_settings
+from ._solution import RESULTS, HybridSolution
 
 
-class RESULTS(dfx.RESULTS):  # pyright: ignore[reportGeneralTypeIssues]
-    """Status codes of [`hybrax.simulate`][] and the orbit routines.
-
-    Extends `diffrax.RESULTS` (whose `max_steps_reached` reports a step limit hit).
-    """
-
-    event_not_reached = (
-        "No transition occurred before `t_max`: a guard was never reached. Increase "
-        "`t_max` or check the initial state and parameters."
-    )
-    infeasible_initial_state = (
-        "The initial state lies outside its mode: a guard of a transition leaving the "
-        "initial mode is already past its crossing (e.g. a foot below the ground)."
-    )
-    nonfinite_state = "The state became non-finite (NaN or inf)."
-    nonfinite_parameters = "The parameters contain NaN or inf."
-    wrong_event_sequence = (
-        "The cycle fired a different sequence of transitions than the section "
-        "declares (e.g. a foot that never left the ground, or a missed event)."
-    )
-    shooting_failed = (
-        "The shooting solve did not converge to a periodic orbit (residual above "
-        "tolerance): no orbit was found from this guess, or none exists."
-    )
+# ---------------------------------------------------------------------------
+# The functions of a mode
+# ---------------------------------------------------------------------------
 
 
-class HybridSolution(eqx.Module):
-    r"""The result of [`hybrax.simulate`][].
+class Tables(eqx.Module):
+    """The vector field, guards, arming conditions and constraints of the mode
+    `mode` of `system`, as functions of `(mode, t, x, params)`: with `static_mode`
+    set, that mode's own functions (the `mode` argument is ignored); otherwise a
+    `lax.switch` on the traced `mode`. Guard vectors have one entry per transition
+    of the system, `+inf` for transitions that do not leave the mode."""
 
-    Slots beyond the events that occurred are padded with NaN (times, states) or -1
-    (indices), as diffrax pads unused save slots.
+    system: HybridSystem
+    static_mode: int | None = eqx.field(static=True)
 
-    - `t_events`, `x_before`, `x_after`: event times and the states just before and
-      just after each reset, shape `(n_events,)` and `(n_events, n)`.
-    - `transitions`: index of the transition fired at each event.
-    - `modes`: the mode of each phase; phase `k` ends at event `k`.
-    - `T_c`, `T_a`: energy lost and kept at each impact (NaN where the reset reports
-      none).
-    - `guard_at_start`: the smallest sign-normalised guard of each phase's mode right
-      after its reset; negative means the phase started beyond one of its guards
-      (for a ground phase: the contact force already pulls).
-    - `t_phase`, `x_phase`: `n_save` samples of each phase, `(n_events, n_save)` and
-      `(n_events, n_save, n)` (empty when `n_save=0`).
-    - `t_final`, `x_final`, `mode_final`: where the simulation stopped.
-    - `n_events`: how many events occurred; `result`: a [`hybrax.RESULTS`][].
-    """
-
-    t_events: Float[Array, " E"]
-    x_before: Float[Array, "E n"]
-    x_after: Float[Array, "E n"]
-    transitions: Int[Array, " E"]
-    modes: Int[Array, " E"]
-    T_c: Float[Array, " E"]
-    T_a: Float[Array, " E"]
-    guard_at_start: Float[Array, " E"]
-    t_phase: Float[Array, "E s"]
-    x_phase: Float[Array, "E s n"]
-    t_final: Float[Array, ""]
-    x_final: Float[Array, " n"]
-    mode_final: Int[Array, ""]
-    n_events: Int[Array, ""]
-    result: RESULTS
+    def _dispatch(self, per_mode, mode, *operands):
+        if self.static_mode is not None:
+            return per_mode[self.static_mode](*operands)
+        if len(per_mode) == 1:
+            return per_mode[0](*operands)
+        return jax.lax.switch(mode, per_mode, *operands)
 
     @property
-    def succeeded(self) -> Bool[Array, ""]:
-        """Whether the simulation ran all requested events without failure."""
-        return self.result == RESULTS.successful
+    def n_transitions(self) -> int:
+        return len(self.system.transitions)
 
+    def field(self, mode, t, x, params):
+        per_mode = [m.vector_field for m in self.system.modes]
+        return self._dispatch(per_mode, mode, t, x, params)
 
-def _default_solver():
-    return dfx.Tsit5()
+    def guards(self, mode, t, x, params) -> Float[Array, " T"]:
+        """Sign-normalised guards (positive inside the mode)."""
 
+        def make(m):
+            def guards_of(t, x, params):
+                inf = jnp.full((), jnp.inf, x.dtype)
+                values = [
+                    signed_guard(tr, t, x, params).astype(x.dtype)
+                    if self.system.sources[j] == m
+                    else inf
+                    for j, tr in enumerate(self.system.transitions)
+                ]
+                return jnp.stack(values) if values else jnp.zeros((0,), x.dtype)
 
-def _check_state(system: HybridSystem, x0) -> Array:
-    x0 = jnp.asarray(x0)
-    if x0.ndim != 1 or x0.shape[0] != system.n_states:
-        raise ValueError(
-            f"`x0` must have shape ({system.n_states},); got {tuple(x0.shape)}."
-        )
-    if not jnp.issubdtype(x0.dtype, jnp.floating):
-        x0 = x0.astype(float)
-    return x0
+            return guards_of
 
+        per_mode = [make(m) for m in range(len(self.system.modes))]
+        return self._dispatch(per_mode, mode, t, x, params)
 
-def canonical_params(params):
-    """Turn Python and NumPy float leaves of `params` into strongly typed JAX arrays
-    of the default float dtype.
+    def arming(self, mode, t, x, params) -> Float[Array, " T"]:
+        """Arming values ($> 0$: armed); `+inf` for transitions without one."""
 
-    `eqx.filter_jit` treats Python floats as static, so each new value would compile
-    anew and no gradient could reach it; weak and strong types would also compile
-    twice. Integer and boolean leaves are left alone (they may be static choices).
-    """
-    dtype = jnp.result_type(float)
+        def make(m):
+            def arming_of(t, x, params):
+                inf = jnp.full((), jnp.inf, x.dtype)
+                values = [
+                    jnp.asarray(tr.arm(t, x, params)).astype(x.dtype)
+                    if self.system.sources[j] == m and tr.arm is not None
+                    else inf
+                    for j, tr in enumerate(self.system.transitions)
+                ]
+                return jnp.stack(values) if values else jnp.zeros((0,), x.dtype)
 
-    def convert(leaf):
-        if isinstance(leaf, float | np.floating) or (
-            isinstance(leaf, np.ndarray | jax.Array)
-            and jnp.issubdtype(leaf.dtype, jnp.floating)
-            and not isinstance(leaf, jax.core.Tracer)
-        ):
-            return jnp.asarray(leaf, dtype=dtype)
-        return leaf
+            return arming_of
 
-    return jax.tree_util.tree_map(convert, params)
+        per_mode = [make(m) for m in range(len(self.system.modes))]
+        return self._dispatch(per_mode, mode, t, x, params)
 
-
-def _is_concrete(x) -> bool:
-    return not isinstance(x, jax.core.Tracer)
-
-
-def check_float64(where: str) -> None:
-    """Warn once per call site when JAX runs in float32: analysis needs float64."""
-    if not jax.config.jax_enable_x64:
-        warnings.warn(
-            f"{where} runs in float32 because `jax_enable_x64` is off; event times, "
-            "orbits and multipliers need float64. Call "
-            "`jax.config.update('jax_enable_x64', True)` before using hybrax.",
-            RuntimeWarning,
-            stacklevel=3,
+    def entries(self, mode, t, x, params, armed):
+        """Event-condition entries: the guard of an armed transition, minus the
+        arming value of one not yet armed (it fires when it becomes armed)."""
+        return jnp.where(
+            armed,
+            self.guards(mode, t, x, params),
+            -self.arming(mode, t, x, params),
         )
 
+    def condition(self, mode, t, x, params, armed):
+        entries = self.entries(mode, t, x, params, armed)
+        if entries.shape[0] == 0:
+            return jnp.ones((), x.dtype)
+        return jnp.min(entries)
 
-def _mode_conds(system: HybridSystem):
-    """One event condition per mode: min of its sign-normalised outgoing guards."""
+    def violation(self, mode, t, x, params):
+        """$\\max|c(t, x)|$ of the mode's constraints (0 without constraints)."""
 
-    def make(mode):
-        outgoing = system.outgoing(mode)
+        def make(m):
+            constraints = self.system.modes[m].constraints
 
-        def cond(t, y, params):
-            if not outgoing:
-                return jnp.ones((), y.dtype)
-            values = [
-                signed_guard(system.transitions[k], t, y, params) for k in outgoing
-            ]
-            return jnp.min(jnp.stack(values)).astype(y.dtype)
+            def violation_of(t, x, params):
+                if constraints is None:
+                    return jnp.zeros((), x.dtype)
+                c = jnp.atleast_1d(jnp.asarray(constraints(t, x, params)))
+                return jnp.max(jnp.abs(c)).astype(x.dtype)
 
-        return cond
+            return violation_of
 
-    return [make(m) for m in range(len(system.modes))]
+        per_mode = [make(m) for m in range(len(self.system.modes))]
+        return self._dispatch(per_mode, mode, t, x, params)
+
+    def guard_derivatives(self, mode, t, x, params):
+        r"""The guards and their first two time derivatives along the flow,
+        $(h, \dot h, \ddot h)$, each of shape `(T,)`."""
+
+        def along_flow(fn):
+            def derivative(t, x):
+                f = self.field(mode, t, x, params)
+                return jax.jvp(fn, (t, x), (jnp.ones_like(t), f))[1]
+
+            return derivative
+
+        def h0(t, x):
+            return self.guards(mode, t, x, params)
+
+        h1 = along_flow(h0)
+        h2 = along_flow(h1)
+        return h0(t, x), h1(t, x), h2(t, x)
+
+    def n_stages(self) -> int:
+        """Stages of a phase: one, plus one per transition with an arming
+        condition leaving the mode (the most over all modes when traced)."""
+
+        def arms(m):
+            return sum(
+                1
+                for j, tr in enumerate(self.system.transitions)
+                if self.system.sources[j] == m and tr.arm is not None
+            )
+
+        if self.static_mode is not None:
+            return 1 + arms(self.static_mode)
+        return 1 + max(arms(m) for m in range(len(self.system.modes)))
 
 
-def _all_signed_guards(system: HybridSystem, t, y, params) -> Array:
-    return jnp.stack(
-        [signed_guard(tr, t, y, params).astype(y.dtype) for tr in system.transitions]
-    )
+# ---------------------------------------------------------------------------
+# The pieces handed to diffrax
+# ---------------------------------------------------------------------------
 
 
-def _energy_fns(system: HybridSystem):
-    def make(transition):
-        split = getattr(transition.reset, "energy_split", None)
-
-        def energies(t, y, params):
-            if split is None:
-                nan = jnp.full((), jnp.nan, y.dtype)
-                return nan, nan
-            T_c, T_a = split(t, y, params)
-            return jnp.asarray(T_c, y.dtype), jnp.asarray(T_a, y.dtype)
-
-        return energies
-
-    return [make(tr) for tr in system.transitions]
+def _state_of_augmented(y):
+    return y[0]
 
 
-@eqx.filter_jit
-def _simulate(
-    system: HybridSystem,
-    x0,
-    params,
-    mode0,
-    t0,
-    t_max,
-    n_events: int,
-    solver,
-    stepsize_controller,
-    root_finder,
-    adjoint,
-    max_steps,
-    n_save: int,
-    initial_guard_tol,
-):
-    dtype = x0.dtype
-    tiny = jnp.finfo(dtype).tiny
-    conds = _mode_conds(system)
-    fields = [mode.vector_field for mode in system.modes]
-    resets = [tr.reset for tr in system.transitions]
-    energy_fns = _energy_fns(system)
-    sources = jnp.asarray(system.sources, dtype=jnp.int32)
-    targets = jnp.asarray(system.targets, dtype=jnp.int32)
-    n_modes = len(system.modes)
+def _identity(y):
+    return y
 
-    def mode_cond(t, y, mode, p):
-        if n_modes == 1:
-            return conds[0](t, y, p)
-        return jax.lax.switch(mode, conds, t, y, p)
 
-    def vector_field(t, y, args):
-        mode, p, _ = args
-        if n_modes == 1:
-            return fields[0](t, y, p)
-        return jax.lax.switch(mode, fields, t, y, p)
+class _PhaseField(eqx.Module):
+    """The right-hand side of one phase; `args = (params, mode, armed, t_start,
+    on_surface)`. With an augmentation, `y = (x, extra)`."""
 
-    def cond_fn(t, y, args, **kwargs):
+    tables: Tables
+    augmentation: Any
+
+    def __call__(self, t, y, args):
+        params, mode = args[0], args[1]
+
+        def field(t_, x_):
+            return self.tables.field(mode, t_, x_, params)
+
+        if self.augmentation is None:
+            return field(t, y)
+        return self.augmentation.field(field, t, y)
+
+
+class _PhaseCondition(eqx.Module):
+    """The event condition of one stage. A phase that starts on its guard surface,
+    or a rounding error past it (a foot at -1e-17 m after the previous root find),
+    must still see that guard positive at its start: diffrax only fires on a sign
+    change from > 0 to <= 0, and would otherwise miss the next crossing when one
+    large step spans both the rise and the return. The condition is therefore read
+    as +tiny at the stage's start time only; the surface itself is not moved."""
+
+    tables: Tables
+    augmented: bool = eqx.field(static=True)
+
+    def __call__(self, t, y, args, **kwargs):
         del kwargs
-        mode, p, (t_start, on_surface) = args
-        value = mode_cond(t, y, mode, p)
+        params, mode, armed, t_start, on_surface = args
+        x = y[0] if self.augmented else y
+        value = self.tables.condition(mode, t, x, params, armed)
+        tiny = jnp.finfo(value.dtype).tiny
         return jnp.where(on_surface & (t <= t_start), tiny, value)
 
-    event = dfx.Event(cond_fn, root_finder=root_finder, direction=False)
-    term = dfx.ODETerm(vector_field)
-    saveat = dfx.SaveAt(t1=True, dense=n_save > 0)
 
-    params_finite = jnp.all(
-        jnp.stack(
-            [
-                jnp.all(jnp.isfinite(leaf))
-                for leaf in jax.tree_util.tree_leaves(params)
-                if eqx.is_array(leaf) and jnp.issubdtype(leaf.dtype, jnp.inexact)
-            ]
-            or [jnp.array(True)]
+class _GuardRate(eqx.Module):
+    """The stage's event condition and its rate along the flow, for the dip
+    detecting step-size controller."""
+
+    tables: Tables
+    augmented: bool = eqx.field(static=True)
+
+    def __call__(self, t, y, args):
+        params, mode, armed = args[0], args[1], args[2]
+        x = y[0] if self.augmented else y
+        f = self.tables.field(mode, t, x, params)
+        return jax.jvp(
+            lambda s, z: self.tables.condition(mode, s, z, params, armed),
+            (t, x),
+            (jnp.ones_like(t), f),
         )
+
+
+# ---------------------------------------------------------------------------
+# Observables
+# ---------------------------------------------------------------------------
+
+
+def _event_observable_shapes(system: HybridSystem, x, params):
+    """Keys and shapes of the union of the transitions' event observables; a
+    `ValueError` if two transitions disagree on a key's shape."""
+    shapes: dict[str, tuple[int, ...]] = {}
+    t = jnp.zeros((), x.dtype)
+    for tr in system.transitions:
+        if tr.observe is None:
+            continue
+        out = jax.eval_shape(tr.observe, t, x, x, params)
+        if not isinstance(out, dict):
+            raise ValueError(
+                f"`observe` of transition {tr.name!r} must return a dict of arrays; "
+                f"got {type(out).__name__}."
+            )
+        for key, value in out.items():
+            shape = tuple(jnp.shape(value))
+            if shapes.setdefault(key, shape) != shape:
+                raise ValueError(
+                    f"Event observable {key!r} has shape {shape} for transition "
+                    f"{tr.name!r} but {shapes[key]} for another transition."
+                )
+    return shapes
+
+
+def _event_observables(system, shapes, k, t, x_minus, x_plus, params):
+    """The observables of transition `k` (static int or traced), every key of
+    `shapes` present (NaN where transition `k` does not define it)."""
+    dtype = x_minus.dtype
+
+    def make(j):
+        observe = system.transitions[j].observe
+
+        def observables_of(t, x_minus, x_plus, params):
+            values = {} if observe is None else observe(t, x_minus, x_plus, params)
+            return {
+                key: jnp.asarray(values[key]).astype(dtype)
+                if key in values
+                else jnp.full(shape, jnp.nan, dtype)
+                for key, shape in shapes.items()
+            }
+
+        return observables_of
+
+    if not shapes:
+        return {}
+    if isinstance(k, int):
+        return make(k)(t, x_minus, x_plus, params)
+    per_transition = [make(j) for j in range(len(system.transitions))]
+    return jax.lax.switch(k, per_transition, t, x_minus, x_plus, params)
+
+
+def _phase_observable_keys(system: HybridSystem) -> tuple[str, ...]:
+    keys: list[str] = []
+    for mode in system.modes:
+        keys.extend(k for k in mode.observables if k not in keys)
+    return tuple(keys)
+
+
+def _extrema(extrema, t_start, t_end, x_of, params, dtype):
+    r"""The largest (or smallest) values of the `extrema` over
+    $[t_{start}, t_{end}]$ along `x_of`: the best of a grid each, refined together by
+    one Newton solve (optimistix, implicit derivative) on their time derivatives,
+    and kept only where the refinement stays inside the phase and improves on the
+    grid. Differentiable: the refined times by the implicit function theorem, the
+    values by the envelope theorem."""
+    signs = [1.0 if e.kind == "max" else -1.0 for e in extrema]
+
+    def value(i, t):
+        g = extrema[i].function(t, x_of(t), params)
+        return signs[i] * jnp.asarray(g).astype(dtype)
+
+    best_t, best_v = [], []
+    for i, e in enumerate(extrema):
+        grid = t_start + (t_end - t_start) * jnp.linspace(0.0, 1.0, e.n_grid)
+        samples = jax.vmap(lambda t, i=i: value(i, t))(grid)
+        best = jnp.argmax(jnp.where(jnp.isnan(samples), -jnp.inf, samples))
+        best_t.append(grid[best])
+        best_v.append(samples[best])
+    best_t, best_v = jnp.stack(best_t), jnp.stack(best_v)
+
+    def rates(ts, _):
+        return jnp.stack(
+            [
+                jax.jvp(lambda t, i=i: value(i, t), (ts[i],), (jnp.ones_like(ts[i]),))[
+                    1
+                ]
+                for i in range(len(extrema))
+            ]
+        )
+
+    refined = optx.root_find(
+        rates,
+        optx.Newton(rtol=1e-12, atol=1e-12),
+        jax.lax.stop_gradient(best_t),
+        max_steps=16,
+        throw=False,
     )
-    start_guard = mode_cond(t0, x0, mode0, params)
-    result0 = RESULTS.where(
-        params_finite,
-        RESULTS.where(
-            jnp.all(jnp.isfinite(x0)),
-            RESULTS.where(
-                start_guard >= -initial_guard_tol,
-                RESULTS.successful,
-                RESULTS.infeasible_initial_state,
-            ),
-            RESULTS.nonfinite_state,
-        ),
-        RESULTS.nonfinite_parameters,
+    t_star = refined.value
+    inside = (t_star >= t_start) & (t_star <= t_end)
+    t_safe = jnp.where(inside, t_star, best_t)
+    v_star = jnp.stack([value(i, t_safe[i]) for i in range(len(extrema))])
+    use = inside & (refined.result == optx.RESULTS.successful) & (v_star >= best_v)
+    return jnp.stack(signs).astype(dtype) * jnp.where(use, v_star, best_v)
+
+
+def _phase_observables(system, keys, mode, static_mode, t_start, t_end, x_of, params):
+    """Phase observables of the union `keys`, NaN for keys the mode lacks."""
+    if not keys:
+        return {}
+
+    def make(m):
+        observables = system.modes[m].observables
+
+        def observables_of(t_start, t_end, params):
+            dtype = t_end.dtype
+            names = [key for key in keys if key in observables]
+            values = (
+                _extrema(
+                    [observables[k] for k in names], t_start, t_end, x_of, params, dtype
+                )
+                if names
+                else None
+            )
+            return {
+                key: values[names.index(key)]
+                if key in names
+                else jnp.full((), jnp.nan, dtype)
+                for key in keys
+            }
+
+        return observables_of
+
+    if static_mode is not None:
+        return make(static_mode)(t_start, t_end, params)
+    per_mode = [make(m) for m in range(len(system.modes))]
+    return jax.lax.switch(mode, per_mode, t_start, t_end, params)
+
+
+# ---------------------------------------------------------------------------
+# Start checks and event classification
+# ---------------------------------------------------------------------------
+
+
+def _viable(h0, h1, h2, tol):
+    r"""Whether a guard at $|h| \le$ `tol` at a phase start lets the phase get going:
+    its quadratic model $h + \dot h s + \ddot h s^2/2$ must rise above `tol` before
+    (or without) falling below `-tol`."""
+    concave = h2 < 0
+    convex = h2 > 0
+    safe_concave = jnp.where(concave, -h2, 1.0)
+    safe_convex = jnp.where(convex, h2, 1.0)
+    peak = h0 + h1**2 / (2 * safe_concave)
+    trough = h0 - h1**2 / (2 * safe_convex)
+    return jnp.where(
+        concave,
+        (h1 > 0) & (peak > tol),
+        jnp.where(convex, (h1 >= 0) | (trough > -tol), h1 >= 0),
     )
 
-    def phase(carry, _):
-        t, x, mode, count, result, done = carry
-        t_end = jnp.where(done, t, t_max)
-        # A phase that starts on its guard surface, or a rounding error past it
-        # (z_L = -1e-17 after the previous root find), must still see that guard
-        # positive at its start: diffrax only fires on a sign change from > 0 to <= 0,
-        # and would otherwise miss the next crossing when one large step spans both
-        # the rise and the return. The condition is therefore read as +tiny at the
-        # phase's start time only; the surface itself is not moved.
-        c0 = mode_cond(t, x, mode, params)
-        on_surface = (c0 <= 0) & (c0 >= -initial_guard_tol)
+
+def _grazing(h1, h2, tol):
+    r"""Whether a crossing with rate $\dot h$ and curvature $\ddot h$ is tangential:
+    the guard would come back above zero after a dip no deeper than `tol`."""
+    convex = h2 > 0
+    safe = jnp.where(convex, h2, 1.0)
+    return (h1 >= 0) | (convex & (h1**2 <= 2 * safe * tol))
+
+
+def _first_index(mask):
+    index = jnp.argmax(mask)
+    return jnp.where(jnp.any(mask), index, -1).astype(jnp.int32)
+
+
+class PhaseStart(eqx.Module):
+    result: RESULTS
+    cause: Array
+    armed: Array
+    guard_min: Array
+
+
+def check_phase_start(
+    tables, mode, t, x, params, settings, initial, viability
+) -> PhaseStart:
+    """A start beyond a guard (an error only for the initial phase) and, with
+    `viability`, the mode's constraints and whether it can start at all. Status
+    only: no derivatives flow."""
+    t, x, params = jax.lax.stop_gradient((t, x, params))
+    tol = settings.guard_tol
+    armed = tables.arming(mode, t, x, params) > 0
+    if viability:
+        h0, h1, h2 = tables.guard_derivatives(mode, t, x, params)
+    else:
+        h0 = tables.guards(mode, t, x, params)
+    h0 = jnp.where(armed, h0, jnp.inf)
+    beyond = armed & (h0 < -tol)
+    if viability:
+        band = armed & (jnp.abs(h0) <= tol)
+        not_viable = band & jnp.logical_not(_viable(h0, h1, h2, tol))
+    else:
+        not_viable = jnp.zeros_like(armed)
+    if viability:
+        violated = tables.violation(mode, t, x, params) > settings.constraint_tol
+    else:
+        violated = jnp.zeros((), bool)
+    initial_beyond = beyond & initial
+    result = RESULTS.where(
+        violated,
+        RESULTS.constraint_violated,
+        RESULTS.where(
+            jnp.any(initial_beyond),
+            RESULTS.infeasible_initial_state,
+            RESULTS.where(
+                jnp.any(not_viable), RESULTS.mode_not_viable, RESULTS.successful
+            ),
+        ),
+    )
+    cause = jnp.where(
+        jnp.any(initial_beyond), _first_index(initial_beyond), _first_index(not_viable)
+    )
+    guard_min = jnp.min(h0) if h0.shape[0] else jnp.full((), jnp.inf, x.dtype)
+    return PhaseStart(result=result, cause=cause, armed=armed, guard_min=guard_min)
+
+
+# ---------------------------------------------------------------------------
+# One phase
+# ---------------------------------------------------------------------------
+
+
+class PhaseOutcome(eqx.Module):
+    """What one phase did (internal): its end and the event that ended it."""
+
+    result: RESULTS
+    cause: Array
+    ran: Array  # the phase started (its start checks passed)
+    event: Array  # an event fired (possibly grazing or out of sequence)
+    t_event: Array
+    x_minus: Array
+    x_plus: Array
+    extra_plus: Any
+    extra_record: Any
+    transition: Array
+    next_mode: Array
+    crossing_rate: Array
+    guard_at_start: Array
+    observables: dict
+    t_phase: Array
+    x_phase: Array
+    phase_observables: dict
+
+
+def run_phase(
+    system: HybridSystem,
+    static_mode: int | None,
+    mode,
+    t,
+    x,
+    extra,
+    params,
+    settings: Settings,
+    adjoint,
+    *,
+    active,
+    initial,
+    expected: int | None = None,
+    augmentation=None,
+    n_save: int = 0,
+    observable_shapes: dict,
+    phase_keys: tuple[str, ...],
+    diagnose: bool = True,
+) -> PhaseOutcome:
+    """Run one phase of `mode` from `(t, x)`: start checks, one diffrax solve per
+    stage, the event, the reset and its records. Lanes with `active` false do no
+    work (their solves run from `t` to `t`). With `diagnose` false the checks
+    (constraints and viability at the start, dips inside steps, grazing at the
+    event) and the records beyond the events' times and states (observables,
+    guards at the next start, crossing rates) are skipped: for the inner
+    iterations of a solver whose result a final diagnosed pass checks (under
+    forward-mode AD the dip check costs 70% more per cycle, and all of it costs
+    compile time)."""
+    dtype = x.dtype
+    tol = settings.guard_tol
+    tables = Tables(system, static_mode)
+    augmented = augmentation is not None
+    state_of = _state_of_augmented if augmented else _identity
+    t_end = jnp.asarray(settings.t_max, dtype)
+
+    start = check_phase_start(tables, mode, t, x, params, settings, initial, diagnose)
+    run = active & (start.result == RESULTS.successful)
+    phase_observables_wanted = bool(phase_keys)
+    dense = n_save > 0 or phase_observables_wanted
+
+    term = dfx.ODETerm(_PhaseField(tables, augmentation))
+    event = dfx.Event(
+        _PhaseCondition(tables, augmented),
+        root_finder=settings.event_root_finder,
+        direction=False,
+    )
+    controller = settings.stepsize_controller
+    detect_dips = diagnose and settings.dip_tol is not None
+    if isinstance(controller, dfx.AbstractAdaptiveStepSizeController) and (
+        detect_dips or augmented
+    ):
+        # Steps are controlled on the state alone (the variational part follows),
+        # and guard dips inside a step are caught.
+        controller = DipDetectingController(
+            controller,
+            _GuardRate(tables, augmented) if detect_dips else None,
+            state_of,
+            settings.dip_tol if detect_dips else 0.0,
+        )
+
+    y = x if not augmented else (x, extra)
+    armed = start.armed
+    finished = jnp.logical_not(run)
+    fired = jnp.zeros((), jnp.int32)
+    stage_result = RESULTS.successful
+    hit = jnp.zeros((), bool)
+    t_cur = t
+    stages = []
+    for _ in range(tables.n_stages()):
+        c_start = tables.condition(mode, t_cur, state_of(y), params, armed)
+        on_surface = (c_start <= 0) & (c_start >= -tol)
+        running = jnp.logical_not(finished)
         sol = dfx.diffeqsolve(
             term,
-            solver,
-            t0=t,
-            t1=t_end,
+            settings.solver,
+            t0=t_cur,
+            t1=jnp.where(running, t_end, t_cur),
             dt0=None,
-            y0=x,
-            args=(mode, params, (t, on_surface)),
-            saveat=saveat,
+            y0=y,
+            args=(params, mode, armed, t_cur, on_surface),
+            saveat=dfx.SaveAt(t1=True, dense=dense),
             event=event,
-            stepsize_controller=stepsize_controller,
-            max_steps=max_steps,
+            stepsize_controller=controller,
+            max_steps=settings.max_steps,
             adjoint=adjoint,
             throw=False,
         )
         t_hit = sol.ts[-1]
-        x_hit = sol.ys[-1]
-        fired_event = sol.result == dfx.RESULTS.event_occurred
-        guards = _all_signed_guards(system, t_hit, x_hit, params)
-        guards = jnp.where(sources == mode, guards, jnp.inf)
-        fired = jnp.argmin(guards).astype(jnp.int32)
-        x_plus = jax.lax.switch(fired, resets, t_hit, x_hit, params)
-        T_c, T_a = jax.lax.switch(fired, energy_fns, t_hit, x_hit, params)
-        new_mode = targets[fired]
-        next_guard = mode_cond(t_hit, x_plus, new_mode, params)
-
-        phase_failed = jnp.logical_not(fired_event)
+        y_hit = jtu.tree_map(lambda a: a[-1], sol.ys)
+        stages.append((sol, t_cur, t_hit))
+        occurred = sol.result == dfx.RESULTS.event_occurred
+        entries = tables.entries(
+            mode, t_hit, jax.lax.stop_gradient(state_of(y_hit)), params, armed
+        )
+        j = jnp.argmin(entries).astype(jnp.int32) if entries.shape[0] else fired
+        arming_event = jnp.logical_not(armed[j]) if entries.shape[0] else False
+        real_event = running & occurred & jnp.logical_not(arming_event)
+        failed = running & jnp.logical_not(occurred)
+        root_find_failed = (sol.result == dfx.RESULTS.nonlinear_max_steps_reached) | (
+            sol.result == dfx.RESULTS.nonlinear_divergence
+        )
         step_result = RESULTS.where(
             sol.result == dfx.RESULTS.successful,
             RESULTS.event_not_reached,
-            RESULTS.promote(sol.result),
-        )
-        finite = jnp.all(jnp.isfinite(x_plus)) & jnp.isfinite(t_hit)
-        new_result = RESULTS.where(
-            phase_failed,
-            step_result,
-            RESULTS.where(finite, RESULTS.successful, RESULTS.nonfinite_state),
-        )
-        ok = jnp.logical_not(phase_failed) & finite
-        accept = jnp.logical_not(done) & ok
-        result = RESULTS.where(done, result, new_result)
-        count = count + accept.astype(count.dtype)
-        new_done = done | jnp.logical_not(ok) | (count >= n_events)
-
-        nan = jnp.full((), jnp.nan, dtype)
-        record = dict(
-            t=jnp.where(accept, t_hit, nan),
-            x_before=jnp.where(accept, x_hit, nan),
-            x_after=jnp.where(accept, x_plus, nan),
-            transition=jnp.where(accept, fired, -1),
-            mode=jnp.where(accept, mode, -1),
-            T_c=jnp.where(accept, T_c, nan),
-            T_a=jnp.where(accept, T_a, nan),
-            guard=jnp.where(accept, next_guard, nan),
-        )
-        if n_save > 0:
-            # Sample the phase on its own dense interpolant; a phase that ended in
-            # failure is sampled up to where diffrax stopped.
-            grid = jnp.linspace(0.0, 1.0, n_save, dtype=dtype)
-            ts = t + (t_hit - t) * grid
-            xs = jax.vmap(sol.evaluate)(ts)
-            show = jnp.logical_not(done)
-            record["ts"] = jnp.where(show, ts, nan)
-            record["xs"] = jnp.where(show, xs, nan)
-        t = jnp.where(accept, t_hit, t)
-        x = jnp.where(accept, x_plus, x)
-        mode = jnp.where(accept, new_mode, mode)
-        return (t, x, mode, count, result, new_done), record
-
-    carry0 = (
-        jnp.asarray(t0, dtype),
-        x0,
-        jnp.asarray(mode0, jnp.int32),
-        jnp.zeros((), jnp.int32),
-        result0,
-        result0 != RESULTS.successful,
-    )
-    (t, x, mode, count, result, _), rec = jax.lax.scan(
-        phase, carry0, None, length=n_events
-    )
-    if n_save > 0:
-        t_phase, x_phase = rec["ts"], rec["xs"]
-    else:
-        t_phase = jnp.zeros((n_events, 0), dtype)
-        x_phase = jnp.zeros((n_events, 0, x0.shape[0]), dtype)
-    return HybridSolution(
-        t_events=rec["t"],
-        x_before=rec["x_before"],
-        x_after=rec["x_after"],
-        transitions=rec["transition"],
-        modes=rec["mode"],
-        T_c=rec["T_c"],
-        T_a=rec["T_a"],
-        guard_at_start=rec["guard"],
-        t_phase=t_phase,
-        x_phase=x_phase,
-        t_final=t,
-        x_final=x,
-        mode_final=mode,
-        n_events=count,
-        result=result,
-    )
-
-
-def _variational_field(field):
-    r"""The vector field of $(x, \Phi)$: $(f(t, x), f_x(t, x)\Phi)$."""
-
-    def augmented(t, y, args):
-        x, Phi = y
-        p = args[0]
-        fx, jvp_fn = jax.linearize(lambda z: field(t, z, p), x)
-        return fx, jax.vmap(jvp_fn, in_axes=1, out_axes=1)(Phi)
-
-    return augmented
-
-
-def _on_state(cond_fn):
-    def cond(t, y, args, **kwargs):
-        return cond_fn(t, y[0], args, **kwargs)
-
-    return cond
-
-
-def _start_guarded_cond(cond, tiny):
-    """Event condition that reads as +tiny at the phase's start time when the phase
-    starts on its guard surface (see `_simulate`)."""
-
-    def cond_fn(t, y, args, **kwargs):
-        del kwargs
-        p, (t_start, flag) = args
-        return jnp.where(flag & (t <= t_start), tiny, cond(t, y, p))
-
-    return cond_fn
-
-
-@eqx.filter_jit
-def _simulate_sequence(
-    system: HybridSystem,
-    x0,
-    params,
-    t0,
-    t_max,
-    sequence: tuple[int, ...],
-    solver,
-    stepsize_controller,
-    root_finder,
-    adjoint,
-    max_steps,
-    initial_guard_tol,
-    variational: bool = False,
-):
-    from ._saltation import saltation_parts
-
-    r"""Like `_simulate`, for a static, known sequence of transitions: every phase's
-    mode is known at trace time, so each phase solves its own mode's vector field
-    with its own guards (no `lax.switch` in the right-hand side). Used by the orbit
-    routines, whose cycle is declared by the Poincaré section.
-
-    With `variational=True` each phase also integrates the first variational
-    equation $\dot\Phi = f_x\Phi$ (Zana et al. 2018 eq. 35; step size controlled
-    on the state alone) and applies the saltation matrix at each event, and the
-    function returns `(solution, monodromy, dt_dx0)`: the fixed-duration flow
-    Jacobian $\tilde\Phi = S_N\Phi_N\cdots S_1\Phi_1$ and the gradient of the last
-    event time, $\partial t_e/\partial x_0 = -h_x\Phi^- / (h_x f^- + h_t)$."""
-    dtype = x0.dtype
-    tiny = jnp.finfo(dtype).tiny
-    nan = jnp.full((), jnp.nan, dtype)
-    conds = _mode_conds(system)
-    energy_fns = _energy_fns(system)
-    t = jnp.asarray(t0, dtype)
-    x = x0
-    Phi = jnp.eye(x0.shape[0], dtype=dtype)
-    dt_dx0 = jnp.zeros(x0.shape, dtype)
-    result = RESULTS.successful
-    records = []
-    if variational:
-        # Control the step size on the state alone: the variational part follows.
-        stepsize_controller = eqx.tree_at(
-            lambda c: c.norm,
-            stepsize_controller,
-            lambda y: optx.rms_norm(y[0]),
-        )
-    for index, k in enumerate(sequence):
-        mode = system.sources[k]
-        field = system.modes[mode].vector_field
-        cond = conds[mode]
-        outgoing = system.outgoing(mode)
-        c0 = cond(t, x, params)
-        if index == 0:
-            result = RESULTS.where(
-                c0 >= -initial_guard_tol, result, RESULTS.infeasible_initial_state
-            )
-        on_surface = (c0 <= 0) & (c0 >= -initial_guard_tol)
-
-        cond_fn = _start_guarded_cond(cond, tiny)
-        if variational:
-            term = dfx.ODETerm(_variational_field(field))
-            cond_fn = _on_state(cond_fn)
-            y0 = (x, Phi)
-        else:
-            term = dfx.ODETerm(lambda t_, y, args, field=field: field(t_, y, args[0]))
-            y0 = x
-
-        sol = dfx.diffeqsolve(
-            term,
-            solver,
-            t0=t,
-            t1=t_max,
-            dt0=None,
-            y0=y0,
-            args=(params, (t, on_surface)),
-            saveat=dfx.SaveAt(t1=True),
-            event=dfx.Event(cond_fn, root_finder=root_finder, direction=False),
-            stepsize_controller=stepsize_controller,
-            max_steps=max_steps,
-            adjoint=adjoint,
-            throw=False,
-        )
-        if variational:
-            t_hit = sol.ts[-1]
-            x_hit, Phi_minus = sol.ys[0][-1], sol.ys[1][-1]
-            S, h_x, h_t, f_minus = saltation_parts(system, k, t_hit, x_hit, params)
-            dt_dx0 = -(h_x @ Phi_minus) / (h_x @ f_minus + h_t)
-            Phi = S @ Phi_minus
-        else:
-            t_hit, x_hit = sol.ts[-1], sol.ys[-1]
-        if len(outgoing) > 1:
-            values = jnp.stack(
-                [
-                    signed_guard(system.transitions[j], t_hit, x_hit, params)
-                    for j in outgoing
-                ]
-            )
-            fired_right = jnp.asarray(outgoing)[jnp.argmin(values)] == k
-        else:
-            fired_right = jnp.asarray(True)
-        x_plus = system.transitions[k].reset(t_hit, x_hit, params)
-        T_c, T_a = energy_fns[k](t_hit, x_hit, params)
-        next_mode = system.targets[k]
-        next_guard = conds[next_mode](t_hit, x_plus, params)
-        phase_result = RESULTS.where(
-            sol.result == dfx.RESULTS.event_occurred,
             RESULTS.where(
-                fired_right,
-                RESULTS.where(
-                    jnp.all(jnp.isfinite(x_plus)),
-                    RESULTS.successful,
-                    RESULTS.nonfinite_state,
-                ),
-                RESULTS.wrong_event_sequence,
-            ),
-            RESULTS.where(
-                sol.result == dfx.RESULTS.successful,
-                RESULTS.event_not_reached,
+                root_find_failed,
+                RESULTS.event_location_failed,
                 RESULTS.promote(sol.result),
             ),
         )
-        result = RESULTS.where(result == RESULTS.successful, phase_result, result)
-        records.append((t_hit, x_hit, x_plus, k, mode, T_c, T_a, next_guard))
-        t, x = t_hit, x_plus
-    ok = result == RESULTS.successful
-    stack = [jnp.stack(list(r)) for r in zip(*records)]
-
-    def mask(a):
-        return jnp.where(ok, a, nan) if jnp.issubdtype(a.dtype, jnp.floating) else a
-
-    n = x0.shape[0]
-    solution = HybridSolution(
-        t_events=mask(stack[0]),
-        x_before=mask(stack[1]),
-        x_after=mask(stack[2]),
-        transitions=stack[3].astype(jnp.int32),
-        modes=stack[4].astype(jnp.int32),
-        T_c=mask(stack[5]),
-        T_a=mask(stack[6]),
-        guard_at_start=mask(stack[7]),
-        t_phase=jnp.zeros((len(sequence), 0), dtype),
-        x_phase=jnp.zeros((len(sequence), 0, n), dtype),
-        t_final=mask(t),
-        x_final=mask(x),
-        mode_final=jnp.asarray(system.targets[sequence[-1]], jnp.int32),
-        n_events=jnp.where(ok, len(sequence), 0).astype(jnp.int32),
-        result=result,
+        stage_result = RESULTS.where(failed, step_result, stage_result)
+        if entries.shape[0]:
+            armed = jnp.where(
+                running & occurred & arming_event, armed.at[j].set(True), armed
+            )
+        fired = jnp.where(real_event, j, fired)
+        hit = hit | real_event
+        t_cur = jnp.where(running, t_hit, t_cur)
+        y = jtu.tree_map(lambda new, old: jnp.where(running, new, old), y_hit, y)
+        finished = finished | real_event | failed
+    stage_result = RESULTS.where(
+        jnp.logical_not(finished), RESULTS.event_not_reached, stage_result
     )
-    if variational:
-        return solution, jnp.where(ok, Phi, nan), jnp.where(ok, dt_dx0, nan)
+
+    # The event.
+    x_minus = state_of(y)
+    t_event = t_cur
+    k = expected if expected is not None else fired
+    if isinstance(k, int):
+        reset = system.transitions[k].reset
+        x_plus = reset(t_event, x_minus, params)
+        next_mode_value = system.targets[k]
+    else:
+        resets = [tr.reset for tr in system.transitions]
+        x_plus = jax.lax.switch(k, resets, t_event, x_minus, params)
+        next_mode_value = jnp.asarray(system.targets, jnp.int32)[k]
+    next_mode = jnp.asarray(next_mode_value, jnp.int32)
+    extra_plus, extra_record = None, None
+    if augmented:
+        extra_plus, extra_record = augmentation.at_event(
+            system, k, t_event, x_minus, y[1], params
+        )
+    observables = (
+        _event_observables(
+            system, observable_shapes, k, t_event, x_minus, x_plus, params
+        )
+        if diagnose
+        else {}
+    )
+
+    # Classify the crossing (status only: no derivatives flow).
+    t_s, x_s, p_s = jax.lax.stop_gradient((t_event, x_minus, params))
+    if diagnose:
+        _, h1, h2 = tables.guard_derivatives(mode, t_s, x_s, p_s)
+        rate, curvature = h1[fired], h2[fired]
+        grazing = hit & _grazing(rate, curvature, tol)
+    else:
+        rate, grazing = jnp.full((), jnp.nan, dtype), jnp.zeros((), bool)
+    if diagnose:
+        next_tables = Tables(system, next_mode_value if isinstance(k, int) else None)
+        x_plus_s = jax.lax.stop_gradient(x_plus)
+        next_armed = next_tables.arming(next_mode, t_s, x_plus_s, p_s) > 0
+        next_guards = jnp.where(
+            next_armed, next_tables.guards(next_mode, t_s, x_plus_s, p_s), jnp.inf
+        )
+        guard_at_start = (
+            jnp.min(next_guards)
+            if next_guards.shape[0]
+            else jnp.full((), jnp.inf, dtype)
+        )
+    else:
+        guard_at_start = jnp.full((), jnp.nan, dtype)
+
+    finite = jnp.all(jnp.isfinite(x_plus)) & jnp.isfinite(t_event)
+    result = RESULTS.where(
+        start.result != RESULTS.successful,
+        start.result,
+        RESULTS.where(
+            hit,
+            RESULTS.where(
+                finite,
+                RESULTS.where(
+                    grazing,
+                    RESULTS.grazing_event,
+                    RESULTS.where(
+                        jnp.asarray(True) if expected is None else fired == expected,
+                        RESULTS.successful,
+                        RESULTS.wrong_event_sequence,
+                    ),
+                ),
+                RESULTS.nonfinite_state,
+            ),
+            stage_result,
+        ),
+    )
+    cause = jnp.where(
+        start.result != RESULTS.successful,
+        start.cause,
+        jnp.where(grazing, fired, -1),
+    ).astype(jnp.int32)
+    event_recorded = active & hit & finite
+
+    # Samples and phase observables on the dense output of the stages.
+    def x_of(s):
+        value = state_of(stages[0][0].evaluate(jnp.clip(s, stages[0][1], stages[0][2])))
+        for sol, t_a, t_b in stages[1:]:
+            later = state_of(sol.evaluate(jnp.clip(s, t_a, t_b)))
+            value = jnp.where(s > t_a, later, value)
+        return value
+
+    if n_save > 0:
+        grid = jnp.linspace(0.0, 1.0, n_save, dtype=dtype)
+        t_phase = t + (t_event - t) * grid
+        x_phase = jax.vmap(x_of)(t_phase)
+    else:
+        t_phase = jnp.zeros((0,), dtype)
+        x_phase = jnp.zeros((0, x.shape[0]), dtype)
+    if phase_observables_wanted:
+        phase_obs = _phase_observables(
+            system, phase_keys, mode, static_mode, t, t_event, x_of, params
+        )
+    else:
+        phase_obs = {}
+
+    return PhaseOutcome(
+        result=result,
+        cause=cause,
+        ran=run,
+        event=event_recorded,
+        t_event=t_event,
+        x_minus=x_minus,
+        x_plus=x_plus,
+        extra_plus=extra_plus,
+        extra_record=extra_record,
+        transition=jnp.asarray(fired, jnp.int32),
+        next_mode=next_mode,
+        crossing_rate=rate,
+        guard_at_start=guard_at_start,
+        observables=observables,
+        t_phase=t_phase,
+        x_phase=x_phase,
+        phase_observables=phase_obs,
+    )
+
+
+# ---------------------------------------------------------------------------
+# The event loop
+# ---------------------------------------------------------------------------
+
+
+def _params_finite(params):
+    flags = [
+        jnp.all(jnp.isfinite(leaf))
+        for leaf in jtu.tree_leaves(params)
+        if eqx.is_array(leaf) and jnp.issubdtype(leaf.dtype, jnp.inexact)
+    ]
+    return jnp.all(jnp.stack(flags)) if flags else jnp.asarray(True)
+
+
+def run_events(
+    system: HybridSystem,
+    x0,
+    params,
+    settings: Settings,
+    adjoint,
+    *,
+    mode0,
+    t0,
+    n_events: int | None = None,
+    sequence: tuple[int, ...] | None = None,
+    augmentation=None,
+    extra0=None,
+    n_save: int = 0,
+    phase_observables: bool = True,
+    diagnose: bool = True,
+):
+    """The one event loop: `n_events` phases with modes chosen at run time
+    (`lax.scan`), or the phases of a declared `sequence` of transitions with
+    static modes (a Python loop; each phase must fire its declared transition).
+    Returns `(solution, extra, records)`: a [`hybrax.HybridSolution`][], the
+    augmentation's state after the last event and what its `at_event` recorded at
+    each event (`None` without an augmentation).
+
+    An augmentation (internal; see `Variational` in the periodic layer) carries
+    extra states through the phases: `field(f, t, (x, z))` is the augmented right
+    side, `at_event(system, k, t, x_minus, z_minus, params)` returns
+    `(z_plus, record)`. Step sizes are controlled on `x` alone."""
+    dtype = x0.dtype
+    nan = jnp.full((), jnp.nan, dtype)
+    t0 = jnp.asarray(t0, dtype)
+    t_max = jnp.asarray(settings.t_max, dtype)
+    observable_shapes = _event_observable_shapes(system, x0, params)
+    phase_keys = _phase_observable_keys(system) if phase_observables else ()
+
+    result0 = RESULTS.where(
+        _params_finite(params),
+        RESULTS.where(
+            jnp.all(jnp.isfinite(x0)),
+            RESULTS.where(t_max > t0, RESULTS.successful, RESULTS.invalid_time_span),
+            RESULTS.nonfinite_state,
+        ),
+        RESULTS.nonfinite_parameters,
+    )
+    carry = dict(
+        t=t0,
+        x=x0,
+        extra=extra0,
+        mode=jnp.asarray(mode0, jnp.int32),
+        count=jnp.zeros((), jnp.int32),
+        result=result0,
+        done=result0 != RESULTS.successful,
+        history=jnp.full((3,), jnp.nan, dtype),
+        zeno_time=nan,
+        cause=jnp.asarray(-1, jnp.int32),
+    )
+
+    def step(carry, static_mode, expected, initial):
+        active = jnp.logical_not(carry["done"])
+        phase = run_phase(
+            system,
+            static_mode,
+            carry["mode"] if static_mode is None else static_mode,
+            carry["t"],
+            carry["x"],
+            carry["extra"],
+            params,
+            settings,
+            adjoint,
+            active=active,
+            initial=initial,
+            expected=expected,
+            augmentation=augmentation,
+            n_save=n_save,
+            observable_shapes=observable_shapes,
+            phase_keys=phase_keys,
+            diagnose=diagnose,
+        )
+        # Zeno: the mode cannot start again after events whose spacing shrinks.
+        history = carry["history"]
+        gap_before, gap_last = history[1] - history[0], history[2] - history[1]
+        shrinking = (carry["count"] >= 3) & (gap_last < gap_before)
+        zeno = (phase.result == RESULTS.mode_not_viable) & shrinking
+        safe = jnp.where(zeno, gap_last - gap_before, 1.0)
+        zeno_time = jnp.where(zeno, history[2] - gap_last**2 / safe, carry["zeno_time"])
+        phase_result = RESULTS.where(zeno, RESULTS.zeno, phase.result)
+
+        accept = active & phase.event
+        ok = phase_result == RESULTS.successful
+        result = RESULTS.where(active, phase_result, carry["result"])
+        count = carry["count"] + accept.astype(jnp.int32)
+        done = carry["done"] | jnp.logical_not(ok)
+        if n_events is not None:
+            done = done | (count >= n_events)
+
+        def keep(new, old):
+            return jnp.where(accept, new, old)
+
+        new_carry = dict(
+            t=keep(phase.t_event, carry["t"]),
+            x=keep(phase.x_plus, carry["x"]),
+            extra=None
+            if augmentation is None
+            else jtu.tree_map(keep, phase.extra_plus, carry["extra"]),
+            mode=keep(phase.next_mode, carry["mode"]),
+            count=count,
+            result=result,
+            done=done,
+            history=jnp.where(
+                accept,
+                jnp.concatenate([history[1:], phase.t_event[None]]),
+                history,
+            ),
+            zeno_time=zeno_time,
+            cause=jnp.where(active & ~ok, phase.cause, carry["cause"]),
+        )
+
+        def record(value, fill):
+            return jnp.where(accept, value, fill)
+
+        shown = active & phase.ran
+        rec = dict(
+            t=record(phase.t_event, nan),
+            x_before=record(phase.x_minus, nan),
+            x_after=record(phase.x_plus, nan),
+            transition=record(phase.transition, -1),
+            mode=record(
+                carry["mode"] if static_mode is None else static_mode, -1
+            ).astype(jnp.int32),
+            observables={k: record(v, nan) for k, v in phase.observables.items()},
+            crossing_rate=record(phase.crossing_rate, nan),
+            guard_at_start=record(phase.guard_at_start, nan),
+            t_phase=jnp.where(shown, phase.t_phase, nan),
+            x_phase=jnp.where(shown, phase.x_phase, nan),
+            phase_observables={
+                k: record(v, nan) for k, v in phase.phase_observables.items()
+            },
+            augmentation=jtu.tree_map(lambda v: record(v, nan), phase.extra_record),
+        )
+        return new_carry, rec
+
+    if sequence is None:
+        if n_events is None or n_events < 1:
+            raise ValueError("`n_events` must be a positive integer.")
+
+        def body(carry, index):
+            return step(carry, None, None, index == 0)
+
+        carry, records = jax.lax.scan(body, carry, jnp.arange(n_events))
+    else:
+        records_list = []
+        for index, k in enumerate(sequence):
+            carry, rec = step(carry, system.sources[k], k, index == 0)
+            records_list.append(rec)
+        records = jtu.tree_map(lambda *r: jnp.stack(r), *records_list)
+
+    solution = HybridSolution(
+        t_events=records["t"],
+        x_before=records["x_before"],
+        x_after=records["x_after"],
+        transitions=records["transition"],
+        modes=records["mode"],
+        observables=records["observables"],
+        crossing_rate=records["crossing_rate"],
+        guard_at_start=records["guard_at_start"],
+        t_phase=records["t_phase"],
+        x_phase=records["x_phase"],
+        phase_observables=records["phase_observables"],
+        t_final=carry["t"],
+        x_final=carry["x"],
+        mode_final=carry["mode"],
+        n_events=carry["count"],
+        zeno_time=carry["zeno_time"],
+        cause_transition=carry["cause"],
+        result=carry["result"],
+    )
+    return solution, carry["extra"], records["augmentation"]
+
+
+# ---------------------------------------------------------------------------
+# simulate
+# ---------------------------------------------------------------------------
+
+
+def check_state(system: HybridSystem, x0, name: str = "x0") -> Array:
+    x0 = jnp.asarray(x0)
+    if x0.ndim != 1 or x0.shape[0] != system.n_states:
+        raise ValueError(
+            f"`{name}` must have shape ({system.n_states},); got {tuple(x0.shape)}."
+        )
+    return x0.astype(jnp.result_type(float))
+
+
+@eqx.filter_jit
+def _simulate(system, x0, params, mode0, t0, settings, adjoint, n_events, n_save):
+    solution, _, _ = run_events(
+        system,
+        x0,
+        params,
+        settings,
+        adjoint,
+        mode0=mode0,
+        t0=t0,
+        n_events=n_events,
+        n_save=n_save,
+    )
     return solution
 
 
@@ -565,33 +970,34 @@ def simulate(
     params: Params,
     *,
     n_events: int,
-    t_max: RealScalarLike,
+    settings: Settings | None = None,
     mode0: ModeIndex | str = 0,
-    t0: RealScalarLike = 0.0,
-    solver: dfx.AbstractAdaptiveSolver | None = None,
-    rtol: float = 1e-10,
-    atol: float = 1e-10,
-    stepsize_controller: dfx.AbstractStepSizeController | None = None,
-    root_finder: optx.AbstractRootFinder | None = None,
-    adjoint: dfx.AbstractAdjoint | None = None,
-    max_steps: int = 4096,
+    t0: float | Float[Array, ""] = 0.0,
     n_save: int = 0,
-    initial_guard_tol: float = 1e-9,
     throw: bool = False,
 ) -> HybridSolution:
     r"""Simulate a hybrid system through `n_events` transitions.
 
     Each phase integrates $\dot x = f_{m}(t, x, p)$ of the current mode $m$ with
-    diffrax until the earliest guard crossing among the transitions leaving $m$; the
-    crossing time is root-found (not stepped over), the reset $x^+ = g(t, x^-, p)$ is
-    applied and the target mode starts. The run succeeds when `n_events` events occur
-    before `t_max`.
+    diffrax until the earliest crossing among the armed guards of the transitions
+    leaving $m$; the crossing time is root-found (not stepped over), the reset
+    $x^+ = g(t, x^-, p)$ is applied and the target mode starts. The run succeeds
+    when `n_events` events occur before `settings.t_max`.
 
-    Works under `jax.jit`, `jax.vmap` and autodiff. For `jax.jacfwd`/`jax.jvp` pass
-    `adjoint=diffrax.ForwardMode()`; the default `RecursiveCheckpointAdjoint` serves
-    reverse mode (`jax.grad`). Event times are differentiated by the implicit function
-    theorem, so derivatives include the saltation terms (Leine 2000; Hiskens & Pai
-    2000).
+    It never reports a degenerate run as successful; each has its own status in
+    [`hybrax.RESULTS`][]: a start outside the initial mode
+    (`infeasible_initial_state`, `constraint_violated`), a phase that would end
+    the instant it starts (`mode_not_viable`: events piling up at one instant), an
+    accumulation of events (`zeno`, with `zeno_time`), a tangential crossing
+    (`grazing_event`), a horizon before the start (`invalid_time_span`), besides
+    `event_not_reached`, `max_steps_reached` and non-finite values. Guard dips
+    inside one integrator step are found (see [`hybrax.Settings`][]).
+
+    Works under `jax.jit`, `jax.vmap` and autodiff. For `jax.jacfwd`/`jax.jvp` use
+    `Settings(adjoint=diffrax.ForwardMode())`; the default
+    `diffrax.RecursiveCheckpointAdjoint()` serves reverse mode (`jax.grad`). Event
+    times are differentiated by the implicit function theorem, so derivatives
+    include the saltation terms (Leine 2000; Hiskens & Pai 2000).
 
     **Arguments:**
 
@@ -599,83 +1005,61 @@ def simulate(
     - `x0`: the initial state, shape `(system.n_states,)`.
     - `params`: the parameter PyTree passed to every vector field, guard and reset.
     - `n_events`: how many transitions to run (static: it fixes output shapes).
-    - `t_max`: give up (status `event_not_reached`) if the events are not done by then.
+    - `settings`: a [`hybrax.Settings`][] (solver, tolerances, `t_max`, ...).
     - `mode0`: the initial mode (index or name).
     - `t0`: the initial time.
-    - `solver`: a diffrax adaptive solver; default `Tsit5` (its dense output is as
-      accurate as its steps, which the event root-finding relies on).
-    - `rtol`, `atol`: tolerances of the default `PIDController`.
-    - `stepsize_controller`: overrides the default `PIDController(rtol, atol)`.
-    - `root_finder`: event root finder; default `optimistix.Newton(1e-12, 1e-12)`.
-    - `adjoint`: a diffrax adjoint (see above).
-    - `max_steps`: step limit per phase; hitting it gives status `max_steps_reached`.
     - `n_save`: samples per phase kept for plotting (0 keeps none).
-    - `initial_guard_tol`: how far past a guard the initial state may lie before the
-      status is `infeasible_initial_state`.
-    - `throw`: raise on failure instead of returning the status (not under `vmap`).
+    - `throw`: raise an error carrying the status message when the run fails
+      (under `jax.vmap`: when any element fails) instead of returning the status.
 
     **Returns:** a [`hybrax.HybridSolution`][].
 
     **Raises:** `ValueError` for a state of the wrong shape or bad static arguments;
-    with `throw=True`, an error carrying the failure message.
+    with `throw=True`, an `equinox.EquinoxRuntimeError` carrying the status message.
     """
-    x0 = _check_state(system, x0)
-    if int(n_events) < 1:
+    settings = resolve_settings(settings)
+    x0 = check_state(system, x0)
+    if isinstance(n_events, bool) or int(n_events) < 1:
         raise ValueError(f"`n_events` must be a positive integer; got {n_events}.")
     if int(n_save) < 0:
         raise ValueError(f"`n_save` must be non-negative; got {n_save}.")
-    if int(max_steps) < 1:
-        raise ValueError(f"`max_steps` must be a positive integer; got {max_steps}.")
-    if _is_concrete(t_max) and _is_concrete(t0) and not float(t_max) > float(t0):
-        raise ValueError(f"`t_max` must exceed `t0`; got t0={t0}, t_max={t_max}.")
+    if is_concrete(t0) and is_concrete(settings.t_max):
+        if not float(settings.t_max) > float(t0):
+            raise ValueError(
+                f"`settings.t_max` must exceed `t0`; got t0={float(t0)}, "
+                f"t_max={float(settings.t_max)}."
+            )
     mode0 = system.mode_index(mode0) if isinstance(mode0, str | int) else mode0
-    if solver is None:
-        solver = _default_solver()
-    if stepsize_controller is None:
-        stepsize_controller = dfx.PIDController(rtol=rtol, atol=atol)
-    if root_finder is None:
-        root_finder = optx.Newton(rtol=1e-12, atol=1e-12)
-    if adjoint is None:
-        adjoint = dfx.RecursiveCheckpointAdjoint()
+    adjoint = (
+        dfx.RecursiveCheckpointAdjoint()
+        if settings.adjoint is None
+        else settings.adjoint
+    )
     dtype = jnp.result_type(float)
     solution = _simulate(
         system,
-        x0.astype(dtype),
+        x0,
         canonical_params(params),
         mode0,
         jnp.asarray(t0, dtype),
-        jnp.asarray(t_max, dtype),
-        int(n_events),
-        solver,
-        stepsize_controller,
-        root_finder,
+        settings,
         adjoint,
-        int(max_steps),
+        int(n_events),
         int(n_save),
-        initial_guard_tol,
     )
     if throw:
-        solution = eqx.tree_at(
-            lambda s: s.x_final,
-            solution,
-            solution.result.error_if(
-                solution.x_final, solution.result != RESULTS.successful
-            ),
-        )
+        solution = raise_if_failed(solution, solution.result)
     return solution
 
 
-def status_message(result) -> list[str]:
-    """Human-readable messages of a (possibly batched) [`hybrax.RESULTS`][]: one per
-    element, `"successful"` for success."""
-    codes = np.atleast_1d(np.asarray(result._value))
-    messages = RESULTS._index_to_message
-    names = {int(item._value): name for name, item in RESULTS._name_to_item.items()}
-    return [messages[int(c)] or names[int(c)] for c in codes]
-
-
-def status_name(result) -> list[str]:
-    """Names (e.g. `"event_not_reached"`) of a (possibly batched) status."""
-    codes = np.atleast_1d(np.asarray(result._value))
-    names = {int(item._value): name for name, item in RESULTS._name_to_item.items()}
-    return [names[int(c)] for c in codes]
+def raise_if_failed(tree, result: RESULTS):
+    """`tree` unchanged, with a runtime error carrying the status message attached
+    wherever `result` is not `successful` (under `vmap`: any element)."""
+    leaves, treedef = jtu.tree_flatten(tree)
+    index = next(
+        i
+        for i, leaf in enumerate(leaves)
+        if eqx.is_array(leaf) and jnp.issubdtype(leaf.dtype, jnp.inexact)
+    )
+    leaves[index] = result.error_if(leaves[index], result != RESULTS.successful)
+    return jtu.tree_unflatten(treedef, leaves)

@@ -10,7 +10,6 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import diffrax as dfx
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -21,6 +20,7 @@ from jaxtyping import Array, Complex, Int, PyTree
 
 from ._custom_types import Params
 from ._hybrid import HybridSystem
+from ._misc import check_float64
 from ._periodic import (
     FloquetAnalysis,
     PeriodicOrbit,
@@ -28,7 +28,8 @@ from ._periodic import (
     find_periodic_orbit,
     poincare_map,
 )
-from ._simulate import RESULTS, check_float64, status_name
+from ._settings import Settings, resolve_settings
+from ._solution import RESULTS, status_code, status_name
 
 
 _AXIS = "batch"
@@ -342,8 +343,8 @@ class OrbitSweep(eqx.Module):
       surface). NaN where no orbit was found.
     - `floquet`: a batched [`hybrax.FloquetAnalysis`][] with `analyse=True`, else
       `None`.
-    - `status`: the integer status code of each element (`RESULTS` item's value;
-      0 is `successful`); names in `status_names`.
+    - `status`: the integer status code of each element, its position in
+      `hybrax.STATUS_NAMES` (0 is `successful`); names in `status_names`.
     """
 
     orbit: PeriodicOrbit
@@ -359,30 +360,12 @@ class OrbitSweep(eqx.Module):
     @property
     def converged(self) -> np.ndarray:
         """Whether each element is a valid periodic orbit."""
-        return np.asarray(self.status) == int(RESULTS.successful._value)
+        return np.asarray(self.status) == 0
 
     @property
     def leading_multiplier(self) -> np.ndarray:
         """The nontrivial multiplier of largest modulus of each element."""
         return np.asarray(self.multipliers)[:, 0]
-
-
-class _FiniteChart(eqx.Module):
-    """A section chart that maps a non-finite iterate to the state of `fallback`.
-
-    A Newton iterate that ran off (a failed cycle returns NaN) stays NaN, and a
-    cycle from a NaN state rejects every step until `max_steps`. Under `vmap` each
-    such lane would hold up its whole chunk for that long at every remaining
-    iteration; from the fallback state its cycle costs an ordinary one. Its
-    residual stays NaN (the iterate is NaN), so the element still fails; finite
-    iterates are mapped exactly as before."""
-
-    chart: Callable
-    fallback: Array
-
-    def __call__(self, u, params):
-        u = jnp.where(jnp.all(jnp.isfinite(u)), u, self.fallback)
-        return self.chart(u, params)
 
 
 class _OrbitSolve(eqx.Module):
@@ -392,7 +375,13 @@ class _OrbitSolve(eqx.Module):
     system: HybridSystem
     section: PoincareSection
     guess: Any  # a callable `guess(params)`, or None (the element carries it)
-    options: dict
+    settings: Settings
+    root_finder: optx.AbstractRootFinder
+    max_iterations: int = eqx.field(static=True)
+    residual_tol: float = eqx.field(static=True)
+    analyse: bool = eqx.field(static=True)
+    jacobian: str = eqx.field(static=True)
+    phase_observables: bool = eqx.field(static=True)
     return_map_iterations: int = eqx.field(static=True)
 
     def __call__(self, element):
@@ -400,24 +389,20 @@ class _OrbitSolve(eqx.Module):
         if u is None:
             u = jnp.asarray(self.guess(params), dtype=jnp.result_type(float))
         u = self._iterate_map(u, params)
-        section = PoincareSection(
-            self.section.sequence,
-            _FiniteChart(self.section.chart, u),
-            self.section.coordinates,
-        )
         orbit, floquet = find_periodic_orbit(
-            self.system, section, u, params, **self.options
+            self.system,
+            self.section,
+            u,
+            params,
+            settings=self.settings,
+            root_finder=self.root_finder,
+            max_iterations=self.max_iterations,
+            residual_tol=self.residual_tol,
+            analyse=self.analyse,
+            jacobian=self.jacobian,
+            phase_observables=self.phase_observables,
         )
-        # What was computed from the fallback state belongs to no iterate.
-        ran_off = jnp.logical_not(jnp.all(jnp.isfinite(orbit.u)))
-        orbit = jtu.tree_map(
-            lambda leaf: (
-                jnp.where(ran_off, jnp.nan, leaf)
-                if jnp.issubdtype(leaf.dtype, jnp.floating)
-                else leaf
-            ),
-            orbit,
-        )
+        # A failed orbit is NaN already; so are its multipliers.
         M = orbit.reduced_jacobian
         finite = jnp.all(jnp.isfinite(M))
         eig = jnp.linalg.eigvals(jnp.where(finite, M, 0.0))
@@ -430,11 +415,11 @@ class _OrbitSolve(eqx.Module):
         converges to a stable orbit); keeps the last iterate whose cycle ran."""
         if self.return_map_iterations == 0:
             return u
-        keys = ("rtol", "atol", "solver", "max_steps", "t_max")
-        settings = {k: self.options[k] for k in keys}
 
         def body(_, u):
-            u_next, sol = poincare_map(self.system, self.section, u, params, **settings)
+            u_next, sol = poincare_map(
+                self.system, self.section, u, params, settings=self.settings
+            )
             ok = sol.result == RESULTS.successful
             return jnp.where(ok & jnp.all(jnp.isfinite(u_next)), u_next, u)
 
@@ -492,15 +477,12 @@ def sweep_orbits(
     distributed: bool = False,
     analyse: bool = False,
     return_map_iterations: int = 0,
-    root_solver: optx.AbstractRootFinder | None = None,
-    rtol: float = 1e-10,
-    atol: float = 1e-10,
-    solver: dfx.AbstractAdaptiveSolver | None = None,
-    max_steps: int = 4096,
-    t_max: float = 50.0,
+    settings: Settings | None = None,
+    root_finder: optx.AbstractRootFinder | None = None,
     max_iterations: int = 40,
     residual_tol: float = 1e-8,
     jacobian: str = "autodiff",
+    phase_observables: bool = False,
 ) -> OrbitSweep:
     r"""Periodic orbits and their multipliers for a batch of parameter sets, with
     [`hybrax.find_periodic_orbit`][] under one compiled `jit(vmap(...))` (see
@@ -529,11 +511,13 @@ def sweep_orbits(
     - `return_map_iterations`: iterate the return map this many times from the guess
       before shooting (cheap, forward-only cycles that pull the guess towards a
       stable orbit); 0 (default) shoots from the guess itself.
-    - `root_solver`, `rtol`, `atol`, `solver`, `max_steps`, `t_max`,
-      `max_iterations`, `residual_tol`, `jacobian`: passed to `find_periodic_orbit`
-      (same defaults; `jacobian="variational"` is the faster Newton). In a batch
-      the slowest element sets the pace: smaller `t_max`, `max_steps` and
-      `max_iterations` bound what a hopeless element costs.
+    - `settings`, `root_finder`, `max_iterations`, `residual_tol`, `jacobian`,
+      `phase_observables`: passed to `find_periodic_orbit` (same defaults, except
+      `phase_observables=False`: the cycle's phase observables are recorded only
+      on request; `jacobian="variational"` is the faster Newton). In a batch
+      the slowest element sets the pace: smaller `settings.t_max`,
+      `settings.max_steps` and `max_iterations` bound what a hopeless element
+      costs. Failed elements are NaN with their status.
 
     **Returns:** an [`hybrax.OrbitSweep`][] (NumPy arrays, batch axis first).
 
@@ -557,21 +541,29 @@ def sweep_orbits(
         raise ValueError(
             f"`return_map_iterations` must be >= 0; got {return_map_iterations}."
         )
-    options = dict(
-        root_solver=optx.Newton(rtol=1e-11, atol=1e-11)
-        if root_solver is None
-        else root_solver,
-        rtol=float(rtol),
-        atol=float(atol),
-        solver=solver,
-        max_steps=int(max_steps),
-        t_max=float(t_max),
-        max_iterations=int(max_iterations),
-        residual_tol=float(residual_tol),
-        analyse=bool(analyse),
-        jacobian=jacobian,
+    settings = resolve_settings(settings)
+    if root_finder is None:
+        root_finder = optx.Newton(rtol=1e-11, atol=1e-11)
+    # The single-orbit checks, once, eagerly (the sweep calls it traced).
+    if jacobian not in ("variational", "autodiff"):
+        raise ValueError(
+            f"`jacobian` must be 'variational' or 'autodiff'; got {jacobian!r}."
+        )
+    if isinstance(max_iterations, bool) or int(max_iterations) < 1:
+        raise ValueError(f"`max_iterations` must be positive; got {max_iterations}.")
+    fn = _OrbitSolve(
+        system,
+        section,
+        guess,
+        settings,
+        root_finder,
+        int(max_iterations),
+        float(residual_tol),
+        bool(analyse),
+        jacobian,
+        bool(phase_observables),
+        int(return_map_iterations),
     )
-    fn = _OrbitSolve(system, section, guess, options, int(return_map_iterations))
 
     # Non-finite elements are replaced by a finite one for the solve and flagged.
     ok = _finite_rows((params_batch, u_batch), n)
@@ -592,10 +584,8 @@ def sweep_orbits(
         distributed=distributed,
         desc="orbits",
     )
-    code = np.asarray(orbit.result._value).copy()
     if not ok.all():
         bad = ~ok
-        code[bad] = int(RESULTS.nonfinite_parameters._value)
 
         def blank(leaf):
             if not eqx.is_array(leaf):
@@ -605,8 +595,14 @@ def sweep_orbits(
                 leaf[bad] = np.nan
             return leaf
 
+        result = jtu.tree_map(
+            lambda code, bad_code: np.where(ok, code, bad_code),
+            orbit.result,
+            RESULTS.nonfinite_parameters,
+        )
         orbit, multipliers, floquet = jtu.tree_map(blank, (orbit, multipliers, floquet))
-        orbit = eqx.tree_at(lambda o: o.result._value, orbit, code)
+        orbit = eqx.tree_at(lambda o: o.result, orbit, result)
+    code = status_code(orbit.result)
     return OrbitSweep(
         orbit=orbit, multipliers=multipliers, floquet=floquet, status=code
     )

@@ -10,6 +10,7 @@ from .hopper import (
     constrained_hopper as constrained_hopper,
     default_initial_state as default_initial_state,
     energies as energies,
+    ground_force as ground_force,
     ground_multiplier as ground_multiplier,
     hopper_parameter as hopper_parameter,
     hopper_params as hopper_params,

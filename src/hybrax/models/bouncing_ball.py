@@ -13,7 +13,7 @@ import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
 
-from .._hybrid import HybridSystem, Mode, Transition
+from .._hybrid import AbstractReset, HybridSystem, Mode, Transition
 
 
 class BallParams(eqx.Module):
@@ -49,15 +49,15 @@ def _height(t, x, params):
     return x[0]
 
 
-class _Restitution(eqx.Module):
+class _Restitution(AbstractReset):
     def __call__(self, t, x, params):
         del t
         return x.at[1].multiply(-params.e)
 
-    def energy_split(self, t, x, params):
-        del t
-        kinetic = 0.5 * params.m * x[1] ** 2
-        return (1 - params.e**2) * kinetic, params.e**2 * kinetic
+    def observables(self, t, x_minus, x_plus, params):
+        del t, x_plus
+        kinetic = 0.5 * params.m * x_minus[1] ** 2
+        return {"T_c": (1 - params.e**2) * kinetic, "T_a": params.e**2 * kinetic}
 
 
 def bouncing_ball() -> HybridSystem:

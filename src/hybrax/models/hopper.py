@@ -23,7 +23,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._hybrid import (
+    AbstractReset,
     ContactForceGuard,
+    Extremum,
     HybridSystem,
     Mode,
     PlasticImpact,
@@ -207,10 +209,35 @@ def constrained_hopper() -> HybridSystem:
         name="liftoff",
     )
     modes = (
-        mechanical_mode(flight, ("body",), "flight"),
-        mechanical_mode(ground, ("body", "ground"), "ground"),
+        mechanical_mode(
+            flight,
+            ("body",),
+            "flight",
+            observables={
+                "apex_upper": Extremum(_upper_height_constrained),
+                "apex_lower": Extremum(_lower_height_constrained),
+            },
+        ),
+        mechanical_mode(
+            ground,
+            ("body", "ground"),
+            "ground",
+            observables={
+                "min_ground_force": Extremum(_ground_force_constrained, "min")
+            },
+        ),
     )
     return HybridSystem(modes, (touchdown, liftoff), n_states=8)
+
+
+def _upper_height_constrained(t, x, params):
+    del t, params
+    return x[1]
+
+
+def _ground_force_constrained(t, x, params):
+    del t
+    return ground_force(to_minimal(x), params)
 
 
 def _lower_height_constrained(t, x, params):
@@ -254,17 +281,45 @@ def _liftoff_guard(t, x, params):
     return ground_multiplier(x, params) / _weight(params)
 
 
-class _PlasticTouchdown(eqx.Module):
+class _PlasticTouchdown(AbstractReset):
     r"""Minimal-coordinate touchdown: $\dot z_L \to 0$; $T_c = \tfrac12 m_L\dot z_L^2$,
-    $T_a = \tfrac12 m_U\dot z_U^2$ (the same split as the constrained projection)."""
+    $T_a = \tfrac12 m_U\dot z_U^2$ and the impulse $m_L\dot z_L^-$ (the same as the
+    constrained projection's)."""
 
     def __call__(self, t, x, params):
         del t, params
         return x.at[3].set(0.0)
 
-    def energy_split(self, t, x, params):
-        del t
-        return 0.5 * params.m_L * x[3] ** 2, 0.5 * params.m_U * x[2] ** 2
+    def observables(self, t, x_minus, x_plus, params):
+        del t, x_plus
+        return {
+            "T_c": 0.5 * params.m_L * x_minus[3] ** 2,
+            "T_a": 0.5 * params.m_U * x_minus[2] ** 2,
+            "impulse": (params.m_L * x_minus[3])[None],
+        }
+
+
+def ground_force(x, params):
+    r"""The normal force of the ground on the lower mass in the ground phase,
+    $N = -\lambda_g = m_L g - T$ (minimal state; positive while the ground
+    pushes)."""
+    return -ground_multiplier(x, params)
+
+
+def _upper_height(t, x, params):
+    del t, params
+    return x[0]
+
+
+def _ground_force(t, x, params):
+    del t
+    return ground_force(x, params)
+
+
+def _on_ground(t, x, params):
+    r"""The ground mode's constraints in minimal coordinates: $z_L = \dot z_L = 0$."""
+    del t, params
+    return jnp.stack([x[1], x[3]])
 
 
 def minimal_hopper() -> HybridSystem:
@@ -273,7 +328,22 @@ def minimal_hopper() -> HybridSystem:
     Flight: $m_U\ddot z_U = -T - m_U g$, $m_L\ddot z_L = T - m_L g$ with $d = d_F$.
     Ground: $z_L = \dot z_L = 0$, $m_U\ddot z_U = -T - m_U g$ with $d = d_G$.
     Same transitions as [`hybrax.models.constrained_hopper`][]."""
-    modes = (Mode(_flight_field, "flight"), Mode(_ground_field, "ground"))
+    modes = (
+        Mode(
+            _flight_field,
+            "flight",
+            observables={
+                "apex_upper": Extremum(_upper_height),
+                "apex_lower": Extremum(_lower_height),
+            },
+        ),
+        Mode(
+            _ground_field,
+            "ground",
+            constraints=_on_ground,
+            observables={"min_ground_force": Extremum(_ground_force, "min")},
+        ),
+    )
     touchdown = Transition(
         source="flight",
         target="ground",

@@ -19,7 +19,7 @@ import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
 
-from .._hybrid import HybridSystem, Mode, Transition
+from .._hybrid import AbstractReset, HybridSystem, Mode, Transition
 
 
 class RimlessWheelParams(eqx.Module):
@@ -60,16 +60,16 @@ def _strike_guard(t, x, params):
     return params.gamma + params.alpha - x[0]
 
 
-class _SpokeSwap(eqx.Module):
+class _SpokeSwap(AbstractReset):
     def __call__(self, t, x, params):
         del t
         return jnp.stack([x[0] - 2 * params.alpha, jnp.cos(2 * params.alpha) * x[1]])
 
-    def energy_split(self, t, x, params):
-        del t
-        kinetic = 0.5 * params.m * params.l**2 * x[1] ** 2
+    def observables(self, t, x_minus, x_plus, params):
+        del t, x_plus
+        kinetic = 0.5 * params.m * params.l**2 * x_minus[1] ** 2
         kept = jnp.cos(2 * params.alpha) ** 2
-        return (1 - kept) * kinetic, kept * kinetic
+        return {"T_c": (1 - kept) * kinetic, "T_a": kept * kinetic}
 
 
 def rimless_wheel() -> HybridSystem:

@@ -1,0 +1,47 @@
+"""Small helpers shared by the public routines: parameter and state normalisation,
+the float64 check."""
+
+import warnings
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+
+def canonical_params(params):
+    """Turn Python and NumPy float leaves of `params` into strongly typed JAX arrays
+    of the default float dtype.
+
+    `eqx.filter_jit` treats Python floats as static, so each new value would compile
+    anew and no gradient could reach it; weak and strong types would also compile
+    twice. Integer and boolean leaves are left alone (they may be static choices).
+    """
+    dtype = jnp.result_type(float)
+
+    def convert(leaf):
+        if isinstance(leaf, float | np.floating) or (
+            isinstance(leaf, np.ndarray | jax.Array)
+            and jnp.issubdtype(leaf.dtype, jnp.floating)
+            and not isinstance(leaf, jax.core.Tracer)
+        ):
+            return jnp.asarray(leaf, dtype=dtype)
+        return leaf
+
+    return jax.tree_util.tree_map(convert, params)
+
+
+def check_float64(where: str) -> None:
+    """Warn when JAX runs in float32: analysis needs float64."""
+    if not jax.config.jax_enable_x64:
+        warnings.warn(
+            f"{where} runs in float32 because `jax_enable_x64` is off; event times, "
+            "orbits and multipliers need float64. Call "
+            "`jax.config.update('jax_enable_x64', True)` before using hybrax.",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+
+
+def is_concrete(x) -> bool:
+    """Whether `x` holds a value now (not a tracer)."""
+    return not isinstance(x, jax.core.Tracer)

@@ -1,0 +1,161 @@
+r"""The integration and event settings shared by every routine."""
+
+import math
+
+import diffrax as dfx
+import equinox as eqx
+import jax
+import numpy as np
+import optimistix as optx
+from jaxtyping import ArrayLike
+
+
+class Settings(eqx.Module):
+    r"""How each phase of a hybrid system is integrated and its events found.
+
+    One object accepted by [`hybrax.simulate`][], [`hybrax.poincare_map`][],
+    [`hybrax.find_periodic_orbit`][], [`hybrax.monodromy`][],
+    [`hybrax.phase_fundamental_matrix`][], [`hybrax.sweep_orbits`][] and
+    [`hybrax.continue_branch`][], in the manner of diffrax's solver and controller
+    objects: every numerical choice lives here, none is silently dropped.
+
+    **Arguments:**
+
+    - `solver`: a diffrax solver; default `diffrax.Tsit5()` (its dense output is as
+      accurate as its steps, which event location relies on; Dopri8's is not).
+    - `stepsize_controller`: a diffrax step-size controller; default
+      `diffrax.PIDController(rtol, atol)`.
+    - `rtol`, `atol`: the tolerances of the default controller (default `1e-10`
+      each). Giving them together with `stepsize_controller` is an error, since
+      they would not be used.
+    - `event_root_finder`: the optimistix root finder that locates event times on
+      the dense output; default `optimistix.Newton(rtol=1e-12, atol=1e-12)`. Its
+      `atol` also bounds $|h|$ at the event: scale guards to $O(1)$.
+    - `adjoint`: a diffrax adjoint, or `None` (default) for each routine's own
+      choice: `diffrax.RecursiveCheckpointAdjoint()` (reverse mode) in
+      [`hybrax.simulate`][] and [`hybrax.poincare_map`][], forward mode in the
+      orbit routines, whose shooting Newton differentiates the return map in
+      forward mode. Use `diffrax.ForwardMode()` for `jax.jacfwd`/`jax.jvp`.
+    - `max_steps`: the step limit of one phase; a phase that hits it ends the run
+      with status `max_steps_reached`.
+    - `t_max`: the time horizon: a simulation, or one cycle of a periodic orbit,
+      that has not finished its events by then ends with `event_not_reached`. May be
+      a traced value.
+    - `guard_tol`: the resolution of guards (in their own units; guards should be
+      $O(1)$). A phase may start this far past a guard (rounding after a reset);
+      a guard whose excursion at a phase start stays within it makes the mode not
+      viable; dips below zero deeper than it inside one step are caught (see
+      a crossing whose dip depth $\dot h^2/(2\ddot h)$ is within it is grazing
+      (status `grazing_event`).
+    - `constraint_tol`: how far a phase's start may violate its mode's
+      constraints (`Mode(constraints=...)`) before the status is
+      `constraint_violated`.
+    - `dip_tol`: find crossings in which a guard dips below zero and comes back
+      within one integrator step (which diffrax, testing signs at step ends,
+      would miss): each step is checked on the cubic Hermite interpolant of the
+      guard and its rate, and a step containing a dip deeper than `dip_tol`
+      (default `1e-12`, about the event root finder's resolution) is retried,
+      ending at the dip's minimum. `None` turns the check off. It costs one
+      vector-field evaluation per step.
+    """
+
+    solver: dfx.AbstractSolver
+    stepsize_controller: dfx.AbstractStepSizeController
+    event_root_finder: optx.AbstractRootFinder
+    adjoint: dfx.AbstractAdjoint | None
+    max_steps: int = eqx.field(static=True)
+    t_max: ArrayLike
+    guard_tol: float = eqx.field(static=True)
+    constraint_tol: float = eqx.field(static=True)
+    dip_tol: float | None = eqx.field(static=True)
+
+    def __init__(
+        self,
+        *,
+        solver: dfx.AbstractSolver | None = None,
+        stepsize_controller: dfx.AbstractStepSizeController | None = None,
+        rtol: float | None = None,
+        atol: float | None = None,
+        event_root_finder: optx.AbstractRootFinder | None = None,
+        adjoint: dfx.AbstractAdjoint | None = None,
+        max_steps: int = 4096,
+        t_max: ArrayLike = 50.0,
+        guard_tol: float = 1e-9,
+        constraint_tol: float = 1e-8,
+        dip_tol: float | None = 1e-12,
+    ):
+        if solver is None:
+            solver = dfx.Tsit5()
+        if not isinstance(solver, dfx.AbstractSolver):
+            raise ValueError(
+                f"`solver` must be a diffrax solver; got {type(solver).__name__}."
+            )
+        if stepsize_controller is None:
+            for name, value in (("rtol", rtol), ("atol", atol)):
+                if value is not None and not (
+                    isinstance(value, int | float) and 0 < value < 1
+                ):
+                    raise ValueError(f"`{name}` must be in (0, 1); got {value!r}.")
+            stepsize_controller = dfx.PIDController(
+                rtol=1e-10 if rtol is None else float(rtol),
+                atol=1e-10 if atol is None else float(atol),
+            )
+        elif rtol is not None or atol is not None:
+            raise ValueError(
+                "Give either `stepsize_controller` or `rtol`/`atol`, not both: the "
+                "tolerances belong to the controller (e.g. "
+                "`diffrax.PIDController(rtol=..., atol=...)`)."
+            )
+        if not isinstance(stepsize_controller, dfx.AbstractStepSizeController):
+            raise ValueError(
+                "`stepsize_controller` must be a diffrax step-size controller; got "
+                f"{type(stepsize_controller).__name__}."
+            )
+        if event_root_finder is None:
+            event_root_finder = optx.Newton(rtol=1e-12, atol=1e-12)
+        if not isinstance(event_root_finder, optx.AbstractRootFinder):
+            raise ValueError(
+                "`event_root_finder` must be an optimistix root finder; got "
+                f"{type(event_root_finder).__name__}."
+            )
+        if adjoint is not None and not isinstance(adjoint, dfx.AbstractAdjoint):
+            raise ValueError(
+                f"`adjoint` must be a diffrax adjoint or None; got "
+                f"{type(adjoint).__name__}."
+            )
+        if isinstance(max_steps, bool) or not isinstance(max_steps, int | np.integer):
+            raise ValueError(f"`max_steps` must be an integer; got {max_steps!r}.")
+        if int(max_steps) < 1:
+            raise ValueError(f"`max_steps` must be positive; got {max_steps}.")
+        if not isinstance(t_max, jax.core.Tracer):
+            value = np.asarray(t_max, dtype=float)
+            if value.ndim != 0 or not math.isfinite(float(value)):
+                raise ValueError(f"`t_max` must be a finite number; got {t_max!r}.")
+            t_max = value
+        for name, value in (
+            ("guard_tol", guard_tol),
+            ("constraint_tol", constraint_tol),
+            ("dip_tol", 0.0 if dip_tol is None else dip_tol),
+        ):
+            if not (isinstance(value, int | float) and 0 <= value < 1):
+                raise ValueError(f"`{name}` must be in [0, 1); got {value!r}.")
+        self.solver = solver
+        self.stepsize_controller = stepsize_controller
+        self.event_root_finder = event_root_finder
+        self.adjoint = adjoint
+        self.max_steps = int(max_steps)
+        self.t_max = t_max
+        self.guard_tol = float(guard_tol)
+        self.constraint_tol = float(constraint_tol)
+        self.dip_tol = None if dip_tol is None else float(dip_tol)
+
+
+def resolve_settings(settings: Settings | None) -> Settings:
+    """`settings`, or the defaults; a clear error for anything else."""
+    if settings is None:
+        return Settings()
+    if not isinstance(settings, Settings):
+        raise ValueError(
+            f"`settings` must be a hybrax.Settings; got {type(settings).__name__}."
+        )
+    return settings

@@ -1,0 +1,224 @@
+r"""Status codes and the result of a hybrid simulation.
+
+One status vocabulary serves every routine: [`hybrax.RESULTS`][] extends
+`diffrax.RESULTS` (and through it optimistix's and lineax's), so a status raised by
+the ODE solver, the event root finder or the shooting solve is one of its items.
+"""
+
+import diffrax as dfx
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array, Bool, Float, Int, PyTree
+
+
+class RESULTS(dfx.RESULTS):  # pyright: ignore[reportGeneralTypeIssues]
+    """Status codes of [`hybrax.simulate`][] and the orbit routines.
+
+    Extends `diffrax.RESULTS` (whose `max_steps_reached` reports a step limit hit).
+    Read a status with [`hybrax.status_name`][] and [`hybrax.status_message`][].
+    """
+
+    event_not_reached = (
+        "No transition occurred before `t_max`: a guard was never reached. Increase "
+        "`t_max` or check the initial state and parameters."
+    )
+    invalid_time_span = "`t_max` must exceed the initial time `t0`."
+    infeasible_initial_state = (
+        "The initial state lies outside its mode: a guard of a transition leaving the "
+        "initial mode is already past its crossing (e.g. a foot below the ground)."
+    )
+    constraint_violated = (
+        "A phase starts off its mode's constraints (e.g. a stance mode entered with "
+        "the foot above the ground, or a reset whose state the next mode does not "
+        "admit); see `Mode(constraints=...)`."
+    )
+    mode_not_viable = (
+        "A phase would end at the instant it starts: the state lies on a guard of "
+        "its mode and moves out of the mode at once, so events would pile up at one "
+        "instant (e.g. a foot pulled back into the ground right after lift-off, or a "
+        "ball at rest on the floor). `cause_transition` names the guard."
+    )
+    zeno = (
+        "Zeno behaviour: the events accumulate (each phase shorter than the one "
+        "before, the next one below the guard tolerance); `zeno_time` holds the "
+        "extrapolated accumulation time."
+    )
+    grazing_event = (
+        "A guard was met tangentially (grazing): its crossing speed vanishes, so the "
+        "event time is not differentiable there and a transversal-crossing analysis "
+        "(saltation, monodromy) does not apply. The run stops after recording it."
+    )
+    event_location_failed = (
+        "The event root finder did not converge on the step where a guard changed "
+        "sign: the crossing is (nearly) tangential, or the guard is not smooth "
+        "there. Scale the guard to O(1), or loosen `Settings.event_root_finder`."
+    )
+    nonfinite_state = "The state became non-finite (NaN or inf)."
+    nonfinite_parameters = "The parameters contain NaN or inf."
+    wrong_event_sequence = (
+        "The cycle fired a different sequence of transitions than the section "
+        "declares (e.g. a foot that never left the ground, or a missed event)."
+    )
+    shooting_failed = (
+        "The shooting solve did not converge to a periodic orbit (residual above "
+        "tolerance) although every cycle it ran succeeded: no orbit was found from "
+        "this guess, or none exists."
+    )
+
+
+# Every item of `RESULTS`, ours and inherited, in a fixed order (filtered on what
+# the installed diffrax, optimistix and lineax define).
+_CANDIDATE_NAMES = (
+    "successful",
+    "max_steps_reached",
+    "dt_min_reached",
+    "event_occurred",
+    "max_steps_rejected",
+    "internal_error",
+    "nonlinear_max_steps_reached",
+    "nonlinear_divergence",
+    "nonfinite",
+    "singular",
+    "breakdown",
+    "stagnation",
+    "conlim",
+    "nonfinite_input",
+    "event_not_reached",
+    "invalid_time_span",
+    "infeasible_initial_state",
+    "constraint_violated",
+    "mode_not_viable",
+    "zeno",
+    "grazing_event",
+    "event_location_failed",
+    "nonfinite_state",
+    "nonfinite_parameters",
+    "wrong_event_sequence",
+    "shooting_failed",
+)
+STATUS_NAMES: tuple[str, ...] = tuple(
+    n for n in _CANDIDATE_NAMES if hasattr(RESULTS, n)
+)
+
+
+def status_code(result: RESULTS) -> np.ndarray:
+    """The position of each element of a (possibly batched) status in
+    `hybrax.STATUS_NAMES` (0 is `successful`), as a NumPy integer array of the
+    status's shape; -1 for an item this version does not name."""
+    matches = np.stack(
+        [np.asarray(result == getattr(RESULTS, name)) for name in STATUS_NAMES]
+    )
+    return np.where(matches.any(axis=0), matches.argmax(axis=0), -1)
+
+
+def status_name(result: RESULTS) -> list[str]:
+    """Names (e.g. `"event_not_reached"`) of a (possibly batched) status, one per
+    element."""
+    return [
+        STATUS_NAMES[c] if c >= 0 else "unknown" for c in np.ravel(status_code(result))
+    ]
+
+
+def status_message(result: RESULTS) -> list[str]:
+    """Human-readable messages of a (possibly batched) status, one per element;
+    `"successful"` for success."""
+    messages = [RESULTS[getattr(RESULTS, name)] or name for name in STATUS_NAMES]
+    return [
+        messages[c] if c >= 0 else "unknown status"
+        for c in np.ravel(status_code(result))
+    ]
+
+
+class HybridSolution(eqx.Module):
+    r"""The result of [`hybrax.simulate`][] (and the cycle of a periodic orbit).
+
+    Slots beyond the events that occurred are padded with NaN (times, states,
+    observables) or -1 (indices), as diffrax pads unused save slots.
+
+    - `t_events`, `x_before`, `x_after`: event times and the states just before and
+      just after each reset, shape `(E,)` and `(E, n)`.
+    - `transitions`: index of the transition fired at each event.
+    - `modes`: the mode of each phase; phase `k` ends at event `k`.
+    - `observables`: the event observables of the transitions
+      (`Transition(observe=...)`, e.g. `T_c`, `T_a`, `impulse` of a plastic impact),
+      a dict of arrays with leading axis `E`; NaN where the fired transition does
+      not define that key.
+    - `crossing_rate`: $\dot h$, the time derivative of the fired guard
+      (sign-normalised, so negative for a transversal crossing) at each event.
+    - `guard_at_start`: the smallest sign-normalised armed guard of each phase's
+      mode right after its reset; negative means the phase started beyond one of
+      its guards (for a ground phase: the contact force already pulls).
+    - `t_phase`, `x_phase`: `n_save` samples of each phase, `(E, s)` and
+      `(E, s, n)` (empty when `n_save=0`).
+    - `phase_observables`: extrema over each phase of the mode's
+      `Mode(observables=...)` (e.g. an apex height), dict of `(E, ...)` arrays,
+      NaN for phases of modes that do not define the key.
+    - `t_final`, `x_final`, `mode_final`: where the simulation stopped (for
+      `mode_not_viable`, `mode_final` is the mode that could not start).
+    - `n_events`: how many events occurred; `result`: a [`hybrax.RESULTS`][].
+    - `zeno_time`: the extrapolated accumulation time when `result` is `zeno`
+      (Aitken's $\Delta^2$ on the last three event times), else NaN.
+    - `cause_transition`: the transition whose guard caused a `mode_not_viable`,
+      `zeno`, `grazing_event` or `infeasible_initial_state` status, else -1.
+    """
+
+    t_events: Float[Array, " E"]
+    x_before: Float[Array, "E n"]
+    x_after: Float[Array, "E n"]
+    transitions: Int[Array, " E"]
+    modes: Int[Array, " E"]
+    observables: dict[str, Float[Array, "E ..."]]
+    crossing_rate: Float[Array, " E"]
+    guard_at_start: Float[Array, " E"]
+    t_phase: Float[Array, "E s"]
+    x_phase: Float[Array, "E s n"]
+    phase_observables: dict[str, Float[Array, "E ..."]]
+    t_final: Float[Array, ""]
+    x_final: Float[Array, " n"]
+    mode_final: Int[Array, ""]
+    n_events: Int[Array, ""]
+    zeno_time: Float[Array, ""]
+    cause_transition: Int[Array, ""]
+    result: RESULTS
+
+    @property
+    def succeeded(self) -> Bool[Array, ""]:
+        """Whether the simulation ran all requested events without failure."""
+        return self.result == RESULTS.successful
+
+    def _observable(self, key: str) -> Float[Array, " E"]:
+        if key in self.observables:
+            return self.observables[key]
+        return jnp.full(self.t_events.shape, jnp.nan, self.t_events.dtype)
+
+    @property
+    def T_c(self) -> Float[Array, " E"]:
+        """Kinetic energy lost at each event (`observables["T_c"]`; NaN where the
+        event reports none)."""
+        return self._observable("T_c")
+
+    @property
+    def T_a(self) -> Float[Array, " E"]:
+        """Kinetic energy kept at each event (`observables["T_a"]`)."""
+        return self._observable("T_a")
+
+
+def masked_nan(tree: PyTree, ok: Bool[Array, "..."]) -> PyTree:
+    r"""Every floating leaf of `tree` multiplied by $1$ where `ok`, by NaN elsewhere
+    (`ok` broadcast from the leading axes).
+
+    A product rather than a `where`: values *and* derivatives of a failed element
+    become NaN, so that a failure can never pass for a finite number or a finite
+    gradient.
+    """
+
+    def mask(leaf):
+        if not (eqx.is_array(leaf) and jnp.issubdtype(leaf.dtype, jnp.inexact)):
+            return leaf
+        factor = jnp.where(ok, 1.0, jnp.nan).astype(leaf.dtype)
+        factor = jnp.reshape(factor, factor.shape + (1,) * (leaf.ndim - factor.ndim))
+        return leaf * jax.lax.stop_gradient(factor)
+
+    return jax.tree_util.tree_map(mask, tree)

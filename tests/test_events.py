@@ -1,0 +1,499 @@
+"""The event engine never reports a degenerate run as successful: zero-duration
+phases, Zeno, shallow crossings and grazing, starts outside a mode, a horizon before
+the start; guard arming on a walking model; event and phase observables; statuses
+that carry their cause, NaN values for failures. Against closed forms: the bouncing
+ball, the hopper's modal flight solution (reference_hopper.py), the simplest
+walker's published fixed point (Garcia et al. 1998)."""
+
+import diffrax as dfx
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from scipy.optimize import brentq
+
+import hybrax as hx
+import reference_hopper as ref
+from helpers import FD_RTOL, ORACLE_TOL, central_jacobian
+from hybrax import models
+
+
+SETTINGS = hx.Settings(t_max=10.0)
+BALL = models.bouncing_ball()
+HOPPER = models.minimal_hopper()
+G = 9.81
+
+
+def _names(system, solution):
+    n = int(solution.n_events)
+    return [system.transitions[int(k)].name for k in solution.transitions[:n]]
+
+
+# --- events piling up at one instant ---------------------------------------------
+
+
+def test_foot_pulled_back_at_liftoff_is_not_viable():
+    """Negative flight damping pulls the foot back at lift-off: the flight mode
+    cannot start. Reported today as 'successful, 10 of 10 events' with nine at one
+    instant; now the run stops at the lift-off with `mode_not_viable`."""
+    p_ref = ref.HopperParams(d_F=-150.0)
+    params = hx.canonical_params(models.hopper_params(d_F=-150.0))
+    x0 = models.default_initial_state(params)
+    sol = hx.simulate(HOPPER, x0, params, n_events=10, settings=SETTINGS)
+    assert hx.status_name(sol.result) == ["mode_not_viable"]
+    assert _names(HOPPER, sol) == ["touchdown", "liftoff"]
+    assert HOPPER.modes[int(sol.mode_final)].name == "flight"
+    assert HOPPER.transitions[int(sol.cause_transition)].name == "touchdown"
+    assert np.all(np.isnan(sol.t_events[2:]))
+    # The two events that did occur, against the closed-form phases.
+    t_touchdown = ref.touchdown_time(np.asarray(x0), p_ref)
+    x_post = ref.flight_state(np.asarray(x0), t_touchdown, p_ref)
+    x_post[1] = x_post[3] = 0.0
+    t_liftoff = t_touchdown + ref.liftoff_time(x_post, p_ref)
+    np.testing.assert_allclose(sol.t_events[:2], [t_touchdown, t_liftoff], atol=1e-9)
+    assert float(sol.t_final) == pytest.approx(t_liftoff, abs=1e-9)
+
+
+@pytest.mark.parametrize(
+    "x0, e, n_expected",
+    [((1.0, 0.0), 0.0, 1), ((0.0, 0.0), 0.5, 0)],
+    ids=["plastic-ball-dropped", "ball-at-rest-on-floor"],
+)
+def test_ball_that_cannot_leave_the_floor(x0, e, n_expected):
+    """A ball with restitution 0 after its impact, or at rest on the floor, would
+    fire impact after impact at one instant."""
+    params = hx.canonical_params(models.BallParams(e=e))
+    sol = hx.simulate(BALL, jnp.array(x0), params, n_events=5, settings=SETTINGS)
+    assert hx.status_name(sol.result) == ["mode_not_viable"]
+    assert int(sol.n_events) == n_expected
+    np.testing.assert_allclose(
+        sol.t_events[:n_expected], [np.sqrt(2 * x0[0] / G)] * n_expected, atol=1e-12
+    )
+    assert np.all(np.isnan(sol.t_events[n_expected:]))
+    assert int(sol.cause_transition) == 0
+
+
+def test_zeno_accumulation_time():
+    """Restitution 0.5 from 1 m: the impacts accumulate at
+    t_inf = sqrt(2h/g) + 2 e v1 / (g (1 - e)). The run records the impacts that are
+    resolved (each closed-form to 1e-9) and ends with `zeno` and the extrapolated
+    time, not with padded or spurious events."""
+    e, h = 0.5, 1.0
+    params = hx.canonical_params(models.BallParams(e=e))
+    sol = hx.simulate(
+        BALL, jnp.array([h, 0.0]), params, n_events=100, settings=SETTINGS
+    )
+    assert hx.status_name(sol.result) == ["zeno"]
+    n = int(sol.n_events)
+    assert 5 < n < 100
+    v1 = np.sqrt(2 * G * h)
+    flights = 2 * v1 * e ** np.arange(1, n) / G
+    expected = np.sqrt(2 * h / G) + np.concatenate([[0.0], np.cumsum(flights)])
+    np.testing.assert_allclose(sol.t_events[:n], expected, rtol=0, atol=1e-9)
+    assert np.all(np.isnan(sol.t_events[n:]))
+    t_inf = np.sqrt(2 * h / G) + 2 * e * v1 / (G * (1 - e))
+    assert float(sol.zeno_time) == pytest.approx(t_inf, abs=1e-9)
+
+    # It stops where the next flight would rise less than the guard resolution
+    # (guard_tol): the flight after the last recorded impact; the one before rose
+    # more.
+    def apex(k):
+        return (e**k * v1) ** 2 / (2 * G)
+
+    assert apex(n) <= SETTINGS.guard_tol < apex(n - 1)
+
+
+# --- shallow crossings and grazing ---------------------------------------------
+
+
+def _dipping_flight(depth, t_min=0.05):
+    """A flight state whose lower mass reaches -`depth` (its minimum) at `t_min`,
+    from the closed-form flight run backwards."""
+    p = ref.HopperParams()
+    at_minimum = np.array([p.L0 + 0.02 - depth, -depth, 0.0, 0.0])
+    return ref.flight_state(at_minimum, -t_min, p)
+
+
+def _first_crossing(x0):
+    """The closed-form touchdown: the first zero of z_L(t) near its minimum."""
+    p = ref.HopperParams()
+    return brentq(
+        lambda t: ref.flight_state(x0, t, p)[1], 0.0, 0.05, xtol=1e-15, rtol=1e-15
+    )
+
+
+@pytest.fixture(scope="module")
+def one_flight():
+    params = hx.canonical_params(models.hopper_params())
+
+    @eqx.filter_jit
+    def run(x0, settings):
+        return hx.simulate(HOPPER, x0, params, n_events=1, settings=settings)
+
+    return run
+
+
+def test_shallow_crossing_inside_one_step_is_found(one_flight):
+    """z_L dips 1e-7 m below the ground around t = 0.05 s and comes back within one
+    step at tolerance 1e-10: diffrax alone (signs at step ends) misses it and
+    reports the next touchdown, at 0.117 s; the engine finds the crossing."""
+    x0 = _dipping_flight(1e-7)
+    sol = one_flight(jnp.asarray(x0), SETTINGS)
+    assert hx.status_name(sol.result) == ["successful"]
+    t_exact = _first_crossing(x0)
+    assert float(sol.t_events[0]) == pytest.approx(t_exact, abs=1e-9)
+    # A transversal crossing: its rate is the closed-form foot speed (to the
+    # accuracy of the event time, whose error is the root finder's 1e-12 m over
+    # this slow speed, times the foot's acceleration, 10 m/s^2: 5e-6 relative).
+    v_exact = ref.flight_state(x0, t_exact, ref.HopperParams())[3]
+    assert float(sol.crossing_rate[0]) == pytest.approx(v_exact, rel=2e-5)
+    missed = one_flight(jnp.asarray(x0), hx.Settings(t_max=10.0, dip_tol=None))
+    assert float(missed.t_events[0]) > 0.1
+
+
+@pytest.mark.parametrize("depth", [1e-10, 1e-12])
+def test_grazing_contact_is_reported(one_flight, depth):
+    """A dip within the guard tolerance (1e-9 m) is a tangential contact: found,
+    recorded on the guard inside the dip, and reported as `grazing_event`."""
+    x0 = _dipping_flight(depth)
+    sol = one_flight(jnp.asarray(x0), SETTINGS)
+    assert hx.status_name(sol.result) == ["grazing_event"]
+    assert int(sol.n_events) == 1
+    assert HOPPER.transitions[int(sol.cause_transition)].name == "touchdown"
+    # A tangential crossing's time is ill-conditioned (the root finder's 1e-12 m
+    # over a speed of ~sqrt(2 g depth)); its place is not: the closed-form foot
+    # height at the reported time is on the ground within that tolerance, and the
+    # time lies in the dip.
+    t_event = float(sol.t_events[0])
+    height = ref.flight_state(x0, t_event, ref.HopperParams())[1]
+    assert abs(height) <= 2e-12
+    assert abs(t_event - 0.05) <= np.sqrt(8 * depth / 9.0)
+
+
+# --- starts outside the mode, time span -------------------------------------------
+
+
+@pytest.mark.parametrize("form", ["minimal", "constrained"])
+def test_ground_mode_entered_with_the_foot_in_the_air(form):
+    system = HOPPER if form == "minimal" else models.constrained_hopper()
+    params = hx.canonical_params(models.hopper_params())
+    x0 = models.default_initial_state(params)  # foot 0.1 m above the ground
+    if form == "constrained":
+        x0 = models.to_constrained(x0)
+    sol = hx.simulate(system, x0, params, n_events=2, mode0="ground", settings=SETTINGS)
+    assert hx.status_name(sol.result) == ["constraint_violated"]
+    assert int(sol.n_events) == 0
+
+
+def test_horizon_before_the_start_under_jit():
+    params = hx.canonical_params(models.BallParams())
+
+    @jax.jit
+    def run(t0):
+        return hx.simulate(BALL, jnp.array([1.0, 0.0]), params, n_events=2, t0=t0)
+
+    sol = run(60.0)  # the default horizon is t_max = 50
+    assert hx.status_name(sol.result) == ["invalid_time_span"]
+    assert np.all(np.isnan(sol.t_events))
+    with pytest.raises(ValueError, match="t_max"):
+        hx.simulate(BALL, jnp.array([1.0, 0.0]), params, n_events=2, t0=60.0)
+
+
+# --- guard arming on a walker --------------------------------------------------
+
+
+def _walker_field(t, x, p):
+    # Garcia, Chatterjee, Ruina & Coleman (1998), the simplest walking model:
+    # stance angle theta, inter-leg angle phi, slope gamma (dimensionless time).
+    theta, phi, theta_dot, _ = x
+    theta_ddot = jnp.sin(theta - p["gamma"])
+    phi_ddot = theta_ddot + jnp.sin(phi) * (theta_dot**2 - jnp.cos(theta - p["gamma"]))
+    return jnp.stack([x[2], x[3], theta_ddot, phi_ddot])
+
+
+def _heel_strike_guard(t, x, p):
+    # Zero when the swing foot is on the slope: phi = 2 theta. Also zero right
+    # after the reset (the new swing foot starts on the ground) and at the
+    # mid-stance scuff (theta = phi = 0).
+    return x[1] - 2 * x[0]
+
+
+def _heel_strike(t, x, p):
+    theta, _, theta_dot, _ = x
+    c = jnp.cos(2 * theta)
+    return jnp.stack([-theta, -2 * theta, c * theta_dot, c * (1 - c) * theta_dot])
+
+
+def _swing_foot_ahead(t, x, p):
+    # Armed once the stance leg is past vertical by a margin: the swing foot has
+    # passed the stance foot, and the scuff is behind.
+    return -x[0] - 0.05
+
+
+def _walker(arm):
+    strike = hx.Transition(
+        "stance",
+        "stance",
+        _heel_strike_guard,
+        True,
+        _heel_strike,
+        "heelstrike",
+        arm=_swing_foot_ahead if arm else None,
+    )
+    return hx.HybridSystem([hx.Mode(_walker_field, "stance")], [strike], n_states=4)
+
+
+# The published long-period gait at gamma = 0.009 (Garcia et al. 1998).
+WALKER_FIXED_POINT = np.array(
+    [0.200310900544287, 0.400621801088574, -0.199832473004977, -0.015822999948318]
+)
+
+
+def test_arming_lets_the_walker_step():
+    params = {"gamma": jnp.asarray(0.009)}
+    x0 = jnp.asarray(WALKER_FIXED_POINT)
+    settings = hx.Settings(t_max=20.0)
+    # Unarmed, the heel-strike guard sits at zero after the reset and leaves the
+    # mode at once: reported, not fired at t = 0.
+    unarmed = hx.simulate(_walker(False), x0, params, n_events=2, settings=settings)
+    assert hx.status_name(unarmed.result) == ["mode_not_viable"]
+    assert int(unarmed.n_events) == 0
+    # Armed: two steps, each back on the published fixed point.
+    armed = hx.simulate(_walker(True), x0, params, n_events=2, settings=settings)
+    assert hx.status_name(armed.result) == ["successful"]
+    np.testing.assert_allclose(armed.x_after, [WALKER_FIXED_POINT] * 2, atol=1e-9)
+    period = float(armed.t_events[0])
+    assert 3.8 < period < 4.0
+    np.testing.assert_allclose(armed.t_events[1], 2 * period, rtol=1e-9)
+    # The scuff (theta = 0, phi = 0 mid-step) did not fire.
+    assert float(armed.x_before[0, 0]) < -0.15
+
+
+def test_walker_orbit_and_multipliers_both_ways():
+    """Shooting on the heel-strike section (reduced unknowns theta, theta_dot; phi
+    and phi_dot follow from the reset) finds the published fixed point; AD and
+    saltation agree, and equal finite differences of the step map."""
+    params = hx.canonical_params({"gamma": 0.009})
+    system = _walker(True)
+    # After a heel strike phi = 2 theta and phi_dot = (1 - cos 2 theta) theta_dot.
+    section = hx.PoincareSection(
+        ("heelstrike",),
+        chart=lambda u, p: jnp.stack(
+            [u[0], 2 * u[0], u[1], (1 - jnp.cos(2 * u[0])) * u[1]]
+        ),
+        coordinates=lambda x, p: jnp.stack([x[0], x[2]]),
+    )
+    # At tolerance 1e-10 AD and saltation agree to ~2e-7; at 1e-12, to ~1e-9.
+    settings = hx.Settings(t_max=20.0, rtol=1e-12, atol=1e-12)
+    guess = jnp.array([0.19, -0.19])
+    orbit, floquet = hx.find_periodic_orbit(
+        system, section, guess, params, settings=settings
+    )
+    assert bool(orbit.converged)
+    np.testing.assert_allclose(orbit.state, WALKER_FIXED_POINT, atol=1e-9)
+    assert float(floquet.max_discrepancy) < 1e-8
+
+    def step(u):
+        return np.asarray(
+            hx.poincare_map(system, section, jnp.asarray(u), params, settings=settings)[
+                0
+            ]
+        )
+
+    fd = central_jacobian(step, np.asarray(orbit.u), h=1e-6)
+    np.testing.assert_allclose(orbit.reduced_jacobian, fd, rtol=1e-5, atol=1e-7)
+
+
+# --- observables ----------------------------------------------------------------
+
+
+def test_event_and_phase_observables_of_the_ball():
+    """T_c, T_a at each impact and the apex of each flight, against closed forms,
+    and a user's own event observable."""
+    e, h = 0.7, 1.3
+    params = hx.canonical_params(models.BallParams(e=e, m=2.0))
+    apex = hx.Extremum(lambda t, x, p: x[0])
+    system = hx.HybridSystem(
+        [hx.Mode(BALL.modes[0].vector_field, "air", observables={"apex": apex})],
+        [
+            eqx.tree_at(
+                lambda tr: tr.observe,
+                BALL.transitions[0],
+                lambda t, x_minus, x_plus, p: {
+                    **BALL.transitions[0].reset.observables(t, x_minus, x_plus, p),
+                    "speed_after": x_plus[1],
+                },
+            )
+        ],
+        n_states=2,
+    )
+    n = 4
+    sol = hx.simulate(system, jnp.array([h, 0.0]), params, n_events=n)
+    v = np.sqrt(2 * G * h) * e ** np.arange(n)  # impact speeds
+    np.testing.assert_allclose(sol.T_c, 0.5 * 2.0 * (1 - e**2) * v**2, rtol=1e-9)
+    np.testing.assert_allclose(sol.T_a, 0.5 * 2.0 * e**2 * v**2, rtol=1e-9)
+    np.testing.assert_allclose(sol.observables["speed_after"], e * v, rtol=1e-9)
+    # The first phase starts at its apex h; the k-th flight after rises to
+    # (e v_k)^2 / (2 g).
+    expected = np.concatenate([[h], (e * v[:-1]) ** 2 / (2 * G)])
+    np.testing.assert_allclose(sol.phase_observables["apex"], expected, rtol=1e-9)
+
+    def second_apex(height):
+        x0 = jnp.stack([height, jnp.zeros_like(height)])
+        out = hx.simulate(system, x0, params, n_events=2)
+        return out.phase_observables["apex"][1]
+
+    # d(apex_1)/dh = e^2, by reverse mode through the events and the extremum.
+    assert float(jax.grad(second_apex)(jnp.asarray(h))) == pytest.approx(e**2, rel=1e-7)
+
+
+def test_plastic_impact_observables():
+    """The constrained hopper's touchdown reports T_c, T_a and the impulse of the
+    projection; H (v+ - v-) = G^T impulse and T_c = m_L v_L^2 / 2."""
+    params = hx.canonical_params(models.hopper_params())
+    x0 = models.to_constrained(models.liftoff_state(1.5, params))
+    system = models.constrained_hopper()
+    sol = hx.simulate(system, x0, params, n_events=1, mode0="flight")
+    v_minus = np.asarray(sol.x_before[0, 4:])
+    v_plus = np.asarray(sol.x_after[0, 4:])
+    mechanics = models.HopperMechanics("ground")
+    H = np.asarray(mechanics.mass_matrix(sol.x_before[0, :4], params))
+    G_q = np.asarray(
+        hx.constraint_jacobian(
+            mechanics, ("body", "ground"), sol.x_before[0, :4], params
+        )
+    )
+    np.testing.assert_allclose(
+        H @ (v_plus - v_minus),
+        G_q.T @ np.asarray(sol.observables["impulse"][0]),
+        atol=1e-10,
+    )
+    m_L = float(params.m_L)
+    np.testing.assert_allclose(sol.T_c[0], 0.5 * m_L * v_minus[3] ** 2, rtol=1e-12)
+
+
+def test_orbit_apex_against_the_modal_solution():
+    reference = ref.periodic_orbit(ref.HopperParams())
+    params = hx.canonical_params(models.hopper_params())
+    orbit, _ = hx.find_periodic_orbit(
+        HOPPER,
+        models.hopper_section(),
+        models.orbit_guess(params),
+        params,
+        settings=hx.Settings(rtol=1e-12, atol=1e-12),
+        analyse=False,
+    )
+    for key in ("apex_upper", "apex_lower"):
+        assert float(orbit.cycle.phase_observables[key][0]) == pytest.approx(
+            reference[key], abs=ORACLE_TOL
+        )
+    # The ground phase of the paper's orbit starts with the ground pushing: the
+    # smallest normal force over it is the one at lift-off, zero.
+    assert abs(float(orbit.cycle.phase_observables["min_ground_force"][1])) < 1e-6
+
+
+# --- statuses with their causes ------------------------------------------------
+
+
+def test_failed_orbit_carries_its_cause_and_nan_values():
+    """A leg so stiff that no cycle finishes within the step limit: the orbit's
+    status is that of the cycle (`max_steps_reached`), not a bare
+    `shooting_failed`, and every value, and every derivative, is NaN."""
+    base = hx.canonical_params(models.hopper_params())
+    system, section = HOPPER, models.hopper_section()
+    settings = hx.Settings(max_steps=64)
+
+    def multiplier(k):
+        params = eqx.tree_at(lambda p: p.k, base, k)
+        orbit, floquet = hx.find_periodic_orbit(
+            system,
+            section,
+            models.orbit_guess(params),
+            params,
+            settings=settings,
+            phase_observables=False,
+        )
+        return orbit, floquet
+
+    orbit, floquet = multiplier(jnp.asarray(1e12))
+    assert hx.status_name(orbit.result) == ["max_steps_reached"]
+    assert np.all(np.isnan(orbit.u)) and np.isnan(float(orbit.period))
+    assert np.all(np.isnan(floquet.multipliers_ad))
+    tangent = jax.jacfwd(lambda k: multiplier(k)[0].period)(jnp.asarray(1e12))
+    assert np.isnan(float(tangent))
+
+
+def test_status_of_a_batch_and_throw_under_vmap():
+    params = hx.canonical_params(models.BallParams(e=0.5))
+    heights = jnp.array([1.0, 0.0, 2.0])
+
+    def run(h, throw):
+        x0 = jnp.stack([h, jnp.zeros_like(h)])
+        return hx.simulate(BALL, x0, params, n_events=3, throw=throw)
+
+    batch = jax.vmap(lambda h: run(h, False))(heights)
+    assert hx.status_name(batch.result) == [
+        "successful",
+        "mode_not_viable",
+        "successful",
+    ]
+    assert np.all(np.isnan(batch.t_events[1]))
+    assert hx.status_code(batch.result).tolist() == [
+        0,
+        hx.STATUS_NAMES.index("mode_not_viable"),
+        0,
+    ]
+    with pytest.raises(Exception, match="would end at the instant"):
+        jax.vmap(lambda h: run(h, True))(heights)
+    # Every name has a message of its own, read through the public interface.
+    messages = {
+        name: hx.status_message(getattr(hx.RESULTS, name))[0]
+        for name in hx.STATUS_NAMES
+    }
+    assert len(set(messages.values())) == len(messages)
+
+
+def test_settings_refuse_what_they_would_ignore():
+    with pytest.raises(ValueError, match="stepsize_controller"):
+        hx.Settings(
+            stepsize_controller=dfx.PIDController(rtol=1e-8, atol=1e-8), rtol=1e-9
+        )
+    with pytest.raises(ValueError, match="rtol"):
+        hx.Settings(rtol=2.0)
+    with pytest.raises(ValueError, match="max_steps"):
+        hx.Settings(max_steps=0)
+    with pytest.raises(ValueError, match="solver"):
+        hx.Settings(solver="tsit5")
+    with pytest.raises(ValueError, match="settings"):
+        hx.simulate(
+            BALL,
+            jnp.array([1.0, 0.0]),
+            models.BallParams(),
+            n_events=1,
+            settings={"rtol": 1e-8},
+        )
+    with pytest.raises(ValueError, match="adjoint"):
+        hx.find_periodic_orbit(
+            HOPPER,
+            models.hopper_section(),
+            jnp.ones(2),
+            models.hopper_params(),
+            settings=hx.Settings(adjoint=dfx.RecursiveCheckpointAdjoint()),
+        )
+
+
+def test_one_hop_jacobian_with_the_checks_on():
+    """The dip detection and start checks change no derivative: d(state after two
+    events)/d(x0) by jacfwd equals central differences."""
+    params = hx.canonical_params(models.hopper_params())
+    settings = hx.Settings(t_max=10.0, adjoint=dfx.ForwardMode())
+
+    @jax.jit
+    def hop(x0):
+        sol = hx.simulate(HOPPER, x0, params, n_events=2, settings=settings)
+        return jnp.concatenate([sol.x_after[1], sol.t_events])
+
+    x0 = models.default_initial_state(params)
+    fd = central_jacobian(lambda x: hop(jnp.asarray(x)), np.asarray(x0), h=1e-6)
+    np.testing.assert_allclose(jax.jacfwd(hop)(x0), fd, rtol=FD_RTOL, atol=1e-6)
