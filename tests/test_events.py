@@ -15,7 +15,7 @@ from scipy.optimize import brentq
 
 import hybrax as hx
 import reference_hopper as ref
-from helpers import FD_RTOL, ORACLE_TOL, central_jacobian
+from helpers import central_jacobian
 from hybrax import models
 
 
@@ -40,7 +40,7 @@ def test_foot_pulled_back_at_liftoff_is_not_viable():
     p_ref = ref.HopperParams(d_F=-150.0)
     params = hx.canonical_params(models.hopper_params(d_F=-150.0))
     x0 = models.default_initial_state(params)
-    sol = hx.simulate(HOPPER, x0, params, n_events=10, settings=SETTINGS)
+    sol = hx.simulate(HOPPER, x0, params, n_events=4, settings=SETTINGS)
     assert hx.status_name(sol.result) == ["mode_not_viable"]
     assert _names(HOPPER, sol) == ["touchdown", "liftoff"]
     assert HOPPER.modes[int(sol.mode_final)].name == "flight"
@@ -81,12 +81,10 @@ def test_zeno_accumulation_time():
     time, not with padded or spurious events."""
     e, h = 0.5, 1.0
     params = hx.canonical_params(models.BallParams(e=e))
-    sol = hx.simulate(
-        BALL, jnp.array([h, 0.0]), params, n_events=100, settings=SETTINGS
-    )
+    sol = hx.simulate(BALL, jnp.array([h, 0.0]), params, n_events=20, settings=SETTINGS)
     assert hx.status_name(sol.result) == ["zeno"]
     n = int(sol.n_events)
-    assert 5 < n < 100
+    assert 5 < n < 20
     v1 = np.sqrt(2 * G * h)
     flights = 2 * v1 * e ** np.arange(1, n) / G
     expected = np.sqrt(2 * h / G) + np.concatenate([[0.0], np.cumsum(flights)])
@@ -181,7 +179,7 @@ def test_ground_mode_entered_with_the_foot_in_the_air(form):
     x0 = models.default_initial_state(params)  # foot 0.1 m above the ground
     if form == "constrained":
         x0 = models.to_constrained(x0)
-    sol = hx.simulate(system, x0, params, n_events=2, mode0="ground", settings=SETTINGS)
+    sol = hx.simulate(system, x0, params, n_events=4, mode0="ground", settings=SETTINGS)
     assert hx.status_name(sol.result) == ["constraint_violated"]
     assert int(sol.n_events) == 0
 
@@ -191,13 +189,17 @@ def test_horizon_before_the_start_under_jit():
 
     @jax.jit
     def run(t0):
-        return hx.simulate(BALL, jnp.array([1.0, 0.0]), params, n_events=2, t0=t0)
+        return hx.simulate(
+            BALL, jnp.array([1.0, 0.0]), params, n_events=5, t0=t0, settings=SETTINGS
+        )
 
-    sol = run(60.0)  # the default horizon is t_max = 50
+    sol = run(60.0)  # the horizon is t_max = 10
     assert hx.status_name(sol.result) == ["invalid_time_span"]
     assert np.all(np.isnan(sol.t_events))
     with pytest.raises(ValueError, match="t_max"):
-        hx.simulate(BALL, jnp.array([1.0, 0.0]), params, n_events=2, t0=60.0)
+        hx.simulate(
+            BALL, jnp.array([1.0, 0.0]), params, n_events=5, t0=60.0, settings=SETTINGS
+        )
 
 
 # --- guard arming on a walker --------------------------------------------------
@@ -328,7 +330,7 @@ def test_event_and_phase_observables_of_the_ball():
         ],
         n_states=2,
     )
-    n = 4
+    n = 2
     sol = hx.simulate(system, jnp.array([h, 0.0]), params, n_events=n)
     v = np.sqrt(2 * G * h) * e ** np.arange(n)  # impact speeds
     np.testing.assert_allclose(sol.T_c, 0.5 * 2.0 * (1 - e**2) * v**2, rtol=1e-9)
@@ -373,26 +375,6 @@ def test_plastic_impact_observables():
     np.testing.assert_allclose(sol.T_c[0], 0.5 * m_L * v_minus[3] ** 2, rtol=1e-12)
 
 
-def test_orbit_apex_against_the_modal_solution():
-    reference = ref.periodic_orbit(ref.HopperParams())
-    params = hx.canonical_params(models.hopper_params())
-    orbit, _ = hx.find_periodic_orbit(
-        HOPPER,
-        models.hopper_section(),
-        models.orbit_guess(params),
-        params,
-        settings=hx.Settings(rtol=1e-12, atol=1e-12),
-        analyse=False,
-    )
-    for key in ("apex_upper", "apex_lower"):
-        assert float(orbit.cycle.phase_observables[key][0]) == pytest.approx(
-            reference[key], abs=ORACLE_TOL
-        )
-    # The ground phase of the paper's orbit starts with the ground pushing: the
-    # smallest normal force over it is the one at lift-off, zero.
-    assert abs(float(orbit.cycle.phase_observables["min_ground_force"][1])) < 1e-6
-
-
 # --- statuses with their causes ------------------------------------------------
 
 
@@ -401,27 +383,30 @@ def test_failed_orbit_carries_its_cause_and_nan_values():
     status is that of the cycle (`max_steps_reached`), not a bare
     `shooting_failed`, and every value, and every derivative, is NaN."""
     base = hx.canonical_params(models.hopper_params())
+    params = eqx.tree_at(lambda p: p.k, base, jnp.asarray(1e12))
     system, section = HOPPER, models.hopper_section()
-    settings = hx.Settings(max_steps=64)
-
-    def multiplier(k):
-        params = eqx.tree_at(lambda p: p.k, base, k)
-        orbit, floquet = hx.find_periodic_orbit(
-            system,
-            section,
-            models.orbit_guess(params),
-            params,
-            settings=settings,
-            phase_observables=False,
-        )
-        return orbit, floquet
-
-    orbit, floquet = multiplier(jnp.asarray(1e12))
+    orbit, floquet = hx.find_periodic_orbit(
+        system,
+        section,
+        models.orbit_guess(params),
+        params,
+        settings=hx.Settings(rtol=1e-12, atol=1e-12),  # test_periodic's program
+    )
     assert hx.status_name(orbit.result) == ["max_steps_reached"]
     assert np.all(np.isnan(orbit.u)) and np.isnan(float(orbit.period))
+    assert np.all(np.isnan(orbit.reduced_jacobian))
     assert np.all(np.isnan(floquet.multipliers_ad))
-    tangent = jax.jacfwd(lambda k: multiplier(k)[0].period)(jnp.asarray(1e12))
-    assert np.isnan(float(tangent))
+
+    # The return map of a failed cycle: NaN, and so is its derivative.
+    def step(k):
+        p = eqx.tree_at(lambda q: q.k, base, k)
+        forward = hx.Settings(max_steps=64, adjoint=dfx.ForwardMode())
+        u_next, _ = hx.poincare_map(
+            system, section, models.orbit_guess(base), p, settings=forward
+        )
+        return u_next
+
+    assert np.all(np.isnan(jax.jacfwd(step)(jnp.asarray(1e12))))
 
 
 def test_status_of_a_batch_and_throw_under_vmap():
@@ -430,7 +415,7 @@ def test_status_of_a_batch_and_throw_under_vmap():
 
     def run(h, throw):
         x0 = jnp.stack([h, jnp.zeros_like(h)])
-        return hx.simulate(BALL, x0, params, n_events=3, throw=throw)
+        return hx.simulate(BALL, x0, params, n_events=5, settings=SETTINGS, throw=throw)
 
     batch = jax.vmap(lambda h: run(h, False))(heights)
     assert hx.status_name(batch.result) == [
@@ -481,19 +466,3 @@ def test_settings_refuse_what_they_would_ignore():
             models.hopper_params(),
             settings=hx.Settings(adjoint=dfx.RecursiveCheckpointAdjoint()),
         )
-
-
-def test_one_hop_jacobian_with_the_checks_on():
-    """The dip detection and start checks change no derivative: d(state after two
-    events)/d(x0) by jacfwd equals central differences."""
-    params = hx.canonical_params(models.hopper_params())
-    settings = hx.Settings(t_max=10.0, adjoint=dfx.ForwardMode())
-
-    @jax.jit
-    def hop(x0):
-        sol = hx.simulate(HOPPER, x0, params, n_events=2, settings=settings)
-        return jnp.concatenate([sol.x_after[1], sol.t_events])
-
-    x0 = models.default_initial_state(params)
-    fd = central_jacobian(lambda x: hop(jnp.asarray(x)), np.asarray(x0), h=1e-6)
-    np.testing.assert_allclose(jax.jacfwd(hop)(x0), fd, rtol=FD_RTOL, atol=1e-6)

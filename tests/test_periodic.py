@@ -65,6 +65,18 @@ def test_orbit_matches_semi_analytic_reference(minimal_orbit, reference):
     assert np.all(np.abs(floquet.multipliers_ad[1:]) < 1e-6)  # the two zeros
 
 
+def test_phase_observables_of_the_orbit(minimal_orbit, reference):
+    """The apexes of the flight (Extremum on the flight mode) against the modal
+    solution's; the smallest ground force over the ground phase is the zero at
+    lift-off (the paper's orbit lands with the ground pushing)."""
+    orbit, _ = minimal_orbit
+    observables = orbit.cycle.phase_observables
+    for key in ("apex_upper", "apex_lower"):
+        np.testing.assert_allclose(observables[key][0], reference[key], atol=1e-9)
+        assert np.isnan(observables[key][1])  # no flight in the ground phase
+    assert abs(float(observables["min_ground_force"][1])) < 1e-6
+
+
 def test_monodromy_two_ways_and_against_finite_differences(minimal_orbit, reference):
     _, floquet = minimal_orbit
     assert float(floquet.max_discrepancy) < 1e-8

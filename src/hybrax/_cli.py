@@ -11,6 +11,7 @@ convention).
 """
 
 import argparse
+import concurrent.futures
 import dataclasses
 import importlib
 import importlib.metadata
@@ -652,7 +653,7 @@ def _format_matrix(matrix, indent: str = "  ") -> list[str]:
 def _run_orbit(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     from ._misc import canonical_params
     from ._periodic import find_periodic_orbit
-    from ._program_cache import cached_call
+    from ._program_cache import cached_call, program
     from ._settings import Settings
     from ._simulate import simulate
     from ._solution import status_message, status_name
@@ -670,6 +671,30 @@ def _run_orbit(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
     system = form.system()
     section = model.section(form_name)
     tol = float(args.tol)
+    # The dense simulation of the orbit (figures, apexes) compiles in a second
+    # thread while the orbit search does: XLA releases the interpreter while it
+    # compiles, and the machine has a core for each.
+    sequence = tuple(system.transition_index(k) for k in section.sequence)
+    mode0 = system.targets[sequence[-1]]
+    n_cycle = len(sequence)
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=1)
+    periods_program = pool.submit(
+        program,
+        f"orbit-periods-{args.model}-{form_name}-{mode0}",
+        lambda x, p: simulate(
+            system,
+            x,
+            p,
+            n_events=_ORBIT_PERIODS * n_cycle,
+            settings=Settings(t_max=_ORBIT_T_MAX),
+            mode0=mode0,
+            n_save=_ORBIT_SAMPLES,
+        ),
+        jnp.zeros((system.n_states,), dtype=float),
+        params,
+        cache_dir=_CACHE_DIR,
+    )
+    pool.shutdown(wait=False)
     orbit, floquet = cached_call(
         f"orbit-{args.model}-{form_name}-{tol:g}",
         lambda u, p: find_periodic_orbit(
@@ -678,7 +703,10 @@ def _run_orbit(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
             u,
             p,
             settings=Settings(rtol=tol, atol=tol),
-            # The apexes come from the simulation of the orbit below.
+            # Newton on the variational return map: its last iteration holds
+            # the orbit's cycle, apexes and saltation monodromy, so the program
+            # needs no further pass (the smallest program, compiled once).
+            jacobian="variational",
             phase_observables=False,
         ),
         model.orbit_guess(params),
@@ -749,27 +777,10 @@ def _run_orbit(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
 
     # One compiled simulation: the orbit over several periods, and from the two
     # perturbed starts (their first period is drawn).
-    sequence = tuple(system.transition_index(k) for k in section.sequence)
-    mode0 = system.targets[sequence[-1]]
-    n_cycle = len(sequence)
 
     def periods(x_min):
         full = x_min if form.from_minimal is None else form.from_minimal(x_min)
-        solution = cached_call(
-            f"orbit-periods-{args.model}-{form_name}-{mode0}",
-            lambda x, p: simulate(
-                system,
-                x,
-                p,
-                n_events=_ORBIT_PERIODS * n_cycle,
-                settings=Settings(t_max=_ORBIT_T_MAX),
-                mode0=mode0,
-                n_save=_ORBIT_SAMPLES,
-            ),
-            jnp.asarray(full, dtype=float),
-            params,
-            cache_dir=_CACHE_DIR,
-        )
+        solution = periods_program.result()(jnp.asarray(full, dtype=float), params)
         trajectory = Trajectory.from_solution(
             solution, system, to_minimal=form.to_minimal
         )

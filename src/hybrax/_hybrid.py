@@ -29,22 +29,23 @@ class Extremum(eqx.Module):
 
     Declared on a [`hybrax.Mode`][] (`Mode(observables={"apex": Extremum(g)})`),
     evaluated for every phase of that mode by [`hybrax.simulate`][] and on the cycle
-    of a periodic orbit. It is found on the phase's dense output: the best of
-    `n_grid` samples, refined by Newton's method on $\dot g = 0$ (optimistix), and
-    compared with the phase's ends. The value is differentiable (the refined time
-    by the implicit function theorem, the value by the envelope theorem).
+    of a periodic orbit. It is found on the phase's dense output: $g$ and its time
+    derivative at `n_grid` times, and between each pair the cubic Hermite
+    interpolant through them, maximised in closed form. The error is $O(h^4)$ in
+    the spacing $h$ (for a hopper flight of 0.3 s at the default 256 points,
+    about 1e-10), the value is differentiable (at an interior extremum its
+    derivative is that of $g$ at fixed time: the envelope theorem).
 
     **Arguments:**
 
     - `function`: `g(t, x, params) -> scalar`.
     - `kind`: `"max"` (default) or `"min"`.
-    - `n_grid`: samples per phase before refinement (default 32); a narrower
-      interior extremum than one sample spacing may be missed.
+    - `n_grid`: sample times per phase (default 256).
     """
 
     function: Callable[[Any, Array, Params], Any]
     kind: str = eqx.field(static=True, default="max")
-    n_grid: int = eqx.field(static=True, default=32)
+    n_grid: int = eqx.field(static=True, default=256)
 
     def __check_init__(self):
         if not callable(self.function):

@@ -283,17 +283,34 @@ def _variational_map(
     return section.coordinates(x_end, params), M, sol, monodromy
 
 
-def _variational_return_map(system, section, sequence, settings):
-    r"""The return map $u \mapsto u'$ whose derivative in $u$ is the variational
-    Jacobian $M$ (a `jax.custom_jvp`): Newton then needs one augmented solve per
-    iteration instead of forward-mode AD through the solver."""
+def _zero_tangent(leaf):
+    if jnp.issubdtype(jnp.result_type(leaf), jnp.inexact):
+        return jnp.zeros_like(leaf)
+    return np.zeros(np.shape(leaf), dtype=jax.dtypes.float0)
+
+
+def _variational_return_map(system, section, sequence, settings, phase_observables):
+    r"""The return map $u \mapsto (u', \text{info})$ whose derivative in $u$ is the
+    variational Jacobian $M$ (a `jax.custom_jvp`): Newton then needs one augmented
+    solve per iteration instead of forward-mode AD through the solver. `info` is
+    `(M, solution, monodromy)` of that (diagnosed) cycle, so that the last
+    iteration already holds the analysis of the orbit."""
+
+    def evaluate(u, params):
+        u_next, M, sol, monodromy = _variational_map(
+            system,
+            section,
+            sequence,
+            settings,
+            u,
+            params,
+            phase_observables=phase_observables,
+        )
+        return u_next, (M, sol, monodromy)
 
     @jax.custom_jvp
     def return_map(u, params):
-        u_next, _, sol, _ = _variational_map(
-            system, section, sequence, settings, u, params, diagnose=False
-        )
-        return u_next, sol.result
+        return evaluate(u, params)
 
     def return_map_jvp(primals, tangents):
         u, params = primals
@@ -308,16 +325,11 @@ def _variational_return_map(system, section, sequence, settings):
                 "Derivatives with respect to the parameters are not available with "
                 "`jacobian='variational'`; use `jacobian='autodiff'`."
             )
-        u_next, M, sol, _ = _variational_map(
-            system, section, sequence, settings, u, params, diagnose=False
-        )
-        # The status is an integer: its tangent is float0.
-        result_tangent = jax.tree_util.tree_map(
-            lambda leaf: np.zeros(np.shape(leaf), dtype=jax.dtypes.float0), sol.result
-        )
+        u_next, info = evaluate(u, params)
+        info_tangent = jax.tree_util.tree_map(_zero_tangent, info)
         if isinstance(du, SymbolicZero):
-            return (u_next, sol.result), (jnp.zeros_like(u_next), result_tangent)
-        return (u_next, sol.result), (M @ du, result_tangent)
+            return (u_next, info), (jnp.zeros_like(u_next), info_tangent)
+        return (u_next, info), (info[0] @ du, info_tangent)
 
     return_map.defjvp(return_map_jvp, symbolic_zeros=True)
     return return_map
@@ -420,7 +432,7 @@ def _floquet(system, state, params, mode0, mono_ad, mono_s):
     )
 
 
-def _orbit_status(root, sol, residual_norm, residual_tol, u):
+def _orbit_status(root, last_result, sol, residual_norm, residual_tol, u):
     """`successful` only for a converged orbit; otherwise the cause: the failure of
     the cycle at the returned point, else that of the last cycle the root finder
     ran, else `shooting_failed`."""
@@ -434,7 +446,7 @@ def _orbit_status(root, sol, residual_norm, residual_tol, u):
         sol.result != RESULTS.successful,
         sol.result,
         RESULTS.where(
-            root.aux != RESULTS.successful, root.aux, RESULTS.shooting_failed
+            last_result != RESULTS.successful, last_result, RESULTS.shooting_failed
         ),
     )
     return converged, RESULTS.where(converged, RESULTS.successful, cause)
@@ -476,13 +488,16 @@ def _shoot(
     sequence, mode0 = resolve_sequence(system, section)
     adjoint = _orbit_adjoint(settings)
     if jacobian == "variational":
-        return_map = _variational_return_map(system, section, sequence, settings)
+        return_map = _variational_return_map(
+            system, section, sequence, settings, phase_observables
+        )
 
         def residual(u, args):
             p, guess = args
             finite, u_eval = _finite_or(u, guess)
-            u_next, result = return_map(u_eval, p)
-            return _residual_or_identity(u, u_next - u_eval, finite, result), result
+            u_next, (M, sol, monodromy) = return_map(u_eval, p)
+            F = _residual_or_identity(u, u_next - u_eval, finite, sol.result)
+            return F, (sol.result, (u_eval, u_next, M, sol, monodromy))
 
     else:
 
@@ -500,7 +515,7 @@ def _shoot(
             )
             u_next = section.coordinates(sol.x_after[-1], p)
             F = _residual_or_identity(u, u_next - u_eval, finite, sol.result)
-            return F, sol.result
+            return F, (sol.result, None)
 
     root = optx.root_find(
         residual,
@@ -511,22 +526,32 @@ def _shoot(
         has_aux=True,
         throw=False,
     )
-    _, u_eval = _finite_or(root.value, u_guess)
-    # At the solution, the variational pass gives the residual, the reduced Jacobian
-    # M = J + I (eqs. 32-33), the saltation-product monodromy (eq. 36) and the
-    # cycle with its observables at once.
-    u_next, M, sol, mono_s = _variational_map(
-        system,
-        section,
-        sequence,
-        settings,
-        u_eval,
-        params,
-        phase_observables=phase_observables,
-    )
-    u = root.value
+    last_result, last_evaluation = root.aux
+    if last_evaluation is not None:
+        # The variational Newton's last evaluation is a diagnosed variational
+        # pass: the orbit is reported at that iterate (its update was below the
+        # root finder's tolerance), with its residual, Jacobian, cycle and
+        # observables; no pass is compiled and run again.
+        u, u_next, M, sol, mono_s = last_evaluation
+    else:
+        # At the solution, the variational pass gives the residual, the reduced
+        # Jacobian M = J + I (eqs. 32-33), the saltation-product monodromy (eq. 36)
+        # and the cycle with its observables at once.
+        _, u_eval = _finite_or(root.value, u_guess)
+        u_next, M, sol, mono_s = _variational_map(
+            system,
+            section,
+            sequence,
+            settings,
+            u_eval,
+            params,
+            phase_observables=phase_observables,
+        )
+        u = root.value
     residual_norm = jnp.max(jnp.abs(u_next - u))
-    converged, result = _orbit_status(root, sol, residual_norm, residual_tol, u)
+    converged, result = _orbit_status(
+        root, last_result, sol, residual_norm, residual_tol, u
+    )
     t_start = jnp.concatenate([jnp.zeros((1,), u.dtype), sol.t_events[:-1]])
     orbit = PeriodicOrbit(
         u=u,

@@ -14,6 +14,7 @@ import hashlib
 import importlib.metadata
 import pathlib
 import pickle
+import threading
 
 import equinox as eqx
 import jax
@@ -99,43 +100,65 @@ def _key(name: str, leaves, in_tree) -> str:
     return f"{name}-{digest.hexdigest()[:24]}"
 
 
-def cached_call(name: str, fn, *args, cache_dir: str | None):
-    """Evaluate `fn(*args)` (a pure JAX function of array PyTrees) through a lowered
-    program kept in `cache_dir`; without a cache directory, just `jax.jit(fn)`.
+def program(name: str, fn, *args, cache_dir: str | None):
+    """The compiled program of `fn` (a pure JAX function of array PyTrees) for the
+    shapes and dtypes of `args`, compiled now: its lowered form is read from
+    `cache_dir` if kept there by an earlier run, else traced, lowered and kept.
+    Returns a callable taking arguments of those shapes. Without a cache
+    directory, or for a program that cannot be exported, a plain compilation.
 
-    Falls back to a plain jitted call if the program cannot be exported or read.
+    Compiling ahead lets a caller compile two programs at once (XLA releases the
+    interpreter while it compiles).
     """
     leaves, in_tree = jax.tree_util.tree_flatten(args)
+
+    def plain():
+        compiled = jax.jit(fn).lower(*args).compile()
+        return lambda *a: compiled(*a)
+
     if cache_dir is None:
-        return jax.jit(fn)(*args)
+        return plain()
     folder = pathlib.Path(cache_dir) / "programs"
     path = folder / (_key(name, leaves, in_tree) + ".bin")
+    exported, out_spec = None, None
     if path.exists():
         try:
             blob = pickle.loads(path.read_bytes())
             exported = jax.export.deserialize(blob["program"])
-            return _decode(blob["out_spec"], exported.call(*leaves))
+            out_spec = blob["out_spec"]
         except Exception:  # a stale or foreign file: rebuild it below
             path.unlink(missing_ok=True)
+            exported = None
+    if exported is None:
+        out_spec_box = []
 
-    out_spec_box = []
+        def flat_fn(*flat):
+            out = fn(*jax.tree_util.tree_unflatten(in_tree, flat))
+            out_leaves, spec = _encode(out)
+            out_spec_box.append(spec)
+            return out_leaves
 
-    def flat_fn(*flat):
-        out = fn(*jax.tree_util.tree_unflatten(in_tree, flat))
-        out_leaves, out_spec = _encode(out)
-        out_spec_box.append(out_spec)
-        return out_leaves
+        try:
+            exported = jax.export.export(jax.jit(flat_fn))(
+                *[jax.ShapeDtypeStruct(x.shape, x.dtype) for x in leaves]
+            )
+            out_spec = out_spec_box[-1]
+            blob = {"program": exported.serialize(), "out_spec": out_spec}
+            folder.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_suffix(f".{threading.get_ident()}.tmp")
+            tmp.write_bytes(pickle.dumps(blob))
+            tmp.replace(path)
+        except Exception:  # e.g. a program that cannot be exported: just run it
+            return plain()
+    compiled = jax.jit(exported.call).lower(*leaves).compile()
 
-    try:
-        exported = jax.export.export(jax.jit(flat_fn))(
-            *[jax.ShapeDtypeStruct(x.shape, x.dtype) for x in leaves]
-        )
-        out_spec = out_spec_box[-1]
-        blob = {"program": exported.serialize(), "out_spec": out_spec}
-        folder.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
-        tmp.write_bytes(pickle.dumps(blob))
-        tmp.replace(path)
-    except Exception:  # e.g. a program that cannot be exported: just run it
-        return jax.jit(fn)(*args)
-    return _decode(out_spec, exported.call(*leaves))
+    def run(*a):
+        return _decode(out_spec, compiled(*jax.tree_util.tree_leaves(a)))
+
+    return run
+
+
+def cached_call(name: str, fn, *args, cache_dir: str | None):
+    """Evaluate `fn(*args)` through [`program`][]: a lowered program kept in
+    `cache_dir` between runs."""
+    return program(name, fn, *args, cache_dir=cache_dir)(*args)

@@ -26,11 +26,10 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import jax.tree_util as jtu
-import optimistix as optx
 from jaxtyping import Array, Float
 
 from ._custom_types import ModeIndex, Params
-from ._dips import DipDetectingController
+from ._dips import DipDetectingController, hermite_minimum
 from ._hybrid import HybridSystem, signed_guard
 from ._misc import canonical_params, is_concrete
 from ._settings import Settings, resolve_settings
@@ -305,49 +304,38 @@ def _phase_observable_keys(system: HybridSystem) -> tuple[str, ...]:
 
 def _extrema(extrema, t_start, t_end, x_of, params, dtype):
     r"""The largest (or smallest) values of the `extrema` over
-    $[t_{start}, t_{end}]$ along `x_of`: the best of a grid each, refined together by
-    one Newton solve (optimistix, implicit derivative) on their time derivatives,
-    and kept only where the refinement stays inside the phase and improves on the
-    grid. Differentiable: the refined times by the implicit function theorem, the
-    values by the envelope theorem."""
-    signs = [1.0 if e.kind == "max" else -1.0 for e in extrema]
+    $[t_{start}, t_{end}]$ along `x_of`: on a grid of `n_grid` times, $g$ and its
+    time derivative along the dense output; between each pair of grid points the
+    cubic Hermite interpolant through both, maximised in closed form (the same
+    cubic as the dip detection). Its error is $O(h^4)$ in the grid spacing $h$
+    (1e-10 for a hopper flight at the default 256 points) and it is
+    differentiable: no iterative solver, and at an interior extremum the value's
+    derivative is that of $g$ at fixed time (envelope theorem)."""
+    n_grid = max(e.n_grid for e in extrema)
+    grid = t_start + (t_end - t_start) * jnp.linspace(0.0, 1.0, n_grid)
+    # The states and their rates on the grid, once for all the mode's extrema.
+    xs, rates = jax.vmap(lambda t: jax.jvp(x_of, (t,), (jnp.ones_like(t),)))(grid)
+    step = grid[1:] - grid[:-1]
+    values = []
+    for e in extrema:
+        sign = 1.0 if e.kind == "max" else -1.0
 
-    def value(i, t):
-        g = extrema[i].function(t, x_of(t), params)
-        return signs[i] * jnp.asarray(g).astype(dtype)
+        def value_and_rate(t, x, xdot, e=e):
+            return jax.jvp(
+                lambda s, z: (
+                    -sign * jnp.asarray(e.function(s, z, params)).astype(dtype)
+                ),
+                (t, x),
+                (jnp.ones_like(t), xdot),
+            )
 
-    best_t, best_v = [], []
-    for i, e in enumerate(extrema):
-        grid = t_start + (t_end - t_start) * jnp.linspace(0.0, 1.0, e.n_grid)
-        samples = jax.vmap(lambda t, i=i: value(i, t))(grid)
-        best = jnp.argmax(jnp.where(jnp.isnan(samples), -jnp.inf, samples))
-        best_t.append(grid[best])
-        best_v.append(samples[best])
-    best_t, best_v = jnp.stack(best_t), jnp.stack(best_v)
-
-    def rates(ts, _):
-        return jnp.stack(
-            [
-                jax.jvp(lambda t, i=i: value(i, t), (ts[i],), (jnp.ones_like(ts[i]),))[
-                    1
-                ]
-                for i in range(len(extrema))
-            ]
+        g, g_rate = jax.vmap(value_and_rate)(grid, xs, rates)
+        lowest, _ = jax.vmap(hermite_minimum)(
+            g[:-1], g_rate[:-1], g[1:], g_rate[1:], step
         )
-
-    refined = optx.root_find(
-        rates,
-        optx.Newton(rtol=1e-12, atol=1e-12),
-        jax.lax.stop_gradient(best_t),
-        max_steps=16,
-        throw=False,
-    )
-    t_star = refined.value
-    inside = (t_star >= t_start) & (t_star <= t_end)
-    t_safe = jnp.where(inside, t_star, best_t)
-    v_star = jnp.stack([value(i, t_safe[i]) for i in range(len(extrema))])
-    use = inside & (refined.result == optx.RESULTS.successful) & (v_star >= best_v)
-    return jnp.stack(signs).astype(dtype) * jnp.where(use, v_star, best_v)
+        lowest = jnp.where(jnp.isnan(lowest), jnp.inf, lowest)
+        values.append(-sign * jnp.min(lowest))
+    return jnp.stack(values)
 
 
 def _phase_observables(system, keys, mode, static_mode, t_start, t_end, x_of, params):
@@ -949,7 +937,9 @@ def check_state(system: HybridSystem, x0, name: str = "x0") -> Array:
 
 
 @eqx.filter_jit
-def _simulate(system, x0, params, mode0, t0, settings, adjoint, n_events, n_save):
+def _simulate(
+    system, x0, params, mode0, t0, settings, adjoint, n_events, n_save, phases
+):
     solution, _, _ = run_events(
         system,
         x0,
@@ -960,6 +950,7 @@ def _simulate(system, x0, params, mode0, t0, settings, adjoint, n_events, n_save
         t0=t0,
         n_events=n_events,
         n_save=n_save,
+        phase_observables=phases,
     )
     return solution
 
@@ -974,6 +965,7 @@ def simulate(
     mode0: ModeIndex | str = 0,
     t0: float | Float[Array, ""] = 0.0,
     n_save: int = 0,
+    phase_observables: bool = True,
     throw: bool = False,
 ) -> HybridSolution:
     r"""Simulate a hybrid system through `n_events` transitions.
@@ -1009,6 +1001,9 @@ def simulate(
     - `mode0`: the initial mode (index or name).
     - `t0`: the initial time.
     - `n_save`: samples per phase kept for plotting (0 keeps none).
+    - `phase_observables`: evaluate the modes' phase observables (e.g. apex
+      heights, `Mode(observables=...)`); `False` saves their cost (they need each
+      phase's dense output). Event observables are always recorded.
     - `throw`: raise an error carrying the status message when the run fails
       (under `jax.vmap`: when any element fails) instead of returning the status.
 
@@ -1046,6 +1041,7 @@ def simulate(
         adjoint,
         int(n_events),
         int(n_save),
+        bool(phase_observables),
     )
     if throw:
         solution = raise_if_failed(solution, solution.result)
