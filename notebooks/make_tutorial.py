@@ -105,13 +105,12 @@ with stability along the branch and folds located.""",
     (
         "code",
         """minimal, section_min = models.minimal_hopper(), models.hopper_section("minimal")
-orbit_min, _ = hx.find_periodic_orbit(
-    minimal, section_min, models.orbit_guess(params), params, analyse=False
-)
+# The start is corrected onto the branch first: the plain guess will do.
 branch = hx.continue_branch(
-    minimal, section_min, orbit_min.u, params, models.hopper_parameter("D_G"),
-    start=float(params.D_G), bounds=(-0.06, -0.0005), direction=-1,
-    max_points=120, max_period=1.2,
+    minimal, section_min, models.orbit_guess(params), params,
+    models.hopper_parameter("D_G"), start=float(params.D_G), bounds=(-0.06, -0.0005),
+    direction=-1, max_points=120, max_period=1.2, parameter_scale=0.01,
+    settings=hx.Settings(rtol=1e-12, atol=1e-12),
 )
 print(branch.n_points, "orbits; folds at D_G =", [round(f.parameter, 6) for f in branch.folds])
 t_flight, t_ground = branch.phase_durations[:, 0], branch.phase_durations[:, 1]

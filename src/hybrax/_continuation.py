@@ -41,7 +41,12 @@ from ._custom_types import Params
 from ._hybrid import HybridSystem
 from ._misc import canonical_params, check_float64
 from ._periodic import PoincareSection, poincare_map, resolve_sequence
-from ._settings import Settings, resolve_settings
+from ._settings import (
+    Settings,
+    check_iterations,
+    resolve_root_finder,
+    resolve_settings,
+)
 from ._solution import RESULTS
 
 
@@ -817,16 +822,9 @@ def continue_branch(
         raise ValueError(f"`max_points` must be positive; got {max_points}.")
     if not (parameter_scale > 0 and math.isfinite(parameter_scale)):
         raise ValueError(f"`parameter_scale` must be positive; got {parameter_scale}.")
-    if isinstance(max_iterations, bool) or int(max_iterations) < 1:
-        raise ValueError(f"`max_iterations` must be positive; got {max_iterations}.")
+    max_iterations = check_iterations(max_iterations)
     settings = resolve_settings(settings)
-    if root_finder is None:
-        root_finder = optx.Newton(rtol=1e-11, atol=1e-11)
-    if not isinstance(root_finder, optx.AbstractRootFinder):
-        raise ValueError(
-            "`root_finder` must be an optimistix root finder; got "
-            f"{type(root_finder).__name__}."
-        )
+    root_finder = resolve_root_finder(root_finder)
     resolve_sequence(system, section)
     u0 = np.atleast_1d(np.asarray(u0, dtype=float))
     if u0.ndim != 1:

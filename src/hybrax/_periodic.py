@@ -33,7 +33,12 @@ from ._custom_types import Params
 from ._hybrid import HybridSystem, MechanicalVectorField
 from ._misc import canonical_params, check_float64
 from ._saltation import saltation_parts
-from ._settings import Settings, resolve_settings
+from ._settings import (
+    Settings,
+    check_iterations,
+    resolve_root_finder,
+    resolve_settings,
+)
 from ._simulate import raise_if_failed, run_events
 from ._solution import RESULTS, HybridSolution, masked_nan
 
@@ -639,15 +644,8 @@ def find_periodic_orbit(
     check_float64("find_periodic_orbit")
     settings = resolve_settings(settings)
     _orbit_adjoint(settings)
-    if root_finder is None:
-        root_finder = optx.Newton(rtol=1e-11, atol=1e-11)
-    if not isinstance(root_finder, optx.AbstractRootFinder):
-        raise ValueError(
-            "`root_finder` must be an optimistix root finder; got "
-            f"{type(root_finder).__name__}."
-        )
-    if isinstance(max_iterations, bool) or int(max_iterations) < 1:
-        raise ValueError(f"`max_iterations` must be positive; got {max_iterations}.")
+    root_finder = resolve_root_finder(root_finder)
+    max_iterations = check_iterations(max_iterations)
     if not residual_tol > 0:
         raise ValueError(f"`residual_tol` must be positive; got {residual_tol}.")
     resolve_sequence(system, section)

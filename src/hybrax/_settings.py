@@ -159,3 +159,23 @@ def resolve_settings(settings: Settings | None) -> Settings:
             f"`settings` must be a hybrax.Settings; got {type(settings).__name__}."
         )
     return settings
+
+
+def resolve_root_finder(root_finder: optx.AbstractRootFinder | None):
+    """The root finder of shooting and continuation: `root_finder`, or the default
+    `optimistix.Newton(rtol=1e-11, atol=1e-11)`; a clear error for anything else."""
+    if root_finder is None:
+        return optx.Newton(rtol=1e-11, atol=1e-11)
+    if not isinstance(root_finder, optx.AbstractRootFinder):
+        raise ValueError(
+            "`root_finder` must be an optimistix root finder; got "
+            f"{type(root_finder).__name__}."
+        )
+    return root_finder
+
+
+def check_iterations(max_iterations) -> int:
+    """`max_iterations` as a positive int, or a `ValueError` naming it."""
+    if isinstance(max_iterations, bool) or int(max_iterations) < 1:
+        raise ValueError(f"`max_iterations` must be positive; got {max_iterations}.")
+    return int(max_iterations)

@@ -28,7 +28,12 @@ from ._periodic import (
     find_periodic_orbit,
     poincare_map,
 )
-from ._settings import Settings, resolve_settings
+from ._settings import (
+    Settings,
+    check_iterations,
+    resolve_root_finder,
+    resolve_settings,
+)
 from ._solution import RESULTS, status_code, status_name
 
 
@@ -542,15 +547,13 @@ def sweep_orbits(
             f"`return_map_iterations` must be >= 0; got {return_map_iterations}."
         )
     settings = resolve_settings(settings)
-    if root_finder is None:
-        root_finder = optx.Newton(rtol=1e-11, atol=1e-11)
     # The single-orbit checks, once, eagerly (the sweep calls it traced).
+    root_finder = resolve_root_finder(root_finder)
+    max_iterations = check_iterations(max_iterations)
     if jacobian not in ("variational", "autodiff"):
         raise ValueError(
             f"`jacobian` must be 'variational' or 'autodiff'; got {jacobian!r}."
         )
-    if isinstance(max_iterations, bool) or int(max_iterations) < 1:
-        raise ValueError(f"`max_iterations` must be positive; got {max_iterations}.")
     fn = _OrbitSolve(
         system,
         section,
