@@ -464,5 +464,5 @@ def test_settings_refuse_what_they_would_ignore():
             models.hopper_section(),
             jnp.ones(2),
             models.hopper_params(),
-            settings=hx.Settings(adjoint=dfx.RecursiveCheckpointAdjoint()),
+            settings=hx.Settings(adjoint=dfx.BacksolveAdjoint()),
         )

@@ -30,6 +30,7 @@ import math
 from collections.abc import Callable
 from typing import Any, Literal
 
+import diffrax as dfx
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -824,6 +825,17 @@ def continue_branch(
         raise ValueError(f"`parameter_scale` must be positive; got {parameter_scale}.")
     max_iterations = check_iterations(max_iterations)
     settings = resolve_settings(settings)
+    if settings.adjoint is not None and not isinstance(
+        settings.adjoint, dfx.ForwardMode
+    ):
+        raise ValueError(
+            "`settings.adjoint`: continuation differentiates the return map in "
+            "forward mode (`diffrax.ForwardMode()` or None); got "
+            f"{type(settings.adjoint).__name__}."
+        )
+    settings = eqx.tree_at(
+        lambda s: s.adjoint, settings, dfx.ForwardMode(), is_leaf=lambda x: x is None
+    )
     root_finder = resolve_root_finder(root_finder)
     resolve_sequence(system, section)
     u0 = np.atleast_1d(np.asarray(u0, dtype=float))

@@ -29,8 +29,10 @@ def hermite_minimum(h0, r0, h1, r1, dt):
     b = -3 * h0 - 2 * m0 + 3 * h1 - m1
     # p'(s) = 3a s^2 + 2b s + m0 = 0
     disc = (2 * b) ** 2 - 12 * a * m0
-    safe_disc = jnp.where(disc >= 0, disc, 0.0)
-    sqrt_disc = jnp.sqrt(safe_disc)
+    # Double `where`: the square root's derivative must not see a zero it would
+    # turn into inf (then NaN on a zero cotangent).
+    positive = disc > 0
+    sqrt_disc = jnp.where(positive, jnp.sqrt(jnp.where(positive, disc, 1.0)), 0.0)
     quadratic = jnp.abs(a) > 1e-300
     safe_a = jnp.where(quadratic, a, 1.0)
     roots_quadratic = jnp.stack(

@@ -507,9 +507,8 @@ def run_phase(
     stage, the event, the reset and its records. Lanes with `active` false do no
     work (their solves run from `t` to `t`). With `diagnose` false the checks
     (constraints and viability at the start, dips inside steps, grazing at the
-    event) and the records beyond the events' times and states (observables,
-    guards at the next start, crossing rates) are skipped: for the inner
-    iterations of a solver whose result a final diagnosed pass checks (under
+    event) and the guards at the next start and crossing rates are skipped: for
+    the inner iterations of a solver whose result a final diagnosed pass checks (under
     forward-mode AD the dip check costs 70% more per cycle, and all of it costs
     compile time)."""
     dtype = x.dtype
@@ -626,12 +625,8 @@ def run_phase(
         extra_plus, extra_record = augmentation.at_event(
             system, k, t_event, x_minus, y[1], params
         )
-    observables = (
-        _event_observables(
-            system, observable_shapes, k, t_event, x_minus, x_plus, params
-        )
-        if diagnose
-        else {}
+    observables = _event_observables(
+        system, observable_shapes, k, t_event, x_minus, x_plus, params
     )
 
     # Classify the crossing (status only: no derivatives flow).
@@ -826,8 +821,13 @@ def run_events(
         gap_before, gap_last = history[1] - history[0], history[2] - history[1]
         shrinking = (carry["count"] >= 3) & (gap_last < gap_before)
         zeno = (phase.result == RESULTS.mode_not_viable) & shrinking
-        safe = jnp.where(zeno, gap_last - gap_before, 1.0)
-        zeno_time = jnp.where(zeno, history[2] - gap_last**2 / safe, carry["zeno_time"])
+        # Double `where`: the unused branch must not feed NaN (from the NaN-padded
+        # history) into derivatives.
+        safe_history = jnp.where(zeno, history, jnp.array([0.0, 2.0, 3.0], dtype))
+        gap_before = safe_history[1] - safe_history[0]
+        gap_last = safe_history[2] - safe_history[1]
+        aitken = safe_history[2] - gap_last**2 / (gap_last - gap_before)
+        zeno_time = jnp.where(zeno, aitken, carry["zeno_time"])
         phase_result = RESULTS.where(zeno, RESULTS.zeno, phase.result)
 
         accept = active & phase.event

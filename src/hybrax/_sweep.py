@@ -26,7 +26,6 @@ from ._periodic import (
     PeriodicOrbit,
     PoincareSection,
     find_periodic_orbit,
-    poincare_map,
 )
 from ._settings import (
     Settings,
@@ -393,7 +392,6 @@ class _OrbitSolve(eqx.Module):
         params, u = element
         if u is None:
             u = jnp.asarray(self.guess(params), dtype=jnp.result_type(float))
-        u = self._iterate_map(u, params)
         orbit, floquet = find_periodic_orbit(
             self.system,
             self.section,
@@ -406,29 +404,16 @@ class _OrbitSolve(eqx.Module):
             analyse=self.analyse,
             jacobian=self.jacobian,
             phase_observables=self.phase_observables,
+            return_map_iterations=self.return_map_iterations,
         )
-        # A failed orbit is NaN already; so are its multipliers.
+        # A failed orbit is NaN already (eigenvalues of a NaN matrix too).
         M = orbit.reduced_jacobian
         finite = jnp.all(jnp.isfinite(M))
-        eig = jnp.linalg.eigvals(jnp.where(finite, M, 0.0))
-        eig = eig[jnp.argsort(-jnp.abs(eig))]
-        eig = jnp.where(orbit.converged & finite, eig, jnp.nan)
+        safe = eqx.tree_at(
+            lambda o: o.reduced_jacobian, orbit, jnp.where(finite, M, 0.0)
+        )
+        eig = jnp.where(orbit.converged & finite, safe.multipliers, jnp.nan)
         return orbit, eig, floquet
-
-    def _iterate_map(self, u, params):
-        r"""Improve the guess by iterating the return map $u \mapsto P(u)$ (which
-        converges to a stable orbit); keeps the last iterate whose cycle ran."""
-        if self.return_map_iterations == 0:
-            return u
-
-        def body(_, u):
-            u_next, sol = poincare_map(
-                self.system, self.section, u, params, settings=self.settings
-            )
-            ok = sol.result == RESULTS.successful
-            return jnp.where(ok & jnp.all(jnp.isfinite(u_next)), u_next, u)
-
-        return jax.lax.fori_loop(0, self.return_map_iterations, body, u)
 
 
 def _float_leaf(leaf) -> bool:
@@ -486,7 +471,7 @@ def sweep_orbits(
     root_finder: optx.AbstractRootFinder | None = None,
     max_iterations: int = 40,
     residual_tol: float = 1e-8,
-    jacobian: str = "autodiff",
+    jacobian: str = "variational",
     phase_observables: bool = False,
 ) -> OrbitSweep:
     r"""Periodic orbits and their multipliers for a batch of parameter sets, with
@@ -519,7 +504,7 @@ def sweep_orbits(
     - `settings`, `root_finder`, `max_iterations`, `residual_tol`, `jacobian`,
       `phase_observables`: passed to `find_periodic_orbit` (same defaults, except
       `phase_observables=False`: the cycle's phase observables are recorded only
-      on request; `jacobian="variational"` is the faster Newton). In a batch
+      on request). In a batch
       the slowest element sets the pace: smaller `settings.t_max`,
       `settings.max_steps` and `max_iterations` bound what a hopeless element
       costs. Failed elements are NaN with their status.

@@ -466,14 +466,21 @@ def scan_orbit_guess(
     Robust where Newton from a fixed guess is not (e.g. a return map nearly tangent
     to the diagonal far from its fixed point). Jittable.
     """
+    import diffrax as dfx
+
     from .._periodic import poincare_map
-    from .._simulate import RESULTS
+    from .._settings import Settings
+    from .._solution import RESULTS
 
     system, section = minimal_hopper(), hopper_section("minimal")
     speeds = jnp.linspace(v_min, v_max, n)
 
+    forward = Settings(adjoint=dfx.ForwardMode())  # nothing is differentiated
+
     def gap(v):
-        u_next, sol = poincare_map(system, section, orbit_guess(params, v), params)
+        u_next, sol = poincare_map(
+            system, section, orbit_guess(params, v), params, settings=forward
+        )
         return u_next[1] - v, sol.result == RESULTS.successful
 
     gaps, ok = jax.vmap(gap)(speeds)
