@@ -83,6 +83,11 @@ if TYPE_CHECKING:
         sweep as sweep,
         sweep_orbits as sweep_orbits,
     )
+    from ._tune import (
+        TuneResult as TuneResult,
+        TuneStep as TuneStep,
+        tune as tune,
+    )
 
 # Public name -> the module that defines it.
 _EXPORTS = {
@@ -134,6 +139,9 @@ _EXPORTS = {
     "status_name": "._solution",
     "OrbitSweep": "._sweep",
     "process_slice": "._sweep",
+    "TuneResult": "._tune",
+    "TuneStep": "._tune",
+    "tune": "._tune",
     "sweep": "._sweep",
     "sweep_orbits": "._sweep",
 }

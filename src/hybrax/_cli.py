@@ -259,6 +259,36 @@ def _add_common_model_args(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _positive_float(text: str) -> float:
+    """An argparse type: a finite number > 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"must be a positive number, got {text!r}")
+    return value
+
+
+def _check_outputs(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Refuse unusable `--out`/`--json` paths before any computation."""
+    out = getattr(args, "out", None)
+    if out is not None and out.exists() and not out.is_dir():
+        parser.error(f"argument --out: {str(out)!r} exists and is not a directory")
+    path = getattr(args, "json", None)
+    if path is not None:
+        if path.is_dir():
+            parser.error(f"argument --json: {str(path)!r} is a directory")
+        parent = path.parent if str(path.parent) else pathlib.Path(".")
+        existing = parent
+        while not existing.exists() and existing != existing.parent:
+            existing = existing.parent
+        if existing.exists() and not existing.is_dir():
+            parser.error(f"argument --json: {str(existing)!r} is not a directory")
+        if existing.exists() and not os.access(existing, os.W_OK):
+            parser.error(f"argument --json: cannot write in {str(existing)!r}")
+
+
 def _parse_sets(
     parser: argparse.ArgumentParser, model: _Model, items: Sequence[str]
 ) -> dict[str, float]:
@@ -919,7 +949,7 @@ def _build_parser() -> argparse.ArgumentParser:
     _add_simulate(subparsers)
     _add_orbit(subparsers)
     # Commands defined in their own modules register themselves here.
-    for module_name in ("_cli_continue", "_cli_sweep"):
+    for module_name in ("_cli_continue", "_cli_sweep", "_cli_tune"):
         importlib.import_module(f"hybrax.{module_name}").add_parser(subparsers)
     return parser
 

@@ -821,3 +821,68 @@ def sweep_heatmap(
         ax.set_title(title)
     fig.legend(handles=handles, loc="outside lower center", ncols=3, fontsize="small")
     return fig
+
+
+def tune_path_figure(
+    x: Float[np.ndarray, " nx"],
+    y: Float[np.ndarray, " ny"],
+    objective: Float[np.ndarray, "nx ny"],
+    path: Float[np.ndarray, "N 2"],
+    *,
+    xlabel: str,
+    ylabel: str,
+    title: str | None = None,
+) -> Figure:
+    r"""The path of a tuning run ([`hybrax.tune`][]) over a contour map of its
+    objective in two varied parameters.
+
+    **Arguments:**
+
+    - `x`, `y`: the grid along each parameter; `objective`: `(len(x), len(y))`
+      values (NaN where no orbit exists: left blank).
+    - `path`: the evaluated points in order, `(N, 2)`; the start is marked with a
+      circle and the end with a star.
+    - `xlabel`, `ylabel`, `title`: labels.
+    """
+    fig = Figure(figsize=(6.4, 5.0), layout="constrained")
+    ax = fig.add_subplot()
+    finite = np.isfinite(objective)
+    if finite.any():
+        # The penalties span decades: the map shows log10 of the objective.
+        z = np.log10(np.maximum(np.where(finite, objective, np.nan), 1e-12))
+        contours = ax.contourf(x, y, z.T, levels=25, cmap="viridis")
+        fig.colorbar(contours, ax=ax, label=r"$\log_{10}$ objective")
+    path = np.asarray(path, dtype=float)
+    ax.plot(path[:, 0], path[:, 1], "-", color="white", lw=1.2, label="evaluations")
+    ax.plot(path[:, 0], path[:, 1], ".", color="white", ms=3)
+    ax.plot(path[0, 0], path[0, 1], "o", color="tab:red", ms=7, label="start")
+    ax.plot(path[-1, 0], path[-1, 1], "*", color="tab:orange", ms=12, label="result")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    if title:
+        ax.set_title(title)
+    ax.legend(loc="best", fontsize="small")
+    return fig
+
+
+def tune_history_figure(
+    objective: Float[np.ndarray, " N"],
+    spectral_radius: Float[np.ndarray, " N"],
+    *,
+    title: str | None = None,
+) -> Figure:
+    r"""The objective and the spectral radius (largest nontrivial $|\nu|$) of each
+    evaluation of a tuning run, for more than two varied parameters."""
+    fig = Figure(figsize=(6.4, 4.0), layout="constrained")
+    ax = fig.add_subplot()
+    steps = np.arange(len(objective))
+    ax.semilogy(steps, np.abs(objective), ".-", label="objective")
+    ax.set_xlabel("evaluation")
+    ax.set_ylabel("objective")
+    twin = ax.twinx()
+    twin.plot(steps, spectral_radius, ".-", color="tab:orange", label=r"$\rho$")
+    twin.axhline(1.0, color="0.5", lw=0.8, ls=":")
+    twin.set_ylabel(r"spectral radius $\rho$")
+    if title:
+        ax.set_title(title)
+    return fig

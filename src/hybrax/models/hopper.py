@@ -512,3 +512,58 @@ def hopper_parameter(name: str):
         f"unknown hopper parameter {name!r}; known: "
         f"{', '.join(HOPPER_PARAMETER_NAMES + ('D_G', 'D_F'))}"
     )
+
+
+def _spectral_radius(orbit, params):
+    del params
+    return orbit.spectral_radius
+
+
+def _period(orbit, params):
+    del params
+    return orbit.period
+
+
+def _t_flight(orbit, params):
+    del params
+    return orbit.phase_durations[0]
+
+
+def _t_ground(orbit, params):
+    del params
+    return orbit.phase_durations[1]
+
+
+def _apex_upper(orbit, params):
+    del params
+    return orbit.cycle.phase_observables["apex_upper"][0]
+
+
+def _apex_lower(orbit, params):
+    del params
+    return orbit.cycle.phase_observables["apex_lower"][0]
+
+
+def _energy_lost_share(orbit, params):
+    del params
+    return orbit.T_c[0] / (orbit.T_c[0] + orbit.T_a[0])
+
+
+def _min_ground_force(orbit, params):
+    del params
+    return orbit.cycle.phase_observables["min_ground_force"][1]
+
+
+#: Scalar quantities of a hopper orbit (found with `hopper_section` and phase
+#: observables on), as differentiable functions `q(orbit, params)`: for tuning
+#: objectives and constraints.
+ORBIT_QUANTITIES = {
+    "period": _period,
+    "t_flight": _t_flight,
+    "t_ground": _t_ground,
+    "apex_upper": _apex_upper,
+    "apex_lower": _apex_lower,
+    "Tc_over_T": _energy_lost_share,
+    "multiplier": _spectral_radius,
+    "min_ground_force": _min_ground_force,
+}

@@ -1,0 +1,295 @@
+"""`hybrax tune <model> --vary NAME,... --target Q=V ... --minimize Q`: tune
+parameters by gradient.
+
+Registered by `hybrax._cli` through `add_parser(subparsers)`. Finds the orbit at
+the starting parameters, then runs [`hybrax.tune`][]: the quantities named by
+`--target` are brought to their values (to `--tolerance`) and the one named by
+`--minimize` is made as small as possible, optionally with every nontrivial
+multiplier below `--max-multiplier`. Writes the history as JSON and a figure of
+the path over a contour map of the objective (two varied parameters) or of the
+objective per evaluation (more).
+"""
+
+import argparse
+import math
+import pathlib
+import sys
+from typing import Any
+
+import numpy as np
+
+from . import _cli
+
+
+# Grid of the contour map, per axis.
+_GRID = 21
+
+
+def _quantities(model_name: str) -> dict[str, Any]:
+    from .models import hopper
+
+    return {"hopper": hopper.ORBIT_QUANTITIES}[model_name]
+
+
+def _parameter(model_name: str, name: str):
+    from .models.hopper import hopper_parameter
+
+    return {"hopper": hopper_parameter}[model_name](name)
+
+
+def add_parser(subparsers) -> None:
+    """Register `hybrax tune`."""
+    parser = subparsers.add_parser(
+        "tune",
+        help="tune parameters by gradient for target orbit quantities",
+        description=(
+            "Tune the parameters named by --vary, by gradient through the periodic "
+            "orbit (implicit-function derivatives, BFGS): bring each --target "
+            "quantity to its value (to --tolerance) and make the --minimize "
+            "quantity as small as possible, optionally keeping every nontrivial "
+            "multiplier below --max-multiplier. Quantities (hopper): period, "
+            "t_flight, t_ground, apex_upper, apex_lower, Tc_over_T, multiplier "
+            "(largest nontrivial |multiplier|), min_ground_force. Exits 1 if the "
+            "result is not a stable orbit meeting the targets."
+        ),
+    )
+    _cli._add_common_model_args(parser)
+    parser.add_argument(
+        "--vary",
+        required=True,
+        metavar="NAME[,NAME...]",
+        help="the parameters to tune (hopper: d_G, k, d_F, mu, D_G, ...)",
+    )
+    parser.add_argument(
+        "--target",
+        action="append",
+        default=[],
+        metavar="QUANTITY=VALUE",
+        help="a quantity to bring to a value (repeatable)",
+    )
+    parser.add_argument(
+        "--minimize",
+        default=None,
+        metavar="QUANTITY",
+        help="a quantity to make as small as possible",
+    )
+    parser.add_argument(
+        "--tolerance",
+        type=_cli._positive_float,
+        default=1e-3,
+        metavar="TOL",
+        help="tolerance of every target (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--max-multiplier",
+        type=_cli._positive_float,
+        default=None,
+        metavar="RHO",
+        help="keep every nontrivial |multiplier| below RHO",
+    )
+    parser.add_argument(
+        "--max-steps",
+        type=int,
+        default=200,
+        metavar="N",
+        help="most evaluations (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--no-progress", action="store_true", help="do not print each evaluation"
+    )
+    parser.set_defaults(run=_run_tune, command_parser=parser)
+
+
+def _parse_targets(parser, names, items) -> dict[str, float]:
+    targets: dict[str, float] = {}
+    for item in items:
+        name, sep, text = item.partition("=")
+        name = name.strip()
+        if not sep or not name:
+            parser.error(f"argument --target: expected QUANTITY=VALUE, got {item!r}")
+        if name not in names:
+            parser.error(
+                f"argument --target: unknown quantity {name!r}; known: "
+                f"{', '.join(names)}"
+            )
+        try:
+            value = float(text)
+        except ValueError:
+            parser.error(f"argument --target: {name} needs a number, got {text!r}")
+        if not math.isfinite(value):
+            parser.error(f"argument --target: {name} must be finite, got {text!r}")
+        targets[name] = value
+    return targets
+
+
+def _run_tune(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    quantities = _quantities(args.model)
+    targets = _parse_targets(parser, list(quantities), args.target)
+    if args.minimize is not None and args.minimize not in quantities:
+        parser.error(
+            f"argument --minimize: unknown quantity {args.minimize!r}; known: "
+            f"{', '.join(quantities)}"
+        )
+    if not targets and args.minimize is None and args.max_multiplier is None:
+        parser.error("give --target, --minimize or --max-multiplier")
+    if args.max_steps < 1:
+        parser.error(f"argument --max-steps: must be positive, got {args.max_steps}")
+    model = _cli._MODELS[args.model]()
+    vary_names = [n.strip() for n in args.vary.split(",") if n.strip()]
+    if not vary_names or len(set(vary_names)) != len(vary_names):
+        parser.error(f"argument --vary: expected distinct names, got {args.vary!r}")
+    try:
+        vary = [_parameter(args.model, name) for name in vary_names]
+    except ValueError as error:
+        parser.error(f"argument --vary: {error}")
+    _cli._check_outputs(parser, args)
+    params = _cli._make_params(parser, model, _cli._parse_sets(parser, model, args.set))
+
+    from ._misc import canonical_params
+    from ._tune import tune
+
+    params = canonical_params(params)
+    system = model.forms[model.default_form].system()
+    section = model.section(model.default_form)
+
+    def make_constraint(name, value):
+        fn = quantities[name]
+        return lambda orbit, p: fn(orbit, p) - value
+
+    constraints = [
+        (make_constraint(name, value), args.tolerance)
+        for name, value in targets.items()
+    ]
+    objective = None if args.minimize is None else quantities[args.minimize]
+
+    print(f"{args.model}: tuning {', '.join(vary_names)}", end="")
+    if targets:
+        print(
+            "; targets " + ", ".join(f"{k}={v:g}" for k, v in targets.items()), end=""
+        )
+    if args.minimize:
+        print(f"; minimizing {args.minimize}", end="")
+    if args.max_multiplier:
+        print(f"; |multiplier| < {args.max_multiplier:g}", end="")
+    print()
+    sys.stdout.flush()
+    try:
+        result = tune(
+            system,
+            section,
+            model.orbit_guess(params),
+            params,
+            objective,
+            vary=vary,
+            constraints=constraints,
+            max_multiplier=args.max_multiplier,
+            max_steps=args.max_steps,
+            progress=not args.no_progress,
+        )
+    except ValueError as error:  # no orbit at the start
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+
+    orbit = result.orbit
+    final_quantities = {
+        name: _cli._number(fn(orbit, result.params)) for name, fn in quantities.items()
+    }
+    met = all(
+        final_quantities[name] is not None
+        and abs(final_quantities[name] - value) <= args.tolerance
+        for name, value in targets.items()
+    )
+    multipliers = np.asarray(orbit.multipliers)
+    print()
+    print(
+        f"result: {result.result} after {result.n_evaluations} evaluations "
+        f"({result.wall_time:.1f} s, of which {result.compile_time:.1f} s compiling; "
+        f"{result.mode}-mode gradients)"
+    )
+    for name, value in result.values.items():
+        print(f"  {name:<18} {value:.10g}")
+    for name, value in final_quantities.items():
+        mark = ""
+        if name in targets:
+            mark = f"  (target {targets[name]:g})"
+        elif name == args.minimize:
+            mark = "  (minimized)"
+        text = "nan" if value is None else f"{value:.10g}"
+        print(f"  {name:<18} {text}{mark}")
+    print(
+        "  multipliers        "
+        + ", ".join(_cli._format_complex(v) for v in multipliers)
+    )
+    print(f"  converged {result.converged}, stable {result.stable}, targets met {met}")
+
+    written = _figures(args, result, vary_names)
+    for path in written:
+        print(f"wrote {path}")
+    if args.json is not None:
+        payload = {
+            "model": args.model,
+            "vary": vary_names,
+            "targets": targets,
+            "minimize": args.minimize,
+            "tolerance": args.tolerance,
+            "max_multiplier": args.max_multiplier,
+            "mode": result.mode,
+            "result": result.result,
+            "n_evaluations": result.n_evaluations,
+            "wall_time": result.wall_time,
+            "compile_time": result.compile_time,
+            "history": [
+                {
+                    "step": step.step,
+                    "values": step.values,
+                    "objective": _cli._number(step.objective),
+                    "spectral_radius": _cli._number(step.spectral_radius),
+                    "multipliers": _cli._pairs(step.multipliers),
+                    "converged": step.converged,
+                    "status": step.status,
+                    "best": step.best,
+                }
+                for step in result.history
+            ],
+            "final": {
+                "params": _cli._params_dict(result.params),
+                "values": result.values,
+                "objective": _cli._number(result.objective),
+                "multipliers": _cli._pairs(multipliers),
+                "converged": result.converged,
+                "stable": result.stable,
+                "targets_met": met,
+                **final_quantities,
+            },
+        }
+        _cli._write_json(args.json, payload)
+        print(f"wrote {args.json}")
+    return 0 if (result.converged and result.stable and met) else 1
+
+
+def _figures(args, result, names) -> list[pathlib.Path]:
+    from . import plot
+
+    args.out.mkdir(parents=True, exist_ok=True)
+    path = args.out / "tune_path.png"
+    history = [step for step in result.history if step.converged]
+    if len(names) == 2 and history:
+        points = np.array([[s.values[n] for n in names] for s in history])
+        points = np.concatenate([points, [[result.values[n] for n in names]]])
+        low, high = points.min(axis=0), points.max(axis=0)
+        pad = 0.25 * np.maximum(high - low, 1e-6 * np.maximum(np.abs(high), 1.0))
+        x = np.linspace(low[0] - pad[0], high[0] + pad[0], _GRID)
+        y = np.linspace(low[1] - pad[1], high[1] + pad[1], _GRID)
+        grid = np.stack(np.meshgrid(x, y, indexing="ij"), axis=-1).reshape(-1, 2)
+        z = result.objective_at(grid).reshape(_GRID, _GRID)
+        figure = plot.tune_path_figure(
+            x, y, z, points, xlabel=names[0], ylabel=names[1], title="tuning path"
+        )
+    else:
+        figure = plot.tune_history_figure(
+            np.array([s.objective for s in result.history]),
+            np.array([s.spectral_radius for s in result.history]),
+            title="tuning history",
+        )
+    figure.savefig(path, dpi=150)
+    return [path]

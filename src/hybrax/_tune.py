@@ -1,0 +1,527 @@
+r"""Gradient-based tuning of periodic orbits.
+
+Minimises a scalar objective $J(\text{orbit}(p), p)$ over some parameters $\theta$
+of the PyTree $p$, by an optimistix minimiser (BFGS by default) stepped one
+evaluation at a time on the host (the documented interactive use of optimistix's
+solvers), so that each step can warm-start the next orbit solve from the last
+one found, print its progress and be recorded. The gradient comes from the
+orbit's implicit-function derivative (see [`hybrax.find_periodic_orbit`][]), in
+reverse mode or, for one or two parameters, forward mode.
+"""
+
+import dataclasses
+import math
+import sys
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import diffrax as dfx
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optimistix as optx
+
+from ._continuation import AbstractParameter, _as_parameter
+from ._custom_types import Params
+from ._hybrid import HybridSystem
+from ._misc import canonical_params, check_float64
+from ._periodic import PeriodicOrbit, PoincareSection, find_periodic_orbit
+from ._settings import Settings, resolve_root_finder, resolve_settings
+from ._solution import status_name
+
+
+@dataclasses.dataclass(frozen=True)
+class TuneStep:
+    """One evaluation of the objective during [`hybrax.tune`][] (host values).
+
+    - `step`: its index; `values`: the varied parameters, by name.
+    - `objective`: $J$ there (NaN where no orbit was found).
+    - `spectral_radius`, `multipliers`: of the orbit there.
+    - `converged`: whether an orbit was found; `status`: its status name.
+    - `best`: whether this evaluation improved on every earlier one.
+    - `u`: the orbit's reduced unknowns (a warm start for nearby points).
+    """
+
+    step: int
+    values: dict[str, float]
+    objective: float
+    spectral_radius: float
+    multipliers: np.ndarray
+    converged: bool
+    status: str
+    best: bool
+    u: np.ndarray
+
+
+@dataclasses.dataclass(frozen=True)
+class TuneResult:
+    """The result of [`hybrax.tune`][].
+
+    - `params`: the tuned parameter PyTree; `values`: the varied ones, by name.
+    - `objective`: $J$ at the result; `orbit`: its [`hybrax.PeriodicOrbit`][].
+    - `converged`: an orbit exists at the result; `stable`: its spectral radius is
+      below 1 (and below `max_multiplier` if one was given).
+    - `history`: every evaluation, a list of [`hybrax.TuneStep`][].
+    - `n_evaluations`: orbit solves with their gradients; `wall_time`: seconds in
+      all; `compile_time`: of those, the first evaluation's (compilation).
+    - `result`: the minimiser's status name (`"successful"` when it met its
+      tolerance); `mode`: `"reverse"` or `"forward"`.
+    """
+
+    params: Params
+    values: dict[str, float]
+    objective: float
+    orbit: PeriodicOrbit
+    converged: bool
+    stable: bool
+    history: list[TuneStep]
+    n_evaluations: int
+    wall_time: float
+    compile_time: float
+    result: str
+    mode: str
+    problem: Any = dataclasses.field(repr=False, default=None)
+
+    def objective_at(self, values) -> np.ndarray:
+        """The penalised objective (final stage) at a batch of values of the
+        varied parameters, shape `(N, P)` in `values`' order: for contour maps.
+        Each point's orbit is sought from the nearest evaluated one's; NaN where
+        none is found. One compiled batched evaluation."""
+        values = np.atleast_2d(np.asarray(values, dtype=float))
+        problem = self.problem
+        scale = np.asarray(problem.scale)
+        y = values / scale
+        found = [step for step in self.history if step.converged]
+        if not found:
+            guesses = np.broadcast_to(np.asarray(self.orbit.u), (len(y), 1))
+        else:
+            names = list(self.values)
+            known = np.array([[s.values[n] for n in names] for s in found]) / scale
+            nearest = np.argmin(
+                np.sum((y[:, None, :] - known[None, :, :]) ** 2, axis=-1), axis=1
+            )
+            guesses = np.stack([found[i].u for i in nearest])
+        return np.asarray(_landscape(problem, jnp.asarray(y), jnp.asarray(guesses)))
+
+
+class _Problem(eqx.Module):
+    """The objective of [`hybrax.tune`][] as a function `f(y, args) -> (J, aux)`
+    of the scaled values `y` of the varied parameters; `args` is the warm start.
+    """
+
+    system: HybridSystem
+    section: PoincareSection
+    params: Params
+    vary: tuple[AbstractParameter, ...]
+    scale: jax.Array
+    objective: Callable[[PeriodicOrbit, Params], Any] | None
+    constraints: tuple[Callable[[PeriodicOrbit, Params], Any], ...]
+    tolerances: jax.Array
+    max_multiplier: float | None = eqx.field(static=True)
+    stability_weight: float = eqx.field(static=True)
+    settings: Settings
+    root_finder: optx.AbstractRootFinder
+    max_iterations: int = eqx.field(static=True)
+    return_map_iterations: int = eqx.field(static=True)
+    fallback: optx.AbstractRootFinder | None
+
+    def with_values(self, y):
+        params = self.params
+        for i, parameter in enumerate(self.vary):
+            params = parameter.set(params, y[i] * self.scale[i])
+        return params
+
+    def evaluate(self, y, args):
+        u_guess, widen = args
+        params = self.with_values(y)
+        orbit, _ = find_periodic_orbit(
+            self.system,
+            self.section,
+            u_guess,
+            params,
+            settings=self.settings,
+            root_finder=self.root_finder,
+            max_iterations=self.max_iterations,
+            analyse=False,
+            return_map_iterations=self.return_map_iterations,
+            fallback=self.fallback,
+        )
+        if self.objective is None:
+            value = jnp.zeros((), y.dtype)
+        else:
+            value = jnp.asarray(self.objective(orbit, params), dtype=y.dtype)
+        violations = jnp.stack(
+            [jnp.asarray(c(orbit, params), dtype=y.dtype) for c in self.constraints]
+            or [jnp.zeros((), y.dtype)]
+        )
+        if self.constraints:
+            value = value + jnp.sum((violations / (widen * self.tolerances)) ** 2)
+        if self.max_multiplier is not None:
+            excess = jnp.maximum(orbit.spectral_radius - self.max_multiplier, 0.0)
+            value = value + self.stability_weight * excess**2
+        aux = (
+            orbit.u,
+            orbit.spectral_radius,
+            orbit.multipliers,
+            orbit.result,
+            violations,
+        )
+        return value, jax.lax.stop_gradient((value, aux))
+
+    def __call__(self, y, args):
+        return self.evaluate(y, args)
+
+
+@eqx.filter_custom_vjp
+def _forward_gradient(y, args, problem):
+    return problem.evaluate(y, args)
+
+
+@_forward_gradient.def_fwd
+def _forward_gradient_fwd(perturbed, y, args, problem):
+    del perturbed
+
+    def value(y_):
+        f, aux = problem.evaluate(y_, args)
+        return f, (f, aux)
+
+    gradient, (f, aux) = jax.jacfwd(value, has_aux=True)(y)
+    return (f, aux), gradient
+
+
+@_forward_gradient.def_bwd
+def _forward_gradient_bwd(gradient, grad_out, perturbed, y, args, problem):
+    del perturbed, y, args, problem
+    g_value = grad_out[0]
+    return jnp.zeros_like(gradient) if g_value is None else g_value * gradient
+
+
+class _ForwardProblem(eqx.Module):
+    """The same objective whose gradient is taken in forward mode (one tangent per
+    varied parameter), presented to the minimiser as a reverse-mode rule."""
+
+    problem: _Problem
+
+    def __call__(self, y, args):
+        return _forward_gradient(y, args, self.problem)
+
+
+def tune(
+    system: HybridSystem,
+    section: PoincareSection,
+    u_guess,
+    params: Params,
+    objective: Callable[[PeriodicOrbit, Params], Any] | None = None,
+    *,
+    vary: Sequence[AbstractParameter | str],
+    constraints: Sequence[tuple[Callable[[PeriodicOrbit, Params], Any], float]] = (),
+    scale: Sequence[float] | None = None,
+    max_multiplier: float | None = None,
+    stability_weight: float = 1e3,
+    minimiser: optx.AbstractMinimiser | None = None,
+    max_steps: int = 100,
+    mode: str = "auto",
+    settings: Settings | None = None,
+    root_finder: optx.AbstractRootFinder | None = None,
+    max_iterations: int = 40,
+    return_map_iterations: int = 0,
+    fallback: optx.AbstractRootFinder | None = None,
+    progress: bool = False,
+    callback: Callable[[TuneStep], None] | None = None,
+) -> TuneResult:
+    r"""Minimise an objective of a periodic orbit over chosen parameters, by gradient.
+
+    $$\min_\theta\ J(\text{orbit}, p) + \sum_i \Big(\frac{c_i(\text{orbit}, p)}
+    {\tau_i}\Big)^2 + w\max(0, \rho - \rho_{max})^2,\qquad p = p(\theta),$$
+
+    with $J$ = `objective`, equality constraints $c_i = 0$ to tolerances
+    $\tau_i$ (`constraints`), and $\rho$ the orbit's spectral radius (largest
+    nontrivial multiplier modulus) kept below $\rho_{max}$ = `max_multiplier` by a
+    penalty of weight $w$ = `stability_weight`. The constraints are enforced by a
+    quadratic penalty tightened in three stages ($100\tau_i$, $10\tau_i$,
+    $\tau_i$), each warm-started from the last, which keeps the early landscape
+    well conditioned. Existence is a constraint of its own: where no orbit is
+    found the objective is NaN, which the minimiser's line search rejects,
+    stepping back towards the last point with an orbit. Each orbit solve starts
+    from the last orbit found (warm start). The parameters are varied in the
+    scaled coordinates $\theta_i / s_i$.
+
+    The gradient is the orbit's implicit-function derivative: in reverse mode
+    (`mode="reverse"`, one backward pass whatever the number of parameters) or in
+    forward mode (`"forward"`, one tangent per parameter); `"auto"` takes forward
+    for one parameter, reverse otherwise.
+
+    **Arguments:**
+
+    - `system`, `section`, `u_guess`: as for [`hybrax.find_periodic_orbit`][]
+      (`u_guess` must find the orbit at the starting parameters).
+    - `params`: the starting parameter PyTree.
+    - `objective`: `J(orbit, params) -> scalar`, differentiable (for example
+      `lambda orbit, p: orbit.spectral_radius`); `None` for none.
+    - `vary`: the parameters to tune: names of fields, or
+      [`hybrax.AbstractParameter`][]s (e.g. the hopper's `D_G` in scaled units).
+    - `constraints`: pairs `(c, tolerance)` with `c(orbit, params) -> scalar` to
+      bring to zero (e.g. an apex height minus its target, to 1e-3 m).
+    - `scale`: a typical size of each varied parameter (default: its starting
+      magnitude, 1 if 0).
+    - `max_multiplier`, `stability_weight`: the stability penalty above.
+    - `minimiser`: any `optimistix.AbstractMinimiser`; default
+      `optimistix.BFGS(rtol=1e-8, atol=1e-8)`.
+    - `max_steps`: the most evaluations, all stages together.
+    - `mode`: `"auto"`, `"reverse"` or `"forward"` (see above).
+    - `settings`, `root_finder`, `max_iterations`, `return_map_iterations`,
+      `fallback`: for each orbit solve (see [`hybrax.find_periodic_orbit`][]).
+    - `progress`: print one line per evaluation to stderr.
+    - `callback`: called with each [`hybrax.TuneStep`][].
+
+    **Returns:** a [`hybrax.TuneResult`][] with the history.
+
+    **Raises:** `ValueError` for bad arguments, or when no orbit is found at the
+    starting parameters.
+
+    !!! example
+
+        The hopper's (d_G, k) whose upper mass hops to 1.15 m, to 1 mm, with the
+        smallest nontrivial multiplier:
+
+        ```python
+        def apex_error(orbit, p):
+            return orbit.cycle.phase_observables["apex_upper"][0] - 1.15
+
+        result = hybrax.tune(
+            models.minimal_hopper(), models.hopper_section(),
+            models.orbit_guess(params), params,
+            lambda orbit, p: orbit.spectral_radius,
+            vary=["d_G", "k"], constraints=[(apex_error, 1e-3)],
+        )
+        ```
+    """
+    check_float64("tune")
+    if mode not in ("auto", "reverse", "forward"):
+        raise ValueError(
+            f"`mode` must be 'auto', 'reverse' or 'forward'; got {mode!r}."
+        )
+    if isinstance(max_steps, bool) or int(max_steps) < 1:
+        raise ValueError(f"`max_steps` must be a positive integer; got {max_steps}.")
+    if max_multiplier is not None and not max_multiplier > 0:
+        raise ValueError(f"`max_multiplier` must be positive; got {max_multiplier}.")
+    if not stability_weight >= 0:
+        raise ValueError(
+            f"`stability_weight` must be non-negative; got {stability_weight}."
+        )
+    if objective is not None and not callable(objective):
+        raise ValueError("`objective` must be callable as J(orbit, params), or None.")
+    constraints = tuple(constraints)
+    for item in constraints:
+        if not (
+            isinstance(item, tuple)
+            and len(item) == 2
+            and callable(item[0])
+            and float(item[1]) > 0
+        ):
+            raise ValueError(
+                "`constraints` must be pairs (c(orbit, params), tolerance > 0); got "
+                f"{item!r}."
+            )
+    if objective is None and not constraints and max_multiplier is None:
+        raise ValueError("Give an `objective`, `constraints` or `max_multiplier`.")
+    vary = tuple(_as_parameter(parameter) for parameter in vary)
+    if not vary:
+        raise ValueError("`vary` must name at least one parameter.")
+    names = [parameter.name for parameter in vary]
+    if len(set(names)) != len(names):
+        raise ValueError(f"`vary` names a parameter twice: {names}.")
+    params = canonical_params(params)
+    start = np.array([float(parameter.get(params)) for parameter in vary])
+    if scale is None:
+        scale = np.where(start != 0, np.abs(start), 1.0)
+    scale = np.asarray(scale, dtype=float)
+    if scale.shape != start.shape or not np.all(np.isfinite(scale) & (scale > 0)):
+        raise ValueError(
+            f"`scale` must hold one positive number per varied parameter; got {scale}."
+        )
+    if mode == "auto":
+        mode = "forward" if len(vary) == 1 else "reverse"
+    settings = resolve_settings(settings)
+    adjoint = (
+        dfx.ForwardMode() if mode == "forward" else dfx.RecursiveCheckpointAdjoint()
+    )
+    settings = eqx.tree_at(
+        lambda s: s.adjoint, settings, adjoint, is_leaf=lambda x: x is None
+    )
+    problem = _Problem(
+        system,
+        section,
+        params,
+        vary,
+        jnp.asarray(scale),
+        objective,
+        tuple(c for c, _ in constraints),
+        jnp.asarray([float(t) for _, t in constraints] or [1.0]),
+        None if max_multiplier is None else float(max_multiplier),
+        float(stability_weight),
+        settings,
+        resolve_root_finder(root_finder),
+        int(max_iterations),
+        int(return_map_iterations),
+        fallback,
+    )
+    fn = problem if mode == "reverse" else _ForwardProblem(problem)
+    if minimiser is None:
+        minimiser = optx.BFGS(rtol=1e-8, atol=1e-8)
+    if not isinstance(minimiser, optx.AbstractMinimiser):
+        raise ValueError(
+            "`minimiser` must be an optimistix minimiser; got "
+            f"{type(minimiser).__name__}."
+        )
+
+    y = jnp.asarray(start / scale)
+    u = jnp.atleast_1d(jnp.asarray(u_guess, dtype=y.dtype))
+    widths = (100.0, 10.0, 1.0) if constraints else (1.0,)
+    began = time.perf_counter()
+    first_value, (_, (u_first, _, _, first_result, _)) = _value(
+        problem, y, (u, jnp.asarray(widths[0]))
+    )
+    if not math.isfinite(float(first_value)):
+        raise ValueError(
+            "no periodic orbit at the starting parameters from `u_guess` "
+            f"({status_name(first_result)[0]}): give a guess that finds one."
+        )
+    u = u_first
+    tags = frozenset()
+    history: list[TuneStep] = []
+    result_name = "max_steps_reached"
+    compile_time = math.nan
+    for stage, width in enumerate(widths):
+        args = (u, jnp.asarray(width))
+        f_struct, aux_struct = jax.eval_shape(lambda: fn(y, args))
+        state = _init(minimiser, fn, y, args, f_struct, aux_struct, tags)
+        best = math.inf
+        while len(history) < int(max_steps):
+            t0 = time.perf_counter()
+            y_next, state, aux = _step(minimiser, fn, y, args, state, tags)
+            done, result = _terminate(minimiser, fn, y_next, args, state, tags)
+            if not history:
+                compile_time = time.perf_counter() - t0
+            f_value, (u_new, rho, multipliers, orbit_result, _) = _host(aux)
+            converged = status_name(orbit_result)[0] == "successful"
+            improved = converged and float(f_value) < best
+            if improved:
+                best = float(f_value)
+            if converged:
+                u = jnp.asarray(u_new)
+                args = (u, jnp.asarray(width))
+            record = TuneStep(
+                step=len(history),
+                values={n: float(v) for n, v in zip(names, np.asarray(y) * scale)},
+                objective=float(f_value),
+                spectral_radius=float(rho),
+                multipliers=np.asarray(multipliers),
+                converged=converged,
+                status=status_name(orbit_result)[0],
+                best=improved,
+                u=np.asarray(u_new),
+            )
+            history.append(record)
+            if progress:
+                _print_step(record, stage, len(widths))
+            if callback is not None:
+                callback(record)
+            y = y_next
+            if bool(done):
+                result_name = (
+                    "successful"
+                    if bool(result == optx.RESULTS.successful)
+                    else optx.RESULTS[result]
+                )
+                break
+        else:
+            result_name = "max_steps_reached"
+            break
+    final_params = problem.with_values(y)
+    forward = eqx.tree_at(lambda s: s.adjoint, settings, dfx.ForwardMode())
+    orbit, _ = find_periodic_orbit(
+        system,
+        section,
+        u,
+        final_params,
+        settings=forward,
+        root_finder=problem.root_finder,
+        max_iterations=problem.max_iterations,
+        analyse=False,
+    )
+    value = float(_value(problem, y, (u, jnp.asarray(widths[-1])))[0])
+    rho = float(orbit.spectral_radius)
+    converged = bool(orbit.converged)
+    bound = 1.0 if max_multiplier is None else min(1.0, float(max_multiplier))
+    return TuneResult(
+        params=final_params,
+        values={n: float(v) for n, v in zip(names, np.asarray(y) * scale)},
+        objective=value,
+        orbit=orbit,
+        converged=converged,
+        stable=converged and rho < bound,
+        history=history,
+        n_evaluations=len(history) + 1,
+        wall_time=time.perf_counter() - began,
+        compile_time=compile_time,
+        result=result_name,
+        mode=mode,
+        problem=problem,
+    )
+
+
+@eqx.filter_jit
+def _landscape(problem, y, u):
+    def one(y_, u_):
+        return problem.evaluate(y_, (u_, jnp.ones((), y_.dtype)))[0]
+
+    return jax.vmap(one)(y, u)
+
+
+def _host(aux):
+    f, (u, rho, multipliers, result, violations) = aux
+    return (
+        np.asarray(f),
+        (
+            np.asarray(u),
+            np.asarray(rho),
+            np.asarray(multipliers),
+            result,
+            np.asarray(violations),
+        ),
+    )
+
+
+@eqx.filter_jit
+def _value(problem, y, args):
+    return problem.evaluate(y, args)
+
+
+@eqx.filter_jit
+def _init(minimiser, fn, y, args, f_struct, aux_struct, tags):
+    return minimiser.init(fn, y, args, {}, f_struct, aux_struct, tags)
+
+
+@eqx.filter_jit
+def _step(minimiser, fn, y, args, state, tags):
+    return minimiser.step(fn, y, args, {}, state, tags)
+
+
+@eqx.filter_jit
+def _terminate(minimiser, fn, y, args, state, tags):
+    return minimiser.terminate(fn, y, args, {}, state, tags)
+
+
+def _print_step(record: TuneStep, stage: int, n_stages: int) -> None:
+    values = ", ".join(f"{k}={v:.6g}" for k, v in record.values.items())
+    mark = "*" if record.best else " "
+    print(
+        f"{mark} stage {stage + 1}/{n_stages} step {record.step:3d}  "
+        f"J = {record.objective:.8g}  "
+        f"rho = {record.spectral_radius:.4f}  {values}  ({record.status})",
+        file=sys.stderr,
+        flush=True,
+    )
