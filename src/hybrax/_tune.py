@@ -159,7 +159,10 @@ class _Problem(eqx.Module):
         if self.constraints:
             value = value + jnp.sum((violations / (widen * self.tolerances)) ** 2)
         if self.max_multiplier is not None:
-            excess = jnp.maximum(orbit.spectral_radius - self.max_multiplier, 0.0)
+            # Aim a hair inside the bound (0.1%), so that the balance of the
+            # penalty against the objective leaves the result strictly below it.
+            bound = self.max_multiplier * (1 - 1e-3)
+            excess = jnp.maximum(orbit.spectral_radius - bound, 0.0)
             value = value + self.stability_weight * excess**2
         aux = (
             orbit.u,
@@ -239,11 +242,12 @@ def tune(
     with $J$ = `objective`, equality constraints $c_i = 0$ to tolerances
     $\tau_i$ (`constraints`), and $\rho$ the orbit's spectral radius (largest
     nontrivial multiplier modulus) kept below $\rho_{max}$ = `max_multiplier` by a
-    penalty of weight $w$ = `stability_weight`. The constraints are enforced by a
-    quadratic penalty tightened in three stages ($100\tau_i$, $10\tau_i$,
-    $\tau_i$), each warm-started from the last, which keeps the early landscape
-    well conditioned. Existence is a constraint of its own: where no orbit is
-    found the objective is NaN, which the minimiser's line search rejects,
+    penalty of weight $w$ = `stability_weight` on its excess over $0.999
+    \rho_{max}$. The constraints' penalties are tightened in three stages
+    (tolerances $100\tau_i$, $10\tau_i$, $\tau_i$), each warm-started from the
+    last, which keeps the early landscape well conditioned. Existence is a
+    constraint of its own: where no orbit is found the objective is NaN, which the
+    minimiser's line search rejects,
     stepping back towards the last point with an orbit. Each orbit solve starts
     from the last orbit found (warm start). The parameters are varied in the
     scaled coordinates $\theta_i / s_i$.
