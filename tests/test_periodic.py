@@ -238,6 +238,28 @@ def test_float32_warns_and_bad_arguments_raise():
             jnp.ones(2),
             PARAMS,
         )
+    with pytest.raises(ValueError, match="fallback"):
+        hx.find_periodic_orbit(system, section, jnp.ones(2), PARAMS, fallback="lm")
+
+
+def test_least_squares_solver_finds_the_reference_orbit(reference):
+    """A damped least-squares solver (Levenberg-Marquardt) as the shooting solver:
+    the same orbit as the semi-analytic reference."""
+    import optimistix as optx
+
+    orbit, _ = hx.find_periodic_orbit(
+        models.minimal_hopper(),
+        models.hopper_section(),
+        models.orbit_guess(PARAMS),
+        PARAMS,
+        settings=SETTINGS,
+        root_finder=optx.LevenbergMarquardt(rtol=1e-12, atol=1e-12),
+        max_iterations=100,
+        analyse=False,
+        phase_observables=False,
+    )
+    assert orbit.converged
+    np.testing.assert_allclose(orbit.period, reference["period"], atol=1e-9)
 
 
 def test_phase_fundamental_matrix_is_the_matrix_exponential():

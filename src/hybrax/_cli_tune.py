@@ -22,7 +22,7 @@ from . import _cli
 
 
 # Grid of the contour map, per axis.
-_GRID = 21
+_GRID = 15
 
 
 def _quantities(model_name: str) -> dict[str, Any]:

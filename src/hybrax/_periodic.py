@@ -506,15 +506,27 @@ def _finite_or(u, fallback):
     return finite, jnp.where(finite, u, fallback)
 
 
-def _residual_or_identity(u, F, finite, result):
+# The residual a least-squares solver sees where a cycle fails: large, so that its
+# trial step into the failing region is rejected and the step shrinks.
+_FAILED_CYCLE_RESIDUAL = 1e3
+
+
+def _residual_or_identity(u, F, finite, result, damped=False):
     """`F` where the cycle ran; where it failed, the residual of the identity map,
     $u - u$: zero at the iterate with a unit Jacobian. The root finder then stops
     at a failing iterate instead of wandering (under `vmap` a failed lane no
     longer holds up its batch), and the implicit-function derivative at it stays a
     solvable linear system instead of raising on NaN; the status reports the
-    failure and the orbit's values, and their derivatives, are NaN."""
+    failure and the orbit's values, and their derivatives, are NaN.
+
+    For a `damped` (least-squares) solver the failed residual is instead offset by
+    a large constant: a trust-region step that lands there is rejected and
+    shortened, which is how such a solver recovers from a far guess."""
     ok = finite & (result == RESULTS.successful)
-    return jnp.where(ok, F, u - jax.lax.stop_gradient(u))
+    identity = u - jax.lax.stop_gradient(u)
+    if damped:
+        identity = identity + _FAILED_CYCLE_RESIDUAL
+    return jnp.where(ok, F, identity)
 
 
 def _iterate_map(system, section, sequence, settings, u, params, iterations):
@@ -551,6 +563,7 @@ def _solve(
     finder on the return map, and the diagnosed variational pass at its result.
     Returns `(u, u_next, M, solution, monodromy, root_ok, last_result, n_steps)`."""
     forward = dfx.ForwardMode()
+    damped = isinstance(root_finder, optx.AbstractLeastSquaresSolver)
     if jacobian == "variational":
         return_map = _variational_return_map(
             system, section, sequence, settings, phase_observables
@@ -560,7 +573,7 @@ def _solve(
             p, guess = args
             finite, u_eval = _finite_or(u, guess)
             u_next, (M, sol, monodromy) = return_map(u_eval, p)
-            F = _residual_or_identity(u, u_next - u_eval, finite, sol.result)
+            F = _residual_or_identity(u, u_next - u_eval, finite, sol.result, damped)
             return F, (sol.result, (u_eval, u_next, M, sol, monodromy))
 
     else:
@@ -578,7 +591,7 @@ def _solve(
                 diagnose=False,
             )
             u_next = section.coordinates(sol.x_after[-1], p)
-            F = _residual_or_identity(u, u_next - u_eval, finite, sol.result)
+            F = _residual_or_identity(u, u_next - u_eval, finite, sol.result, damped)
             return F, (sol.result, None)
 
     root = optx.root_find(
@@ -1011,7 +1024,7 @@ def find_periodic_orbit(
         jacobian,
         bool(phase_observables),
         int(return_map_iterations),
-        None if fallback is None else resolve_root_finder(fallback),
+        None if fallback is None else resolve_root_finder(fallback, "fallback"),
     )
     orbit, floquet = _find(shooting, u_guess, canonical_params(params), mode)
     if throw:

@@ -161,15 +161,24 @@ def resolve_settings(settings: Settings | None) -> Settings:
     return settings
 
 
-def resolve_root_finder(root_finder: optx.AbstractRootFinder | None):
+def resolve_root_finder(
+    root_finder: optx.AbstractRootFinder | optx.AbstractLeastSquaresSolver | None,
+    name: str = "root_finder",
+):
     """The root finder of shooting and continuation: `root_finder`, or the default
-    `optimistix.Newton(rtol=1e-11, atol=1e-11)`; a clear error for anything else."""
+    `optimistix.Newton(rtol=1e-11, atol=1e-11)`; a clear error for anything else.
+
+    An optimistix least-squares solver (e.g. `optimistix.LevenbergMarquardt`) is
+    accepted too: `optimistix.root_find` minimises $\frac12|F|^2$ with it, a damped
+    step that recovers roots from guesses where Newton overshoots."""
     if root_finder is None:
         return optx.Newton(rtol=1e-11, atol=1e-11)
-    if not isinstance(root_finder, optx.AbstractRootFinder):
+    if not isinstance(
+        root_finder, (optx.AbstractRootFinder, optx.AbstractLeastSquaresSolver)
+    ):
         raise ValueError(
-            "`root_finder` must be an optimistix root finder; got "
-            f"{type(root_finder).__name__}."
+            f"`{name}` must be an optimistix root finder or least-squares solver; "
+            f"got {type(root_finder).__name__}."
         )
     return root_finder
 
