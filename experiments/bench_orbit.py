@@ -144,9 +144,9 @@ def profile_pieces(jax, hx, models, p, repeats, events, orbit_state):
     import diffrax as dfx
     import jax.numpy as jnp
 
-    system = models.minimal_hopper()
-    section = models.hopper_section("minimal")
-    x0 = models.liftoff_state(1.74, p)
+    system = models.hopper.minimal()[0]
+    section = models.hopper.section("minimal")
+    x0 = models.hopper.liftoff_state(1.74, p)
     kwargs = dict(n_events=2, settings=hx.Settings(t_max=10.0), mode0="flight")
     forward = dict(kwargs, settings=hx.Settings(t_max=10.0, adjoint=dfx.ForwardMode()))
 
@@ -260,14 +260,14 @@ def main():
     events = CompileEvents()
     jax.monitoring.register_event_duration_secs_listener(events)
 
-    p = hx.canonical_params(models.hopper_params())
-    guess = models.orbit_guess(p)
-    forms = [("minimal", models.minimal_hopper())]
+    p = hx.canonical_params(models.hopper.make_params())
+    guess = models.hopper.orbit_guess(p)
+    forms = [("minimal", models.hopper.minimal()[0])]
     if not args.skip_constrained:
-        forms.append(("constrained", models.constrained_hopper()))
+        forms.append(("constrained", models.hopper.constrained()[0]))
     rows = [scipy_row]
     for form, system in forms:
-        section = models.hopper_section(form)
+        section = models.hopper.section(form)
         for analyse in (True, False):
             label = "orbit+Phi(AD,S)+mult" if analyse else "orbit+M only"
             print(f"hybrax {form}, {label}: compiling ...", flush=True)

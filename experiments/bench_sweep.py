@@ -14,7 +14,7 @@ In one run, at rtol = atol = 1e-10 (`--tol`):
 
 The batch: random (seed 0) mu in [0.79, 0.81], D_G in [-0.039, -0.035] around the
 paper's case (mu 0.8, D_G -0.0377), where every point has a stable orbit that
-Newton finds from `models.orbit_guess` in 3-5 iterations. A grid with points
+Newton finds from `models.hopper.orbit_guess` in 3-5 iterations. A grid with points
 without orbits is much slower per point (under vmap every element waits for the
 chunk's slowest, and a point that does not converge runs all Newton iterations);
 `hybrax sweep hopper` reports that case.
@@ -76,7 +76,7 @@ def batch_params(np, eqx, models, n):
     rng = np.random.default_rng(SEED)
     mu = rng.uniform(*MU_RANGE, n)
     D_G = rng.uniform(*D_G_RANGE, n)
-    base = models.HopperParams()
+    base = models.hopper.HopperParams()
     d_G = D_G * 2 * np.sqrt(base.k * base.m)
     return eqx.tree_at(lambda p: (p.mu, p.d_G), base, (mu, d_G)), mu, D_G
 
@@ -139,7 +139,7 @@ def main():
 
     sizes = [b for b in BATCHES if b <= args.max_batch]
     pool, mu, D_G = batch_params(np, eqx, models, max(sizes + [args.profile_batch]))
-    system, section = models.minimal_hopper(), models.hopper_section()
+    system, section = models.hopper.minimal()[0], models.hopper.section()
     options = dict(
         settings=hx.Settings(rtol=args.tol, atol=args.tol, t_max=args.t_max),
         max_iterations=args.max_iterations,
@@ -173,7 +173,7 @@ def main():
             return hx.sweep_orbits(
                 system,
                 section,
-                models.orbit_guess,
+                models.hopper.orbit_guess,
                 params,
                 chunk_size=args.chunk,
                 **options,
@@ -266,12 +266,12 @@ def profile(args, jax, jtu, np, hx, models, pool, out):
     from hybrax.models.hopper import _flight_field, _ground_field
 
     n = args.profile_batch
-    system, section = models.minimal_hopper(), models.hopper_section()
+    system, section = models.hopper.minimal()[0], models.hopper.section()
     params = jtu.tree_map(
         lambda leaf: np.asarray(leaf[:n] if np.ndim(leaf) else np.full(n, leaf)), pool
     )
     params = hx.canonical_params(params)
-    u0 = jax.vmap(models.orbit_guess)(params)
+    u0 = jax.vmap(models.hopper.orbit_guess)(params)
     settings = hx.Settings(rtol=args.tol, atol=args.tol, t_max=args.t_max)
     sequence, _ = resolve_sequence(system, section)
     kw = dict(settings=settings)
@@ -304,9 +304,9 @@ def profile(args, jax, jtu, np, hx, models, pool, out):
         print(f"  {name:<58} {1e3 * per:8.3f} ms")
 
     # Steps per phase at the paper's orbit (what one cycle integrates).
-    p = hx.canonical_params(models.hopper_params())
+    p = hx.canonical_params(models.hopper.make_params())
     orbit, _ = hx.find_periodic_orbit(
-        system, section, models.orbit_guess(p), p, analyse=False, **kw
+        system, section, models.hopper.orbit_guess(p), p, analyse=False, **kw
     )
     steps = []
     for field, x0, t1 in (

@@ -42,8 +42,8 @@ def main():
         f"python {platform.python_version()}, {os.cpu_count()} CPUs, load "
         f"{os.getloadavg()[0]:.2f}; jax {jax.__version__}"
     )
-    params = hx.canonical_params(models.hopper_params())
-    system, section = models.minimal_hopper(), models.hopper_section()
+    params = hx.canonical_params(models.hopper.make_params())
+    system, section = models.hopper.minimal()[0], models.hopper.section()
     target, tolerance = 1.15, 1e-3
     scale = np.array([80.0, 15000.0])
     start = np.array([float(params.d_G), float(params.k)])
@@ -61,7 +61,7 @@ def main():
         return hx.tune(
             system,
             section,
-            models.orbit_guess(params),
+            models.hopper.orbit_guess(params),
             params,
             spectral_radius,
             vary=["d_G", "k"],
@@ -94,7 +94,7 @@ def main():
         value = orbit.spectral_radius + ((apex_ - target) / (width * tolerance)) ** 2
         return value, orbit.u
 
-    u0 = models.orbit_guess(params)
+    u0 = models.hopper.orbit_guess(params)
     t0 = time.perf_counter()
     jax.block_until_ready(objective(jnp.asarray(start / scale), u0, 100.0))
     nm_compile = time.perf_counter() - t0

@@ -28,6 +28,7 @@ matplotlib.use("Agg")
 import numpy as np
 
 import hybrax as hx
+import hybrax.models.hopper_figures
 import hybrax.plot
 from hybrax import models""",
     ),
@@ -41,8 +42,8 @@ derived by JAX from $H$, $C$ and $\\gamma$.""",
     ),
     (
         "code",
-        """params = hx.canonical_params(models.hopper_params())  # the paper's section 4.2
-system = models.constrained_hopper()
+        """params = hx.canonical_params(models.hopper.make_params())  # the paper's section 4.2
+system = models.hopper.constrained()[0]
 print([m.name for m in system.modes], [t.name for t in system.transitions])
 print("D_G =", float(params.D_G))""",
     ),
@@ -54,13 +55,13 @@ ground phase with negative damping, lift-off when the ground force changes sign.
     ),
     (
         "code",
-        """x0 = models.to_constrained(models.default_initial_state(params))
+        """x0 = models.hopper.to_constrained(models.hopper.default_initial_state(params))
 sol = hx.simulate(system, x0, params, n_events=6, n_save=200)
 print(hx.status_message(sol.result))
 for t, k, tc in zip(sol.t_events, sol.transitions, sol.T_c):
     print(f"t = {float(t):.6f} s  {system.transitions[int(k)].name:9s}  T_c = {float(tc):.3f} J")
-trajectory = hybrax.plot.Trajectory.from_solution(sol, system, to_minimal=models.to_minimal)
-fig = hybrax.plot.energy_history(trajectory, params)""",
+trajectory = hybrax.plot.Trajectory.from_solution(sol, system, to_minimal=models.hopper.to_minimal)
+fig = hybrax.models.hopper_figures.energy_history(trajectory, params)""",
     ),
     (
         "md",
@@ -68,14 +69,14 @@ fig = hybrax.plot.energy_history(trajectory, params)""",
     ),
     (
         "code",
-        """section = models.hopper_section("constrained")
+        """section = models.hopper.section("constrained")
 orbit, floquet = hx.find_periodic_orbit(
-    system, section, models.orbit_guess(params), params,
+    system, section, models.hopper.orbit_guess(params), params,
     settings=hx.Settings(rtol=1e-12, atol=1e-12),
 )
 print("converged:", bool(orbit.converged), " period:", float(orbit.period))
 print("t_F, t_G:", np.asarray(orbit.phase_durations))
-print("lift-off state [z_U, z_L, v_U, v_L]:", np.asarray(models.to_minimal(orbit.state)))""",
+print("lift-off state [z_U, z_L, v_U, v_L]:", np.asarray(models.hopper.to_minimal(orbit.state)))""",
     ),
     (
         "md",
@@ -86,8 +87,8 @@ multipliers on the constraint manifold (the paper's 1, 0.4714, 0, 0).""",
     ),
     (
         "code",
-        """E = jax.jacfwd(models.to_constrained)(jax.numpy.zeros(4))
-R = jax.jacfwd(models.to_minimal)(jax.numpy.zeros(8))
+        """E = jax.jacfwd(models.hopper.to_constrained)(jax.numpy.zeros(4))
+R = jax.jacfwd(models.hopper.to_minimal)(jax.numpy.zeros(8))
 np.set_printoptions(precision=4, suppress=True)
 print("monodromy (AD), order [z_U, z_L, v_U, v_L]:\\n", np.asarray(R @ floquet.monodromy_ad @ E))
 print("max |AD - saltation| =", float(floquet.max_discrepancy))
@@ -104,11 +105,11 @@ with stability along the branch and folds located.""",
     ),
     (
         "code",
-        """minimal, section_min = models.minimal_hopper(), models.hopper_section("minimal")
+        """minimal, section_min = models.hopper.minimal()[0], models.hopper.section("minimal")
 # The start is corrected onto the branch first: the plain guess will do.
 branch = hx.continue_branch(
-    minimal, section_min, models.orbit_guess(params), params,
-    models.hopper_parameter("D_G"), start=float(params.D_G), bounds=(-0.06, -0.0005),
+    minimal, section_min, models.hopper.orbit_guess(params), params,
+    models.hopper.parameter("D_G"), start=float(params.D_G), bounds=(-0.06, -0.0005),
     direction=-1, max_points=120, max_period=1.2, parameter_scale=0.01,
     settings=hx.Settings(rtol=1e-12, atol=1e-12),
 )
@@ -149,7 +150,7 @@ paper's parameters.""",
 
 
 result = hx.tune(
-    minimal, section_min, models.orbit_guess(params), params,
+    minimal, section_min, models.hopper.orbit_guess(params), params,
     lambda orbit, p: orbit.spectral_radius,   # minimise the multiplier ...
     vary=["d_G", "k"],
     constraints=[(apex_error, 1e-3)],         # ... with the apex at 1.15 m

@@ -1,4 +1,4 @@
-"""`hybrax orbit hopper` and `hybrax.plot.orbit_figure`.
+"""`hybrax orbit hopper` and `hybrax.models.hopper_figures.orbit_figure`.
 
 The CLI runs in-process (`hybrax._cli.main`) once per form in this module (module-
 scoped fixtures): the orbit search compiles once per form, the dense simulations once
@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 from matplotlib.colors import to_rgba
 
+import hybrax.models.hopper_figures
 import hybrax.plot
 from helpers import MULTIPLIER_TOL, ORACLE_TOL
 from hybrax import models
@@ -260,14 +261,14 @@ def _reference_trajectory(x_liftoff, p, n=120):
 
 def test_orbit_figure_content(reference):
     p = ReferenceParams()
-    params = models.hopper_params()
+    params = models.hopper.make_params()
     x_star = reference["state"]
     orbit = _reference_trajectory(x_star, p)
     perturbed = [
         _reference_trajectory(x_star + np.array([0.01, 0, 0, 0]), p),
         _reference_trajectory(x_star + np.array([0, 0, 0.1, 0]), p),
     ]
-    fig = hybrax.plot.orbit_figure(
+    fig = hybrax.models.hopper_figures.orbit_figure(
         orbit, params, perturbed=perturbed, labels=["z_U + 0.01", "v_U + 0.1"]
     )
     ax3, ax2 = fig.axes
@@ -318,4 +319,6 @@ def test_orbit_figure_content(reference):
     np.testing.assert_allclose(got, expected)
 
     with pytest.raises(ValueError, match="labels"):
-        hybrax.plot.orbit_figure(orbit, params, perturbed=perturbed, labels=["a"])
+        hybrax.models.hopper_figures.orbit_figure(
+            orbit, params, perturbed=perturbed, labels=["a"]
+        )

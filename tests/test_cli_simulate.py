@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 import hybrax
+import hybrax.models.hopper_figures
 import hybrax.plot
 from helpers import ORACLE_TOL
 from hybrax import models
@@ -54,9 +55,9 @@ def cli_run(tmp_path_factory):
 @pytest.fixture(scope="module")
 def solution():
     """The same run through the API (a cache hit of the CLI's compilation)."""
-    params = models.hopper_params()
-    system = models.minimal_hopper()
-    x0 = models.default_initial_state(params)
+    params = models.hopper.make_params()
+    system = models.hopper.minimal()[0]
+    x0 = models.hopper.default_initial_state(params)
     sol = hybrax.simulate(
         system,
         x0,
@@ -79,7 +80,7 @@ def test_writes_figures_and_json(cli_run):
     assert data["params"]["m"] == 75.0 and data["params"]["d_G"] == -80.0
     kinds = [event["kind"] for event in data["events"]]
     assert kinds == ["touchdown", "liftoff"] * HOPS
-    x0 = np.asarray(models.default_initial_state(models.hopper_params()))
+    x0 = np.asarray(models.hopper.default_initial_state(models.hopper.make_params()))
     np.testing.assert_allclose(data["x0"], x0, rtol=0, atol=1e-15)
     for event in data["events"]:
         if event["kind"] == "liftoff":
@@ -255,7 +256,7 @@ def test_phase_portraits_content(solution):
     assert trajectory.event_kinds == ("touchdown", "liftoff") * HOPS
     assert trajectory.x_phase.shape == (2 * HOPS, N_SAVE, 4)
 
-    fig = hybrax.plot.phase_portraits(trajectory, params)
+    fig = hybrax.models.hopper_figures.phase_portraits(trajectory, params)
     upper, lower = fig.axes
     assert "z_U" in upper.get_xlabel() and "[m]" in upper.get_xlabel()
     assert r"\dot z_U" in upper.get_ylabel() and "[m/s]" in upper.get_ylabel()
@@ -287,7 +288,7 @@ def test_phase_portraits_content(solution):
 def test_energy_history_content(solution):
     system, params, sol = solution
     trajectory = hybrax.plot.Trajectory.from_solution(sol, system)
-    fig = hybrax.plot.energy_history(trajectory, params)
+    fig = hybrax.models.hopper_figures.energy_history(trajectory, params)
     (ax,) = fig.axes
     assert "[s]" in ax.get_xlabel() and "[J]" in ax.get_ylabel()
     lines = {line.get_label(): line for line in ax.get_lines()}
@@ -352,5 +353,9 @@ def test_plots_of_a_failed_run(solution):
     assert trajectory.t_events.shape == (0,)
     assert trajectory.t_phase.shape[0] == 0
     # Empty figures (surfaces only), no error.
-    assert len(hybrax.plot.phase_portraits(trajectory, params).axes) == 2
-    assert len(hybrax.plot.energy_history(trajectory, params).axes) == 1
+    assert (
+        len(hybrax.models.hopper_figures.phase_portraits(trajectory, params).axes) == 2
+    )
+    assert (
+        len(hybrax.models.hopper_figures.energy_history(trajectory, params).axes) == 1
+    )

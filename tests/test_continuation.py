@@ -30,9 +30,9 @@ from hybrax._cli import main
 
 TOL = 1e-12  # integration tolerance of every continuation in this module
 THETA = 0.01  # arclength scale of D_G
-SYSTEM = models.minimal_hopper()
-SECTION = models.hopper_section()
-D_G = models.hopper_parameter("D_G")
+SYSTEM = models.hopper.minimal()[0]
+SECTION = models.hopper.section()
+D_G = models.hopper.parameter("D_G")
 # Coarse brackets (v_U range, D_G range, extremum) of the first two folds of the
 # mu = 0.8 branch, read off a plot of the reference's zero set of P(v) - v.
 REFERENCE_FOLDS = (
@@ -42,7 +42,7 @@ REFERENCE_FOLDS = (
 
 
 def _continue(mu, start, stop, v_guess, **kwargs):
-    params = hx.canonical_params(models.hopper_params(D_G=start, mu=mu))
+    params = hx.canonical_params(models.hopper.make_params(D_G=start, mu=mu))
     options = dict(
         parameter_scale=THETA, max_step=0.1, settings=hx.Settings(rtol=TOL, atol=TOL)
     )
@@ -50,7 +50,7 @@ def _continue(mu, start, stop, v_guess, **kwargs):
     return hx.continue_branch(
         SYSTEM,
         SECTION,
-        models.orbit_guess(params, v_guess),
+        models.hopper.orbit_guess(params, v_guess),
         params,
         D_G,
         start=start,
@@ -314,7 +314,7 @@ def test_start_failure():
 
 
 def test_parameter_get_set():
-    params = models.hopper_params()
+    params = models.hopper.make_params()
     changed = D_G.set(params, -0.03)
     np.testing.assert_allclose(D_G.get(changed), -0.03, rtol=1e-14)
     np.testing.assert_allclose(
@@ -344,12 +344,17 @@ def test_parameter_get_set():
     ],
 )
 def test_argument_errors(kwargs, match):
-    params = hx.canonical_params(models.hopper_params(D_G=-0.005))
+    params = hx.canonical_params(models.hopper.make_params(D_G=-0.005))
     arguments = dict(start=-0.005, stop=-0.02)
     arguments.update(kwargs)
     with pytest.raises(ValueError, match=match):
         hx.continue_branch(
-            SYSTEM, SECTION, models.orbit_guess(params, 0.3), params, D_G, **arguments
+            SYSTEM,
+            SECTION,
+            models.hopper.orbit_guess(params, 0.3),
+            params,
+            D_G,
+            **arguments,
         )
     with pytest.raises(ValueError, match="`parameter`"):
         hx.continue_branch(

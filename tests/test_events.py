@@ -20,8 +20,8 @@ from hybrax import models
 
 
 SETTINGS = hx.Settings(t_max=10.0)
-BALL = models.bouncing_ball()
-HOPPER = models.minimal_hopper()
+BALL = models.bouncing_ball.bouncing_ball()[0]
+HOPPER = models.hopper.minimal()[0]
 G = 9.81
 
 
@@ -38,8 +38,8 @@ def test_foot_pulled_back_at_liftoff_is_not_viable():
     cannot start. Reported today as 'successful, 10 of 10 events' with nine at one
     instant; now the run stops at the lift-off with `mode_not_viable`."""
     p_ref = ref.HopperParams(d_F=-150.0)
-    params = hx.canonical_params(models.hopper_params(d_F=-150.0))
-    x0 = models.default_initial_state(params)
+    params = hx.canonical_params(models.hopper.make_params(d_F=-150.0))
+    x0 = models.hopper.default_initial_state(params)
     sol = hx.simulate(HOPPER, x0, params, n_events=4, settings=SETTINGS)
     assert hx.status_name(sol.result) == ["mode_not_viable"]
     assert _names(HOPPER, sol) == ["touchdown", "liftoff"]
@@ -63,7 +63,7 @@ def test_foot_pulled_back_at_liftoff_is_not_viable():
 def test_ball_that_cannot_leave_the_floor(x0, e, n_expected):
     """A ball with restitution 0 after its impact, or at rest on the floor, would
     fire impact after impact at one instant."""
-    params = hx.canonical_params(models.BallParams(e=e))
+    params = hx.canonical_params(models.bouncing_ball.BallParams(e=e))
     sol = hx.simulate(BALL, jnp.array(x0), params, n_events=5, settings=SETTINGS)
     assert hx.status_name(sol.result) == ["mode_not_viable"]
     assert int(sol.n_events) == n_expected
@@ -80,7 +80,7 @@ def test_zeno_accumulation_time():
     resolved (each closed-form to 1e-9) and ends with `zeno` and the extrapolated
     time, not with padded or spurious events."""
     e, h = 0.5, 1.0
-    params = hx.canonical_params(models.BallParams(e=e))
+    params = hx.canonical_params(models.bouncing_ball.BallParams(e=e))
     sol = hx.simulate(BALL, jnp.array([h, 0.0]), params, n_events=20, settings=SETTINGS)
     assert hx.status_name(sol.result) == ["zeno"]
     n = int(sol.n_events)
@@ -123,7 +123,7 @@ def _first_crossing(x0):
 
 @pytest.fixture(scope="module")
 def one_flight():
-    params = hx.canonical_params(models.hopper_params())
+    params = hx.canonical_params(models.hopper.make_params())
 
     @eqx.filter_jit
     def run(x0, settings):
@@ -174,18 +174,18 @@ def test_grazing_contact_is_reported(one_flight, depth):
 
 @pytest.mark.parametrize("form", ["minimal", "constrained"])
 def test_ground_mode_entered_with_the_foot_in_the_air(form):
-    system = HOPPER if form == "minimal" else models.constrained_hopper()
-    params = hx.canonical_params(models.hopper_params())
-    x0 = models.default_initial_state(params)  # foot 0.1 m above the ground
+    system = HOPPER if form == "minimal" else models.hopper.constrained()[0]
+    params = hx.canonical_params(models.hopper.make_params())
+    x0 = models.hopper.default_initial_state(params)  # foot 0.1 m above the ground
     if form == "constrained":
-        x0 = models.to_constrained(x0)
+        x0 = models.hopper.to_constrained(x0)
     sol = hx.simulate(system, x0, params, n_events=4, mode0="ground", settings=SETTINGS)
     assert hx.status_name(sol.result) == ["constraint_violated"]
     assert int(sol.n_events) == 0
 
 
 def test_horizon_before_the_start_under_jit():
-    params = hx.canonical_params(models.BallParams())
+    params = hx.canonical_params(models.bouncing_ball.BallParams())
 
     @jax.jit
     def run(t0):
@@ -314,7 +314,7 @@ def test_event_and_phase_observables_of_the_ball():
     """T_c, T_a at each impact and the apex of each flight, against closed forms,
     and a user's own event observable."""
     e, h = 0.7, 1.3
-    params = hx.canonical_params(models.BallParams(e=e, m=2.0))
+    params = hx.canonical_params(models.bouncing_ball.BallParams(e=e, m=2.0))
     apex = hx.Extremum(lambda t, x, p: x[0])
     system = hx.HybridSystem(
         [hx.Mode(BALL.modes[0].vector_field, "air", observables={"apex": apex})],
@@ -353,13 +353,13 @@ def test_event_and_phase_observables_of_the_ball():
 def test_plastic_impact_observables():
     """The constrained hopper's touchdown reports T_c, T_a and the impulse of the
     projection; H (v+ - v-) = G^T impulse and T_c = m_L v_L^2 / 2."""
-    params = hx.canonical_params(models.hopper_params())
-    x0 = models.to_constrained(models.liftoff_state(1.5, params))
-    system = models.constrained_hopper()
+    params = hx.canonical_params(models.hopper.make_params())
+    x0 = models.hopper.to_constrained(models.hopper.liftoff_state(1.5, params))
+    system = models.hopper.constrained()[0]
     sol = hx.simulate(system, x0, params, n_events=1, mode0="flight")
     v_minus = np.asarray(sol.x_before[0, 4:])
     v_plus = np.asarray(sol.x_after[0, 4:])
-    mechanics = models.HopperMechanics("ground")
+    mechanics = models.hopper.HopperMechanics("ground")
     H = np.asarray(mechanics.mass_matrix(sol.x_before[0, :4], params))
     G_q = np.asarray(
         hx.constraint_jacobian(
@@ -382,13 +382,13 @@ def test_failed_orbit_carries_its_cause_and_nan_values():
     """A leg so stiff that no cycle finishes within the step limit: the orbit's
     status is that of the cycle (`max_steps_reached`), not a bare
     `shooting_failed`, and every value, and every derivative, is NaN."""
-    base = hx.canonical_params(models.hopper_params())
+    base = hx.canonical_params(models.hopper.make_params())
     params = eqx.tree_at(lambda p: p.k, base, jnp.asarray(1e12))
-    system, section = HOPPER, models.hopper_section()
+    system, section = HOPPER, models.hopper.section()
     orbit, floquet = hx.find_periodic_orbit(
         system,
         section,
-        models.orbit_guess(params),
+        models.hopper.orbit_guess(params),
         params,
         settings=hx.Settings(rtol=1e-12, atol=1e-12),  # test_periodic's program
     )
@@ -402,7 +402,7 @@ def test_failed_orbit_carries_its_cause_and_nan_values():
         p = eqx.tree_at(lambda q: q.k, base, k)
         forward = hx.Settings(max_steps=64, adjoint=dfx.ForwardMode())
         u_next, _ = hx.poincare_map(
-            system, section, models.orbit_guess(base), p, settings=forward
+            system, section, models.hopper.orbit_guess(base), p, settings=forward
         )
         return u_next
 
@@ -410,7 +410,7 @@ def test_failed_orbit_carries_its_cause_and_nan_values():
 
 
 def test_status_of_a_batch_and_throw_under_vmap():
-    params = hx.canonical_params(models.BallParams(e=0.5))
+    params = hx.canonical_params(models.bouncing_ball.BallParams(e=0.5))
     heights = jnp.array([1.0, 0.0, 2.0])
 
     def run(h, throw):
@@ -454,15 +454,15 @@ def test_settings_refuse_what_they_would_ignore():
         hx.simulate(
             BALL,
             jnp.array([1.0, 0.0]),
-            models.BallParams(),
+            models.bouncing_ball.BallParams(),
             n_events=1,
             settings={"rtol": 1e-8},
         )
     with pytest.raises(ValueError, match="adjoint"):
         hx.find_periodic_orbit(
             HOPPER,
-            models.hopper_section(),
+            models.hopper.section(),
             jnp.ones(2),
-            models.hopper_params(),
+            models.hopper.make_params(),
             settings=hx.Settings(adjoint=dfx.BacksolveAdjoint()),
         )

@@ -15,7 +15,7 @@ from hybrax import models
 GRADIENT_RTOL = 1e-6  # derivatives against central differences (relative)
 TOL = 1e-12  # integration tolerance: the differences resolve 1e-6 of the slopes
 NAMES = ("d_G", "k", "d_F", "mu")
-PARAMS = hx.canonical_params(models.hopper_params())
+PARAMS = hx.canonical_params(models.hopper.make_params())
 THETA = jnp.array([getattr(PARAMS, n) for n in NAMES])
 
 
@@ -29,7 +29,12 @@ def _quantities(system, section, form, adjoint):
             lambda q: tuple(getattr(q, n) for n in NAMES), PARAMS, tuple(theta)
         )
         orbit, _ = hx.find_periodic_orbit(
-            system, section, models.orbit_guess(p), p, settings=settings, analyse=False
+            system,
+            section,
+            models.hopper.orbit_guess(p),
+            p,
+            settings=settings,
+            analyse=False,
         )
         apex = orbit.cycle.phase_observables["apex_upper"][0]
         share = orbit.T_c[0] / (orbit.T_c[0] + orbit.T_a[0])
@@ -53,9 +58,9 @@ def _central_differences(fn, theta, h=1e-5):
 def hopper_derivatives(request):
     form = request.param
     if form == "minimal":
-        system, section = models.minimal_hopper(), models.hopper_section()
+        system, section = models.hopper.minimal()[0], models.hopper.section()
     else:
-        system, section = models.constrained_hopper(), models.hopper_section(form)
+        system, section = models.hopper.constrained()[0], models.hopper.section(form)
     value = jax.jit(_quantities(system, section, form, None))
     fd = _central_differences(value, THETA)
     return form, system, section, value(THETA), fd

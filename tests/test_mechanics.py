@@ -75,7 +75,7 @@ def test_convective_term_matches_second_derivative():
 
 @pytest.fixture(scope="module")
 def hopper_state():
-    params = models.HopperParams()
+    params = models.hopper.HopperParams()
     q = jnp.array([1.02, 1.02, 0.0, 0.0])
     qd = jnp.array([-1.1, -1.1, -0.75, -0.75])
     return params, q, qd
@@ -83,7 +83,7 @@ def hopper_state():
 
 def test_projectors(hopper_state):
     params, q, qd = hopper_state
-    model = models.HopperMechanics("ground")
+    model = models.hopper.HopperMechanics("ground")
     P_a, P_c = hx.admissible_projector(model, ("body", "ground"), q, params)
     H = model.mass_matrix(q, params)
     np.testing.assert_allclose(P_a @ P_a, P_a, atol=1e-14)
@@ -125,12 +125,12 @@ def test_ground_multiplier_matches_eq62(hopper_state):
     q = jnp.array([zU, zU, 0.0, 0.0])
     qd = jnp.array([vU, vU, 0.0, 0.0])
     _, lam = hx.constrained_accelerations(
-        models.HopperMechanics("ground"), ("body", "ground"), q, qd, params
+        models.hopper.HopperMechanics("ground"), ("body", "ground"), q, qd, params
     )
     expected = params.k * (zU - params.L0) + params.d_G * vU - params.m_L * params.g
     np.testing.assert_allclose(lam[-1], expected, rtol=1e-12)
     x_min = jnp.array([zU, 0.0, vU, 0.0])
-    np.testing.assert_allclose(models.ground_multiplier(x_min, params), expected)
+    np.testing.assert_allclose(models.hopper.ground_multiplier(x_min, params), expected)
 
 
 def test_critical_friction_closed_form():
@@ -150,7 +150,7 @@ def test_mechanics_is_differentiable(hopper_state):
     def t_c(k):
         p = eqx.tree_at(lambda s: s.mu, params, k)
         return hx.plastic_impact(
-            models.HopperMechanics("ground"), ("body", "ground"), q, qd, p
+            models.hopper.HopperMechanics("ground"), ("body", "ground"), q, qd, p
         ).T_c
 
     # T_c = 0.5 m (1 - mu) v_L^2 -> dT_c/dmu = -0.5 m v_L^2
@@ -163,5 +163,5 @@ def test_unknown_constraint_group(hopper_state):
     params, q, qd = hopper_state
     with pytest.raises(ValueError, match="active"):
         hx.constrained_accelerations(
-            models.HopperMechanics("ground"), ("floor",), q, qd, params
+            models.hopper.HopperMechanics("ground"), ("floor",), q, qd, params
         )

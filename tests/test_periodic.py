@@ -15,7 +15,7 @@ from hybrax import models
 
 TOL = 1e-12  # integration tolerance of the accuracy tests below
 SETTINGS = hx.Settings(rtol=TOL, atol=TOL)
-PARAMS = hx.canonical_params(models.hopper_params())
+PARAMS = hx.canonical_params(models.hopper.make_params())
 
 
 @pytest.fixture(scope="module")
@@ -24,19 +24,19 @@ def reference():
 
 
 def _find(system, section, params, guess=None):
-    guess = models.orbit_guess(params) if guess is None else guess
+    guess = models.hopper.orbit_guess(params) if guess is None else guess
     return hx.find_periodic_orbit(system, section, guess, params, settings=SETTINGS)
 
 
 @pytest.fixture(scope="module")
 def minimal_orbit():
-    return _find(models.minimal_hopper(), models.hopper_section("minimal"), PARAMS)
+    return _find(models.hopper.minimal()[0], models.hopper.section("minimal"), PARAMS)
 
 
 @pytest.fixture(scope="module")
 def constrained_orbit():
     return _find(
-        models.constrained_hopper(), models.hopper_section("constrained"), PARAMS
+        models.hopper.constrained()[0], models.hopper.section("constrained"), PARAMS
     )
 
 
@@ -119,7 +119,7 @@ def test_constrained_form_on_the_manifold(constrained_orbit, minimal_orbit):
     orbit_m, floquet_m = minimal_orbit
     assert orbit_c.converged
     np.testing.assert_allclose(
-        models.to_minimal(orbit_c.state), orbit_m.state, atol=1e-9
+        models.hopper.to_minimal(orbit_c.state), orbit_m.state, atol=1e-9
     )
     np.testing.assert_allclose(orbit_c.period, orbit_m.period, atol=1e-10)
     assert floquet_c.tangent_basis.shape == (8, 4)
@@ -132,8 +132,8 @@ def test_constrained_form_on_the_manifold(constrained_orbit, minimal_orbit):
     assert abs(complex(floquet_c.trivial_ad) - 1) < 1e-9
     assert float(floquet_c.max_discrepancy) < 1e-8
     # In minimal coordinates, R Phi E is the minimal monodromy.
-    E = jax.jacfwd(models.to_constrained)(jnp.zeros(4))
-    R = jax.jacfwd(models.to_minimal)(jnp.zeros(8))
+    E = jax.jacfwd(models.hopper.to_constrained)(jnp.zeros(4))
+    R = jax.jacfwd(models.hopper.to_minimal)(jnp.zeros(8))
     np.testing.assert_allclose(
         R @ floquet_c.monodromy_ad @ E, floquet_m.monodromy_ad, atol=1e-7
     )
@@ -143,8 +143,10 @@ def test_constrained_form_on_the_manifold(constrained_orbit, minimal_orbit):
 
 
 def test_no_orbit_for_positive_ground_damping():
-    params = hx.canonical_params(models.hopper_params(d_G=10.0))
-    orbit, _ = _find(models.minimal_hopper(), models.hopper_section("minimal"), params)
+    params = hx.canonical_params(models.hopper.make_params(d_G=10.0))
+    orbit, _ = _find(
+        models.hopper.minimal()[0], models.hopper.section("minimal"), params
+    )
     assert not bool(orbit.converged)
     # The status names the cause (the failure of the last cycle, or the shooting
     # itself), and no value of the failed orbit passes for a number.
@@ -174,9 +176,9 @@ def test_random_parameters_ad_against_saltation(getkey):
     @jax.vmap
     def solve(D_G, mu, k):
         p = make(D_G, mu, k)
-        guess = models.scan_orbit_guess(p)  # a fixed guess can be far off here
+        guess = models.hopper.scan_orbit_guess(p)  # a fixed guess can be far off here
         return _find(
-            models.minimal_hopper(), models.hopper_section("minimal"), p, guess
+            models.hopper.minimal()[0], models.hopper.section("minimal"), p, guess
         )
 
     orbits, floquets = solve(D_G, mu, k)
@@ -192,7 +194,7 @@ def test_random_parameters_ad_against_saltation(getkey):
 
 
 def test_bouncing_ball_ad_against_saltation():
-    params = hx.canonical_params(models.BallParams(e=0.8))
+    params = hx.canonical_params(models.bouncing_ball.BallParams(e=0.8))
     section = hx.PoincareSection(
         ("impact",),
         chart=lambda u, p: jnp.stack([jnp.zeros_like(u[0]), u[0]]),
@@ -200,7 +202,7 @@ def test_bouncing_ball_ad_against_saltation():
     )
     v0 = 3.0
     floquet = hx.monodromy(
-        models.bouncing_ball(), section, jnp.array([0.0, v0]), params
+        models.bouncing_ball.bouncing_ball()[0], section, jnp.array([0.0, v0]), params
     )
     assert float(floquet.max_discrepancy) < 1e-9
     # Closed form, perturbing (y0, v0) about (0, v0): the impact comes at
@@ -219,7 +221,7 @@ def test_bouncing_ball_ad_against_saltation():
 
 
 def test_float32_warns_and_bad_arguments_raise():
-    system, section = models.minimal_hopper(), models.hopper_section()
+    system, section = models.hopper.minimal()[0], models.hopper.section()
     jax.config.update("jax_enable_x64", False)
     try:
         with pytest.warns(RuntimeWarning, match="float64"):
@@ -230,7 +232,7 @@ def test_float32_warns_and_bad_arguments_raise():
     finally:
         jax.config.update("jax_enable_x64", True)
     with pytest.raises(ValueError, match="form"):
-        models.hopper_section("redundant")
+        models.hopper.section("redundant")
     with pytest.raises(ValueError, match="sequence"):
         hx.find_periodic_orbit(
             system,
@@ -248,9 +250,9 @@ def test_least_squares_solver_finds_the_reference_orbit(reference):
     import optimistix as optx
 
     orbit, _ = hx.find_periodic_orbit(
-        models.minimal_hopper(),
-        models.hopper_section(),
-        models.orbit_guess(PARAMS),
+        models.hopper.minimal()[0],
+        models.hopper.section(),
+        models.hopper.orbit_guess(PARAMS),
         PARAMS,
         settings=SETTINGS,
         root_finder=optx.LevenbergMarquardt(rtol=1e-12, atol=1e-12),
@@ -267,7 +269,7 @@ def test_phase_fundamental_matrix_is_the_matrix_exponential():
     duration t is expm(A t) (Zana et al. 2018 eq. 35 solved in closed form)."""
     import scipy.linalg
 
-    p = models.HopperParams()
+    p = models.hopper.HopperParams()
     k, d, m_U, m_L = p.k, p.d_F, p.m_U, p.m_L
     A = np.array(
         [
@@ -279,10 +281,10 @@ def test_phase_fundamental_matrix_is_the_matrix_exponential():
     )
     duration = 0.23
     Phi = hx.phase_fundamental_matrix(
-        models.minimal_hopper(),
+        models.hopper.minimal()[0],
         "flight",
         jnp.asarray(0.0),
-        models.liftoff_state(1.7, PARAMS),
+        models.hopper.liftoff_state(1.7, PARAMS),
         jnp.asarray(duration),
         PARAMS,
         settings=SETTINGS,

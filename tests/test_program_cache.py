@@ -10,12 +10,12 @@ from hybrax._program_cache import cached_call
 
 
 def _program(x, params):
-    sol = hx.simulate(models.bouncing_ball(), x, params, n_events=3)
+    sol = hx.simulate(models.bouncing_ball.bouncing_ball()[0], x, params, n_events=3)
     return sol, {"energy": params.m * params.g * x[0]}
 
 
 def test_round_trip_through_the_cache(tmp_path):
-    params = hx.canonical_params(models.BallParams(e=0.5))
+    params = hx.canonical_params(models.bouncing_ball.BallParams(e=0.5))
     x0 = jnp.array([1.0, 0.0])
     first = cached_call("ball", _program, x0, params, cache_dir=str(tmp_path))
     assert list((tmp_path / "programs").glob("ball-*.bin"))

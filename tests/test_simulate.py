@@ -15,23 +15,27 @@ from helpers import MULTIPLIER_TOL, central_jacobian
 from hybrax import models
 
 
-PARAMS = models.HopperParams()
+PARAMS = models.hopper.HopperParams()
 REF_PARAMS = ref.HopperParams()
 SYSTEMS = {
-    "minimal": models.minimal_hopper(),
-    "constrained": models.constrained_hopper(),
+    "minimal": models.hopper.minimal()[0],
+    "constrained": models.hopper.constrained()[0],
 }
 # An off-orbit lift-off state: z_L = v_L = 0 and the ground force zero.
-X_LIFTOFF = np.asarray(models.liftoff_state(1.5, PARAMS))
+X_LIFTOFF = np.asarray(models.hopper.liftoff_state(1.5, PARAMS))
 N_HOP_EVENTS = 4  # two hops: touchdown, lift-off, touchdown, lift-off
 
 
 def _to_form(x_min, form):
-    return models.to_constrained(x_min) if form == "constrained" else jnp.asarray(x_min)
+    return (
+        models.hopper.to_constrained(x_min)
+        if form == "constrained"
+        else jnp.asarray(x_min)
+    )
 
 
 def _to_min(x, form):
-    return models.to_minimal(x) if form == "constrained" else x
+    return models.hopper.to_minimal(x) if form == "constrained" else x
 
 
 SETTINGS = hx.Settings(t_max=10.0)
@@ -89,13 +93,13 @@ def test_hopper_events_match_closed_form(form, reference_hops):
 
 
 def test_constrained_and_minimal_agree_along_the_phase():
-    x0 = models.default_initial_state(PARAMS)
+    x0 = models.hopper.default_initial_state(PARAMS)
     kw = dict(n_save=50)
     sol_min = _run("minimal", x0, **kw)
     sol_con = _run("constrained", x0, **kw)
     np.testing.assert_allclose(sol_con.t_events, sol_min.t_events, atol=1e-10)
     np.testing.assert_allclose(
-        models.to_minimal(sol_con.x_phase), sol_min.x_phase, atol=1e-9
+        models.hopper.to_minimal(sol_con.x_phase), sol_min.x_phase, atol=1e-9
     )
     # The constraints z1 = z2 and z3 = z4 hold along the constrained trajectory.
     xs = sol_con.x_phase
@@ -108,10 +112,10 @@ def test_constrained_and_minimal_agree_along_the_phase():
 
 def test_energy_balance_in_flight():
     # In flight only the damper d_F dissipates: dE/dt = -d_F (v_U - v_L)^2.
-    x0 = models.default_initial_state(PARAMS)
+    x0 = models.hopper.default_initial_state(PARAMS)
     sol = _run("minimal", x0, n_save=400)
     ts, xs = np.asarray(sol.t_phase[0]), np.asarray(sol.x_phase[0])
-    _, _, energy = models.energies(xs, PARAMS)
+    _, _, energy = models.hopper.energies(xs, PARAMS)
     power = -PARAMS.d_F * (xs[:, 2] - xs[:, 3]) ** 2
     dissipated = np.concatenate(
         [[0.0], np.cumsum(0.5 * (power[1:] + power[:-1]) * np.diff(ts))]
@@ -120,11 +124,11 @@ def test_energy_balance_in_flight():
 
 
 def test_bouncing_ball_impacts_and_zeno_time():
-    params = models.BallParams(e=0.7)
+    params = models.bouncing_ball.BallParams(e=0.7)
     h = 1.0
     n = 20
     sol = hx.simulate(
-        models.bouncing_ball(),
+        models.bouncing_ball.bouncing_ball()[0],
         jnp.array([h, 0.0]),
         params,
         n_events=n,
@@ -147,12 +151,12 @@ def test_bouncing_ball_impacts_and_zeno_time():
 
 
 def test_rimless_wheel_fixed_point_and_multiplier():
-    params = models.RimlessWheelParams()
+    params = models.rimless_wheel.RimlessWheelParams()
     g_l, a, gam = params.g / params.l, params.alpha, params.gamma
     c2 = np.cos(2 * a) ** 2
     u_star = 4 * g_l * np.sin(a) * np.sin(gam) * c2 / (1 - c2)
     omega_star = np.sqrt(u_star)
-    system = models.rimless_wheel()
+    system = models.rimless_wheel.rimless_wheel()[0]
 
     def step(omega):
         x0 = jnp.stack([jnp.asarray(gam - a), omega])
@@ -169,7 +173,7 @@ def test_rimless_wheel_fixed_point_and_multiplier():
 def test_one_hop_jacobian_against_finite_differences(form):
     """d(state after touchdown and lift-off)/d(initial state), event-time
     sensitivity included."""
-    x_start = models.default_initial_state(PARAMS)
+    x_start = models.hopper.default_initial_state(PARAMS)
 
     @jax.jit
     def hop(x0):
@@ -192,7 +196,7 @@ def test_one_hop_jacobian_against_finite_differences(form):
 
 def test_vmap_equals_loop_and_failed_element_is_flagged():
     system = SYSTEMS["minimal"]
-    x_good = models.default_initial_state(PARAMS)
+    x_good = models.hopper.default_initial_state(PARAMS)
     batch = jnp.stack([x_good, x_good.at[1].set(-0.05), x_good.at[1].set(0.2)])
 
     def run(x0):
@@ -209,7 +213,7 @@ def test_vmap_equals_loop_and_failed_element_is_flagged():
 
 
 def test_jit_with_traced_parameters_equals_eager():
-    x0 = models.default_initial_state(PARAMS)
+    x0 = models.hopper.default_initial_state(PARAMS)
 
     @jax.jit
     def first_touchdown(d_F):
@@ -244,13 +248,13 @@ def test_state_of_wrong_shape_raises():
 )
 def test_impossible_parameters_raise(bad, name):
     with pytest.raises(ValueError, match=name):
-        models.HopperParams(**bad)
+        models.hopper.HopperParams(**bad)
     with pytest.raises(ValueError, match=name):
-        models.hopper_params(**bad)
+        models.hopper.make_params(**bad)
 
 
 def test_bad_static_arguments_raise():
-    x0 = models.default_initial_state(PARAMS)
+    x0 = models.hopper.default_initial_state(PARAMS)
     with pytest.raises(ValueError, match="n_events"):
         hx.simulate(SYSTEMS["minimal"], x0, PARAMS, n_events=0)
     with pytest.raises(ValueError, match="t_max"):
@@ -264,7 +268,7 @@ def test_bad_static_arguments_raise():
 
 
 def test_initial_state_below_ground_is_reported():
-    x0 = models.default_initial_state(PARAMS).at[1].set(-0.01)
+    x0 = models.hopper.default_initial_state(PARAMS).at[1].set(-0.01)
     sol = _run("minimal", x0)
     assert sol.result == hx.RESULTS.infeasible_initial_state
     assert int(sol.n_events) == 0
@@ -272,7 +276,7 @@ def test_initial_state_below_ground_is_reported():
 
 
 def test_guard_never_reached_is_reported():
-    x0 = models.default_initial_state(PARAMS)
+    x0 = models.hopper.default_initial_state(PARAMS)
     sol = hx.simulate(
         SYSTEMS["minimal"],
         x0,
@@ -285,7 +289,7 @@ def test_guard_never_reached_is_reported():
 
 
 def test_step_limit_is_reported():
-    x0 = models.default_initial_state(PARAMS)
+    x0 = models.hopper.default_initial_state(PARAMS)
     sol = hx.simulate(
         SYSTEMS["minimal"],
         x0,
@@ -298,14 +302,14 @@ def test_step_limit_is_reported():
 
 
 def test_nonfinite_parameters_inside_jit_are_reported():
-    x0 = models.default_initial_state(PARAMS)
+    x0 = models.hopper.default_initial_state(PARAMS)
     bad = eqx.tree_at(lambda s: s.k, PARAMS, jnp.asarray(jnp.nan))  # skips checks
     sol = _run("minimal", x0, params=bad)
     assert sol.result == hx.RESULTS.nonfinite_parameters
 
 
 def test_throw_raises_with_the_status_message():
-    x0 = models.default_initial_state(PARAMS).at[1].set(-0.01)
+    x0 = models.hopper.default_initial_state(PARAMS).at[1].set(-0.01)
     with pytest.raises(Exception, match="initial state"):
         _run("minimal", x0, throw=True)
     assert "initial state" in hx.status_message(_run("minimal", x0).result)[0]
@@ -314,8 +318,8 @@ def test_throw_raises_with_the_status_message():
 def test_reverse_mode_gradient_of_an_event_time():
     """jax.grad (default adjoint) through the event: the ball's first impact time
     t = sqrt(2h/g) has dt/dh = 1/sqrt(2 g h)."""
-    params = hx.canonical_params(models.BallParams())
-    system = models.bouncing_ball()
+    params = hx.canonical_params(models.bouncing_ball.BallParams())
+    system = models.bouncing_ball.bouncing_ball()[0]
 
     def impact_time(h):
         x0 = jnp.stack([h, jnp.zeros_like(h)])

@@ -55,13 +55,13 @@ SHARDED_SCRIPT = textwrap.dedent(
 
     data = np.load(sys.argv[1])
     params = eqx.tree_at(
-        lambda p: (p.mu, p.d_G), models.HopperParams(), (data["mu"], data["d_G"])
+        lambda p: (p.mu, p.d_G), models.hopper.HopperParams(), (data["mu"], data["d_G"])
     )
-    system, section = models.minimal_hopper(), models.hopper_section()
+    system, section = models.hopper.minimal()[0], models.hopper.section()
     results = {}
     for name, distributed in (("sharded", False), ("distributed", True)):
         out = hx.sweep_orbits(
-            system, section, models.orbit_guess, params, chunk_size=4,
+            system, section, models.hopper.orbit_guess, params, chunk_size=4,
             distributed=distributed, **_sweep_options(),
         )
         results[name + "_u"] = out.orbit.u
@@ -77,7 +77,7 @@ def _params():
     mu = np.array([p[0] for p in POINTS])
     d_G = np.array([p[1] for p in POINTS]) * SCALE
     # `tree_at` skips `HopperParams`' eager checks, which refuse NaN.
-    return eqx.tree_at(lambda p: (p.mu, p.d_G), models.HopperParams(), (mu, d_G))
+    return eqx.tree_at(lambda p: (p.mu, p.d_G), models.hopper.HopperParams(), (mu, d_G))
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -104,13 +104,15 @@ def sharded_run(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def system_and_section():
-    return models.minimal_hopper(), models.hopper_section("minimal")
+    return models.hopper.minimal()[0], models.hopper.section("minimal")
 
 
 @pytest.fixture(scope="module")
 def swept(system_and_section):
     system, section = system_and_section
-    return hx.sweep_orbits(system, section, models.orbit_guess, _params(), **OPTIONS)
+    return hx.sweep_orbits(
+        system, section, models.hopper.orbit_guess, _params(), **OPTIONS
+    )
 
 
 @pytest.fixture(scope="module")
@@ -122,8 +124,8 @@ def single_solves(system_and_section):
     solve = {k: v for k, v in OPTIONS.items() if k != "return_map_iterations"}
     results = []
     for mu, D_G in POINTS[:-1]:  # the NaN element is not solved by the sweep either
-        p = hx.canonical_params(models.hopper_params(mu=mu, D_G=D_G))
-        u = models.orbit_guess(p)
+        p = hx.canonical_params(models.hopper.make_params(mu=mu, D_G=D_G))
+        u = models.hopper.orbit_guess(p)
         for _ in range(OPTIONS["return_map_iterations"]):
             u_next, sol = hx.poincare_map(system, section, u, p, settings=settings)
             if bool(sol.result == hx.RESULTS.successful) and bool(
@@ -339,4 +341,4 @@ def test_sweep_orbits_argument_errors(system_and_section):
     with pytest.raises(ValueError, match="`u_guess`"):
         hx.sweep_orbits(system, section, np.zeros((3, 2)), _params())
     with pytest.raises(ValueError, match="`params_batch`"):
-        hx.sweep_orbits(system, section, np.zeros(2), models.HopperParams())
+        hx.sweep_orbits(system, section, np.zeros(2), models.hopper.HopperParams())

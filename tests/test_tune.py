@@ -12,7 +12,7 @@ from hybrax import models
 from hybrax._cli import main
 
 
-PARAMS = hx.canonical_params(models.hopper_params())
+PARAMS = hx.canonical_params(models.hopper.make_params())
 
 
 def _central_differences(fn, theta, h):
@@ -46,7 +46,7 @@ def test_tune_command_meets_the_apex_target(tmp_path):
     )
     assert (tmp_path / "tune_path.png").is_file()
     # Re-found from scratch at the tuned parameters, and first-order optimal.
-    system, section = models.minimal_hopper(), models.hopper_section()
+    system, section = models.hopper.minimal()[0], models.hopper.section()
 
     @jax.jit
     def apex_and_radius(theta):
@@ -56,7 +56,7 @@ def test_tune_command_meets_the_apex_target(tmp_path):
         orbit, _ = hx.find_periodic_orbit(
             system,
             section,
-            models.orbit_guess(p),
+            models.hopper.orbit_guess(p),
             p,
             analyse=False,
             return_map_iterations=3,

@@ -15,7 +15,7 @@ from hybrax import models
 TOL = 1e-12
 
 
-WHEEL = models.rimless_wheel()
+WHEEL = models.rimless_wheel.rimless_wheel()[0]
 WHEEL_SECTION = hx.PoincareSection(
     ("heelstrike",),
     chart=lambda u, p: jnp.stack([p.gamma - p.alpha, u[0]]),
@@ -27,7 +27,7 @@ def _wheel_orbit(gamma, alpha):
     """The wheel's speed after heel strike on its orbit and its multiplier."""
     p = eqx.tree_at(
         lambda q: (q.gamma, q.alpha),
-        hx.canonical_params(models.RimlessWheelParams()),
+        hx.canonical_params(models.rimless_wheel.RimlessWheelParams()),
         (gamma, alpha),
     )
     orbit, _ = hx.find_periodic_orbit(
@@ -82,7 +82,7 @@ def test_rimless_wheel_gradients_are_the_closed_form(wheel_gradient):
 def test_forward_mode_at_a_failed_point_gives_nan_not_an_exception():
     """jax.linearize (forward mode) at parameters without an orbit: NaN tangents
     and status, no runtime error from the implicit-function solve."""
-    p = hx.canonical_params(models.RimlessWheelParams(gamma=-0.05))
+    p = hx.canonical_params(models.rimless_wheel.RimlessWheelParams(gamma=-0.05))
     settings = hx.Settings(adjoint=dfx.ForwardMode())
 
     def speed(gamma):
@@ -115,7 +115,7 @@ def test_poincare_map_reverse_gradient_is_the_closed_form():
     """jax.grad through `poincare_map` (one event-terminated cycle, reverse mode)
     in the speed and the slope, against the step map's closed-form derivatives; in
     a batch by `hx.sweep` (one compiled vmap) equal to single calls."""
-    p0 = hx.canonical_params(models.RimlessWheelParams())
+    p0 = hx.canonical_params(models.rimless_wheel.RimlessWheelParams())
     settings = hx.Settings(rtol=TOL, atol=TOL)
 
     def step(omega_gamma):

@@ -49,6 +49,11 @@ if TYPE_CHECKING:
     from ._misc import (
         canonical_params as canonical_params,
     )
+    from ._model import (
+        ContinuationDefaults as ContinuationDefaults,
+        ModelBundle as ModelBundle,
+        ModelForm as ModelForm,
+    )
     from ._periodic import (
         FloquetAnalysis as FloquetAnalysis,
         PeriodicOrbit as PeriodicOrbit,
@@ -119,6 +124,9 @@ _EXPORTS = {
     "kinetic_energy": "._mechanics",
     "plastic_impact": "._mechanics",
     "canonical_params": "._misc",
+    "ContinuationDefaults": "._model",
+    "ModelBundle": "._model",
+    "ModelForm": "._model",
     "FloquetAnalysis": "._periodic",
     "PeriodicOrbit": "._periodic",
     "PoincareSection": "._periodic",

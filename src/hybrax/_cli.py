@@ -3,9 +3,10 @@
 A thin argparse wrapper over the public API. Each command is a `_add_<command>`
 function that registers a subparser (sharing `_add_common_model_args`) and sets as its
 defaults `run=_run_<command>` (`(args, parser) -> int`) and `command_parser` (itself);
-each model is a `_Model` entry of `_MODELS` that says how to build its parameters,
-initial state, systems and figures (and, for `orbit`, its Poincaré section and
-orbit guess). Exit codes: 0 success, 1 a run that did not succeed (its status is
+each model is a registered `hybrax.ModelBundle` (`hybrax.models.get_model`) that says
+how to build its parameters, initial state, systems, Poincaré sections and orbit
+guess, with hooks for its own summaries and figures; no command holds model
+vocabulary. Exit codes: 0 success, 1 a run that did not succeed (its status is
 printed and what was computed is still written), 2 bad arguments (argparse's
 convention).
 """
@@ -20,7 +21,7 @@ import math
 import os
 import pathlib
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import jax
@@ -95,134 +96,18 @@ def _enable_cache() -> str | None:
 # ---------------------------------------------------------------------------
 
 
-@dataclasses.dataclass(frozen=True)
-class _Form:
-    """One formulation of a model: its system and how its state maps to and from the
-    model's minimal coordinates (in which the CLI reads and prints states)."""
-
-    system: Callable[[], Any]
-    from_minimal: Callable[[Any], Any] | None = None
-    to_minimal: Callable[[Any], Any] | None = None
-
-
-@dataclasses.dataclass(frozen=True)
-class _Model:
-    """What the commands need to know about a model of the zoo."""
-
-    description: str
-    parameter_names: tuple[str, ...]
-    make_params: Callable[..., Any]  # keyword values -> params; ValueError if bad
-    default_state: Callable[[Any], Any]  # params -> minimal initial state
-    state_names: tuple[str, ...]
-    forms: dict[str, _Form]
-    plot: Callable[[Any, Any, pathlib.Path], list[pathlib.Path]]
-    # For `orbit`: the Poincaré section of a form, the default guess of its reduced
-    # unknowns, the orbit figures, and a hint why parameters may admit no orbit.
-    section: Callable[[str], Any] | None = None
-    orbit_guess: Callable[[Any], Any] | None = None
-    plot_orbit: Callable[..., list[pathlib.Path]] | None = None
-    no_orbit_hint: Callable[[Any], str | None] | None = None
-    # (status, mode, transition, params) -> the model's words for a degenerate stop
-    explain: Callable[[str, str, str, Any], str | None] | None = None
-
-    @property
-    def default_form(self) -> str:
-        return next(iter(self.forms))
-
-
 def _params_dict(params) -> dict[str, float]:
     return {f.name: float(getattr(params, f.name)) for f in dataclasses.fields(params)}
 
 
-def _plot_hopper(trajectory, params, out: pathlib.Path) -> list[pathlib.Path]:
-    from . import plot  # matplotlib is only needed when figures are written
+def _load_model(parser: argparse.ArgumentParser, name: str):
+    """The registered model's [`hybrax.ModelBundle`][] (imported on demand)."""
+    from ._registry import get_model
 
-    out.mkdir(parents=True, exist_ok=True)
-    written = []
-    for name, draw in (
-        ("phase_portraits.png", plot.phase_portraits),
-        ("energy.png", plot.energy_history),
-    ):
-        path = out / name
-        draw(trajectory, params).savefig(path, dpi=150)
-        written.append(path)
-    return written
-
-
-def _plot_hopper_orbit(
-    cycle, perturbed, labels, trajectory, params, out: pathlib.Path
-) -> list[pathlib.Path]:
-    """`orbit.png` (one period and perturbed trajectories, Fig. 3 of the paper),
-    then the figures of `_plot_hopper` for `trajectory` (several periods)."""
-    from . import plot
-
-    out.mkdir(parents=True, exist_ok=True)
-    path = out / "orbit.png"
-    plot.orbit_figure(cycle, params, perturbed=perturbed, labels=labels).savefig(
-        path, dpi=150
-    )
-    return [path] + _plot_hopper(trajectory, params, out)
-
-
-def _hopper_no_orbit_hint(params) -> str | None:
-    if float(params.d_G) >= 0 and float(params.d_F) >= 0:
-        return (
-            f"with d_G = {float(params.d_G):g} >= 0 the ground damper pumps in no "
-            "energy, and the plastic touchdown and the flight damper only take it "
-            "out: no hopping orbit exists (the paper's orbits need d_G < 0, e.g. "
-            "--set D_G=-0.02)"
-        )
-    return None
-
-
-def _hopper_explain(status, mode, transition, params) -> str | None:
-    if status == "mode_not_viable" and mode == "flight":
-        return (
-            "the flight mode is not viable: the foot is pulled back into the ground at "
-            f"once (flight damping d_F = {float(params.d_F):g} N s/m pulls the lower "
-            "mass down at lift-off)"
-        )
-    return None
-
-
-def _hopper() -> _Model:
-    from . import models
-
-    return _Model(
-        description="two-mass vertical hopper (Zana et al. 2018)",
-        parameter_names=(
-            "g",
-            "m",
-            "mu",
-            "k",
-            "d_F",
-            "d_G",
-            "L0",
-            "mu_U",
-            "mu_L",
-            "D_G",
-            "D_F",
-        ),
-        make_params=models.hopper_params,
-        default_state=models.default_initial_state,
-        state_names=("z_U", "z_L", "v_U", "v_L"),
-        forms={
-            "minimal": _Form(models.minimal_hopper),
-            "constrained": _Form(
-                models.constrained_hopper, models.to_constrained, models.to_minimal
-            ),
-        },
-        plot=_plot_hopper,
-        section=models.hopper_section,
-        orbit_guess=models.orbit_guess,
-        plot_orbit=_plot_hopper_orbit,
-        no_orbit_hint=_hopper_no_orbit_hint,
-        explain=_hopper_explain,
-    )
-
-
-# Factories, so that building the parser stays cheap; one entry per model.
-_MODELS: dict[str, Callable[[], _Model]] = {"hopper": _hopper}
+    try:
+        return get_model(name)
+    except ValueError as error:
+        parser.error(f"argument model: {error}")
 
 
 # ---------------------------------------------------------------------------
@@ -232,16 +117,17 @@ _MODELS: dict[str, Callable[[], _Model]] = {"hopper": _hopper}
 
 def _add_common_model_args(parser: argparse.ArgumentParser) -> None:
     """The model positional and `--set`, `--out`, `--json`, shared by commands."""
-    parser.add_argument("model", choices=sorted(_MODELS), help="the model to use")
+    from ._registry import model_names
+
+    parser.add_argument(
+        "model", choices=model_names(), help="the model to use (see `hybrax models`)"
+    )
     parser.add_argument(
         "--set",
         action="append",
         default=[],
         metavar="NAME=VALUE",
-        help=(
-            "set a model parameter (repeatable); for the hopper: g, m, mu, k, d_F, "
-            "d_G, L0, mu_U, mu_L, or the dimensionless D_G, D_F"
-        ),
+        help="set a model parameter (repeatable; `hybrax models` lists them)",
     )
     parser.add_argument(
         "--out",
@@ -290,7 +176,7 @@ def _check_outputs(parser: argparse.ArgumentParser, args: argparse.Namespace) ->
 
 
 def _parse_sets(
-    parser: argparse.ArgumentParser, model: _Model, items: Sequence[str]
+    parser: argparse.ArgumentParser, model, items: Sequence[str]
 ) -> dict[str, float]:
     values: dict[str, float] = {}
     for item in items:
@@ -298,10 +184,10 @@ def _parse_sets(
         name = name.strip()
         if not sep or not name:
             parser.error(f"argument --set: expected NAME=VALUE, got {item!r}")
-        if name not in model.parameter_names:
+        if name not in model.parameters:
             parser.error(
                 f"argument --set: unknown parameter {name!r}; known: "
-                f"{', '.join(model.parameter_names)}"
+                f"{', '.join(model.parameters)}"
             )
         if name in values:
             parser.error(f"argument --set: parameter {name!r} given twice")
@@ -314,9 +200,7 @@ def _parse_sets(
     return values
 
 
-def _make_params(
-    parser: argparse.ArgumentParser, model: _Model, values: dict[str, float]
-):
+def _make_params(parser: argparse.ArgumentParser, model, values: dict[str, float]):
     try:
         return model.make_params(**values)
     except ValueError as error:
@@ -327,13 +211,12 @@ def _add_form_arg(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--form",
         default=None,
-        help="model formulation: minimal (default) or constrained",
+        help="model formulation (default: the model's first; the hopper has "
+        "minimal and constrained)",
     )
 
 
-def _form_name(
-    parser: argparse.ArgumentParser, model: _Model, args: argparse.Namespace
-) -> str:
+def _form_name(parser: argparse.ArgumentParser, model, args: argparse.Namespace) -> str:
     """The `--form` asked for (the model's first by default), checked."""
     name = model.default_form if args.form is None else args.form
     if name not in model.forms:
@@ -344,9 +227,7 @@ def _form_name(
     return name
 
 
-def _parse_state(
-    parser: argparse.ArgumentParser, model: _Model, text: str
-) -> np.ndarray:
+def _parse_state(parser: argparse.ArgumentParser, model, text: str) -> np.ndarray:
     names = model.state_names
     parts = [part.strip() for part in text.split(",")]
     if len(parts) != len(names):
@@ -390,29 +271,34 @@ def _write_json(path: pathlib.Path, payload: dict[str, Any]) -> None:
 def _add_simulate(subparsers) -> None:
     parser = subparsers.add_parser(
         "simulate",
-        help="simulate a model through a number of hops",
+        help="simulate a model through a number of cycles",
         description=(
-            "Simulate a model from an initial state through --hops hops (a touchdown "
-            "and a lift-off each), print the event table, and write figures (and "
-            "optionally JSON)."
+            "Simulate a model from an initial state through --cycles cycles of its "
+            "event sequence (for the hopper a hop: a touchdown and a lift-off), "
+            "print the event table, and write figures (and optionally JSON)."
         ),
     )
     _add_common_model_args(parser)
     parser.add_argument(
         "--x0",
         default=None,
-        metavar="zU,zL,vU,vL",
+        metavar="X1,X2,...",
         help=(
-            "initial state in minimal coordinates (default: both masses at rest, "
-            "the foot 0.1 m up); write --x0=-1,... if the first value is negative"
+            "initial state in the model's minimal coordinates (default: the "
+            "model's; for the hopper zU,zL,vU,vL with both masses at rest and the "
+            "foot 0.1 m up); write --x0=-1,... if the first value is negative"
         ),
     )
     parser.add_argument(
+        "--cycles",
         "--hops",
+        dest="cycles",
         type=int,
         default=5,
         metavar="N",
-        help="number of hops, i.e. 2N events (default: %(default)s)",
+        help="number of cycles of the model's event sequence (hops of the hopper: "
+        "2N events; one event each for a model with one transition) "
+        "(default: %(default)s)",
     )
     _add_form_arg(parser)
     parser.add_argument(
@@ -430,7 +316,7 @@ def _format_state(x) -> str:
 
 
 def _event_table(trajectory) -> list[str]:
-    width = len(_format_state(np.zeros(4)))
+    width = len(_format_state(np.zeros(trajectory.x_before.shape[-1])))
     lines = [
         f"{'#':>3}  {'t [s]':>10}  {'event':<9}  {'state before':<{width}}  "
         f"{'state after':<{width}}  {'T_c [J]':>9}  {'T_a [J]':>9}"
@@ -450,7 +336,7 @@ def _event_table(trajectory) -> list[str]:
     return lines
 
 
-def _explain_stop(model: _Model, system, solution, params) -> str | None:
+def _explain_stop(model, system, solution, params) -> str | None:
     """What happened, in the model's words where it has them, when a run stopped on
     a degenerate event (a mode that cannot start, Zeno, grazing)."""
     status, _ = _status(solution.result)
@@ -460,11 +346,8 @@ def _explain_stop(model: _Model, system, solution, params) -> str | None:
     transition = system.transitions[cause].name
     mode = system.modes[int(np.asarray(solution.mode_final))].name
     t = float(np.asarray(solution.t_final))
-    hint = (
-        None
-        if model.explain is None
-        else model.explain(status, mode, transition, params)
-    )
+    explain = model.hook("explain")
+    hint = None if explain is None else explain(status, mode, transition, params)
     if status == "mode_not_viable":
         text = (
             f"the {mode} mode cannot start at t = {t:.6f} s: the {transition} guard "
@@ -491,10 +374,12 @@ def _run_simulate(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
     from ._solution import RESULTS
     from .plot import Trajectory
 
-    model = _MODELS[args.model]()
+    model = _load_model(parser, args.model)
     form_name = _form_name(parser, model, args)
-    if args.hops < 1:
-        parser.error(f"argument --hops: must be a positive integer, got {args.hops}")
+    if args.cycles < 1:
+        parser.error(
+            f"argument --cycles: must be a positive integer, got {args.cycles}"
+        )
     if not (math.isfinite(args.t_max) and args.t_max > 0):
         parser.error(f"argument --t-max: must be positive, got {args.t_max}")
     params = _make_params(parser, model, _parse_sets(parser, model, args.set))
@@ -504,18 +389,21 @@ def _run_simulate(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
         x0 = _parse_state(parser, model, args.x0)
     form = model.forms[form_name]
     system = form.system()
+    # Events per cycle: the section's sequence where the model declares one.
+    per_cycle = 1 if form.section is None else len(form.section().sequence)
+    n_events = per_cycle * args.cycles
     # Python floats would be static under `eqx.filter_jit`: one compilation per
     # parameter value. As arrays, one compilation (and cache entry) serves them all.
     params = jax.tree_util.tree_map(lambda v: jnp.asarray(v, dtype=float), params)
     state0 = x0 if form.from_minimal is None else form.from_minimal(x0)
 
     solution = cached_call(
-        f"simulate-{args.model}-{form_name}-{args.hops}",
+        f"simulate-{args.model}-{form_name}-{n_events}",
         lambda x, p, t_max: simulate(
             system,
             x,
             p,
-            n_events=2 * args.hops,
+            n_events=n_events,
             settings=Settings(t_max=t_max),
             n_save=200,
         ),
@@ -555,7 +443,7 @@ def _run_simulate(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
     print()
     n_done = len(trajectory.t_events)
     summary = (
-        f"status: {status} ({n_done} of {2 * args.hops} events, "
+        f"status: {status} ({n_done} of {n_events} events, "
         f"t = {float(solution.t_final):.6f} s)"
     )
     if succeeded:
@@ -564,8 +452,9 @@ def _run_simulate(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
         sys.stdout.flush()  # keep the table before the failure in a shared terminal
         print(f"{summary}: {message}", file=sys.stderr)
 
-    if trajectory.t_phase.shape[0] > 0:
-        for path in model.plot(trajectory, params, args.out):
+    figures = model.hook("simulate_figures")
+    if trajectory.t_phase.shape[0] > 0 and figures is not None:
+        for path in figures(trajectory, params, args.out):
             print(f"wrote {path}")
     if args.json is not None:
         events = []
@@ -586,7 +475,8 @@ def _run_simulate(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
             "params": _params_dict(params),
             "x0": [float(v) for v in x0],
             "state_names": list(model.state_names),
-            "hops": args.hops,
+            "cycles": args.cycles,
+            "hops": args.cycles,  # (the hopper's word for a cycle)
             "t_max": args.t_max,
             "status": status,
             "status_message": message,
@@ -608,13 +498,6 @@ def _run_simulate(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
 _ORBIT_PERIODS = 3
 _ORBIT_SAMPLES = 400
 _ORBIT_T_MAX = 50.0
-# Perturbations of the lift-off state for `orbit.png`, in minimal coordinates:
-# (state index, size, label). Large on purpose, "for the sake of better
-# illustration" as in the paper's Fig. 3.
-_PERTURBATIONS = (
-    (0, 0.01, r"$z_U + 0.01$ m"),
-    (2, 0.1, r"$\dot z_U + 0.1$ m/s"),
-)
 
 
 def _add_orbit(subparsers) -> None:
@@ -622,11 +505,12 @@ def _add_orbit(subparsers) -> None:
         "orbit",
         help="find a periodic orbit and its Floquet multipliers",
         description=(
-            "Find the periodic orbit of a model by shooting on its lift-off section "
-            "from the default guess, print its summary (event times, apex heights, "
-            "energy split, reduced Jacobian, monodromy matrix by autodiff and by "
-            "saltation product, Floquet multipliers), and write figures (and "
-            "optionally JSON). Exits 1 if no orbit was found."
+            "Find the periodic orbit of a model by shooting on its Poincaré section "
+            "from the model's guess, print its summary (phase durations and the "
+            "model's quantities, e.g. the hopper's apex heights and energy split; "
+            "reduced Jacobian, monodromy matrix by autodiff and by saltation "
+            "product, Floquet multipliers), and write figures (and optionally "
+            "JSON). Exits 1 if no orbit was found."
         ),
     )
     _add_common_model_args(parser)
@@ -689,9 +573,9 @@ def _run_orbit(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
     from ._solution import status_message, status_name
     from .plot import Trajectory
 
-    model = _MODELS[args.model]()
-    if model.section is None or model.orbit_guess is None:
-        parser.error(f"argument model: no Poincaré section for {args.model!r}")
+    model = _load_model(parser, args.model)
+    if not model.has_orbits:
+        parser.error(f"argument model: no periodic orbits for {args.model!r}")
     form_name = _form_name(parser, model, args)
     # Array leaves once, so that `--set` values reuse one compilation.
     params = canonical_params(
@@ -699,7 +583,9 @@ def _run_orbit(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
     )
     form = model.forms[form_name]
     system = form.system()
-    section = model.section(form_name)
+    if form.section is None:
+        parser.error(f"argument --form: no Poincaré section for {form_name!r}")
+    section = form.section()
     tol = float(args.tol)
     # The dense simulation of the orbit (figures, apexes) compiles in a second
     # thread while the orbit search does: XLA releases the interpreter while it
@@ -739,7 +625,7 @@ def _run_orbit(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
             jacobian="variational",
             phase_observables=False,
         ),
-        model.orbit_guess(params),
+        jnp.asarray(model.orbit_guess(params), dtype=float),
         params,
         cache_dir=_CACHE_DIR,
     )
@@ -776,20 +662,30 @@ def _run_orbit(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
         "newton_iterations": n_steps,
         "residual_norm": _number(residual),
     }
+    summary_hook = model.hook("orbit_summary")
+
+    def model_summary(solution):
+        """The model's own quantities (NaN where there is no orbit), JSON-safe."""
+        if summary_hook is None:
+            return {}, []
+        values, lines = summary_hook(orbit, floquet, solution, params)
+        return {
+            key: value if isinstance(value, bool) else _number(value)
+            for key, value in values.items()
+        }, lines
 
     print(f"{args.model} ({form_name}), parameters:")
     print("  " + ", ".join(f"{k}={v:g}" for k, v in _params_dict(params).items()))
     print()
     if not converged:
         keys = (
-            "state t_flight t_ground period apex_upper apex_lower T_a T_c "
-            "Tc_over_T ground_force_after_touchdown pulling_after_touchdown "
-            "reduced_jacobian reduced_jacobian_eigenvalues monodromy_ad "
-            "monodromy_saltation max_discrepancy multipliers_ad "
-            "multipliers_saltation trivial_multiplier_ad "
-            "trivial_multiplier_saltation stable"
+            "state period phase_durations reduced_jacobian "
+            "reduced_jacobian_eigenvalues monodromy_ad monodromy_saltation "
+            "max_discrepancy multipliers_ad multipliers_saltation "
+            "trivial_multiplier_ad trivial_multiplier_saltation stable"
         ).split()
         payload.update(dict.fromkeys(keys))
+        payload.update(dict.fromkeys(model_summary(None)[0]))
         payload["last_iterate"] = [_number(v) for v in state]
         sys.stdout.flush()
         print(
@@ -797,7 +693,8 @@ def _run_orbit(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
             f"(residual {residual:.3g}): {message}",
             file=sys.stderr,
         )
-        hint = None if model.no_orbit_hint is None else model.no_orbit_hint(params)
+        no_orbit_hint = model.hook("no_orbit_hint")
+        hint = None if no_orbit_hint is None else no_orbit_hint(params)
         if hint is not None:
             print(f"note: {hint}.", file=sys.stderr)
         if args.json is not None:
@@ -805,7 +702,7 @@ def _run_orbit(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
             print(f"wrote {args.json}")
         return 1
 
-    # One compiled simulation: the orbit over several periods, and from the two
+    # One compiled simulation: the orbit over several periods, and from the
     # perturbed starts (their first period is drawn).
 
     def periods(x_min):
@@ -819,15 +716,8 @@ def _run_orbit(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
     trajectory, solution, sim_status = periods(state)
     simulated = bool(solution.succeeded)
     cycle = _first_period(trajectory, n_cycle)
-    # Apexes of both masses in the flight phase that starts at lift-off.
-    apex_upper = float(solution.phase_observables["apex_upper"][0])
-    apex_lower = float(solution.phase_observables["apex_lower"][0])
+    summary, summary_lines = model_summary(solution)
 
-    T_c, T_a = float(orbit.T_c[0]), float(orbit.T_a[0])
-    # The signed guard is -lambda_g / (m g) (positive inside the ground mode), so
-    # lambda_g < 0 (the ground pushes) reads as a positive guard.
-    guard = float(orbit.guard_at_start[0])
-    ground_force = -guard * float(params.m) * float(params.g)
     M = np.asarray(orbit.reduced_jacobian, dtype=float)
     mono_ad = R @ np.asarray(floquet.monodromy_ad, dtype=float) @ E
     mono_s = R @ np.asarray(floquet.monodromy_saltation, dtype=float) @ E
@@ -836,16 +726,9 @@ def _run_orbit(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
     stable = bool(np.all(np.abs(mult_ad) < 1) and np.all(np.abs(mult_s) < 1))
     payload.update(
         state=[float(v) for v in state],
-        t_flight=float(durations[0]),
-        t_ground=float(durations[1]),
         period=float(orbit.period),
-        apex_upper=_number(apex_upper),
-        apex_lower=_number(apex_lower),
-        T_a=T_a,
-        T_c=T_c,
-        Tc_over_T=T_c / (T_a + T_c),
-        ground_force_after_touchdown=ground_force,
-        pulling_after_touchdown=bool(ground_force > 0),
+        phase_durations=[float(v) for v in durations],
+        **summary,
         reduced_jacobian=_matrix(M),
         reduced_jacobian_eigenvalues=_pairs(np.linalg.eigvals(M)),
         monodromy_ad=_matrix(mono_ad),
@@ -863,21 +746,20 @@ def _run_orbit(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
     print(f"periodic orbit: converged ({status})")
     print(f"  Newton iterations       {n_steps}")
     print(f"  residual max|F|         {residual:.3e}")
-    lift_off = "[" + ", ".join(f"{v:+.10f}" for v in state) + "]"
-    print(f"  lift-off state          {lift_off}")
+    first = system.transitions[sequence[-1]].name
+    on_section = "[" + ", ".join(f"{v:+.10f}" for v in state) + "]"
+    print(f"  state after {first:<11} {on_section}")
     print(f"                          ({names})")
-    print(f"  t_flight                {durations[0]:.10f} s")
-    print(f"  t_ground                {durations[1]:.10f} s")
-    print(f"  period                  {float(orbit.period):.10f} s")
-    print(f"  apex z_U (flight)       {apex_upper:.10f} m")
-    print(f"  apex z_L (flight)       {apex_lower:.10f} m")
-    print(f"  T_a (kept at touchdown) {T_a:.6f} J")
-    print(f"  T_c (lost at touchdown) {T_c:.6f} J")
-    print(f"  T_c / (T_a + T_c)       {T_c / (T_a + T_c):.10f}")
-    pushes = "pulls: not admissible" if ground_force > 0 else "pushes"
-    print(f"  lambda_g after touchdown {ground_force:+.4f} N (the ground {pushes})")
+    if summary_lines:
+        for line in summary_lines:
+            print(line)
+    else:
+        for k, duration in enumerate(durations):
+            mode = system.modes[system.sources[sequence[k]]].name
+            print(f"  phase {k + 1} ({mode})".ljust(26) + f"{duration:.10f} s")
+        print(f"  period                  {float(orbit.period):.10f} s")
     print()
-    print("reduced Jacobian M (unknowns at lift-off):")
+    print(f"reduced Jacobian M (unknowns after {first}):")
     print("\n".join(_format_matrix(M)))
     eig_M = ", ".join(_format_complex(v) for v in np.linalg.eigvals(M))
     print(f"  eigenvalues: {eig_M}")
@@ -901,19 +783,17 @@ def _run_orbit(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
     print(f"  {verdict}: largest nontrivial |multiplier| = {leading:.10f}")
     print()
 
-    if simulated:
+    figures = model.hook("orbit_figures")
+    if simulated and figures is not None:
         perturbed, labels = [], []
-        for index, size, label in _PERTURBATIONS:
+        for index, size, label in model.hook("orbit_perturbations") or ():
             start = state.copy()
             start[index] += size
             perturbed.append(_first_period(periods(start)[0], n_cycle))
             labels.append(label)
-        if model.plot_orbit is not None:
-            for path in model.plot_orbit(
-                cycle, perturbed, labels, trajectory, params, args.out
-            ):
-                print(f"wrote {path}")
-    else:
+        for path in figures(cycle, perturbed, labels, trajectory, params, args.out):
+            print(f"wrote {path}")
+    elif not simulated:
         print(
             f"note: the simulation of {_ORBIT_PERIODS} periods from the orbit "
             f"failed ({sim_status}); no figures written.",
@@ -930,12 +810,56 @@ def _run_orbit(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
 # ---------------------------------------------------------------------------
 
 
+def _add_models(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "models",
+        help="list the registered models with their parameters",
+        description=(
+            "List the registered models: description, formulations, state, the "
+            "commands each supports, and the parameters that --set takes with "
+            "their units and defaults."
+        ),
+    )
+    parser.set_defaults(run=_run_models, command_parser=parser)
+
+
+def _run_models(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    from ._registry import get_model, model_names
+
+    del args, parser
+    for name in model_names():
+        model = get_model(name)
+        commands = ["simulate"]
+        if model.has_orbits:
+            commands += ["orbit", "sweep"]
+        if model.has_orbits and model.continuation is not None:
+            commands.append("continue")
+        if model.has_orbits and model.quantities:
+            commands.append("tune")
+        defaults = _params_dict(model.make_params())
+        print(f"{name}: {model.description}")
+        print(
+            f"  forms: {', '.join(model.forms)}; state: {', '.join(model.state_names)}"
+        )
+        print(f"  commands: {', '.join(commands)}")
+        for parameter, meaning in model.parameters.items():
+            default = defaults.get(parameter)
+            shown = "derived" if default is None else f"{default:g}"
+            print(f"    {parameter:<6} {shown:>9}  {meaning}")
+        if model.quantities:
+            print(f"  orbit quantities: {', '.join(model.quantities)}")
+        print()
+    return 0
+
+
 def _build_parser() -> argparse.ArgumentParser:
+    from ._registry import model_names
+
     parser = argparse.ArgumentParser(
         prog=_PROG,
         description=(
             "Simulation and stability analysis of hybrid mechanical systems. "
-            f"Models: {', '.join(sorted(_MODELS))}."
+            f"Models: {', '.join(model_names())} (`hybrax models` lists them)."
         ),
     )
     parser.add_argument(
@@ -946,6 +870,7 @@ def _build_parser() -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(
         dest="command", metavar="<command>", required=True
     )
+    _add_models(subparsers)
     _add_simulate(subparsers)
     _add_orbit(subparsers)
     # Commands defined in their own modules register themselves here.

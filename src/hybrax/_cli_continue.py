@@ -1,215 +1,27 @@
 """`hybrax continue <model> --param NAME`: follow a branch of periodic orbits.
 
-Registered by `hybrax._cli` through `add_parser(subparsers)`. For the hopper it
-reproduces Zana et al. (2018) section 4.3, Figs. 6-9: the branch in the ground
-damping $D_G$ from just below 0 downwards, with flight, ground and total times,
-the nontrivial Floquet multiplier, apex heights and the kinetic-energy split at
-touchdown; folds and period doublings are located and marked, stable orbits drawn
-solid and unstable ones dashed. Orbits where the ground would have to pull right
-after touchdown (not admissible for a unilateral contact) are kept and flagged.
+Registered by `hybrax._cli` through `add_parser(subparsers)`. Any model whose bundle
+declares a section and `continuation` defaults; its hooks add per-point quantities,
+flags, limits and figures (for the hopper, Zana et al. 2018 section 4.3, Figs. 6-9).
+Without them, every point carries its period and leading multiplier, and the
+branch is drawn as period and multiplier against the parameter.
 """
 
 import argparse
-import dataclasses
 import math
 import pathlib
 import sys
 import time
-from collections.abc import Callable
 from typing import Any
 
-import equinox as eqx
-import jax
 import jax.numpy as jnp
 import numpy as np
 
 from . import _cli
-from .models.hopper import hopper_parameter
 
 
-# ---------------------------------------------------------------------------
-# Models
-# ---------------------------------------------------------------------------
-
-
-@dataclasses.dataclass(frozen=True)
-class _Continuation:
-    """What `continue` needs to know about a model, beyond `hybrax._cli._Model`."""
-
-    parameter: Callable[[str], Any]  # name -> AbstractParameter; ValueError if bad
-    default_parameter: str
-    default_start: float
-    default_stop: float
-    parameter_scale: float  # the continuation's theta, for the default parameter
-    guesses: Callable[[Any], list[Any]]  # params -> guesses of u, tried in order
-    # (system, form, branch, params, parameter, t_max) -> per-point quantities
-    summary: Callable[..., dict[str, Any]]
-    limits: Callable[..., dict[str, Any]] | None = None
-    figures: Callable[..., list[pathlib.Path]] | None = None
-
-
-# Guesses of the hopper's lift-off velocity v_U for the start: the orbit near
-# D_G = 0- hops low, those further out higher.
-_HOPPER_GUESSES = (0.1, 0.2, 0.35, 0.5, 0.8, 1.2, 1.7, 2.5, 4.0)
-# Longest simulated time of one phase.
+# Longest simulated time of one phase (for the model's per-point summaries).
 _T_MAX = 50.0
-
-
-def _hopper_guesses(params):
-    from . import models
-
-    return [models.orbit_guess(params, v) for v in _HOPPER_GUESSES]
-
-
-@eqx.filter_jit
-def _flights(system, states, params, parameter, values, t_max):
-    """The flight phase from each lift-off state (batched), with its apexes."""
-    from ._settings import Settings
-    from ._simulate import simulate
-
-    def one(x, value):
-        return simulate(
-            system,
-            x,
-            parameter.set(params, value),
-            n_events=1,
-            settings=Settings(t_max=t_max),
-            mode0="flight",
-        )
-
-    return jax.vmap(one)(states, values)
-
-
-def _hopper_summary(system, form, branch, params, parameter, t_max):
-    """Per point: times, multiplier, apex heights, energy split at touchdown and
-    the ground force right after it, as NumPy arrays."""
-    sol = _flights(
-        system,
-        jnp.asarray(branch.state),
-        params,
-        parameter,
-        jnp.asarray(branch.parameter),
-        jnp.asarray(t_max, dtype=float),
-    )
-    apex_upper = np.asarray(sol.phase_observables["apex_upper"][:, 0], dtype=float)
-    apex_lower = np.asarray(sol.phase_observables["apex_lower"][:, 0], dtype=float)
-    T_c, T_a = branch.T_c[:, 0], branch.T_a[:, 0]
-    # The signed guard of the ground mode is -lambda_g / (m g): negative right
-    # after touchdown means lambda_g > 0, the ground would have to pull.
-    guard = branch.guard_at_start[:, 0]
-    weight = float(params.m) * float(params.g)
-    return {
-        "t_flight": branch.phase_durations[:, 0],
-        "t_ground": branch.phase_durations[:, 1],
-        "period": branch.period,
-        "multiplier": branch.multipliers[:, 0].real,
-        "apex_upper": apex_upper,
-        "apex_lower": apex_lower,
-        "Tc_over_T": T_c / (T_c + T_a),
-        "Ta_over_T": T_a / (T_c + T_a),
-        "ground_force_after_touchdown": -guard * weight,
-        "pulling_after_touchdown": guard < 0,
-        "v_U": branch.u[:, 1],
-    }
-
-
-def _hopper_limits(branch, summary, params, parameter) -> dict[str, Any]:
-    """The limits the paper states: as D_G -> 0-, t_G -> 2 pi sqrt(m_U / k) and the
-    multiplier -> 1; T_a / T -> mu as D_G decreases (read at the branch's ends)."""
-    if parameter.name != "D_G" or branch.n_points == 0:
-        return {}
-    near_zero = int(np.argmax(branch.parameter))
-    far = int(np.argmax(summary["t_flight"]))
-    return {
-        "t_p0": 2 * math.pi * math.sqrt(float(params.m_U) / float(params.k)),
-        "D_G_nearest_zero": float(branch.parameter[near_zero]),
-        "t_ground_nearest_zero": float(summary["t_ground"][near_zero]),
-        "period_nearest_zero": float(summary["period"][near_zero]),
-        "multiplier_nearest_zero": float(summary["multiplier"][near_zero]),
-        "mu": float(params.mu),
-        "D_G_longest_flight": float(branch.parameter[far]),
-        "t_flight_longest": float(summary["t_flight"][far]),
-        "Ta_over_T_longest_flight": float(summary["Ta_over_T"][far]),
-        "multiplier_longest_flight": float(summary["multiplier"][far]),
-    }
-
-
-def _hopper_figures(branch, summary, params, parameter, out: pathlib.Path):
-    from . import plot
-
-    out.mkdir(parents=True, exist_ok=True)
-    x = branch.parameter
-    name = parameter.name
-    xlabel = {"D_G": r"$D_G$", "D_F": r"$D_F$"}.get(name, name)
-    common = dict(
-        stable=branch.stable,
-        folds=[f.index for f in branch.folds],
-        period_doublings=[p.index for p in branch.period_doublings],
-        flagged=summary["pulling_after_touchdown"],
-        flagged_label="ground pulls after touchdown",
-        xlabel=xlabel,
-    )
-    title = rf"$\mu = {float(params.mu):g}$"
-    figures = {
-        "fig6_times.png": dict(
-            curves={
-                r"$t_F$ (flight)": summary["t_flight"],
-                r"$t_G$ (ground)": summary["t_ground"],
-                r"$t_p$ (period)": summary["period"],
-            },
-            ylabel="time [s]",
-            title=f"flight, ground and total time, {title}",
-        ),
-        "fig7_multiplier.png": dict(
-            curves={r"$\nu$": summary["multiplier"]},
-            ylabel="nontrivial Floquet multiplier",
-            title=f"relevant multiplier, {title}",
-            # -1 (period doubling) only where a multiplier is negative somewhere.
-            reference_lines=(1.0, -1.0)
-            if np.any(summary["multiplier"] < 0)
-            else (1.0,),
-        ),
-        "fig8_apex.png": dict(
-            curves={
-                r"apex of $z_U$": summary["apex_upper"],
-                r"apex of $z_L$": summary["apex_lower"],
-            },
-            ylabel="height [m]",
-            title=f"apex heights in flight, {title}",
-        ),
-        "fig9_energy.png": dict(
-            curves={
-                r"$T_c / T$ (lost)": summary["Tc_over_T"],
-                r"$T_a / T$ (kept)": summary["Ta_over_T"],
-            },
-            ylabel="share of kinetic energy at touchdown",
-            title=f"energy split at touchdown, {title}",
-            reference_lines=(float(params.mu),),
-        ),
-    }
-    written = []
-    for filename, spec in figures.items():
-        path = out / filename
-        plot.branch_figure(x, **spec, **common).savefig(path, dpi=150)
-        written.append(path)
-    return written
-
-
-def _hopper() -> _Continuation:
-    return _Continuation(
-        parameter=hopper_parameter,
-        default_parameter="D_G",
-        default_start=-0.001,
-        default_stop=-0.08,
-        parameter_scale=0.01,
-        guesses=_hopper_guesses,
-        summary=_hopper_summary,
-        limits=_hopper_limits,
-        figures=_hopper_figures,
-    )
-
-
-_CONTINUATIONS: dict[str, Callable[[], _Continuation]] = {"hopper": _hopper}
 
 
 # ---------------------------------------------------------------------------
@@ -226,7 +38,10 @@ def add_parser(subparsers) -> None:
             "Follow a branch of periodic orbits from --start towards --stop by "
             "pseudo-arclength continuation (through folds), locate folds and "
             "period doublings, print the special points and write the figures "
-            "(for the hopper, Figs. 6-9 of Zana et al. 2018) and optionally JSON. "
+            "(the model's, or period and multiplier along the branch) and "
+            "optionally JSON. "
+            "Defaults of --param, --start, --stop, --parameter-scale and "
+            "--max-period are the model's. "
             "The start orbit is found by shooting from a list of guesses. Exits 1 "
             "if no orbit is found at the start."
         ),
@@ -237,21 +52,21 @@ def add_parser(subparsers) -> None:
         "--param",
         default=None,
         metavar="NAME",
-        help="the parameter to continue in (hopper default: D_G)",
+        help="the parameter to continue in (default: the model's)",
     )
     parser.add_argument(
         "--start",
         type=float,
         default=None,
         metavar="VALUE",
-        help="first parameter value (hopper D_G default: -0.001); write --start=-0.001",
+        help="first parameter value (default: the model's); write --start=-0.001",
     )
     parser.add_argument(
         "--stop",
         type=float,
         default=None,
         metavar="VALUE",
-        help="follow the branch towards this value (hopper D_G default: -0.08)",
+        help="follow the branch towards this value (default: the model's)",
     )
     parser.add_argument(
         "--method",
@@ -262,9 +77,9 @@ def add_parser(subparsers) -> None:
     parser.add_argument(
         "--max-period",
         type=float,
-        default=1.5,
+        default=None,
         metavar="T",
-        help="stop once the period exceeds T seconds (default: %(default)s)",
+        help="stop once the period exceeds T seconds (default: the model's)",
     )
     parser.add_argument(
         "--max-points",
@@ -285,7 +100,7 @@ def add_parser(subparsers) -> None:
         type=float,
         default=None,
         metavar="THETA",
-        help="arclength scale of the parameter (hopper D_G default: 0.01)",
+        help="arclength scale of the parameter (default: the model's)",
     )
     parser.add_argument(
         "--tol",
@@ -302,28 +117,32 @@ def _run_continue(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
     from ._misc import canonical_params
     from ._settings import Settings
 
-    model = _cli._MODELS[args.model]()
-    if args.model not in _CONTINUATIONS or model.section is None:
+    model = _cli._load_model(parser, args.model)
+    spec = model.continuation
+    if spec is None or not model.has_orbits:
         parser.error(f"argument model: no continuation for {args.model!r}")
-    spec = _CONTINUATIONS[args.model]()
     form_name = _cli._form_name(parser, model, args)
-    name = spec.default_parameter if args.param is None else args.param
+    form = model.forms[form_name]
+    if form.section is None:
+        parser.error(f"argument --form: no Poincaré section for {form_name!r}")
+    name = spec.parameter if args.param is None else args.param
     try:
-        parameter = spec.parameter(name)
+        parameter = model.parameter(name)
     except ValueError as error:
         parser.error(f"argument --param: {error}")
-    default_range = name == spec.default_parameter
+    default_range = name == spec.parameter
+    max_period = spec.max_period if args.max_period is None else args.max_period
     start = args.start
     stop = args.stop
     if start is None or stop is None:
         if not default_range:
             parser.error(f"argument --start/--stop: give both for --param {name}")
-        start = spec.default_start if start is None else start
-        stop = spec.default_stop if stop is None else stop
+        start = spec.start if start is None else start
+        stop = spec.stop if stop is None else stop
     if not (math.isfinite(start) and math.isfinite(stop)) or start == stop:
         parser.error(f"argument --stop: must differ from --start; got {start}, {stop}")
     for label, value in (
-        ("--max-period", args.max_period),
+        ("--max-period", max_period),
         ("--max-step", args.max_step),
         ("--tol", args.tol),
     ):
@@ -342,11 +161,10 @@ def _run_continue(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
     values = _cli._parse_sets(parser, model, args.set)
     params = canonical_params(_cli._make_params(parser, model, values))
     params = parameter.set(params, jnp.asarray(start, dtype=float))
-    form = model.forms[form_name]
     system = form.system()
-    section = model.section(form_name)
+    section = form.section()
     # Guesses of the reduced unknowns: the same for every form of a model.
-    guesses = spec.guesses(params)
+    guesses = model.start_guesses(params)
 
     began = time.perf_counter()
     branch = None
@@ -363,7 +181,7 @@ def _run_continue(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
             step=min(0.02, args.max_step),
             max_step=args.max_step,
             max_points=args.max_points,
-            max_period=args.max_period,
+            max_period=max_period,
             parameter_scale=theta,
             settings=Settings(rtol=args.tol, atol=args.tol),
             throw=False,
@@ -404,7 +222,14 @@ def _run_continue(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
             print(f"wrote {args.json}")
         return 1
 
-    summary = spec.summary(system, form, branch, params, parameter, _T_MAX)
+    summarise = model.hook("continuation_summary")
+    if summarise is None:
+        summary = {
+            "period": branch.period,
+            "multiplier": np.abs(branch.multipliers[:, 0]),
+        }
+    else:
+        summary = summarise(system, form, branch, params, parameter, _T_MAX)
     states = branch.state
     if form.to_minimal is not None:
         states = np.asarray(form.to_minimal(jnp.asarray(states)), dtype=float)
@@ -413,11 +238,12 @@ def _run_continue(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
         f"retried); stopped: {branch.status} ({branch.message})"
     )
     n_stable = int(np.sum(branch.stable))
-    n_flagged = int(np.sum(summary.get("pulling_after_touchdown", [])))
-    print(
-        f"  {n_stable} stable, {branch.n_points - n_stable} unstable; "
-        f"{n_flagged} with the ground pulling right after touchdown"
-    )
+    line = f"  {n_stable} stable, {branch.n_points - n_stable} unstable"
+    flags = model.hook("continuation_flags")
+    if flags is not None:
+        words, flagged = flags(summary)
+        line += f"; {int(np.sum(flagged))} {words}"
+    print(line)
     print()
 
     def point_record(i: int) -> dict[str, Any]:
@@ -445,15 +271,18 @@ def _run_continue(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
     for label, items in (("folds", folds), ("period doublings", doublings)):
         print(f"{label}: {len(items)}")
         for item in items:
+            period = item.get("period")
+            multiplier = item.get("multiplier")
             print(
-                f"  {name} = {item[name]:+.10f}  t_flight = "
-                f"{item.get('t_flight', float('nan')):.6f} s  multiplier = "
-                f"{item.get('multiplier', float('nan')):+.10f}"
+                f"  {name} = {item[name]:+.10f}  period = "
+                f"{float('nan') if period is None else period:.6f} s  multiplier = "
+                f"{float('nan') if multiplier is None else multiplier:+.10f}"
                 + ("" if item["located"] else "  (not located)")
             )
     limits = {}
-    if spec.limits is not None:
-        limits = spec.limits(branch, summary, params, parameter)
+    find_limits = model.hook("continuation_limits")
+    if find_limits is not None:
+        limits = find_limits(branch, summary, params, parameter)
     if limits:
         print()
         print("limits:")
@@ -466,10 +295,40 @@ def _run_continue(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
         limits={k: _cli._number(v) for k, v in limits.items()},
     )
     print()
-    if spec.figures is not None:
-        for path in spec.figures(branch, summary, params, parameter, args.out):
-            print(f"wrote {path}")
+    figures = model.hook("continuation_figures") or _branch_figures
+    for path in figures(branch, summary, params, parameter, args.out):
+        print(f"wrote {path}")
     if args.json is not None:
         _cli._write_json(args.json, payload)
         print(f"wrote {args.json}")
     return 0
+
+
+def _branch_figures(branch, summary, params, parameter, out: pathlib.Path):
+    """`branch.png`: period and leading multiplier along the branch (any model),
+    stable points solid, unstable dashed, special points marked."""
+    from . import plot
+
+    del params
+    out.mkdir(parents=True, exist_ok=True)
+    common = dict(
+        stable=branch.stable,
+        folds=[f.index for f in branch.folds],
+        period_doublings=[p.index for p in branch.period_doublings],
+        xlabel=parameter.name,
+    )
+    written = []
+    for filename, spec in {
+        "branch_period.png": dict(
+            curves={"period": summary["period"]}, ylabel="period [s]"
+        ),
+        "branch_multiplier.png": dict(
+            curves={r"$|\nu|$": summary["multiplier"]},
+            ylabel="leading |multiplier|",
+            reference_lines=(1.0,),
+        ),
+    }.items():
+        path = out / filename
+        plot.branch_figure(branch.parameter, **spec, **common).savefig(path, dpi=150)
+        written.append(path)
+    return written

@@ -27,7 +27,6 @@ import numpy as np
 from . import _cli
 
 
-_DEFAULT_GRIDS = ("mu=0.7:0.95:26", "D_G=-0.07:0:71")
 # The largest chunk (elements per compiled call); chunks are balanced to it.
 _CHUNK = 256
 # Solve settings of a sweep. Under vmap every while loop waits for the slowest
@@ -69,15 +68,6 @@ def _sweep_options(
     )
 
 
-def _hopper_scan_guess():
-    from .models import hopper
-
-    return hopper.scan_orbit_guess
-
-
-_SCAN_GUESSES = {"hopper": _hopper_scan_guess}
-
-
 def add_parser(subparsers) -> None:
     parser = subparsers.add_parser(
         "sweep",
@@ -88,8 +78,8 @@ def add_parser(subparsers) -> None:
             "batched, compiled computation. Writes sweep.csv, sweep.npz and, for a "
             "2-D grid, the heat map sweep_heatmap.png of the leading nontrivial "
             "multiplier's magnitude with |multiplier| = 1 contoured and the points "
-            "without an orbit hatched. Default grid: "
-            f"{' '.join('--grid ' + g for g in _DEFAULT_GRIDS)}. Uses all local JAX "
+            "without an orbit hatched. Default grid: the model's (hopper: --grid "
+            "mu=0.7:0.95:26 --grid D_G=-0.07:0:71). Uses all local JAX "
             "devices; on a CPU, XLA_FLAGS=--xla_force_host_platform_device_count=N "
             "gives N devices."
         ),
@@ -120,8 +110,8 @@ def add_parser(subparsers) -> None:
         default="default",
         help=(
             "initial guess per point: the model's orbit guess (default), or a scan "
-            "of the 1-D return map for a sign change (hopper only; robust, ~50 "
-            "cycles more per point)"
+            "of the return map for a sign change where the model has one (the "
+            "hopper's minimal form; robust, ~50 cycles more per point)"
         ),
     )
     parser.add_argument(
@@ -168,10 +158,10 @@ def _parse_grid(
     parts = spec.split(":")
     if not sep or not name or len(parts) != 3:
         parser.error(f"argument --grid: expected NAME=START:STOP:COUNT, got {text!r}")
-    if name not in model.parameter_names:
+    if name not in model.parameters:
         parser.error(
             f"argument --grid: unknown parameter {name!r}; known: "
-            f"{', '.join(model.parameter_names)}"
+            f"{', '.join(model.parameters)}"
         )
     try:
         start, stop = float(parts[0]), float(parts[1])
@@ -217,7 +207,7 @@ def _mode_names(system, section) -> list[str]:
 
 
 def _columns(
-    axes, params, out, system, section
+    axes, params, out, system, section, flag_name="starts_past_guard"
 ) -> tuple[dict[str, np.ndarray], list[str]]:
     """Per-point columns (flat arrays) of the CSV and NPZ files."""
 
@@ -258,7 +248,9 @@ def _columns(
     leading = np.abs(multipliers[:, 0])
     columns["stable"] = converged & (np.nan_to_num(leading, nan=np.inf) < 1)
     guard = np.asarray(out.orbit.guard_at_start, dtype=float)[:, 0]
-    columns["pulling_after_touchdown"] = converged & (guard < -_PULL_TOL)
+    # The cycle's second phase starting past its guard (the hopper: the ground
+    # would have to pull right after touchdown): kept, and flagged.
+    columns[flag_name] = converged & (guard < -_PULL_TOL)
     return columns, grid_names
 
 
@@ -282,12 +274,18 @@ def _write_csv(path: pathlib.Path, columns: dict[str, np.ndarray]) -> None:
 def _run_sweep(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     from ._sweep import sweep_orbits
 
-    model = _cli._MODELS[args.model]()
-    if model.section is None or model.orbit_guess is None:
-        parser.error(f"argument model: no Poincaré section for {args.model!r}")
+    model = _cli._load_model(parser, args.model)
+    if not model.has_orbits:
+        parser.error(f"argument model: no periodic orbits for {args.model!r}")
     form_name = _cli._form_name(parser, model, args)
+    form = model.forms[form_name]
+    if form.section is None:
+        parser.error(f"argument --form: no Poincaré section for {form_name!r}")
     sets = _cli._parse_sets(parser, model, args.set)
-    axes = [_parse_grid(parser, model, g) for g in (args.grid or _DEFAULT_GRIDS)]
+    grids = args.grid or model.sweep_grids
+    if not grids:
+        parser.error(f"argument --grid: give the grid ({args.model!r} has no default)")
+    axes = [_parse_grid(parser, model, g) for g in grids]
     grid_names = [name for name, _ in axes]
     for name in grid_names:
         if grid_names.count(name) > 1:
@@ -310,9 +308,13 @@ def _run_sweep(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
     n = int(np.prod(shape))
     n_devices = len(jax.local_devices())
     chunk = _balanced_chunk(n, args.chunk, n_devices)
-    form = model.forms[form_name]
     system = form.system()
-    section = model.section(form_name)
+    section = form.section()
+    flag = model.hook("sweep_flag") or (
+        "starts_past_guard",
+        "orbit(s) whose second phase starts past its guard (flagged)",
+        "phase starts past its guard",
+    )
 
     grid_text = " x ".join(
         f"{name} ({len(v)} in [{v[0]:g}, {v[-1]:g}])" for name, v in axes
@@ -327,9 +329,12 @@ def _run_sweep(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
     start = time.perf_counter()
     guess = model.orbit_guess
     if args.guess == "scan":
-        if args.model not in _SCAN_GUESSES or form_name != "minimal":
-            parser.error("argument --guess: scan is available for the minimal hopper")
-        guess = _SCAN_GUESSES[args.model]()
+        scan = model.hook("scan_orbit_guess")
+        if scan is None or form_name != model.default_form:
+            parser.error(
+                f"argument --guess: no scan guess for {args.model!r} ({form_name})"
+            )
+        guess = scan
     out = sweep_orbits(
         system,
         section,
@@ -346,10 +351,10 @@ def _run_sweep(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
     )
     elapsed = time.perf_counter() - start
 
-    columns, _ = _columns(axes, params, out, system, section)
+    columns, _ = _columns(axes, params, out, system, section, flag[0])
     converged = columns["converged"]
     stable = columns["stable"]
-    pulling = columns["pulling_after_touchdown"]
+    pulling = columns[flag[0]]
     failures: dict[str, int] = {}
     for name in columns["status"][~converged]:
         failures[str(name)] = failures.get(str(name), 0) + 1
@@ -364,10 +369,7 @@ def _run_sweep(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
         )
     )
     if pulling.any():
-        print(
-            f"  {int(pulling.sum())} orbit(s) need a pulling ground right after "
-            "touchdown (not admissible; flagged)"
-        )
+        print(f"  {int(pulling.sum())} {flag[1]}")
     print(f"  time {elapsed:.1f} s ({n / elapsed:.1f} points/s, compilation included)")
 
     args.out.mkdir(parents=True, exist_ok=True)
@@ -403,10 +405,10 @@ def _run_sweep(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
             x,
             y,
             values,
-            xlabel=_label(xname),
-            ylabel=_label(yname),
+            xlabel=model.label(xname),
+            ylabel=model.label(yname),
             flagged=pulling.reshape(shape),
-            flagged_label="ground pulls after touchdown",
+            flagged_label=flag[2],
             no_orbit_label="no periodic orbit found",
             title=f"{args.model}: leading nontrivial Floquet multiplier",
         )
@@ -432,25 +434,10 @@ def _run_sweep(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
                 "converged": n_conv,
                 "stable": int(stable.sum()),
                 "failures": failures,
-                "pulling_after_touchdown": int(pulling.sum()),
+                flag[0]: int(pulling.sum()),
                 "seconds": elapsed,
                 "files": [str(p) for p in written],
             },
         )
         print(f"wrote {args.json}")
     return 0
-
-
-_LABELS = {
-    "mu": r"$\mu = m_U / m$",
-    "D_G": r"$D_G = d_G / (2\sqrt{k m})$",
-    "D_F": r"$D_F = d_F / (2\sqrt{k m})$",
-    "d_G": r"$d_G$ [N s/m]",
-    "d_F": r"$d_F$ [N s/m]",
-    "k": r"$k$ [N/m]",
-    "m": r"$m$ [kg]",
-}
-
-
-def _label(name: str) -> str:
-    return _LABELS.get(name, name)

@@ -14,7 +14,6 @@ import argparse
 import math
 import pathlib
 import sys
-from typing import Any
 
 import numpy as np
 
@@ -23,18 +22,6 @@ from . import _cli
 
 # Grid of the contour map, per axis.
 _GRID = 15
-
-
-def _quantities(model_name: str) -> dict[str, Any]:
-    from .models import hopper
-
-    return {"hopper": hopper.ORBIT_QUANTITIES}[model_name]
-
-
-def _parameter(model_name: str, name: str):
-    from .models.hopper import hopper_parameter
-
-    return {"hopper": hopper_parameter}[model_name](name)
 
 
 def add_parser(subparsers) -> None:
@@ -47,10 +34,11 @@ def add_parser(subparsers) -> None:
             "orbit (implicit-function derivatives, BFGS): bring each --target "
             "quantity to its value (to --tolerance) and make the --minimize "
             "quantity as small as possible, optionally keeping every nontrivial "
-            "multiplier below --max-multiplier. Quantities (hopper): period, "
-            "t_flight, t_ground, apex_upper, apex_lower, Tc_over_T, multiplier "
-            "(largest nontrivial |multiplier|), min_ground_force. Exits 1 if the "
-            "result is not a stable orbit meeting the targets."
+            "multiplier below --max-multiplier. Quantities: the model's orbit "
+            "quantities (`hybrax models` lists them; the hopper's: period, "
+            "t_flight, t_ground, apex_upper, apex_lower, Tc_over_T, multiplier, "
+            "min_ground_force). Exits 1 if the result is not a stable orbit "
+            "meeting the targets."
         ),
     )
     _cli._add_common_model_args(parser)
@@ -58,7 +46,7 @@ def add_parser(subparsers) -> None:
         "--vary",
         required=True,
         metavar="NAME[,NAME...]",
-        help="the parameters to tune (hopper: d_G, k, d_F, mu, D_G, ...)",
+        help="the parameters to tune (any of the model's, e.g. d_G,k)",
     )
     parser.add_argument(
         "--target",
@@ -123,7 +111,10 @@ def _parse_targets(parser, names, items) -> dict[str, float]:
 
 
 def _run_tune(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    quantities = _quantities(args.model)
+    model = _cli._load_model(parser, args.model)
+    if not (model.has_orbits and model.quantities):
+        parser.error(f"argument model: no orbit quantities to tune for {args.model!r}")
+    quantities = dict(model.quantities)
     targets = _parse_targets(parser, list(quantities), args.target)
     if args.minimize is not None and args.minimize not in quantities:
         parser.error(
@@ -134,12 +125,11 @@ def _run_tune(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         parser.error("give --target, --minimize or --max-multiplier")
     if args.max_steps < 1:
         parser.error(f"argument --max-steps: must be positive, got {args.max_steps}")
-    model = _cli._MODELS[args.model]()
     vary_names = [n.strip() for n in args.vary.split(",") if n.strip()]
     if not vary_names or len(set(vary_names)) != len(vary_names):
         parser.error(f"argument --vary: expected distinct names, got {args.vary!r}")
     try:
-        vary = [_parameter(args.model, name) for name in vary_names]
+        vary = [model.parameter(name) for name in vary_names]
     except ValueError as error:
         parser.error(f"argument --vary: {error}")
     _cli._check_outputs(parser, args)
@@ -150,7 +140,7 @@ def _run_tune(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
 
     params = canonical_params(params)
     system = model.forms[model.default_form].system()
-    section = model.section(model.default_form)
+    section = model.forms[model.default_form].section()
 
     def make_constraint(name, value):
         fn = quantities[name]

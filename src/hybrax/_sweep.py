@@ -493,7 +493,7 @@ def sweep_orbits(
     - `system`, `section`: as for [`hybrax.find_periodic_orbit`][].
     - `u_guess`: the guess of the reduced unknowns: one array `(k,)` for all
       elements, one per element `(B, k)`, or a callable `u_guess(params) -> (k,)`
-      applied to each element's parameters (e.g. `hybrax.models.orbit_guess`).
+      applied to each element's parameters (e.g. `hybrax.models.hopper.orbit_guess`).
     - `params_batch`: the parameter PyTree with float leaves of leading axis $B$;
       scalar leaves are shared by all elements (broadcast).
     - `chunk_size`, `progress`, `devices`, `distributed`: see [`hybrax.sweep`][].

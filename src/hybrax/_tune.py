@@ -297,8 +297,8 @@ def tune(
             return orbit.cycle.phase_observables["apex_upper"][0] - 1.15
 
         result = hybrax.tune(
-            models.minimal_hopper(), models.hopper_section(),
-            models.orbit_guess(params), params,
+            models.hopper.minimal()[0], models.hopper.section(),
+            models.hopper.orbit_guess(params), params,
             lambda orbit, p: orbit.spectral_radius,
             vary=["d_G", "k"], constraints=[(apex_error, 1e-3)],
         )

@@ -19,8 +19,6 @@ from jaxtyping import Float
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from . import models
-
 
 # Colours of the phases by mode name (others cycle through `_EXTRA_COLOURS`).
 _MODE_COLOURS = {"flight": "tab:blue", "ground": "tab:orange"}
@@ -37,29 +35,29 @@ _TEXT_BOX = dict(boxstyle="round,pad=0.15", facecolor="white", edgecolor="none")
 class Trajectory:
     r"""A simulated trajectory as plain NumPy arrays, for plotting and export.
 
-    States are in the hopper's minimal coordinates $x = [z_U, z_L, \dot z_U,
-    \dot z_L]$. Only events and phases that occurred are kept (no NaN padding).
+    States are in the model's minimal coordinates (`n` entries; `to_minimal`
+    converts other forms). Only events and phases that occurred are kept (no NaN
+    padding).
 
     **Arguments:**
 
     - `t_phase`: sample times of each phase, shape `(P, s)`.
-    - `x_phase`: the states at those times, shape `(P, s, 4)`.
+    - `x_phase`: the states at those times, shape `(P, s, n)`.
     - `phase_modes`: the mode name of each phase (e.g. `"flight"`, `"ground"`).
     - `t_events`: event times, shape `(E,)`.
-    - `event_kinds`: the transition name of each event (`"touchdown"`,
-      `"liftoff"`).
-    - `x_before`, `x_after`: the states just before and after each event, `(E, 4)`.
+    - `event_kinds`: the transition name of each event (e.g. `"touchdown"`).
+    - `x_before`, `x_after`: the states just before and after each event, `(E, n)`.
     - `T_c`, `T_a`: energy lost and kept at each event, `(E,)`, NaN where the event
       has no impact.
     """
 
     t_phase: Float[np.ndarray, "P s"]
-    x_phase: Float[np.ndarray, "P s 4"]
+    x_phase: Float[np.ndarray, "P s n"]
     phase_modes: tuple[str, ...]
     t_events: Float[np.ndarray, " E"]
     event_kinds: tuple[str, ...]
-    x_before: Float[np.ndarray, "E 4"]
-    x_after: Float[np.ndarray, "E 4"]
+    x_before: Float[np.ndarray, "E n"]
+    x_after: Float[np.ndarray, "E n"]
     T_c: Float[np.ndarray, " E"]
     T_a: Float[np.ndarray, " E"]
 
@@ -80,8 +78,8 @@ class Trajectory:
         - `system`: the [`hybrax.HybridSystem`][] it came from (for the mode and
           transition names).
         - `to_minimal`: maps states (batched on the last axis) to minimal
-          coordinates, e.g. [`hybrax.models.to_minimal`][] for the constrained
-          hopper; default identity.
+          coordinates, e.g. [`hybrax.models.hopper.to_minimal`][] for the
+          constrained hopper; default identity.
 
         **Returns:** a `Trajectory` holding the `solution.n_events` events that
         occurred and every phase with finite samples (a phase cut short by a failure
@@ -93,6 +91,7 @@ class Trajectory:
             return np.asarray(convert(np.asarray(x)), dtype=float)
 
         n = int(np.asarray(solution.n_events))
+        n_states = minimal(np.zeros(np.shape(solution.x_before)[-1])).shape[-1]
         modes = np.asarray(solution.modes)
         t_phase = np.asarray(solution.t_phase, dtype=float)
         keep = [
@@ -112,15 +111,15 @@ class Trajectory:
         if keep:
             x_phase = minimal(np.asarray(solution.x_phase)[keep])
         else:
-            x_phase = np.zeros((0, t_phase.shape[1], 4))
+            x_phase = np.zeros((0, t_phase.shape[1], n_states))
         return cls(
             t_phase=t_phase[keep],
             x_phase=x_phase,
             phase_modes=tuple(phase_modes),
             t_events=np.asarray(solution.t_events, dtype=float)[:n],
             event_kinds=tuple(names[int(i)] for i in transitions),
-            x_before=minimal(np.asarray(solution.x_before)[:n]).reshape(n, 4),
-            x_after=minimal(np.asarray(solution.x_after)[:n]).reshape(n, 4),
+            x_before=minimal(np.asarray(solution.x_before)[:n]).reshape(n, n_states),
+            x_after=minimal(np.asarray(solution.x_after)[:n]).reshape(n, n_states),
             T_c=np.asarray(solution.T_c, dtype=float)[:n],
             T_a=np.asarray(solution.T_a, dtype=float)[:n],
         )
@@ -199,362 +198,175 @@ def _plot_event_points(ax: Axes, trajectory: Trajectory, i: int, j: int) -> None
             )
 
 
-def phase_portraits(
+def _labels(labels: Sequence[str] | None, n: int) -> list[str]:
+    if labels is None:
+        return [f"$x_{{{i}}}$" for i in range(n)]
+    if len(labels) != n:
+        raise ValueError(f"`labels` must have {n} entries; got {len(labels)}.")
+    return list(labels)
+
+
+def _event_marks(ax: Axes, trajectory: Trajectory, values) -> None:
+    """Mark each event kind at the states before it: known kinds in their style,
+    others cycling through markers."""
+    markers = ("D", "s", "P", "X", "*")
+    for k, kind in enumerate(dict.fromkeys(trajectory.event_kinds)):
+        style = _EVENT_STYLE.get(
+            kind, dict(marker=markers[k % len(markers)], color="k", label=kind)
+        )
+        mask = _events(trajectory, kind)
+        ax.plot(*values(mask), linestyle="none", markersize=7, zorder=4, **style)
+
+
+def time_series(
     trajectory: Trajectory,
-    params: models.HopperParams,
+    indices: Sequence[int] | None = None,
+    labels: Sequence[str] | None = None,
     *,
     axes: Sequence[Axes] | None = None,
 ) -> Figure:
-    r"""Phase portraits of the hopper's two masses (Zana et al. 2018, Fig. 4).
-
-    Left: the upper mass in the $(z_U, \dot z_U)$ plane, with the lift-off surface
-    $\lambda_g = 0$, i.e. the line $z_U = L_0 + (m_L g - d_G \dot z_U)/k$ (see
-    [`hybrax.models.liftoff_state`][]). Right: the lower mass in the
-    $(z_L, \dot z_L)$ plane, with the touchdown surface $z_L = 0$ and each plastic
-    impact $\dot z_L^- \to 0$ drawn as a dashed vertical segment. Phases are
-    coloured by mode; the start, touchdown (pre-impact) and lift-off points are
-    marked. Switching surfaces are black.
+    r"""State entries against time, one panel each, phases coloured by mode and
+    events marked (any model).
 
     **Arguments:**
 
-    - `trajectory`: a [`hybrax.plot.Trajectory`][] (or any object with its
-      attributes) in minimal coordinates.
-    - `params`: the [`hybrax.models.HopperParams`][] of the run.
-    - `axes`: two matplotlib `Axes` to draw into; default a new figure.
-
-    **Returns:** the matplotlib `Figure`.
-
-    !!! example
-
-        ```python
-        sol = hybrax.simulate(system, x0, params, n_events=6, t_max=50.0, n_save=200)
-        traj = hybrax.plot.Trajectory.from_solution(sol, system)
-        hybrax.plot.phase_portraits(traj, params).savefig("phase.png")
-        ```
+    - `trajectory`: a [`hybrax.plot.Trajectory`][].
+    - `indices`: which state entries (default: all).
+    - `labels`: a label per state entry of the trajectory (default $x_i$).
+    - `axes`: draw into these (one per index) instead of a new figure.
     """
+    n = trajectory.x_phase.shape[-1]
+    indices = list(range(n)) if indices is None else [int(i) for i in indices]
+    if any(not 0 <= i < n for i in indices):
+        raise ValueError(f"`indices` must lie in [0, {n}); got {indices}.")
+    names = _labels(labels, n)
     if axes is None:
-        fig = Figure(figsize=(11.0, 4.8), layout="constrained")
-        axes = fig.subplots(1, 2)
+        fig = Figure(figsize=(7.0, 1.9 * len(indices) + 0.6), layout="constrained")
+        axes = fig.subplots(len(indices), 1, sharex=True, squeeze=False)[:, 0]
     else:
-        if len(axes) != 2:
-            raise ValueError(f"`axes` must hold two Axes; got {len(axes)}.")
-        fig = axes[0].get_figure()
-    ax_upper, ax_lower = axes
-    x_phase = np.asarray(trajectory.x_phase, dtype=float)
-    have_data = x_phase.size > 0 and np.any(np.isfinite(x_phase))
-
-    # Upper mass and the lift-off surface over the range of v_U seen.
-    if have_data:
-        _plot_phases(ax_upper, trajectory, 0, 2)
-        v_U = x_phase[..., 2]
-        low, high = float(np.nanmin(v_U)), float(np.nanmax(v_U))
-    else:
-        low, high = -1.0, 1.0
-    pad = 0.1 * max(high - low, 1e-3)
-    v_line = np.linspace(low - pad, high + pad, 2)
-    z_line = np.asarray(models.liftoff_state(v_line, params))[0]
-    ax_upper.plot(
-        z_line, v_line, color="k", linewidth=1.2, label=r"lift-off $\lambda_g = 0$"
-    )
-    _plot_event_points(ax_upper, trajectory, 0, 2)
-    ax_upper.set_xlabel(r"$z_U$ [m]")
-    ax_upper.set_ylabel(r"$\dot z_U$ [m/s]")
-    ax_upper.set_title("upper mass")
-
-    # Lower mass, the touchdown surface and the impact jumps.
-    if have_data:
-        _plot_phases(ax_lower, trajectory, 1, 3)
-    ax_lower.axvline(0.0, color="k", linewidth=1.2, label=r"touchdown $z_L = 0$")
-    touchdown = _events(trajectory, "touchdown")
-    for k, index in enumerate(np.flatnonzero(touchdown)):
-        # Red over the black surface line, which it lies on.
-        ax_lower.plot(
-            [0.0, 0.0],
-            [trajectory.x_before[index, 3], trajectory.x_after[index, 3]],
-            color="tab:red",
-            linestyle="--",
-            linewidth=2.0,
-            label=r"impact $\dot z_L^- \to 0$" if k == 0 else None,
-            zorder=3,
+        fig = axes[0].figure
+    for ax, i in zip(axes, indices):
+        colours: dict[str, str] = {}
+        labelled = set()
+        for t, x, mode in zip(
+            trajectory.t_phase, trajectory.x_phase, trajectory.phase_modes
+        ):
+            ax.plot(
+                t,
+                x[:, i],
+                color=_mode_colour(mode, colours),
+                label=None if mode in labelled else mode,
+            )
+            labelled.add(mode)
+        _event_marks(
+            ax,
+            trajectory,
+            lambda mask: (trajectory.t_events[mask], trajectory.x_before[mask, i]),
         )
-    _plot_event_points(ax_lower, trajectory, 1, 3)
-    ax_lower.set_xlabel(r"$z_L$ [m]")
-    ax_lower.set_ylabel(r"$\dot z_L$ [m/s]")
-    ax_lower.set_title("lower mass")
-    for ax in axes:
-        ax.grid(True, alpha=0.3)
+        ax.set_ylabel(names[i])
         _legend(ax)
+    axes[-1].set_xlabel("t [s]")
+    return fig
+
+
+def phase_portrait(
+    trajectory: Trajectory,
+    i: int,
+    j: int,
+    labels: Sequence[str] | None = None,
+    *,
+    surfaces: Sequence[tuple[str, float, str]] = (),
+    ax: Axes | None = None,
+) -> Figure:
+    r"""The trajectory in the plane of state entries `i` (horizontal) and `j`, with
+    switching surfaces that are lines $x_i = c$ or $x_j = c$ (any model).
+
+    **Arguments:**
+
+    - `trajectory`: a [`hybrax.plot.Trajectory`][].
+    - `i`, `j`: the state entries on the axes.
+    - `labels`: a label per state entry (default $x_k$).
+    - `surfaces`: `(axis, value, label)` with `axis` `"x"` (a vertical line
+      $x_i = $ `value`) or `"y"`, e.g. a touchdown height or a heel-strike angle.
+    - `ax`: draw into these axes instead of a new figure.
+    """
+    n = trajectory.x_phase.shape[-1]
+    if not (0 <= i < n and 0 <= j < n):
+        raise ValueError(f"`i` and `j` must lie in [0, {n}); got {i}, {j}.")
+    names = _labels(labels, n)
+    if ax is None:
+        fig = Figure(figsize=(5.5, 4.5), layout="constrained")
+        ax = fig.add_subplot()
+    else:
+        fig = ax.figure
+    for axis, value, label in surfaces:
+        if axis not in ("x", "y"):
+            raise ValueError(f"a surface's axis must be 'x' or 'y'; got {axis!r}.")
+        line = ax.axvline if axis == "x" else ax.axhline
+        line(value, color="k", linewidth=1.2, linestyle=":", label=label)
+    _plot_phases(ax, trajectory, i, j)
+    _event_marks(
+        ax,
+        trajectory,
+        lambda mask: (trajectory.x_before[mask, i], trajectory.x_before[mask, j]),
+    )
+    ax.set_xlabel(names[i])
+    ax.set_ylabel(names[j])
+    _legend(ax)
     return fig
 
 
 def energy_history(
     trajectory: Trajectory,
-    params: models.HopperParams,
+    energy: Callable[[np.ndarray], tuple[Any, Any]],
     *,
     ax: Axes | None = None,
-    annotate: bool = True,
 ) -> Figure:
-    r"""Kinetic, potential and total energy over time (Zana et al. 2018, Fig. 5).
-
-    $T = \tfrac12(m_U\dot z_U^2 + m_L\dot z_L^2)$ and
-    $V = g(m_U z_U + m_L z_L) + \tfrac12 k(z_U - z_L - L_0)^2$ from
-    [`hybrax.models.energies`][]. At each touchdown the plastic impact removes
-    $T_c = \tfrac12 m_L (\dot z_L^-)^2$ from the total (a red arrow down the drop)
-    and keeps $T_a = \tfrac12 m_U (\dot z_U^-)^2$ as kinetic energy (a purple arrow
-    from 0 up to the kinetic energy after the impact).
+    r"""Kinetic, potential and total energy over time, with the energy each impact
+    removes ($T_c$, the drop of the total at the event) marked (any model).
 
     **Arguments:**
 
-    - `trajectory`: a [`hybrax.plot.Trajectory`][] (or any object with its
-      attributes) in minimal coordinates.
-    - `params`: the [`hybrax.models.HopperParams`][] of the run.
-    - `ax`: a matplotlib `Axes` to draw into; default a new figure.
-    - `annotate`: whether to mark $T_c$ and $T_a$ at the touchdowns.
-
-    **Returns:** the matplotlib `Figure`.
+    - `trajectory`: a [`hybrax.plot.Trajectory`][].
+    - `energy`: `x -> (kinetic, potential)` for states batched on the leading
+      axis, in the trajectory's coordinates.
+    - `ax`: draw into these axes instead of a new figure.
     """
     if ax is None:
-        fig = Figure(figsize=(10.0, 4.8), layout="constrained")
-        ax = fig.subplots()
+        fig = Figure(figsize=(7.0, 4.0), layout="constrained")
+        ax = fig.add_subplot()
     else:
-        fig = ax.get_figure()
-    t = np.asarray(trajectory.t_phase, dtype=float).reshape(-1)
-    x = np.asarray(trajectory.x_phase, dtype=float).reshape(-1, 4)
-    if x.shape[0] > 0:
-        # Consecutive phases share their boundary time, so the concatenated curves
-        # show each impact's loss as a vertical drop.
-        kinetic, potential, total = (np.asarray(e) for e in models.energies(x, params))
-        ax.plot(t, kinetic, color="tab:green", label="kinetic $T$")
-        ax.plot(t, potential, color="tab:blue", label="potential $V$")
-        ax.plot(t, total, color="k", label="total $T + V$")
-    if annotate:
-        touchdown = np.flatnonzero(_events(trajectory, "touchdown"))
-        for k, index in enumerate(touchdown):
-            t_event = float(trajectory.t_events[index])
-            T_c = float(trajectory.T_c[index])
-            T_a = float(trajectory.T_a[index])
-            if not (np.isfinite(T_c) and np.isfinite(T_a)):
-                continue
-            before = float(
-                np.asarray(models.energies(trajectory.x_before[index], params)[2])
-            )
-            # No shrink: the arrows must span the drop exactly.
-            arrow = dict(arrowstyle="->", shrinkA=0, shrinkB=0, linewidth=1.5)
-            ax.annotate(
-                "",
-                xy=(t_event, before - T_c),
-                xytext=(t_event, before),
-                arrowprops=dict(arrow, color="tab:red"),
-            )
-            ax.annotate(
-                f"$T_c$ = {T_c:.3g} J",
-                xy=(t_event, before),
-                xytext=(4, 5),
-                textcoords="offset points",
-                color="tab:red",
-                fontsize="small",
-                bbox=_TEXT_BOX,
-            )
-            ax.annotate(
-                "",
-                xy=(t_event, T_a),
-                xytext=(t_event, 0.0),
-                arrowprops=dict(arrow, color="tab:purple"),
-            )
-            ax.annotate(
-                f"$T_a$ = {T_a:.3g} J",
-                xy=(t_event, 0.5 * T_a),
-                xytext=(-4, 0),
-                textcoords="offset points",
-                color="tab:purple",
-                fontsize="small",
-                horizontalalignment="right",
-                verticalalignment="center",
-                bbox=_TEXT_BOX,
-            )
-            if k == 0:
-                ax.plot([], [], color="tab:red", label="$T_c$: lost at touchdown")
-                ax.plot([], [], color="tab:purple", label="$T_a$: kept at touchdown")
-    ax.set_xlabel("$t$ [s]")
+        fig = ax.figure
+    first = True
+    for t, x in zip(trajectory.t_phase, trajectory.x_phase):
+        keep = np.all(np.isfinite(x), axis=1)
+        kinetic, potential = (np.asarray(e, dtype=float) for e in energy(x[keep]))
+        for values, colour, label in (
+            (kinetic, "tab:blue", "kinetic T"),
+            (potential, "tab:orange", "potential V"),
+            (kinetic + potential, "k", "total T + V"),
+        ):
+            ax.plot(t[keep], values, color=colour, label=label if first else None)
+        first = False
+    lost = np.isfinite(trajectory.T_c) & (trajectory.T_c > 0)
+    if np.any(lost):
+        kinetic, potential = (
+            np.asarray(e, dtype=float) for e in energy(trajectory.x_before[lost])
+        )
+        total = kinetic + potential
+        ax.vlines(
+            trajectory.t_events[lost],
+            total - trajectory.T_c[lost],
+            total,
+            color="tab:red",
+            linewidth=2.0,
+            label=r"lost at impact $T_c$",
+        )
+    ax.set_xlabel("t [s]")
     ax.set_ylabel("energy [J]")
-    ax.grid(True, alpha=0.3)
     _legend(ax)
     return fig
 
-
-# Colours of the perturbed trajectories of `orbit_figure` (the orbit is black).
-_PERTURBED_COLOURS = ("tab:blue", "tab:orange", "tab:green", "tab:purple")
-
-
-def _cycle_curve(trajectory: Trajectory) -> np.ndarray:
-    """All phase samples, concatenated, as one `(s, 4)` curve (NaN padding
-    dropped)."""
-    x = np.asarray(trajectory.x_phase, dtype=float).reshape(-1, 4)
-    return x[np.all(np.isfinite(x), axis=1)]
-
-
-def _switch_points(trajectory: Trajectory, kind: str) -> np.ndarray:
-    """The states at which `trajectory` meets the switching surface of `kind`."""
-    mask = _events(trajectory, kind)
-    return np.asarray(trajectory.x_before, dtype=float).reshape(-1, 4)[mask]
-
-
-def orbit_figure(
-    orbit: Trajectory,
-    params: models.HopperParams,
-    *,
-    perturbed: Sequence[Trajectory] = (),
-    labels: Sequence[str] | None = None,
-) -> Figure:
-    r"""A periodic orbit and perturbed trajectories near it in the
-    $(z_U, z_L, \dot z_U)$ subspace (Zana et al. 2018, Fig. 3).
-
-    Left: a 3-D view with the foot height $z_L$ upwards, so that the touchdown
-    surface $z_L = 0$ is the grey floor; on it lies the lift-off surface
-    $\lambda_g = 0$, the line $z_U = L_0 + (m_L g - d_G\dot z_U)/k$ (see
-    [`hybrax.models.liftoff_state`][]). Right: the view from above, the projection
-    onto the $(z_U, \dot z_U)$ plane. The orbit is black, each perturbed trajectory
-    has its own colour; the points where a curve meets a switching surface are
-    marked (touchdown, pre-impact: down triangle; lift-off: up triangle) and each
-    perturbed start by an open circle. The plastic impact changes only $\dot z_L$,
-    so a touchdown is one point in this subspace.
-
-    **Arguments:**
-
-    - `orbit`: one period of the orbit as a [`hybrax.plot.Trajectory`][] (plain
-      NumPy arrays; any object with its attributes will do) in minimal
-      coordinates $[z_U, z_L, \dot z_U, \dot z_L]$.
-    - `params`: the [`hybrax.models.HopperParams`][] of the orbit.
-    - `perturbed`: trajectories started near the orbit, as `Trajectory`s.
-    - `labels`: a legend entry per perturbed trajectory; default
-      `"perturbed 1"`, ...
-
-    **Returns:** the matplotlib `Figure`, its axes the 3-D view and the projection
-    (which holds the legend entries; the figure legend lists them below both).
-
-    **Raises:** `ValueError` if `labels` does not match `perturbed`.
-
-    !!! example
-
-        ```python
-        sol = hybrax.simulate(system, orbit.state, params, n_events=2,
-                              t_max=10.0, mode0="flight", n_save=400)
-        traj = hybrax.plot.Trajectory.from_solution(sol, system)
-        hybrax.plot.orbit_figure(traj, params).savefig("orbit.png")
-        ```
-    """
-    perturbed = list(perturbed)
-    if labels is None:
-        labels = [f"perturbed {k + 1}" for k in range(len(perturbed))]
-    elif len(labels) != len(perturbed):
-        raise ValueError(
-            f"`labels` must hold one entry per perturbed trajectory; got "
-            f"{len(labels)} for {len(perturbed)}."
-        )
-    fig = Figure(figsize=(12.0, 5.6), layout="constrained")
-    ax3 = fig.add_subplot(1, 2, 1, projection="3d")
-    ax2 = fig.add_subplot(1, 2, 2)
-    curves = [(orbit, "periodic orbit", "k", 2.2)] + [
-        (trajectory, label, _PERTURBED_COLOURS[k % len(_PERTURBED_COLOURS)], 1.3)
-        for k, (trajectory, label) in enumerate(zip(perturbed, labels))
-    ]
-    samples = [_cycle_curve(trajectory) for trajectory, *_ in curves]
-    everything = np.concatenate([np.zeros((0, 4))] + samples)
-    if everything.shape[0] > 0:
-        low, high = np.min(everything, axis=0), np.max(everything, axis=0)
-    else:
-        low = np.array([float(params.L0) - 0.1, 0.0, -1.0, 0.0])
-        high = np.array([float(params.L0) + 0.1, 0.1, 1.0, 0.0])
-    pad = 0.06 * np.maximum(high - low, 1e-3)
-    z_range = (low[0] - pad[0], high[0] + pad[0])
-    v_range = (low[2] - pad[2], high[2] + pad[2])
-
-    # Switching surfaces: the touchdown floor z_L = 0 and the lift-off line on it,
-    # clipped to the plotted box.
-    zz, vv = np.meshgrid(z_range, v_range)
-    ax3.plot_surface(zz, vv, np.zeros_like(zz), color="0.55", alpha=0.15, linewidth=0)
-    ax2.fill([], [], color="0.55", alpha=0.3, label=r"touchdown surface $z_L = 0$")
-    v_line = np.linspace(*v_range, 101)
-    z_line = np.asarray(models.liftoff_state(v_line, params))[0]
-    inside = (z_line >= z_range[0]) & (z_line <= z_range[1])
-    surface = dict(color="k", linestyle="--", linewidth=1.1)
-    ax3.plot(z_line[inside], v_line[inside], np.zeros(int(np.sum(inside))), **surface)
-    ax2.plot(
-        z_line[inside],
-        v_line[inside],
-        label=r"lift-off surface $\lambda_g = 0$",
-        **surface,
-    )
-
-    for (trajectory, label, colour, width), x in zip(curves, samples):
-        ax3.plot(x[:, 0], x[:, 2], x[:, 1], color=colour, linewidth=width)
-        ax2.plot(x[:, 0], x[:, 2], color=colour, linewidth=width, label=label)
-        if trajectory is not orbit and x.shape[0] > 0:
-            start = dict(
-                linestyle="none",
-                marker="o",
-                markersize=7,
-                markerfacecolor="white",
-                markeredgecolor=colour,
-                markeredgewidth=1.5,
-                zorder=6,
-            )
-            ax3.plot(x[:1, 0], x[:1, 2], x[:1, 1], **start)
-            ax2.plot(x[:1, 0], x[:1, 2], **start)
-        for kind, marker in (("touchdown", "v"), ("liftoff", "^")):
-            points = _switch_points(trajectory, kind)
-            dots = dict(
-                linestyle="none",
-                marker=marker,
-                markersize=8,
-                markerfacecolor=colour,
-                markeredgecolor="w" if colour == "k" else "k",
-                markeredgewidth=0.8,
-                zorder=5,
-            )
-            ax3.plot(points[:, 0], points[:, 2], points[:, 1], **dots)
-            ax2.plot(points[:, 0], points[:, 2], **dots)
-    # Legend entries for the markers, once, in a neutral colour.
-    neutral = dict(linestyle="none", markersize=8, color="0.35")
-    ax2.plot([], [], marker="v", label="touchdown point", **neutral)
-    ax2.plot([], [], marker="^", label="lift-off point", **neutral)
-    if perturbed:
-        ax2.plot(
-            [],
-            [],
-            linestyle="none",
-            marker="o",
-            markersize=7,
-            markerfacecolor="white",
-            markeredgecolor="0.35",
-            label="perturbed start",
-        )
-
-    ax3.set_xlabel(r"$z_U$ [m]")
-    ax3.set_ylabel(r"$\dot z_U$ [m/s]")
-    ax3.zaxis.set_rotate_label(False)
-    ax3.set_zlabel(r"$z_L$ [m]", rotation=90)
-    ax3.set_xlim(*z_range)
-    ax3.set_ylim(*v_range)
-    ax3.set_zlim(0.0, high[1] + pad[1])
-    ax3.set_box_aspect((1.3, 1.3, 0.8))
-    # Seen from the side of negative z_U and v_U: the flight arc rises off the floor.
-    ax3.view_init(elev=22.0, azim=-125.0)
-    ax3.set_title(r"state space $(z_U, \dot z_U, z_L)$")
-    ax2.set_xlabel(r"$z_U$ [m]")
-    ax2.set_ylabel(r"$\dot z_U$ [m/s]")
-    ax2.set_xlim(*z_range)
-    ax2.set_ylim(*v_range)
-    ax2.set_title(r"projection onto $(z_U, \dot z_U)$, seen from above")
-    ax2.grid(True, alpha=0.3)
-    handles, names = ax2.get_legend_handles_labels()
-    fig.legend(handles, names, loc="outside lower center", ncols=4, fontsize="small")
-    return fig
-
-
-# ---------------------------------------------------------------------------
-# Branches of periodic orbits (continuation)
-# ---------------------------------------------------------------------------
 
 _BRANCH_COLOURS = ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple")
 

@@ -1,28 +1,21 @@
-"""The model zoo: factories returning hybrid systems, with their parameters."""
+"""The model zoo: one module per model, each with its equations, parameters and
+references, and a [`hybrax.ModelBundle`][] that the command line and generic tools
+read (`get_model(name)`; a new model is one module here and one line in
+`REGISTRY`).
 
-from .bouncing_ball import (
-    BallParams as BallParams,
+- `hybrax.models.hopper`: the two-mass vertical hopper (Zana et al. 2018), with
+  `hybrax.models.hopper_figures` (the paper's figures).
+- `hybrax.models.rimless_wheel`: the rimless wheel on a slope.
+- `hybrax.models.bouncing_ball`: a ball bouncing with restitution.
+"""
+
+from .._registry import (
+    REGISTRY as REGISTRY,
+    get_model as get_model,
+    model_names as model_names,
+)
+from . import (
     bouncing_ball as bouncing_ball,
-)
-from .hopper import (
-    HopperMechanics as HopperMechanics,
-    HopperParams as HopperParams,
-    constrained_hopper as constrained_hopper,
-    default_initial_state as default_initial_state,
-    energies as energies,
-    ground_force as ground_force,
-    ground_multiplier as ground_multiplier,
-    hopper_parameter as hopper_parameter,
-    hopper_params as hopper_params,
-    hopper_section as hopper_section,
-    liftoff_state as liftoff_state,
-    minimal_hopper as minimal_hopper,
-    orbit_guess as orbit_guess,
-    scan_orbit_guess as scan_orbit_guess,
-    to_constrained as to_constrained,
-    to_minimal as to_minimal,
-)
-from .rimless_wheel import (
-    RimlessWheelParams as RimlessWheelParams,
+    hopper as hopper,
     rimless_wheel as rimless_wheel,
 )

@@ -60,8 +60,9 @@ class _Restitution(AbstractReset):
         return {"T_c": (1 - params.e**2) * kinetic, "T_a": params.e**2 * kinetic}
 
 
-def bouncing_ball() -> HybridSystem:
-    """The bouncing ball: one mode `"air"` and the transition `"impact"` onto itself."""
+def bouncing_ball() -> tuple[HybridSystem, BallParams]:
+    """The bouncing ball: one mode `"air"` and the transition `"impact"` onto itself;
+    with the default [`hybrax.models.bouncing_ball.BallParams`][]."""
     impact = Transition(
         source="air",
         target="air",
@@ -70,4 +71,52 @@ def bouncing_ball() -> HybridSystem:
         reset=_Restitution(),
         name="impact",
     )
-    return HybridSystem((Mode(_fall, "air"),), (impact,), n_states=2)
+    return HybridSystem((Mode(_fall, "air"),), (impact,), n_states=2), BallParams()
+
+
+def energies(x, params: BallParams):
+    r"""Kinetic $\tfrac12 m\dot y^2$ and potential $m g y$ energy of states `x`
+    (batched on leading axes)."""
+    x = jnp.asarray(x)
+    return 0.5 * params.m * x[..., 1] ** 2, params.m * params.g * x[..., 0]
+
+
+def _simulate_figures(trajectory, params, out):
+    from .. import plot
+
+    out.mkdir(parents=True, exist_ok=True)
+    labels = (r"$y$ [m]", r"$\dot y$ [m/s]")
+    figures = {
+        "time_series.png": plot.time_series(trajectory, labels=labels),
+        "phase_portrait.png": plot.phase_portrait(
+            trajectory, 0, 1, labels, surfaces=[("x", 0.0, "ground $y = 0$")]
+        ),
+        "energy.png": plot.energy_history(trajectory, lambda x: energies(x, params)),
+    }
+    written = []
+    for name, figure in figures.items():
+        figure.savefig(out / name, dpi=150)
+        written.append(out / name)
+    return written
+
+
+def _bundle():
+    from .._model import ModelBundle, ModelForm, field_parameters
+
+    make_params, parameter = field_parameters(BallParams, "bouncing-ball")
+    return ModelBundle(
+        name="bouncing-ball",
+        description="a ball bouncing with restitution e (closed-form impacts, Zeno)",
+        parameters={
+            "g": "m/s^2, gravitational acceleration",
+            "e": "1, coefficient of restitution in [0, 1]",
+            "m": "kg, mass",
+        },
+        make_params=make_params,
+        parameter=parameter,
+        state_names=("y", "v"),
+        default_state=lambda params: jnp.array([1.0, 0.0]),
+        forms={"minimal": ModelForm(lambda: bouncing_ball()[0])},
+        labels={"y": r"$y$ [m]", "v": r"$\dot y$ [m/s]", "e": "$e$"},
+        hooks={"simulate_figures": _simulate_figures},
+    )

@@ -110,35 +110,49 @@ class HopperParams(eqx.Module):
         return self.d_F / (2 * jnp.sqrt(self.k * self.m))
 
 
-HOPPER_PARAMETER_NAMES = ("g", "m", "mu", "k", "d_F", "d_G", "L0", "mu_U", "mu_L")
+FIELD_NAMES = ("g", "m", "mu", "k", "d_F", "d_G", "L0", "mu_U", "mu_L")
+#: Parameters with their units and meaning, the derived ones last.
+PARAMETERS = {
+    "g": "m/s^2, gravitational acceleration",
+    "m": "kg, total mass",
+    "mu": "1, upper-mass fraction m_U / m",
+    "k": "N/m, spring stiffness",
+    "d_F": "N s/m, flight damping",
+    "d_G": "N s/m, ground damping (negative: energy input)",
+    "L0": "m, unstretched spring length",
+    "mu_U": "1, split of the upper mass in the constrained form",
+    "mu_L": "1, split of the lower mass in the constrained form",
+    "D_G": "1, dimensionless ground damping d_G / (2 sqrt(k m))",
+    "D_F": "1, dimensionless flight damping d_F / (2 sqrt(k m))",
+}
 
 
-def hopper_params(*, D_G=None, D_F=None, **values) -> HopperParams:
-    r"""Build [`hybrax.models.HopperParams`][], optionally from dimensionless damping.
+def make_params(*, D_G=None, D_F=None, **values) -> HopperParams:
+    r"""Build [`hybrax.models.hopper.HopperParams`][], optionally from dimensionless
+    damping.
 
     `D_G` and `D_F` set $d = 2D\sqrt{k m}$ (the paper's $D = d/(2\alpha m)$ with
-    $\alpha = \sqrt{k/m}$). Unknown names raise `ValueError`.
+    $\alpha = \sqrt{k/m}$). Values may be traced (under `jit`, `grad`, `vmap`: a
+    gradient reaches `D_G` through $d_G$); concrete ones are checked eagerly.
+    Unknown names raise `ValueError`.
     """
-    unknown = set(values) - set(HOPPER_PARAMETER_NAMES)
+    unknown = set(values) - set(FIELD_NAMES)
     if unknown:
         raise ValueError(
             f"Unknown hopper parameter(s) {sorted(unknown)}; known: "
-            f"{list(HOPPER_PARAMETER_NAMES) + ['D_G', 'D_F']}."
+            f"{', '.join(PARAMETERS)}."
         )
-    base = HopperParams(**{k: float(v) for k, v in values.items()})
-    scale = 2 * np.sqrt(float(base.k) * float(base.m))
     if D_G is not None and "d_G" in values:
         raise ValueError("Give either `d_G` or `D_G`, not both.")
     if D_F is not None and "d_F" in values:
         raise ValueError("Give either `d_F` or `D_F`, not both.")
+    base = HopperParams(**values)
     if D_G is not None:
-        base = eqx.tree_at(lambda p: p.d_G, base, float(D_G) * scale)
+        values["d_G"] = D_G * _damping_scale(base)
     if D_F is not None:
-        base = eqx.tree_at(lambda p: p.d_F, base, float(D_F) * scale)
-    # Re-run the checks on the final values.
-    return HopperParams(
-        **{name: getattr(base, name) for name in HOPPER_PARAMETER_NAMES}
-    )
+        values["d_F"] = D_F * _damping_scale(base)
+    # Checks the final values (concrete ones; traced ones report through statuses).
+    return HopperParams(**values)
 
 
 def _damping(params: HopperParams, phase: str):
@@ -186,7 +200,7 @@ def _weight(params: HopperParams):
     return params.m * params.g
 
 
-def constrained_hopper() -> HybridSystem:
+def constrained() -> tuple[HybridSystem, HopperParams]:
     r"""The seed's constrained hopper: modes `"flight"` (constraints `body`) and
     `"ground"` (`body` + `ground`), transitions `"touchdown"` (guard $z_4$, downward,
     plastic impact) and `"liftoff"` (guard $\lambda_g / (m g)$, upward, identity).
@@ -227,7 +241,7 @@ def constrained_hopper() -> HybridSystem:
             },
         ),
     )
-    return HybridSystem(modes, (touchdown, liftoff), n_states=8)
+    return HybridSystem(modes, (touchdown, liftoff), n_states=8), HopperParams()
 
 
 def _upper_height_constrained(t, x, params):
@@ -322,7 +336,7 @@ def _on_ground(t, x, params):
     return jnp.stack([x[1], x[3]])
 
 
-def minimal_hopper() -> HybridSystem:
+def minimal() -> tuple[HybridSystem, HopperParams]:
     r"""The hopper in minimal coordinates $x = [z_U, z_L, \dot z_U, \dot z_L]$.
 
     Flight: $m_U\ddot z_U = -T - m_U g$, $m_L\ddot z_L = T - m_L g$ with $d = d_F$.
@@ -359,7 +373,7 @@ def minimal_hopper() -> HybridSystem:
         direction=True,
         name="liftoff",
     )
-    return HybridSystem(modes, (touchdown, liftoff), n_states=4)
+    return HybridSystem(modes, (touchdown, liftoff), n_states=4), HopperParams()
 
 
 def to_constrained(x_min):
@@ -428,7 +442,7 @@ def _constrained_coordinates(x, params):
     return _minimal_coordinates(to_minimal(x), params)
 
 
-def hopper_section(form: str = "minimal") -> PoincareSection:
+def section(form: str = "minimal") -> PoincareSection:
     r"""The lift-off section of the hopper (Zana et al. 2018 section 3.4).
 
     A cycle is touchdown then lift-off. The reduced unknowns are $u = (z_U, \dot z_U)$
@@ -462,7 +476,8 @@ def scan_orbit_guess(
     On the lift-off surface $\lambda_g = 0$ the return map is one-dimensional,
     $v \mapsto P(v)$. This evaluates $P(v) - v$ on `n` speeds in
     $[v_{min}, v_{max}]$ (one batched run) and returns the sign change of largest
-    $v$, refined linearly; if there is none, the plain [`hybrax.models.orbit_guess`][].
+    $v$, refined linearly; if there is none, the plain
+    [`hybrax.models.hopper.orbit_guess`][].
     Robust where Newton from a fixed guess is not (e.g. a return map nearly tangent
     to the diagonal far from its fixed point). Jittable.
     """
@@ -472,14 +487,14 @@ def scan_orbit_guess(
     from .._settings import Settings
     from .._solution import RESULTS
 
-    system, section = minimal_hopper(), hopper_section("minimal")
+    system, lift_off = minimal()[0], section("minimal")
     speeds = jnp.linspace(v_min, v_max, n)
 
     forward = Settings(adjoint=dfx.ForwardMode())  # nothing is differentiated
 
     def gap(v):
         u_next, sol = poincare_map(
-            system, section, orbit_guess(params, v), params, settings=forward
+            system, lift_off, orbit_guess(params, v), params, settings=forward
         )
         return u_next[1] - v, sol.result == RESULTS.successful
 
@@ -498,7 +513,7 @@ def _damping_scale(params):
     return 2 * jnp.sqrt(params.k * params.m)
 
 
-def hopper_parameter(name: str):
+def parameter(name: str):
     r"""The continuation parameter of the hopper called `name` (for
     [`hybrax.continue_branch`][]): a field of `HopperParams`, or the dimensionless
     $D_G$, $D_F$ (stored as $d = 2D\sqrt{k m}$)."""
@@ -506,11 +521,10 @@ def hopper_parameter(name: str):
 
     if name in ("D_G", "D_F"):
         return FieldParameter("d_" + name[-1], _damping_scale, name=name)
-    if name in HOPPER_PARAMETER_NAMES:
+    if name in FIELD_NAMES:
         return FieldParameter(name, None, name=name)
     raise ValueError(
-        f"unknown hopper parameter {name!r}; known: "
-        f"{', '.join(HOPPER_PARAMETER_NAMES + ('D_G', 'D_F'))}"
+        f"unknown hopper parameter {name!r}; known: {', '.join(PARAMETERS)}"
     )
 
 
@@ -554,7 +568,7 @@ def _min_ground_force(orbit, params):
     return orbit.cycle.phase_observables["min_ground_force"][1]
 
 
-#: Scalar quantities of a hopper orbit (found with `hopper_section` and phase
+#: Scalar quantities of a hopper orbit (found with `section` and phase
 #: observables on), as differentiable functions `q(orbit, params)`: for tuning
 #: objectives and constraints.
 ORBIT_QUANTITIES = {
@@ -567,3 +581,65 @@ ORBIT_QUANTITIES = {
     "multiplier": _spectral_radius,
     "min_ground_force": _min_ground_force,
 }
+
+
+def _bundle():
+    from .._model import ContinuationDefaults, ModelBundle, ModelForm
+    from . import _hopper_hooks as hooks
+
+    return ModelBundle(
+        name="hopper",
+        description="two-mass vertical hopper (Zana et al. 2018, Math. Comput. Appl.)",
+        parameters=PARAMETERS,
+        make_params=make_params,
+        parameter=parameter,
+        state_names=("z_U", "z_L", "v_U", "v_L"),
+        default_state=default_initial_state,
+        forms={
+            "minimal": ModelForm(lambda: minimal()[0], lambda: section("minimal")),
+            "constrained": ModelForm(
+                lambda: constrained()[0],
+                lambda: section("constrained"),
+                to_constrained,
+                to_minimal,
+            ),
+        },
+        orbit_guess=orbit_guess,
+        branch_guesses=hooks.branch_guesses,
+        quantities=ORBIT_QUANTITIES,
+        continuation=ContinuationDefaults(
+            "D_G", start=-0.001, stop=-0.08, parameter_scale=0.01, max_period=1.5
+        ),
+        sweep_grids=("mu=0.7:0.95:26", "D_G=-0.07:0:71"),
+        labels={
+            "mu": r"$\mu = m_U / m$",
+            "D_G": r"$D_G = d_G / (2\sqrt{k m})$",
+            "D_F": r"$D_F = d_F / (2\sqrt{k m})$",
+            "d_G": r"$d_G$ [N s/m]",
+            "d_F": r"$d_F$ [N s/m]",
+            "k": r"$k$ [N/m]",
+            "z_U": r"$z_U$ [m]",
+            "z_L": r"$z_L$ [m]",
+            "v_U": r"$\dot z_U$ [m/s]",
+            "v_L": r"$\dot z_L$ [m/s]",
+        },
+        hooks={
+            "simulate_figures": hooks.simulate_figures,
+            "orbit_summary": hooks.orbit_summary,
+            "orbit_figures": hooks.orbit_figures,
+            "orbit_perturbations": hooks.ORBIT_PERTURBATIONS,
+            "no_orbit_hint": hooks.no_orbit_hint,
+            "explain": hooks.explain,
+            "scan_orbit_guess": scan_orbit_guess,
+            "sweep_flag": (
+                "pulling_after_touchdown",
+                "orbit(s) need a pulling ground right after touchdown (not "
+                "admissible; flagged)",
+                "ground pulls after touchdown",
+            ),
+            "continuation_summary": hooks.continuation_summary,
+            "continuation_flags": hooks.continuation_flags,
+            "continuation_limits": hooks.continuation_limits,
+            "continuation_figures": hooks.continuation_figures,
+        },
+    )

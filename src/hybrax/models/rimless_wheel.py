@@ -20,6 +20,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._hybrid import AbstractReset, HybridSystem, Mode, Transition
+from .._periodic import PoincareSection
 
 
 class RimlessWheelParams(eqx.Module):
@@ -72,8 +73,9 @@ class _SpokeSwap(AbstractReset):
         return {"T_c": (1 - kept) * kinetic, "T_a": kept * kinetic}
 
 
-def rimless_wheel() -> HybridSystem:
-    """The rimless wheel: mode `"stance"`, transition `"heelstrike"` onto itself."""
+def rimless_wheel() -> tuple[HybridSystem, RimlessWheelParams]:
+    """The rimless wheel: mode `"stance"`, transition `"heelstrike"` onto itself;
+    with the default [`hybrax.models.rimless_wheel.RimlessWheelParams`][]."""
     strike = Transition(
         source="stance",
         target="stance",
@@ -82,4 +84,122 @@ def rimless_wheel() -> HybridSystem:
         reset=_SpokeSwap(),
         name="heelstrike",
     )
-    return HybridSystem((Mode(_stance, "stance"),), (strike,), n_states=2)
+    return HybridSystem((Mode(_stance, "stance"),), (strike,), n_states=2), (
+        RimlessWheelParams()
+    )
+
+
+def section() -> PoincareSection:
+    r"""The section just after heel strike: the reduced unknown is the stance
+    spoke's rate $u = [\dot\theta^+]$, at $\theta^+ = \gamma - \alpha$."""
+    return PoincareSection(
+        ("heelstrike",),
+        chart=lambda u, p: jnp.stack([p.gamma - p.alpha, u[0]]),
+        coordinates=lambda x, p: x[1:2],
+    )
+
+
+def fixed_point(params: RimlessWheelParams):
+    r"""The closed-form speed after heel strike on the orbit,
+    $\dot\theta^* = \sqrt{4(g/l)\sin\alpha\sin\gamma\cos^2 2\alpha /
+    (1 - \cos^2 2\alpha)}$ (Coleman, Chatterjee & Ruina 1997)."""
+    c2 = jnp.cos(2 * params.alpha) ** 2
+    return jnp.sqrt(
+        4
+        * params.g
+        / params.l
+        * jnp.sin(params.alpha)
+        * jnp.sin(params.gamma)
+        * c2
+        / (1 - c2)
+    )
+
+
+def energies(x, params: RimlessWheelParams):
+    r"""Kinetic $\tfrac12 m l^2\dot\theta^2$ and potential energy
+    $m g l \cos\theta$ above the contact (batched on leading axes)."""
+    x = jnp.asarray(x)
+    kinetic = 0.5 * params.m * params.l**2 * x[..., 1] ** 2
+    return kinetic, params.m * params.g * params.l * jnp.cos(x[..., 0])
+
+
+def _simulate_figures(trajectory, params, out):
+    from .. import plot
+
+    out.mkdir(parents=True, exist_ok=True)
+    labels = (r"$\theta$ [rad]", r"$\dot\theta$ [rad/s]")
+    strike = float(params.gamma + params.alpha)
+    figures = {
+        "time_series.png": plot.time_series(trajectory, labels=labels),
+        "phase_portrait.png": plot.phase_portrait(
+            trajectory,
+            0,
+            1,
+            labels,
+            surfaces=[("x", strike, r"heel strike $\theta = \gamma + \alpha$")],
+        ),
+        "energy.png": plot.energy_history(trajectory, lambda x: energies(x, params)),
+    }
+    written = []
+    for name, figure in figures.items():
+        figure.savefig(out / name, dpi=150)
+        written.append(out / name)
+    return written
+
+
+def _orbit_figures(cycle, perturbed, labels, trajectory, params, out):
+    del cycle, perturbed, labels
+    return _simulate_figures(trajectory, params, out)
+
+
+def _speed(orbit, params):
+    del params
+    return orbit.u[0]
+
+
+def _multiplier(orbit, params):
+    del params
+    return orbit.spectral_radius
+
+
+def _period(orbit, params):
+    del params
+    return orbit.period
+
+
+def _bundle():
+    from .._model import ContinuationDefaults, ModelBundle, ModelForm, field_parameters
+
+    make_params, parameter = field_parameters(RimlessWheelParams, "rimless-wheel")
+    return ModelBundle(
+        name="rimless-wheel",
+        description="rimless wheel on a slope (McGeer 1990; Coleman et al. 1997)",
+        parameters={
+            "g": "m/s^2, gravitational acceleration",
+            "l": "m, spoke length",
+            "alpha": "rad, half the angle between spokes",
+            "gamma": "rad, slope",
+            "m": "kg, mass",
+        },
+        make_params=make_params,
+        parameter=parameter,
+        state_names=("theta", "omega"),
+        default_state=lambda p: jnp.stack([p.gamma - p.alpha, jnp.asarray(1.5)]),
+        forms={"minimal": ModelForm(lambda: rimless_wheel()[0], section)},
+        orbit_guess=lambda params: jnp.array([1.5]),
+        quantities={"speed": _speed, "multiplier": _multiplier, "period": _period},
+        continuation=ContinuationDefaults(
+            "gamma", start=0.08, stop=0.3, parameter_scale=0.01, max_period=20.0
+        ),
+        sweep_grids=("gamma=0.02:0.2:10", "alpha=0.2:0.6:9"),
+        labels={
+            "theta": r"$\theta$ [rad]",
+            "omega": r"$\dot\theta$ [rad/s]",
+            "gamma": r"slope $\gamma$ [rad]",
+            "alpha": r"$\alpha$ [rad]",
+        },
+        hooks={
+            "simulate_figures": _simulate_figures,
+            "orbit_figures": _orbit_figures,
+        },
+    )

@@ -1,0 +1,168 @@
+r"""A model declares itself: one bundle per model of the zoo, read by the command line
+and by any code that serves several models.
+
+A [`hybrax.ModelBundle`][] gathers what a model provides beyond its equations: its
+systems per formulation with their Poincaré sections, how to build and check its
+parameters (with derived ones such as the hopper's $D_G$), its state names, an
+orbit guess, the events of one cycle (the section's transition sequence), its orbit
+quantities, and optional hooks for model-specific summaries and figures. A new model
+is one file in `hybrax/models/` that defines its bundle and one line in
+`hybrax.models.REGISTRY`.
+"""
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import equinox as eqx
+
+
+class ModelForm(eqx.Module):
+    """One formulation of a model (e.g. minimal or constrained coordinates).
+
+    - `system`: a factory of its [`hybrax.HybridSystem`][].
+    - `section`: a factory of its [`hybrax.PoincareSection`][] (`None`: the model
+      has no periodic orbit to look for).
+    - `from_minimal`, `to_minimal`: maps between its state and the model's
+      minimal coordinates, in which states are read and printed (`None` for the
+      minimal form itself).
+    """
+
+    system: Callable[[], Any]
+    section: Callable[[], Any] | None = None
+    from_minimal: Callable[[Any], Any] | None = None
+    to_minimal: Callable[[Any], Any] | None = None
+
+
+class ContinuationDefaults(eqx.Module):
+    """A model's defaults for `hybrax continue`: the parameter's name, where a
+    branch starts and towards where it goes, the arclength scale of the parameter,
+    and the longest period followed."""
+
+    parameter: str
+    start: float
+    stop: float
+    parameter_scale: float = 1.0
+    max_period: float = 1.5
+
+
+class ModelBundle(eqx.Module):
+    r"""Everything the commands and generic tools need to know about one model.
+
+    **Required:**
+
+    - `name`: the registry name (`hybrax orbit NAME`); `description`: one line,
+      with its reference.
+    - `parameters`: parameter name $\to$ "unit, meaning", including derived ones
+      (those that `make_params` accepts besides the fields of the parameter PyTree).
+    - `make_params`: `(**values) -> params`, eager checks (`ValueError` naming the
+      parameter); the defaults when called without arguments.
+    - `parameter`: `name -> hybrax.AbstractParameter`, the scalar that `continue`,
+      `sweep` and `tune` vary; it reads and sets derived parameters too and works
+      on traced values.
+    - `state_names`: names of the minimal coordinates; `default_state`:
+      `params -> minimal initial state` for `simulate`.
+    - `forms`: formulation name $\to$ [`hybrax.ModelForm`][]; the first is the
+      default.
+
+    **Optional** (`None` when the model has no such thing):
+
+    - `orbit_guess`: `params -> u`, the default guess of the section's reduced
+      unknowns (the same for every form); `branch_guesses`: `params -> [u, ...]`,
+      guesses tried in order where a branch starts (default: `[orbit_guess]`).
+    - `quantities`: name $\to$ `q(orbit, params)`, differentiable scalar quantities
+      of an orbit (for `tune` and summaries).
+    - `continuation`: [`hybrax.ContinuationDefaults`][].
+    - `sweep_grids`: the default grids of `hybrax sweep` (`"NAME=START:STOP:N"`).
+    - `labels`: parameter or state name $\to$ a figure label (TeX allowed).
+    - `hooks`: name $\to$ callable, model-specific outputs: `"simulate_figures"`
+      `(trajectory, params, out) -> [paths]`; `"orbit_summary"` `(orbit, floquet,
+      solution, params) -> (json_dict, lines)`; `"orbit_figures"` `(cycle,
+      perturbed, labels, trajectory, params, out) -> [paths]`;
+      `"orbit_perturbations"` `[(state index, size, label), ...]`;
+      `"scan_orbit_guess"` `params -> u` (jittable, for `sweep --guess scan`);
+      `"no_orbit_hint"` `params -> str | None`; `"explain"` `(status, mode,
+      transition, params) -> str | None`; `"continuation_summary"`,
+      `"continuation_limits"`, `"continuation_figures"` (see `hybrax continue`).
+    """
+
+    name: str = eqx.field(static=True)
+    description: str = eqx.field(static=True)
+    parameters: Mapping[str, str] = eqx.field(static=True)
+    make_params: Callable[..., Any] = eqx.field(static=True)
+    parameter: Callable[[str], Any] = eqx.field(static=True)
+    state_names: tuple[str, ...] = eqx.field(static=True)
+    default_state: Callable[[Any], Any] = eqx.field(static=True)
+    forms: Mapping[str, ModelForm] = eqx.field(static=True)
+    orbit_guess: Callable[[Any], Any] | None = eqx.field(static=True, default=None)
+    branch_guesses: Callable[[Any], list[Any]] | None = eqx.field(
+        static=True, default=None
+    )
+    quantities: Mapping[str, Callable[[Any, Any], Any]] | None = eqx.field(
+        static=True, default=None
+    )
+    continuation: ContinuationDefaults | None = eqx.field(static=True, default=None)
+    sweep_grids: tuple[str, ...] | None = eqx.field(static=True, default=None)
+    labels: Mapping[str, str] | None = eqx.field(static=True, default=None)
+    hooks: Mapping[str, Any] = eqx.field(static=True, default_factory=dict)
+
+    def __check_init__(self):
+        if not self.forms:
+            raise ValueError("`forms` must name at least one formulation.")
+        if not self.state_names:
+            raise ValueError("`state_names` must not be empty.")
+
+    @property
+    def default_form(self) -> str:
+        """The first formulation's name."""
+        return next(iter(self.forms))
+
+    @property
+    def has_orbits(self) -> bool:
+        """Whether the model declares a Poincaré section and an orbit guess."""
+        return self.orbit_guess is not None and any(
+            form.section is not None for form in self.forms.values()
+        )
+
+    def start_guesses(self, params) -> list:
+        """The guesses tried in order where a branch starts."""
+        if self.branch_guesses is not None:
+            return list(self.branch_guesses(params))
+        return [self.orbit_guess(params)]
+
+    def hook(self, name: str):
+        """The hook called `name`, or `None`."""
+        return self.hooks.get(name)
+
+    def label(self, name: str) -> str:
+        """A figure label for a parameter or state name (the name itself if none
+        is declared)."""
+        return (self.labels or {}).get(name, name)
+
+
+def field_parameters(params_class, model_name: str):
+    """`(make_params, parameter)` for a model whose parameters are the fields of
+    `params_class` (an `eqx.Module` with defaults and eager checks): unknown names
+    are a `ValueError` naming them, and each field is a continuation parameter."""
+    import dataclasses
+
+    from ._continuation import FieldParameter
+
+    names = tuple(field.name for field in dataclasses.fields(params_class))
+
+    def make_params(**values):
+        unknown = sorted(set(values) - set(names))
+        if unknown:
+            raise ValueError(
+                f"unknown {model_name} parameter(s) {unknown}; known: "
+                f"{', '.join(names)}"
+            )
+        return params_class(**values)
+
+    def parameter(name: str):
+        if name not in names:
+            raise ValueError(
+                f"unknown {model_name} parameter {name!r}; known: {', '.join(names)}"
+            )
+        return FieldParameter(name, None, name=name)
+
+    return make_params, parameter

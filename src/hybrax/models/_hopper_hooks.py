@@ -1,0 +1,271 @@
+"""The hopper's model-specific outputs for the command line: summaries, notes and
+the paper's figures (Zana et al. 2018, Figs. 3-9). Matplotlib is imported only when
+a figure is drawn."""
+
+import math
+import pathlib
+from typing import Any
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from . import hopper
+
+
+def simulate_figures(trajectory, params, out: pathlib.Path) -> list[pathlib.Path]:
+    """`phase_portraits.png` (Fig. 4) and `energy.png` (Fig. 5)."""
+    from . import hopper_figures
+
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, draw in (
+        ("phase_portraits.png", hopper_figures.phase_portraits),
+        ("energy.png", hopper_figures.energy_history),
+    ):
+        path = out / name
+        draw(trajectory, params).savefig(path, dpi=150)
+        written.append(path)
+    return written
+
+
+def orbit_figures(
+    cycle, perturbed, labels, trajectory, params, out: pathlib.Path
+) -> list[pathlib.Path]:
+    """`orbit.png` (one period and perturbed trajectories, Fig. 3 of the paper),
+    then the figures of `simulate_figures` for `trajectory` (several periods)."""
+    from . import hopper_figures
+
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / "orbit.png"
+    hopper_figures.orbit_figure(
+        cycle, params, perturbed=perturbed, labels=labels
+    ).savefig(path, dpi=150)
+    return [path] + simulate_figures(trajectory, params, out)
+
+
+# Perturbations of the lift-off state for `orbit.png`, in minimal coordinates:
+# (state index, size, label). Large on purpose, "for the sake of better
+# illustration" as in the paper's Fig. 3.
+ORBIT_PERTURBATIONS = (
+    (0, 0.01, r"$z_U + 0.01$ m"),
+    (2, 0.1, r"$\dot z_U + 0.1$ m/s"),
+)
+
+
+def orbit_summary(orbit, floquet, solution, params) -> tuple[dict[str, Any], list]:
+    """The hopper's orbit in the paper's terms: flight and ground times, apex
+    heights (from `solution`, a simulation from the orbit's state; NaN without
+    one), the energy split at touchdown and the ground force right after it."""
+    del floquet
+    durations = np.asarray(orbit.phase_durations, dtype=float)
+    if solution is None:
+        apex_upper = apex_lower = float("nan")
+    else:
+        apex_upper = float(solution.phase_observables["apex_upper"][0])
+        apex_lower = float(solution.phase_observables["apex_lower"][0])
+    T_c, T_a = float(orbit.T_c[0]), float(orbit.T_a[0])
+    # The signed guard is -lambda_g / (m g) (positive inside the ground mode), so
+    # lambda_g < 0 (the ground pushes) reads as a positive guard.
+    guard = float(orbit.guard_at_start[0])
+    ground_force = -guard * float(params.m) * float(params.g)
+    payload = dict(
+        t_flight=float(durations[0]),
+        t_ground=float(durations[1]),
+        apex_upper=apex_upper,
+        apex_lower=apex_lower,
+        T_a=T_a,
+        T_c=T_c,
+        Tc_over_T=T_c / (T_a + T_c),
+        ground_force_after_touchdown=ground_force,
+        pulling_after_touchdown=bool(ground_force > 0),
+    )
+    pushes = "pulls: not admissible" if ground_force > 0 else "pushes"
+    lines = [
+        f"  t_flight                {durations[0]:.10f} s",
+        f"  t_ground                {durations[1]:.10f} s",
+        f"  period                  {float(orbit.period):.10f} s",
+        f"  apex z_U (flight)       {apex_upper:.10f} m",
+        f"  apex z_L (flight)       {apex_lower:.10f} m",
+        f"  T_a (kept at touchdown) {T_a:.6f} J",
+        f"  T_c (lost at touchdown) {T_c:.6f} J",
+        f"  T_c / (T_a + T_c)       {T_c / (T_a + T_c):.10f}",
+        f"  lambda_g after touchdown {ground_force:+.4f} N (the ground {pushes})",
+    ]
+    return payload, lines
+
+
+def no_orbit_hint(params) -> str | None:
+    if float(params.d_G) >= 0 and float(params.d_F) >= 0:
+        return (
+            f"with d_G = {float(params.d_G):g} >= 0 the ground damper pumps in no "
+            "energy, and the plastic touchdown and the flight damper only take it "
+            "out: no hopping orbit exists (the paper's orbits need d_G < 0, e.g. "
+            "--set D_G=-0.02)"
+        )
+    return None
+
+
+def explain(status, mode, transition, params) -> str | None:
+    del transition
+    if status == "mode_not_viable" and mode == "flight":
+        return (
+            "the flight mode is not viable: the foot is pulled back into the ground at "
+            f"once (flight damping d_F = {float(params.d_F):g} N s/m pulls the lower "
+            "mass down at lift-off)"
+        )
+    return None
+
+
+# Guesses of the hopper's lift-off velocity v_U for the start of a branch: the
+# orbit near D_G = 0- hops low, those further out higher.
+_BRANCH_SPEEDS = (0.1, 0.2, 0.35, 0.5, 0.8, 1.2, 1.7, 2.5, 4.0)
+
+
+def branch_guesses(params) -> list:
+    r"""Guesses of $(z_U, \dot z_U)$ on the lift-off surface, slow ones first."""
+    return [hopper.orbit_guess(params, v) for v in _BRANCH_SPEEDS]
+
+
+@eqx.filter_jit
+def _flights(system, states, params, parameter, values, t_max):
+    """The flight phase from each lift-off state (batched), with its apexes."""
+    from .._settings import Settings
+    from .._simulate import simulate
+
+    def one(x, value):
+        return simulate(
+            system,
+            x,
+            parameter.set(params, value),
+            n_events=1,
+            settings=Settings(t_max=t_max),
+            mode0="flight",
+        )
+
+    return jax.vmap(one)(states, values)
+
+
+def continuation_summary(system, form, branch, params, parameter, t_max):
+    """Per point: times, multiplier, apex heights, energy split at touchdown and
+    the ground force right after it, as NumPy arrays."""
+    del form
+    sol = _flights(
+        system,
+        jnp.asarray(branch.state),
+        params,
+        parameter,
+        jnp.asarray(branch.parameter),
+        jnp.asarray(t_max, dtype=float),
+    )
+    apex_upper = np.asarray(sol.phase_observables["apex_upper"][:, 0], dtype=float)
+    apex_lower = np.asarray(sol.phase_observables["apex_lower"][:, 0], dtype=float)
+    T_c, T_a = branch.T_c[:, 0], branch.T_a[:, 0]
+    # The signed guard of the ground mode is -lambda_g / (m g): negative right
+    # after touchdown means lambda_g > 0, the ground would have to pull.
+    guard = branch.guard_at_start[:, 0]
+    weight = float(params.m) * float(params.g)
+    return {
+        "t_flight": branch.phase_durations[:, 0],
+        "t_ground": branch.phase_durations[:, 1],
+        "period": branch.period,
+        "multiplier": branch.multipliers[:, 0].real,
+        "apex_upper": apex_upper,
+        "apex_lower": apex_lower,
+        "Tc_over_T": T_c / (T_c + T_a),
+        "Ta_over_T": T_a / (T_c + T_a),
+        "ground_force_after_touchdown": -guard * weight,
+        "pulling_after_touchdown": guard < 0,
+        "v_U": branch.u[:, 1],
+    }
+
+
+def continuation_flags(summary) -> tuple[str, np.ndarray] | None:
+    """Points to flag: where the ground would have to pull after touchdown."""
+    return "with the ground pulling right after touchdown", np.asarray(
+        summary["pulling_after_touchdown"]
+    )
+
+
+def continuation_limits(branch, summary, params, parameter) -> dict[str, Any]:
+    """The limits the paper states: as D_G -> 0-, t_G -> 2 pi sqrt(m_U / k) and the
+    multiplier -> 1; T_a / T -> mu as D_G decreases (read at the branch's ends)."""
+    if parameter.name != "D_G" or branch.n_points == 0:
+        return {}
+    near_zero = int(np.argmax(branch.parameter))
+    far = int(np.argmax(summary["t_flight"]))
+    return {
+        "t_p0": 2 * math.pi * math.sqrt(float(params.m_U) / float(params.k)),
+        "D_G_nearest_zero": float(branch.parameter[near_zero]),
+        "t_ground_nearest_zero": float(summary["t_ground"][near_zero]),
+        "period_nearest_zero": float(summary["period"][near_zero]),
+        "multiplier_nearest_zero": float(summary["multiplier"][near_zero]),
+        "mu": float(params.mu),
+        "D_G_longest_flight": float(branch.parameter[far]),
+        "t_flight_longest": float(summary["t_flight"][far]),
+        "Ta_over_T_longest_flight": float(summary["Ta_over_T"][far]),
+        "multiplier_longest_flight": float(summary["multiplier"][far]),
+    }
+
+
+def continuation_figures(branch, summary, params, parameter, out: pathlib.Path):
+    """The paper's Figs. 6-9 along the branch."""
+    from .. import plot
+
+    out.mkdir(parents=True, exist_ok=True)
+    x = branch.parameter
+    name = parameter.name
+    xlabel = {"D_G": r"$D_G$", "D_F": r"$D_F$"}.get(name, name)
+    common = dict(
+        stable=branch.stable,
+        folds=[f.index for f in branch.folds],
+        period_doublings=[p.index for p in branch.period_doublings],
+        flagged=summary["pulling_after_touchdown"],
+        flagged_label="ground pulls after touchdown",
+        xlabel=xlabel,
+    )
+    title = rf"$\mu = {float(params.mu):g}$"
+    figures = {
+        "fig6_times.png": dict(
+            curves={
+                r"$t_F$ (flight)": summary["t_flight"],
+                r"$t_G$ (ground)": summary["t_ground"],
+                r"$t_p$ (period)": summary["period"],
+            },
+            ylabel="time [s]",
+            title=f"flight, ground and total time, {title}",
+        ),
+        "fig7_multiplier.png": dict(
+            curves={r"$\nu$": summary["multiplier"]},
+            ylabel="nontrivial Floquet multiplier",
+            title=f"relevant multiplier, {title}",
+            # -1 (period doubling) only where a multiplier is negative somewhere.
+            reference_lines=(1.0, -1.0)
+            if np.any(summary["multiplier"] < 0)
+            else (1.0,),
+        ),
+        "fig8_apex.png": dict(
+            curves={
+                r"apex of $z_U$": summary["apex_upper"],
+                r"apex of $z_L$": summary["apex_lower"],
+            },
+            ylabel="height [m]",
+            title=f"apex heights in flight, {title}",
+        ),
+        "fig9_energy.png": dict(
+            curves={
+                r"$T_c / T$ (lost)": summary["Tc_over_T"],
+                r"$T_a / T$ (kept)": summary["Ta_over_T"],
+            },
+            ylabel="share of kinetic energy at touchdown",
+            title=f"energy split at touchdown, {title}",
+            reference_lines=(float(params.mu),),
+        ),
+    }
+    written = []
+    for filename, spec in figures.items():
+        path = out / filename
+        plot.branch_figure(x, **spec, **common).savefig(path, dpi=150)
+        written.append(path)
+    return written
