@@ -156,23 +156,53 @@ def _positive_float(text: str) -> float:
     return value
 
 
+def _unit_interval(text: str) -> float:
+    """An argparse type: a number in (0, 1), e.g. a relative tolerance."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not (math.isfinite(value) and 0 < value < 1):
+        raise argparse.ArgumentTypeError(f"must lie in (0, 1), got {text!r}")
+    return value
+
+
+def _writable_place(path: pathlib.Path) -> str | None:
+    """Why files cannot be created at `path` (a directory to be, or a file's
+    folder), or `None`: the nearest existing ancestor must be a writable
+    directory."""
+    existing = path
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.exists():
+        return None
+    if not existing.is_dir():
+        return f"{str(existing)!r} is not a directory"
+    if not os.access(existing, os.W_OK | os.X_OK):
+        return f"cannot write in {str(existing)!r}"
+    return None
+
+
 def _check_outputs(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
-    """Refuse unusable `--out`/`--json` paths before any computation."""
+    """Refuse unusable `--out`/`--json` paths before any computation: a file where
+    a directory is wanted or the reverse, or a place that cannot be written."""
     out = getattr(args, "out", None)
-    if out is not None and out.exists() and not out.is_dir():
-        parser.error(f"argument --out: {str(out)!r} exists and is not a directory")
+    if out is not None:
+        if out.exists() and not out.is_dir():
+            parser.error(f"argument --out: {str(out)!r} exists and is not a directory")
+        problem = _writable_place(out)
+        if problem is not None:
+            parser.error(f"argument --out: {problem}")
     path = getattr(args, "json", None)
     if path is not None:
         if path.is_dir():
             parser.error(f"argument --json: {str(path)!r} is a directory")
+        if path.exists() and not os.access(path, os.W_OK):
+            parser.error(f"argument --json: cannot write {str(path)!r}")
         parent = path.parent if str(path.parent) else pathlib.Path(".")
-        existing = parent
-        while not existing.exists() and existing != existing.parent:
-            existing = existing.parent
-        if existing.exists() and not existing.is_dir():
-            parser.error(f"argument --json: {str(existing)!r} is not a directory")
-        if existing.exists() and not os.access(existing, os.W_OK):
-            parser.error(f"argument --json: cannot write in {str(existing)!r}")
+        problem = _writable_place(parent)
+        if problem is not None:
+            parser.error(f"argument --json: {problem}")
 
 
 def _parse_sets(
@@ -517,7 +547,7 @@ def _add_orbit(subparsers) -> None:
     _add_form_arg(parser)
     parser.add_argument(
         "--tol",
-        type=float,
+        type=_unit_interval,
         default=1e-12,
         help="integration tolerance rtol = atol (default 1e-12, at which the "
         "monodromy by autodiff and by saltation agree to 1e-8)",
@@ -889,4 +919,5 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = _build_parser()
     args = parser.parse_args(argv)
     # Errors found after parsing print the subcommand's usage: hand its parser on.
+    _check_outputs(args.command_parser, args)
     return args.run(args, args.command_parser)

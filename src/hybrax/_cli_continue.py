@@ -104,7 +104,7 @@ def add_parser(subparsers) -> None:
     )
     parser.add_argument(
         "--tol",
-        type=float,
+        type=_cli._unit_interval,
         default=1e-10,
         metavar="TOL",
         help="integration tolerance rtol = atol per cycle (default: %(default)s)",

@@ -140,7 +140,7 @@ def add_parser(subparsers) -> None:
     )
     parser.add_argument(
         "--tol",
-        type=float,
+        type=_cli._unit_interval,
         default=_TOL,
         help="integration tolerance rtol = atol (default: %(default)s)",
     )

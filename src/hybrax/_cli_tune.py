@@ -132,7 +132,6 @@ def _run_tune(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         vary = [model.parameter(name) for name in vary_names]
     except ValueError as error:
         parser.error(f"argument --vary: {error}")
-    _cli._check_outputs(parser, args)
     params = _cli._make_params(parser, model, _cli._parse_sets(parser, model, args.set))
 
     from ._misc import canonical_params

@@ -1,0 +1,191 @@
+"""Every registered model through every command it supports (`hybrax models`), with
+the rimless wheel's and the bouncing ball's closed forms as references, and bad
+paths and values refused with exit code 2 before any computation.
+
+The wheel (McGeer 1990; Coleman, Chatterjee & Ruina 1997), spokes 2 alpha apart on
+a slope gamma, g / l = 9.81 / s^2: after each heel strike the stance rate is
+omega* = sqrt(4 (g/l) sin(alpha) sin(gamma) c / (1 - c)) with c = cos^2(2 alpha),
+the multiplier of the step map is c, and an orbit exists only where the wheel
+vaults over the top: omega*^2 > 2 (g/l) (1 - cos(gamma - alpha)).
+"""
+
+import contextlib
+import io
+import json
+import math
+
+import numpy as np
+import pytest
+
+from hybrax._cli import main
+from hybrax._registry import model_names
+
+
+G = 9.81
+ALPHA = math.pi / 8  # the wheel's default
+
+
+def _omega_star(gamma, alpha=ALPHA):
+    c = math.cos(2 * alpha) ** 2
+    return math.sqrt(4 * G * math.sin(alpha) * math.sin(gamma) * c / (1 - c))
+
+
+def _vaults(gamma, alpha):
+    return _omega_star(gamma, alpha) ** 2 > 2 * G * (1 - math.cos(gamma - alpha))
+
+
+def _run(argv):
+    stdout, stderr = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+        try:
+            code = main(argv)
+        except SystemExit as exit_:
+            code = exit_.code
+    return code, stdout.getvalue(), stderr.getvalue()
+
+
+def test_models_lists_every_model_with_its_parameters():
+    code, out, _ = _run(["models"])
+    assert code == 0
+    for name in model_names():
+        assert f"{name}:" in out
+    assert "rimless-wheel" in out and "gamma" in out and "rad, slope" in out
+    assert "D_G      derived" in out
+
+
+def test_wheel_orbit_is_the_closed_form(tmp_path):
+    code, out, _ = _run(
+        ["orbit", "rimless-wheel", "--set", "gamma=0.1", "--out", str(tmp_path)]
+        + ["--json", str(tmp_path / "orbit.json")]
+    )
+    assert code == 0, out
+    data = json.loads((tmp_path / "orbit.json").read_text())
+    assert data["converged"] and data["stable"]
+    assert data["state_names"] == ["theta", "omega"]
+    np.testing.assert_allclose(data["state"][0], 0.1 - ALPHA, atol=1e-12)
+    np.testing.assert_allclose(data["state"][1], _omega_star(0.1), rtol=1e-9)
+    c = math.cos(2 * ALPHA) ** 2
+    np.testing.assert_allclose(data["multipliers_saltation"][0][0], c, atol=1e-9)
+    np.testing.assert_allclose(data["multipliers_ad"][0][0], c, atol=1e-8)
+    assert data["max_discrepancy"] < 1e-7
+    assert len(data["phase_durations"]) == 1
+    assert (tmp_path / "phase_portrait.png").is_file()
+
+
+def test_wheel_continuation_in_slope_follows_the_closed_form(tmp_path):
+    code, out, _ = _run(
+        ["continue", "rimless-wheel", "--start", "0.1", "--stop", "0.15"]
+        + ["--out", str(tmp_path), "--json", str(tmp_path / "branch.json")]
+    )
+    assert code == 0, out
+    data = json.loads((tmp_path / "branch.json").read_text())
+    assert data["parameter"] == "gamma" and len(data["branch"]) > 3
+    c = math.cos(2 * ALPHA) ** 2
+    for point in data["branch"]:
+        np.testing.assert_allclose(
+            point["state"][1], _omega_star(point["gamma"]), rtol=1e-7
+        )
+        np.testing.assert_allclose(point["multiplier"], c, atol=1e-7)
+        assert point["stable"]
+    assert data["folds"] == [] and data["period_doublings"] == []
+    assert (tmp_path / "branch_multiplier.png").is_file()
+
+
+def test_wheel_sweep_finds_orbits_exactly_where_the_wheel_vaults(tmp_path):
+    code, out, _ = _run(
+        ["sweep", "rimless-wheel", "--grid", "gamma=0.04:0.12:3"]
+        + ["--grid", "alpha=0.3:0.5:3", "--no-progress", "--out", str(tmp_path)]
+    )
+    assert code == 0, out
+    table = np.load(tmp_path / "sweep.npz")
+    for i, gamma in enumerate(table["grid_gamma"]):
+        for j, alpha in enumerate(table["grid_alpha"]):
+            assert bool(table["converged"][i, j]) == _vaults(gamma, alpha)
+            if table["converged"][i, j]:
+                np.testing.assert_allclose(
+                    table["multiplier_abs"][i, j], math.cos(2 * alpha) ** 2, atol=1e-8
+                )
+    assert (tmp_path / "sweep_heatmap.png").is_file()
+
+
+def test_wheel_tune_meets_a_speed_at_the_closed_form_slope(tmp_path):
+    """The slope at which the wheel rolls at 1.3 rad/s after heel strike, by
+    gradient: sin(gamma) = omega^2 (1 - c) / (4 (g/l) sin(alpha) c)."""
+    code, out, _ = _run(
+        ["tune", "rimless-wheel", "--vary", "gamma", "--target", "speed=1.3"]
+        + ["--tolerance", "1e-7", "--no-progress", "--out", str(tmp_path)]
+        + ["--json", str(tmp_path / "tune.json")]
+    )
+    assert code == 0, out
+    final = json.loads((tmp_path / "tune.json").read_text())["final"]
+    c = math.cos(2 * ALPHA) ** 2
+    gamma = math.asin(1.3**2 * (1 - c) / (4 * G * math.sin(ALPHA) * c))
+    np.testing.assert_allclose(final["values"]["gamma"], gamma, rtol=1e-6)
+
+
+def test_ball_simulate_is_the_closed_form(tmp_path):
+    """Dropped from 1 m with e = 0.8: impacts at sqrt(2h/g) and then every
+    2 e^k v_1 / g."""
+    code, out, _ = _run(
+        ["simulate", "bouncing-ball", "--cycles", "4", "--out", str(tmp_path)]
+        + ["--json", str(tmp_path / "run.json")]
+    )
+    assert code == 0, out
+    data = json.loads((tmp_path / "run.json").read_text())
+    v1 = math.sqrt(2 * G)
+    times = [math.sqrt(2 / G)]
+    for k in range(1, 4):
+        times.append(times[-1] + 2 * 0.8**k * v1 / G)
+    np.testing.assert_allclose([e["t"] for e in data["events"]], times, rtol=1e-8)
+    assert [e["kind"] for e in data["events"]] == ["impact"] * 4
+    for name in ("time_series.png", "phase_portrait.png", "energy.png"):
+        assert (tmp_path / name).is_file()
+
+
+@pytest.mark.parametrize(
+    "argv, words",
+    [
+        (["orbit", "bouncing-ball"], "no periodic orbits"),
+        (["continue", "bouncing-ball"], "no continuation"),
+        (["orbit", "rimless-wheel", "--tol", "2"], "must lie in (0, 1)"),
+        (["continue", "rimless-wheel", "--tol", "0"], "must lie in (0, 1)"),
+        (["sweep", "rimless-wheel", "--tol=-1e-9"], "must lie in (0, 1)"),
+        (["orbit", "rimless-wheel", "--set", "D_G=1"], "unknown parameter"),
+        (["orbit", "rimless-wheel", "--form", "constrained"], "invalid choice"),
+        (["simulate", "rimless-wheel", "--x0", "1,2,3"], "expected 2"),
+        (["tune", "rimless-wheel", "--vary", "k", "--target", "speed=1"], "unknown"),
+        (["orbit", "no-such-model"], "invalid choice"),
+    ],
+)
+def test_bad_values_exit_2(argv, words):
+    code, _, err = _run(argv)
+    assert code == 2
+    assert words in err
+    # argparse's usage, then one line with the error.
+    assert "Traceback" not in err
+    assert err.strip().splitlines()[-1].startswith(f"hybrax {argv[0]}: error:")
+
+
+@pytest.mark.parametrize("command", ["simulate", "orbit", "continue", "sweep"])
+def test_bad_paths_exit_2_before_computing(tmp_path, command):
+    a_file = tmp_path / "file"
+    a_file.write_text("")
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(0o500)
+    model = "bouncing-ball" if command == "simulate" else "rimless-wheel"
+    cases = [
+        (["--out", str(a_file)], "is not a directory"),
+        (["--json", str(tmp_path)], "is a directory"),
+        (["--json", str(a_file / "x.json")], "is not a directory"),
+        (["--out", str(tmp_path / "file" / "sub")], "is not a directory"),
+    ]
+    import os
+
+    if os.geteuid() != 0:  # root writes anywhere
+        cases.append((["--out", str(locked / "out")], "cannot write"))
+    for extra, words in cases:
+        code, out, err = _run([command, model, *extra])
+        assert code == 2, (extra, out)
+        assert words in err
+        assert out == ""  # nothing was computed
