@@ -189,3 +189,32 @@ def test_bad_paths_exit_2_before_computing(tmp_path, command):
         assert code == 2, (extra, out)
         assert words in err
         assert out == ""  # nothing was computed
+
+
+def test_derived_parameters_work_on_traced_values():
+    """The hopper's D_G sets d_G = 2 D_G sqrt(k m): a gradient reaches it, and the
+    bundle's continuation parameter reads and sets it under jit."""
+    import jax
+
+    from hybrax import models
+
+    slope = jax.grad(lambda D: models.hopper.make_params(D_G=D).d_G)(-0.03)
+    np.testing.assert_allclose(slope, 2 * math.sqrt(15000.0 * 75.0), rtol=1e-14)
+    bundle = models.get_model("hopper")
+    params = bundle.make_params()
+    D_G = bundle.parameter("D_G")
+    moved = jax.jit(D_G.set)(params, -0.02)
+    np.testing.assert_allclose(D_G.get(moved), -0.02, rtol=1e-14)
+    with pytest.raises(ValueError, match="unknown model"):
+        models.get_model("walker")
+    with pytest.raises(ValueError, match="forms"):
+        type(bundle)(
+            name="x",
+            description="x",
+            parameters={},
+            make_params=dict,
+            parameter=str,
+            state_names=("x",),
+            default_state=str,
+            forms={},
+        )

@@ -115,7 +115,7 @@ class PeriodicOrbit(eqx.Module):
         r"""$\max_i|\nu_i|$ over the nontrivial multipliers: the orbit is
         asymptotically stable when it is below 1. Differentiable wherever the
         largest modulus is attained by one real multiplier or one complex pair."""
-        return jnp.max(jnp.abs(jnp.linalg.eigvals(self.reduced_jacobian)))
+        return jnp.max(jnp.abs(self.multipliers))
 
     @property
     def t_events(self):
@@ -431,12 +431,17 @@ class FloquetAnalysis(eqx.Module):
         return self.multipliers_ad[0]
 
 
+def _by_modulus(eig: Complex[Array, " k"]) -> Complex[Array, " k"]:
+    """`eig` by decreasing modulus, a complex pair with its positive imaginary part
+    first: the one ordering of multipliers in the library."""
+    key = jax.lax.stop_gradient(-jnp.abs(eig) * (1 + 1e-12) - 1e-15 * jnp.imag(eig))
+    return eig[jnp.argsort(key)]
+
+
 def sorted_multipliers(matrix: Float[Array, "k k"]) -> Complex[Array, " k"]:
     r"""The eigenvalues of `matrix` by decreasing modulus, a complex pair with its
     positive imaginary part first (differentiable; the order is not)."""
-    eig = jnp.linalg.eigvals(matrix)
-    key = jax.lax.stop_gradient(-jnp.abs(eig) * (1 + 1e-12) - 1e-15 * jnp.imag(eig))
-    return eig[jnp.argsort(key)]
+    return _by_modulus(jnp.linalg.eigvals(matrix))
 
 
 def floquet_multipliers(
@@ -457,8 +462,7 @@ def floquet_multipliers(
     trivial_index = jnp.argmin(jnp.abs(eig - 1.0))
     trivial = eig[trivial_index]
     others = jnp.delete(eig, trivial_index, assume_unique_indices=True)
-    order = jnp.argsort(-jnp.abs(others))
-    return trivial, others[order]
+    return trivial, _by_modulus(others)
 
 
 def _floquet(system, state, params, mode0, mono_ad, mono_s):
