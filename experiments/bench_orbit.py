@@ -108,7 +108,8 @@ def bench_hybrax(jax, hx, system, section, guess, p, *, analyse, repeats, events
 
     events.start()
     start = time.perf_counter()
-    orbit, floquet = call()
+    orbit = call()
+    floquet = orbit.floquet
     first = time.perf_counter() - start
     parts = events.stop()
     times = time_calls(call, repeats)

@@ -305,7 +305,7 @@ def profile(args, jax, jtu, np, hx, models, pool, out):
 
     # Steps per phase at the paper's orbit (what one cycle integrates).
     p = hx.canonical_params(models.hopper.make_params())
-    orbit, _ = hx.find_periodic_orbit(
+    orbit = hx.find_periodic_orbit(
         system, section, models.hopper.orbit_guess(p), p, analyse=False, **kw
     )
     steps = []

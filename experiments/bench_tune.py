@@ -89,7 +89,7 @@ def main():
     @jax.jit
     def objective(y, u, width):
         p = eqx.tree_at(lambda q: (q.d_G, q.k), params, tuple(y * scale))
-        orbit, _ = hx.find_periodic_orbit(system, section, u, p, analyse=False)
+        orbit = hx.find_periodic_orbit(system, section, u, p, analyse=False)
         apex_ = orbit.cycle.phase_observables["apex_upper"][0]
         value = orbit.spectral_radius + ((apex_ - target) / (width * tolerance)) ** 2
         return value, orbit.u
@@ -126,7 +126,7 @@ def main():
     nm_run = time.perf_counter() - t0
     value, u = objective(jnp.asarray(x), warm["u"], 1.0)
     p_nm = eqx.tree_at(lambda q: (q.d_G, q.k), params, tuple(jnp.asarray(x * scale)))
-    orbit_nm, _ = hx.find_periodic_orbit(system, section, u, p_nm, analyse=False)
+    orbit_nm = hx.find_periodic_orbit(system, section, u, p_nm, analyse=False)
     apex_nm = float(orbit_nm.cycle.phase_observables["apex_upper"][0])
     rho_nm = float(orbit_nm.spectral_radius)
 

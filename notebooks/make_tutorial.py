@@ -70,10 +70,11 @@ fig = hybrax.models.hopper_figures.energy_history(trajectory, params)""",
     (
         "code",
         """section = models.hopper.section("constrained")
-orbit, floquet = hx.find_periodic_orbit(
+orbit = hx.find_periodic_orbit(
     system, section, models.hopper.orbit_guess(params), params,
     settings=hx.Settings(rtol=1e-12, atol=1e-12),
 )
+floquet = orbit.floquet
 print("converged:", bool(orbit.converged), " period:", float(orbit.period))
 print("t_F, t_G:", np.asarray(orbit.phase_durations))
 print("lift-off state [z_U, z_L, v_U, v_L]:", np.asarray(models.hopper.to_minimal(orbit.state)))""",

@@ -28,7 +28,7 @@ def _quantities(system, section, form, adjoint):
         p = eqx.tree_at(
             lambda q: tuple(getattr(q, n) for n in NAMES), PARAMS, tuple(theta)
         )
-        orbit, _ = hx.find_periodic_orbit(
+        orbit = hx.find_periodic_orbit(
             system,
             section,
             models.hopper.orbit_guess(p),

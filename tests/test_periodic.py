@@ -25,7 +25,8 @@ def reference():
 
 def _find(system, section, params, guess=None):
     guess = models.hopper.orbit_guess(params) if guess is None else guess
-    return hx.find_periodic_orbit(system, section, guess, params, settings=SETTINGS)
+    orbit = hx.find_periodic_orbit(system, section, guess, params, settings=SETTINGS)
+    return orbit, orbit.floquet
 
 
 @pytest.fixture(scope="module")
@@ -249,7 +250,7 @@ def test_least_squares_solver_finds_the_reference_orbit(reference):
     the same orbit as the semi-analytic reference."""
     import optimistix as optx
 
-    orbit, _ = hx.find_periodic_orbit(
+    orbit = hx.find_periodic_orbit(
         models.hopper.minimal()[0],
         models.hopper.section(),
         models.hopper.orbit_guess(PARAMS),

@@ -132,7 +132,7 @@ def single_solves(system_and_section):
                 jnp.all(jnp.isfinite(u_next))
             ):
                 u = u_next
-        orbit, _ = hx.find_periodic_orbit(
+        orbit = hx.find_periodic_orbit(
             system, section, u, p, analyse=False, phase_observables=False, **solve
         )
         results.append(orbit)

@@ -53,7 +53,7 @@ def test_tune_command_meets_the_apex_target(tmp_path):
         p = eqx.tree_at(lambda q: (q.d_G, q.k), PARAMS, tuple(theta))
         # Newton from the plain guess overshoots here into a non-viable flight;
         # three return-map iterations first bring the guess near the orbit.
-        orbit, _ = hx.find_periodic_orbit(
+        orbit = hx.find_periodic_orbit(
             system,
             section,
             models.hopper.orbit_guess(p),

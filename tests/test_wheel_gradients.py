@@ -30,7 +30,7 @@ def _wheel_orbit(gamma, alpha):
         hx.canonical_params(models.rimless_wheel.RimlessWheelParams()),
         (gamma, alpha),
     )
-    orbit, _ = hx.find_periodic_orbit(
+    orbit = hx.find_periodic_orbit(
         WHEEL,
         WHEEL_SECTION,
         jnp.array([1.0]),
@@ -87,7 +87,7 @@ def test_forward_mode_at_a_failed_point_gives_nan_not_an_exception():
 
     def speed(gamma):
         q = eqx.tree_at(lambda s: s.gamma, p, gamma)
-        orbit, _ = hx.find_periodic_orbit(
+        orbit = hx.find_periodic_orbit(
             WHEEL,
             WHEEL_SECTION,
             jnp.array([1.0]),

@@ -641,7 +641,7 @@ def _run_orbit(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
         cache_dir=_CACHE_DIR,
     )
     pool.shutdown(wait=False)
-    orbit, floquet = cached_call(
+    orbit = cached_call(
         f"orbit-{args.model}-{form_name}-{tol:g}",
         lambda u, p: find_periodic_orbit(
             system,
@@ -659,6 +659,7 @@ def _run_orbit(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
         params,
         cache_dir=_CACHE_DIR,
     )
+    floquet = orbit.floquet
     converged = bool(orbit.converged)
     status = status_name(orbit.result)[0]
     message = status_message(orbit.result)[0]

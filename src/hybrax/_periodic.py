@@ -18,6 +18,7 @@ fixed duration of one period, started on the section. It is computed two ways:
 Its eigenvalues are the Floquet multipliers, one of them the trivial 1.
 """
 
+import dataclasses
 from collections.abc import Callable
 
 import diffrax as dfx
@@ -81,6 +82,9 @@ class PeriodicOrbit(eqx.Module):
       converged, the residual is below tolerance and the cycle ran as declared;
       otherwise the cause (the failure of the cycle at the last iterate, e.g.
       `max_steps_reached`, or `shooting_failed` when every cycle ran).
+    - `floquet`: the [`hybrax.FloquetAnalysis`][] (monodromy by autodiff and by
+      the saltation product, their discrepancy, the multipliers) when the orbit
+      was found with `analyse=True`; `None` otherwise.
 
     Every floating value of an orbit that did not converge is NaN (and so is its
     derivative): a failure never passes for a finite number.
@@ -96,6 +100,7 @@ class PeriodicOrbit(eqx.Module):
     residual_norm: Float[Array, ""]
     n_steps: Int[Array, ""]
     result: RESULTS
+    floquet: "FloquetAnalysis | None" = None
 
     @property
     def converged(self):
@@ -929,7 +934,7 @@ def find_periodic_orbit(
     return_map_iterations: int = 0,
     fallback: optx.AbstractRootFinder | None = None,
     throw: bool = False,
-) -> tuple[PeriodicOrbit, FloquetAnalysis | None]:
+) -> PeriodicOrbit:
     r"""Find a periodic orbit by shooting and, by default, analyse its stability.
 
     Solves $F(u) = \pi(P(\chi(u))) - u = 0$ (Zana et al. 2018 eq. 30) with an
@@ -993,7 +998,8 @@ def find_periodic_orbit(
     To follow an orbit as parameters change (a tuning loop, a sweep), start each
     solve from the previous `orbit.u` (warm start).
 
-    **Returns:** `(orbit, floquet)`; `floquet` is `None` when `analyse=False`.
+    **Returns:** the [`hybrax.PeriodicOrbit`][], its Floquet analysis in
+    `orbit.floquet` (`None` when `analyse=False`).
 
     **Raises:** `ValueError` for bad arguments; with `throw=True`, an
     `equinox.EquinoxRuntimeError` when the orbit was not found.
@@ -1033,7 +1039,7 @@ def find_periodic_orbit(
     orbit, floquet = _find(shooting, u_guess, canonical_params(params), mode)
     if throw:
         orbit = raise_if_failed(orbit, orbit.result)
-    return orbit, floquet
+    return dataclasses.replace(orbit, floquet=floquet)
 
 
 @eqx.filter_jit

@@ -345,16 +345,20 @@ class OrbitSweep(eqx.Module):
       shape `(B, k)`: the nontrivial Floquet multipliers (the trivial 1 is removed by
       the section; for the hopper the second is the 0 of landing on the lift-off
       surface). NaN where no orbit was found.
-    - `floquet`: a batched [`hybrax.FloquetAnalysis`][] with `analyse=True`, else
-      `None`.
+    - `floquet` (`orbit.floquet`): a batched [`hybrax.FloquetAnalysis`][] with
+      `analyse=True`, else `None`.
     - `status`: the integer status code of each element, its position in
       `hybrax.STATUS_NAMES` (0 is `successful`); names in `status_names`.
     """
 
     orbit: PeriodicOrbit
     multipliers: Complex[Array, "B k"]
-    floquet: FloquetAnalysis | None
     status: Int[Array, " B"]
+
+    @property
+    def floquet(self) -> FloquetAnalysis | None:
+        """The batched Floquet analysis (`analyse=True`), else `None`."""
+        return self.orbit.floquet
 
     @property
     def status_names(self) -> list[str]:
@@ -392,7 +396,7 @@ class _OrbitSolve(eqx.Module):
         params, u = element
         if u is None:
             u = jnp.asarray(self.guess(params), dtype=jnp.result_type(float))
-        orbit, floquet = find_periodic_orbit(
+        orbit = find_periodic_orbit(
             self.system,
             self.section,
             u,
@@ -413,7 +417,7 @@ class _OrbitSolve(eqx.Module):
             lambda o: o.reduced_jacobian, orbit, jnp.where(finite, M, 0.0)
         )
         eig = jnp.where(orbit.converged & finite, safe.multipliers, jnp.nan)
-        return orbit, eig, floquet
+        return orbit, eig
 
 
 def _float_leaf(leaf) -> bool:
@@ -563,7 +567,7 @@ def sweep_orbits(
         )
         u_batch = None if u_batch is None else u_batch[rows]
 
-    orbit, multipliers, floquet = sweep(
+    orbit, multipliers = sweep(
         fn,
         (params_batch, u_batch),
         chunk_size=chunk_size,
@@ -588,9 +592,7 @@ def sweep_orbits(
             orbit.result,
             RESULTS.nonfinite_parameters,
         )
-        orbit, multipliers, floquet = jtu.tree_map(blank, (orbit, multipliers, floquet))
+        orbit, multipliers = jtu.tree_map(blank, (orbit, multipliers))
         orbit = eqx.tree_at(lambda o: o.result, orbit, result)
     code = status_code(orbit.result)
-    return OrbitSweep(
-        orbit=orbit, multipliers=multipliers, floquet=floquet, status=code
-    )
+    return OrbitSweep(orbit=orbit, multipliers=multipliers, status=code)

@@ -138,7 +138,7 @@ class _Problem(eqx.Module):
     def evaluate(self, y, args):
         u_guess, widen = args
         params = self.with_values(y)
-        orbit, _ = find_periodic_orbit(
+        orbit = find_periodic_orbit(
             self.system,
             self.section,
             u_guess,
@@ -448,7 +448,7 @@ def tune(
             break
     final_params = problem.with_values(y)
     forward = eqx.tree_at(lambda s: s.adjoint, settings, dfx.ForwardMode())
-    orbit, _ = find_periodic_orbit(
+    orbit = find_periodic_orbit(
         system,
         section,
         u,

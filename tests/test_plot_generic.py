@@ -1,0 +1,102 @@
+"""The generic figures of `hybrax.plot` (any model): their content against the
+bouncing ball's closed form, drawn from a trajectory built by hand (no JAX run).
+
+Dropped from h = 1 m with e = 0.8 and g = 9.81: y(t) = h - g t^2 / 2 until
+t_1 = sqrt(2 h / g), then flights of 2 e^k v_1 / g; each impact removes
+T_c = (1 - e^2) m v^2 / 2."""
+
+import math
+
+import numpy as np
+import pytest
+
+import hybrax.plot
+from hybrax.models import bouncing_ball
+
+
+G, E, H, M = 9.81, 0.8, 1.0, 1.0
+
+
+def _trajectory(n_impacts=3, samples=50):
+    """Flights and impacts of the ball in closed form."""
+    t0, y0, v0 = 0.0, H, 0.0
+    t_phase, x_phase, t_events, before, after, lost, kept = [], [], [], [], [], [], []
+    for _ in range(n_impacts):
+        # Time to the floor from (y0, v0): y0 + v0 t - g t^2 / 2 = 0.
+        t_hit = (v0 + math.sqrt(v0**2 + 2 * G * y0)) / G
+        t = np.linspace(0.0, t_hit, samples)
+        x_phase.append(np.stack([y0 + v0 * t - G * t**2 / 2, v0 - G * t], axis=1))
+        t_phase.append(t0 + t)
+        v_minus = v0 - G * t_hit
+        t0 += t_hit
+        t_events.append(t0)
+        before.append([0.0, v_minus])
+        after.append([0.0, -E * v_minus])
+        lost.append((1 - E**2) * M * v_minus**2 / 2)
+        kept.append(E**2 * M * v_minus**2 / 2)
+        y0, v0 = 0.0, -E * v_minus
+    return hybrax.plot.Trajectory(
+        t_phase=np.array(t_phase),
+        x_phase=np.array(x_phase),
+        phase_modes=("air",) * n_impacts,
+        t_events=np.array(t_events),
+        event_kinds=("impact",) * n_impacts,
+        x_before=np.array(before),
+        x_after=np.array(after),
+        T_c=np.array(lost),
+        T_a=np.array(kept),
+    )
+
+
+def test_time_series_draws_each_phase_and_marks_impacts():
+    trajectory = _trajectory()
+    fig = hybrax.plot.time_series(trajectory, labels=["y", "v"])
+    height, speed = fig.axes
+    lines = [line for line in height.get_lines() if line.get_linestyle() != "None"]
+    assert len(lines) == 3
+    np.testing.assert_allclose(lines[0].get_xdata(), trajectory.t_phase[0])
+    np.testing.assert_allclose(lines[0].get_ydata(), trajectory.x_phase[0, :, 0])
+    marks = [line for line in height.get_lines() if line.get_label() == "impact"]
+    np.testing.assert_allclose(marks[0].get_xdata(), trajectory.t_events)
+    assert height.get_ylabel() == "y" and speed.get_ylabel() == "v"
+    assert speed.get_xlabel() == "t [s]"
+    with pytest.raises(ValueError, match="labels"):
+        hybrax.plot.time_series(trajectory, labels=["y"])
+    with pytest.raises(ValueError, match="indices"):
+        hybrax.plot.time_series(trajectory, indices=[2])
+
+
+def test_phase_portrait_draws_the_switching_surface():
+    trajectory = _trajectory()
+    fig = hybrax.plot.phase_portrait(
+        trajectory, 0, 1, ["y", "v"], surfaces=[("x", 0.0, "ground")]
+    )
+    (ax,) = fig.axes
+    ground = [line for line in ax.get_lines() if line.get_label() == "ground"]
+    np.testing.assert_allclose(ground[0].get_xdata(), [0.0, 0.0])
+    # Energy conservation in flight: every drawn point obeys v^2 = v_1^2 - 2 g y
+    # on the first flight (from rest at h).
+    first = [line for line in ax.get_lines() if line.get_label() == "air"][0]
+    y, v = first.get_xdata(), first.get_ydata()
+    np.testing.assert_allclose(v**2, 2 * G * (H - y), atol=1e-12)
+    with pytest.raises(ValueError, match="axis"):
+        hybrax.plot.phase_portrait(trajectory, 0, 1, surfaces=[("z", 0.0, "x")])
+
+
+def test_energy_history_drops_by_the_energy_lost_at_each_impact():
+    trajectory = _trajectory()
+    params = bouncing_ball.BallParams(g=G, e=E, m=M)
+    fig = hybrax.plot.energy_history(
+        trajectory, lambda x: bouncing_ball.energies(x, params)
+    )
+    (ax,) = fig.axes
+    totals = [line for line in ax.get_lines() if line.get_label() == "total T + V"]
+    np.testing.assert_allclose(totals[0].get_ydata(), M * G * H, rtol=1e-12)
+    (drops,) = [c for c in ax.collections if c.get_label() == r"lost at impact $T_c$"]
+    for segment, t, lost in zip(
+        drops.get_segments(), trajectory.t_events, trajectory.T_c
+    ):
+        np.testing.assert_allclose(segment[:, 0], t)
+        np.testing.assert_allclose(segment[0, 1] - segment[1, 1], -lost, rtol=1e-12)
+    # The closed form of the first loss: (1 - e^2) m g h.
+    np.testing.assert_allclose(trajectory.T_c[0], (1 - E**2) * M * G * H, rtol=1e-12)
