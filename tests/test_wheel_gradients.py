@@ -16,11 +16,7 @@ TOL = 1e-12
 
 
 WHEEL = models.rimless_wheel.rimless_wheel()[0]
-WHEEL_SECTION = hx.PoincareSection(
-    ("heelstrike",),
-    chart=lambda u, p: jnp.stack([p.gamma - p.alpha, u[0]]),
-    coordinates=lambda x, p: x[1:2],
-)
+WHEEL_SECTION = models.rimless_wheel.section()
 
 
 def _wheel_orbit(gamma, alpha):

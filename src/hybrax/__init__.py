@@ -64,6 +64,9 @@ if TYPE_CHECKING:
         monodromy as monodromy,
         poincare_map as poincare_map,
     )
+    from ._program_cache import (
+        enable_compilation_cache as enable_compilation_cache,
+    )
     from ._saltation import (
         phase_fundamental_matrix as phase_fundamental_matrix,
         saltation_matrix as saltation_matrix,
@@ -124,6 +127,7 @@ _EXPORTS = {
     "kinetic_energy": "._mechanics",
     "plastic_impact": "._mechanics",
     "canonical_params": "._misc",
+    "enable_compilation_cache": "._program_cache",
     "ContinuationDefaults": "._model",
     "ModelBundle": "._model",
     "ModelForm": "._model",

@@ -40,15 +40,6 @@ def _enable_x64() -> None:
     jax.config.update("jax_enable_x64", True)
 
 
-def _cache_dir() -> str | None:
-    """`$HYBRAX_CACHE_DIR` if set (empty disables the cache), else
-    `$XDG_CACHE_HOME/hybrax/jax` or `~/.cache/hybrax/jax`."""
-    if "HYBRAX_CACHE_DIR" in os.environ:
-        return os.environ["HYBRAX_CACHE_DIR"] or None
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join("~", ".cache")
-    return os.path.join(os.path.expanduser(base), "hybrax", "jax")
-
-
 def _runtime_checks_as_nan() -> None:
     """Make runtime checks inside compiled code return NaN instead of raising, when
     equinox is not imported yet (it reads `EQX_ON_ERROR` once, on import).
@@ -71,24 +62,10 @@ _CACHE_DIR: str | None = None
 
 
 def _enable_cache() -> str | None:
-    """Turn on JAX's persistent compilation cache, so that a second run of a command
-    skips the XLA compilations (seconds each) of the first.
+    """The library's persistent compilation cache, for the command line."""
+    from ._program_cache import enable_compilation_cache
 
-    Every compilation is cached (no minimum compile time or entry size). A cache
-    directory already configured (by `JAX_COMPILATION_CACHE_DIR`, or by a caller such
-    as a test suite) is kept as it is: JAX reads the setting once, at its first
-    compilation. Returns the cache directory in use, or `None` when disabled.
-    """
-    current = jax.config.jax_compilation_cache_dir
-    if current:
-        return current
-    path = _cache_dir()
-    if path is None:
-        return None
-    jax.config.update("jax_compilation_cache_dir", path)
-    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
-    jax.config.update("jax_persistent_cache_min_entry_size_bytes", -1)
-    return path
+    return enable_compilation_cache()
 
 
 # ---------------------------------------------------------------------------

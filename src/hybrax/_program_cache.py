@@ -12,6 +12,7 @@ import dataclasses
 import functools
 import hashlib
 import importlib.metadata
+import os
 import pathlib
 import pickle
 import threading
@@ -162,3 +163,40 @@ def cached_call(name: str, fn, *args, cache_dir: str | None):
     """Evaluate `fn(*args)` through [`program`][]: a lowered program kept in
     `cache_dir` between runs."""
     return program(name, fn, *args, cache_dir=cache_dir)(*args)
+
+
+def default_cache_dir() -> str | None:
+    """`$HYBRAX_CACHE_DIR` if set (empty disables the cache), else
+    `$XDG_CACHE_HOME/hybrax/jax` or `~/.cache/hybrax/jax`."""
+    if "HYBRAX_CACHE_DIR" in os.environ:
+        return os.environ["HYBRAX_CACHE_DIR"] or None
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join("~", ".cache")
+    return os.path.join(os.path.expanduser(base), "hybrax", "jax")
+
+
+def enable_compilation_cache(path: str | os.PathLike | None = None) -> str | None:
+    """Turn on JAX's persistent compilation cache, so that the next process that runs
+    the same programs (an orbit search, a sweep) skips their XLA compilation.
+
+    Every compilation is cached (no minimum compile time or entry size). A cache
+    directory already configured (by `JAX_COMPILATION_CACHE_DIR`, or by an earlier
+    call) is kept as it is: JAX reads the setting at its first compilation. Call it
+    once, before the first computation; the command line does.
+
+    **Arguments:**
+
+    - `path`: the cache directory; default `$HYBRAX_CACHE_DIR` (empty: no cache),
+      else `$XDG_CACHE_HOME/hybrax/jax` or `~/.cache/hybrax/jax`.
+
+    **Returns:** the cache directory in use, or `None` when disabled.
+    """
+    current = jax.config.jax_compilation_cache_dir
+    if current:
+        return current
+    path = default_cache_dir() if path is None else os.fspath(path)
+    if path is None:
+        return None
+    jax.config.update("jax_compilation_cache_dir", path)
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
+    jax.config.update("jax_persistent_cache_min_entry_size_bytes", -1)
+    return path
