@@ -224,9 +224,13 @@ def _run_continue(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
 
     summarise = model.hook("continuation_summary")
     if summarise is None:
+        # The leading multiplier: its real value when it is real (-1 at a period
+        # doubling), else its modulus.
+        leading = branch.multipliers[:, 0]
+        real = np.abs(np.imag(leading)) <= 1e-12 * np.maximum(1.0, np.abs(leading))
         summary = {
             "period": branch.period,
-            "multiplier": np.abs(branch.multipliers[:, 0]),
+            "multiplier": np.where(real, np.real(leading), np.abs(leading)),
         }
     else:
         summary = summarise(system, form, branch, params, parameter, _T_MAX)
@@ -323,9 +327,9 @@ def _branch_figures(branch, summary, params, parameter, out: pathlib.Path):
             curves={"period": summary["period"]}, ylabel="period [s]"
         ),
         "branch_multiplier.png": dict(
-            curves={r"$|\nu|$": summary["multiplier"]},
-            ylabel="leading |multiplier|",
-            reference_lines=(1.0,),
+            curves={r"$\nu$": summary["multiplier"]},
+            ylabel="leading multiplier (modulus if complex)",
+            reference_lines=(1.0, -1.0),
         ),
     }.items():
         path = out / filename

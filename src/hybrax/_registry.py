@@ -8,6 +8,7 @@ import importlib
 #: (a function `_bundle()` returning a `hybrax.ModelBundle`).
 REGISTRY = {
     "hopper": "hopper",
+    "compass-gait": "compass_gait",
     "rimless-wheel": "rimless_wheel",
     "bouncing-ball": "bouncing_ball",
 }

@@ -6,6 +6,7 @@ read (`get_model(name)`; a new model is one module here and one line in
 - `hybrax.models.hopper`: the two-mass vertical hopper (Zana et al. 2018), with
   `hybrax.models.hopper_figures` (the paper's figures).
 - `hybrax.models.rimless_wheel`: the rimless wheel on a slope.
+- `hybrax.models.compass_gait`: the passive compass-gait biped (Goswami et al. 1998).
 - `hybrax.models.bouncing_ball`: a ball bouncing with restitution.
 """
 
@@ -16,6 +17,7 @@ from .._registry import (
 )
 from . import (
     bouncing_ball as bouncing_ball,
+    compass_gait as compass_gait,
     hopper as hopper,
     rimless_wheel as rimless_wheel,
 )

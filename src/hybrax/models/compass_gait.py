@@ -1,0 +1,415 @@
+r"""The compass-gait biped walking passively down a slope (Goswami, Thuilot & Espiau
+1998, "A study of the passive gait of a compass-like biped robot", Int. J. Robot.
+Res. 17(12); the walker of seeds 002/003, Font-Llagunes & Kövecses).
+
+Two straight legs of length $l = a + b$ joined at the hip: a point mass $m$ on each
+leg at distance $a$ from its foot, a point mass $m_H$ at the hip, on a slope of
+angle $\phi$ going down in $+x$. State in minimal coordinates
+$x = [\theta_s, \theta_{ns}, \dot\theta_s, \dot\theta_{ns}]$: absolute angles from
+the vertical of the stance leg (foot at the origin, hip at
+$l(\sin\theta_s, \cos\theta_s)$: positive when the hip is ahead of the foot) and of
+the swing leg (its foot at hip $+ l(\sin\theta_{ns}, -\cos\theta_{ns})$: positive
+when the foot is ahead of the hip).
+
+- **Single support.** The Euler-Lagrange equations of
+  $T = \tfrac12\sum_i m_i|\dot r_i|^2$, $V = g\sum_i m_i y_i$, with the mass
+  matrix $H = \partial^2 T/\partial\dot q^2$ and the remaining terms derived by JAX
+  autodiff (no hand-written equations of motion).
+- **Heel strike.** The swing foot's height above the slope,
+  $h = y_{sw} + x_{sw}\tan\phi$ (over $l$), crosses 0 downward, armed once the swing
+  foot is ahead of the stance foot along the slope by $0.1\,l$ (the passive
+  walker's mid-stance scuff is ignored, as in the paper). The impact is perfectly
+  plastic on the descriptor coordinates $(x_f, y_f, \theta_s, \theta_{ns})$, with
+  the stance foot free: the projection of [`hybrax.plastic_impact`][] onto the
+  motions that keep the landing foot still, whose energy split ($T_c$ lost, $T_a$
+  kept) and impulse are recorded (seed 002); then the legs swap roles,
+  $\theta_s^+ = -\theta_{ns}$, $\theta_{ns}^+ = -\theta_s$. The trailing foot's
+  velocity normal to the slope after the impact (`trailing_normal_velocity`) must
+  be positive for it to leave the ground (seed 002's lift-off condition).
+"""
+
+import math
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .._hybrid import AbstractReset, HybridSystem, Mode, Transition
+from .._mechanics import AbstractLagrangianModel, plastic_impact
+from .._periodic import PoincareSection
+
+
+class CompassGaitParams(eqx.Module):
+    """`m` leg mass [kg], `m_H` hip mass [kg], `a` foot to leg mass [m], `b` leg
+    mass to hip [m], `slope` [rad], `g` [m/s^2]. Defaults: Goswami et al. (1998),
+    m = 5, m_H = 10, a = b = 0.5, slope 3 degrees."""
+
+    m: float = 5.0
+    m_H: float = 10.0
+    a: float = 0.5
+    b: float = 0.5
+    slope: float = 3.0 * math.pi / 180.0
+    g: float = 9.81
+
+    def __check_init__(self):
+        for name, ok, rule in (
+            ("m", lambda v: v > 0, "> 0"),
+            ("m_H", lambda v: v >= 0, ">= 0"),
+            ("a", lambda v: v > 0, "> 0"),
+            ("b", lambda v: v > 0, "> 0"),
+            ("slope", lambda v: (v > 0) & (v < math.pi / 4), "in (0, pi/4)"),
+            ("g", lambda v: v > 0, "> 0"),
+        ):
+            try:
+                value = np.asarray(getattr(self, name), dtype=float)
+            except Exception:  # a tracer: checked through the run's status
+                continue
+            if not (np.all(np.isfinite(value)) and np.all(ok(value))):
+                raise ValueError(
+                    f"Compass-gait parameter `{name}` must be {rule}; got {value}."
+                )
+
+
+def _points(q, params):
+    r"""Positions of the stance-leg mass, the hip, the swing-leg mass and the swing
+    foot for descriptor coordinates $q = (x_f, y_f, \theta_s, \theta_{ns})$."""
+    foot = q[:2]
+    l = params.a + params.b  # noqa: E741
+    up = jnp.stack([jnp.sin(q[2]), jnp.cos(q[2])])
+    down = jnp.stack([jnp.sin(q[3]), -jnp.cos(q[3])])
+    hip = foot + l * up
+    return foot + params.a * up, hip, hip + params.b * down, hip + l * down
+
+
+def _kinetic(q, qd, params):
+    velocities = jax.jvp(lambda q_: _points(q_, params)[:3], (q,), (qd,))[1]
+    masses = (params.m, params.m_H, params.m)
+    return 0.5 * sum(m * v @ v for m, v in zip(masses, velocities))
+
+
+def _potential(q, params):
+    leg, hip, swing, _ = _points(q, params)
+    return params.g * (params.m * leg[1] + params.m_H * hip[1] + params.m * swing[1])
+
+
+class CompassMechanics(AbstractLagrangianModel):
+    r"""The walker in descriptor coordinates $q = (x_f, y_f, \theta_s,
+    \theta_{ns})$ (stance foot free): $H = \partial^2T/\partial\dot q^2$ and
+    $C = \dot H\dot q - \partial T/\partial q + \partial V/\partial q$ by autodiff.
+    Constraint groups: `"stance"` (the stance foot's position) and `"swing"` (the
+    swing foot's position: at heel strike, the landing foot)."""
+
+    def mass_matrix(self, q, params):
+        return jax.hessian(lambda qd: _kinetic(q, qd, params))(jnp.zeros_like(q))
+
+    def forces(self, q, qd, params):
+        momentum = jax.grad(_kinetic, argnums=1)
+        Hdot_qd = jax.jvp(lambda q_: momentum(q_, qd, params), (q,), (qd,))[1]
+        dT_dq = jax.grad(_kinetic, argnums=0)(q, qd, params)
+        dV_dq = jax.grad(_potential)(q, params)
+        return Hdot_qd - dT_dq + dV_dq
+
+    def constraints(self, q, params):
+        return {"stance": q[:2], "swing": _points(q, params)[3]}
+
+
+_MECHANICS = CompassMechanics()
+
+
+def _descriptor(x):
+    """Minimal state -> descriptor positions and velocities (stance foot at rest at
+    the origin)."""
+    zero = jnp.zeros(2, x.dtype)
+    return jnp.concatenate([zero, x[:2]]), jnp.concatenate([zero, x[2:]])
+
+
+def _single_support(t, x, params):
+    r"""$\ddot\theta$ from the reduced equations: the descriptor equations with the
+    stance foot pinned are the $(\theta_s, \theta_{ns})$ block of $H$ and $C$."""
+    del t
+    q, qd = _descriptor(x)
+    H = _MECHANICS.mass_matrix(q, params)[2:, 2:]
+    C = _MECHANICS.forces(q, qd, params)[2:]
+    return jnp.concatenate([x[2:], jnp.linalg.solve(H, -C)])
+
+
+def _along_and_above(point, params):
+    """A point's distance along the slope (downhill) and its height above it."""
+    c, s = jnp.cos(params.slope), jnp.sin(params.slope)
+    return point[0] * c - point[1] * s, point[0] * s + point[1] * c
+
+
+def _swing_foot_height(t, x, params):
+    del t
+    q, _ = _descriptor(x)
+    _, above = _along_and_above(_points(q, params)[3], params)
+    return above / (params.a + params.b)
+
+
+# How far (over l) the swing foot must be ahead of the stance foot along the slope
+# before a heel strike can fire: past the mid-stance scuff.
+_ARMING_DISTANCE = 0.1
+
+
+def _swing_foot_ahead(t, x, params):
+    del t
+    q, _ = _descriptor(x)
+    along, _ = _along_and_above(_points(q, params)[3], params)
+    return along / (params.a + params.b) - _ARMING_DISTANCE
+
+
+class HeelStrike(AbstractReset):
+    r"""Plastic impact of the landing foot (projection on the descriptor
+    coordinates, the trailing foot free), then the leg swap
+    $(\theta_s, \theta_{ns}) \to (-\theta_{ns}, -\theta_s)$."""
+
+    def impact(self, x, params):
+        q, qd = _descriptor(x)
+        return plastic_impact(_MECHANICS, ("swing",), q, qd, params)
+
+    def __call__(self, t, x, params):
+        del t
+        qd = self.impact(x, params).qd_plus
+        return jnp.stack([-x[1], -x[0], -qd[3], -qd[2]])
+
+    def observables(self, t, x_minus, x_plus, params):
+        del t, x_plus
+        result = self.impact(x_minus, params)
+        # The trailing (old stance) foot's velocity after the impact, normal to
+        # the slope: it must leave the ground (seed 002's lift-off condition).
+        _, normal = _along_and_above(result.qd_plus[:2], params)
+        return {
+            "T_c": result.T_c,
+            "T_a": result.T_a,
+            "impulse": result.impulse,
+            "trailing_normal_velocity": normal,
+        }
+
+
+def compass_gait() -> tuple[HybridSystem, CompassGaitParams]:
+    """The compass-gait walker: mode `"single_support"`, transition `"heelstrike"`
+    onto itself; with the default [`hybrax.models.compass_gait.CompassGaitParams`][]."""
+    strike = Transition(
+        source="single_support",
+        target="single_support",
+        guard=_swing_foot_height,
+        direction=False,
+        reset=HeelStrike(),
+        name="heelstrike",
+        arm=_swing_foot_ahead,
+    )
+    system = HybridSystem(
+        (Mode(_single_support, "single_support"),), (strike,), n_states=4
+    )
+    return system, CompassGaitParams()
+
+
+def section() -> PoincareSection:
+    r"""Just after heel strike, both feet on the slope: the legs make angles
+    $\pm\alpha$ with the slope's normal, $\theta_s = \phi - \alpha$,
+    $\theta_{ns} = -\phi - \alpha$; the reduced unknowns are
+    $u = (\alpha, \dot\theta_s, \dot\theta_{ns})$."""
+    return PoincareSection(
+        ("heelstrike",),
+        chart=lambda u, p: jnp.stack([p.slope - u[0], -p.slope - u[0], u[1], u[2]]),
+        coordinates=lambda x, p: jnp.stack([-(x[0] + x[1]) / 2, x[2], x[3]]),
+    )
+
+
+def orbit_guess(params) -> jax.Array:
+    """A guess of $(\\alpha, \\dot\\theta_s, \\dot\\theta_{ns})$ after heel strike near
+    the gait at a few degrees of slope (the return map is iterated from it)."""
+    del params
+    return jnp.array([0.27, 1.09, -0.38])
+
+
+def energies(x, params):
+    r"""Kinetic and potential energy of minimal states (batched on leading axes),
+    the potential measured from the stance foot."""
+
+    def one(x_):
+        q, qd = _descriptor(x_)
+        return _kinetic(q, qd, params), _potential(q, params)
+
+    flat = jnp.reshape(jnp.asarray(x), (-1, 4))
+    kinetic, potential = jax.vmap(one)(flat)
+    shape = jnp.shape(x)[:-1]
+    return kinetic.reshape(shape), potential.reshape(shape)
+
+
+FIELD_NAMES = ("m", "m_H", "a", "b", "slope", "g")
+#: Parameters with their units and meaning, the derived one last.
+PARAMETERS = {
+    "m": "kg, mass of each leg (at distance a from its foot)",
+    "m_H": "kg, hip mass",
+    "a": "m, foot to leg mass",
+    "b": "m, leg mass to hip",
+    "slope": "rad, slope angle",
+    "g": "m/s^2, gravitational acceleration",
+    "slope_deg": "deg, slope angle in degrees (sets slope)",
+}
+
+
+def _degree(params):
+    del params
+    return math.pi / 180.0
+
+
+def make_params(*, slope_deg=None, **values) -> CompassGaitParams:
+    r"""Build [`hybrax.models.compass_gait.CompassGaitParams`][], optionally with
+    the slope in degrees (`slope_deg`; traced values work). Unknown names raise
+    `ValueError`."""
+    unknown = set(values) - set(FIELD_NAMES)
+    if unknown:
+        raise ValueError(
+            f"Unknown compass-gait parameter(s) {sorted(unknown)}; known: "
+            f"{', '.join(PARAMETERS)}."
+        )
+    if slope_deg is not None:
+        if "slope" in values:
+            raise ValueError("Give either `slope` or `slope_deg`, not both.")
+        values["slope"] = slope_deg * _degree(None)
+    return CompassGaitParams(**values)
+
+
+def parameter(name: str):
+    """The continuation parameter called `name`: a field, or `slope_deg`."""
+    from .._continuation import FieldParameter
+
+    if name == "slope_deg":
+        return FieldParameter("slope", _degree, name="slope_deg")
+    if name in FIELD_NAMES:
+        return FieldParameter(name, None, name=name)
+    raise ValueError(
+        f"unknown compass-gait parameter {name!r}; known: {', '.join(PARAMETERS)}"
+    )
+
+
+def _default_state(params):
+    return section().chart(orbit_guess(params), params)
+
+
+def _step_period(orbit, params):
+    del params
+    return orbit.period
+
+
+def _half_interleg_angle(orbit, params):
+    del params
+    return orbit.u[0]
+
+
+def _speed(orbit, params):
+    r"""Average speed along the slope: step length $2l\sin\alpha$ over the period."""
+    return 2 * (params.a + params.b) * jnp.sin(orbit.u[0]) / orbit.period
+
+
+def _energy_lost_share(orbit, params):
+    del params
+    return orbit.T_c[0] / (orbit.T_c[0] + orbit.T_a[0])
+
+
+def _multiplier(orbit, params):
+    del params
+    return orbit.spectral_radius
+
+
+#: Scalar quantities of a gait (differentiable, for `tune`).
+ORBIT_QUANTITIES = {
+    "period": _step_period,
+    "alpha": _half_interleg_angle,
+    "speed": _speed,
+    "Tc_over_T": _energy_lost_share,
+    "multiplier": _multiplier,
+}
+
+
+def _orbit_summary(orbit, floquet, solution, params):
+    del floquet, solution
+    alpha = float(orbit.u[0])
+    l = float(params.a + params.b)  # noqa: E741
+    step = 2 * l * math.sin(alpha)
+    T_c, T_a = float(orbit.T_c[0]), float(orbit.T_a[0])
+    released = (
+        float((2 * params.m + params.m_H) * params.g)
+        * step
+        * math.sin(float(params.slope))
+    )
+    trailing = float(orbit.cycle.observables["trailing_normal_velocity"][0])
+    values = {
+        "alpha": alpha,
+        "step_length": step,
+        "speed": step / float(orbit.period),
+        "T_c": T_c,
+        "T_a": T_a,
+        "Tc_over_T": T_c / (T_c + T_a),
+        "potential_released": released,
+        "trailing_normal_velocity": trailing,
+        "trailing_foot_leaves": bool(trailing > 0),
+    }
+    lines = [
+        f"  step period             {float(orbit.period):.10f} s",
+        f"  half inter-leg angle    {alpha:.10f} rad",
+        f"  step length             {step:.10f} m",
+        f"  speed                   {step / float(orbit.period):.10f} m/s",
+        f"  T_c (lost at heel strike) {T_c:.6f} J",
+        f"  potential released/step {released:.6f} J",
+        f"  T_c / (T_a + T_c)       {T_c / (T_c + T_a):.10f}",
+        f"  trailing foot normal velocity after impact {trailing:+.4f} m/s",
+    ]
+    return values, lines
+
+
+def _figures(trajectory, params, out):
+    from .. import plot
+
+    out.mkdir(parents=True, exist_ok=True)
+    labels = (
+        r"$\theta_s$ [rad]",
+        r"$\theta_{ns}$ [rad]",
+        r"$\dot\theta_s$ [rad/s]",
+        r"$\dot\theta_{ns}$ [rad/s]",
+    )
+    figures = {
+        "time_series.png": plot.time_series(trajectory, labels=labels),
+        "phase_portrait.png": plot.phase_portrait(trajectory, 0, 2, labels),
+        "energy.png": plot.energy_history(trajectory, lambda x: energies(x, params)),
+    }
+    written = []
+    for name, figure in figures.items():
+        figure.savefig(out / name, dpi=150)
+        written.append(out / name)
+    return written
+
+
+def _orbit_figures(cycle, perturbed, labels, trajectory, params, out):
+    del cycle, perturbed, labels
+    return _figures(trajectory, params, out)
+
+
+def _bundle():
+    from .._model import ContinuationDefaults, ModelBundle, ModelForm
+
+    return ModelBundle(
+        name="compass-gait",
+        description="passive compass-gait biped on a slope (Goswami et al. 1998)",
+        parameters=PARAMETERS,
+        make_params=make_params,
+        parameter=parameter,
+        state_names=("theta_s", "theta_ns", "omega_s", "omega_ns"),
+        default_state=_default_state,
+        forms={"minimal": ModelForm(lambda: compass_gait()[0], section)},
+        orbit_guess=orbit_guess,
+        quantities=ORBIT_QUANTITIES,
+        continuation=ContinuationDefaults(
+            "slope_deg", start=3.0, stop=5.0, parameter_scale=1.0, max_period=5.0
+        ),
+        sweep_grids=("slope_deg=1:5:9", "m_H=5:20:7"),
+        labels={"slope_deg": r"slope $\phi$ [deg]", "m_H": r"$m_H$ [kg]"},
+        hooks={
+            "simulate_figures": _figures,
+            "orbit_summary": _orbit_summary,
+            "orbit_figures": _orbit_figures,
+        },
+    )

@@ -1,0 +1,164 @@
+"""The compass-gait biped (Goswami, Thuilot & Espiau 1998) against conservation laws
+written here: the energy lost at each heel strike equals the potential energy
+released per step on the periodic gait; through the impact the angular momentum of
+the whole walker about the landing foot and that of the trailing leg about the hip
+are conserved (the two equations of the classic hand-derived impact map); the
+Floquet multipliers agree by autodiff and by the saltation product; and `hybrax
+continue compass-gait` finds the period doubling where a multiplier is -1."""
+
+import json
+import math
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import hybrax as hx
+from hybrax._cli import main
+from hybrax.models import compass_gait as cg
+
+
+TOL = 1e-12
+SYSTEM, DEFAULTS = cg.compass_gait()
+PARAMS = hx.canonical_params(DEFAULTS)
+
+
+@pytest.fixture(scope="module")
+def gait():
+    return hx.find_periodic_orbit(
+        SYSTEM,
+        cg.section(),
+        cg.orbit_guess(PARAMS),
+        PARAMS,
+        settings=hx.Settings(rtol=TOL, atol=TOL),
+    )
+
+
+def test_energy_lost_at_heel_strike_is_the_potential_released(gait):
+    """On the gait the walker (mass 2m + m_H) descends by its step length
+    2 l sin(alpha) along the slope each step."""
+    assert gait.converged
+    alpha, l = float(gait.u[0]), 1.0  # noqa: E741
+    released = 20.0 * 9.81 * 2 * l * math.sin(alpha) * math.sin(3 * math.pi / 180)
+    np.testing.assert_allclose(float(gait.T_c[0]), released, rtol=1e-9)
+    # The trailing foot leaves the ground after the impact (seed 002).
+    assert float(gait.cycle.observables["trailing_normal_velocity"][0]) > 0
+
+
+def test_multipliers_two_ways(gait):
+    floquet = gait.floquet
+    assert float(floquet.max_discrepancy) < 1e-7
+    np.testing.assert_allclose(
+        floquet.multipliers_ad, floquet.multipliers_saltation, atol=1e-8
+    )
+    # The reduced Jacobian's eigenvalues are the nontrivial multipliers.
+    np.testing.assert_allclose(
+        gait.multipliers, floquet.multipliers_saltation, atol=1e-8
+    )
+    np.testing.assert_allclose(floquet.trivial_saltation, 1.0, atol=1e-9)
+    assert float(gait.spectral_radius) < 1  # the passive gait at 3 degrees is stable
+
+
+def _points(x, p):
+    """Positions and velocities (stance foot at the origin) of the stance-leg mass,
+    hip, swing-leg mass and swing foot, written out by hand."""
+    ts, tn, ws, wn = x
+    a, b = float(p.a), float(p.b)
+    l = a + b  # noqa: E741
+    up, dup = (
+        np.array([math.sin(ts), math.cos(ts)]),
+        np.array([math.cos(ts), -math.sin(ts)]),
+    )
+    dn, ddn = (
+        np.array([math.sin(tn), -math.cos(tn)]),
+        np.array([math.cos(tn), math.sin(tn)]),
+    )
+    hip, v_hip = l * up, l * dup * ws
+    return {
+        "leg": (a * up, a * dup * ws),
+        "hip": (hip, v_hip),
+        "swing": (hip + b * dn, v_hip + b * ddn * wn),
+        "foot": (hip + l * dn, v_hip + l * ddn * wn),
+    }
+
+
+def _cross(r, v):
+    return r[0] * v[1] - r[1] * v[0]
+
+
+def test_impact_conserves_the_angular_momenta_of_the_classic_map(gait):
+    """Before heel strike (minimal state x-) and after it (x+, legs relabelled):
+    the whole walker's angular momentum about the landing foot, and the trailing
+    leg's about the hip, are the same (the impulse acts at the landing foot; the
+    hip is a free joint)."""
+    m, m_H = float(PARAMS.m), float(PARAMS.m_H)
+    before = np.asarray(gait.cycle.x_before[0])
+    after = np.asarray(gait.cycle.x_after[0])
+    pre = _points(before, PARAMS)
+    # After the relabelling, the new stance foot (the landing foot) is the origin.
+    post = _points(after, PARAMS)
+    landing = pre["foot"][0]
+    masses = {"leg": m, "hip": m_H, "swing": m}
+
+    def about(points, origin, names):
+        return sum(
+            masses[n] * _cross(points[n][0] - origin, points[n][1]) for n in names
+        )
+
+    total_pre = about(pre, landing, ("leg", "hip", "swing"))
+    total_post = about(post, np.zeros(2), ("leg", "hip", "swing"))
+    np.testing.assert_allclose(total_post, total_pre, rtol=1e-10)
+    # The trailing leg (before: the stance leg, "leg"; after: the swing leg): its
+    # only impulse acts at the hip, so m (r - r_H) x v does not jump.
+    trailing_pre = m * _cross(pre["leg"][0] - pre["hip"][0], pre["leg"][1])
+    trailing_post = m * _cross(post["swing"][0] - post["hip"][0], post["swing"][1])
+    np.testing.assert_allclose(trailing_post, trailing_pre, rtol=1e-10)
+    # The energy kept is the kinetic energy after the impact.
+    kinetic = sum(
+        masses[n] * post[n][1] @ post[n][1] / 2 for n in ("leg", "hip", "swing")
+    )
+    np.testing.assert_allclose(kinetic, float(gait.T_a[0]), rtol=1e-10)
+
+
+def test_gait_repeats_over_ten_steps(gait):
+    sol = hx.simulate(
+        SYSTEM,
+        gait.state,
+        PARAMS,
+        n_events=10,
+        settings=hx.Settings(rtol=TOL, atol=TOL, t_max=20.0),
+    )
+    assert sol.result == hx.RESULTS.successful
+    np.testing.assert_allclose(
+        np.diff(np.asarray(sol.t_events), prepend=0.0), float(gait.period), rtol=1e-8
+    )
+    np.testing.assert_allclose(sol.x_after[-1], gait.state, atol=1e-8)
+
+
+def test_continue_in_slope_finds_the_period_doubling(tmp_path):
+    """`hybrax continue compass-gait` from 3 to 5 degrees: stable at 3, one period
+    doubling where the leading multiplier is -1, unstable beyond."""
+    code = main(
+        ["continue", "compass-gait", "--out", str(tmp_path)]
+        + ["--json", str(tmp_path / "branch.json")]
+    )
+    assert code == 0
+    data = json.loads((tmp_path / "branch.json").read_text())
+    assert data["parameter"] == "slope_deg"
+    assert data["branch"][0]["stable"] and data["folds"] == []
+    (doubling,) = data["period_doublings"]
+    assert doubling["located"]
+    assert 3.0 < doubling["slope_deg"] < 5.0
+    np.testing.assert_allclose(doubling["multiplier"], -1.0, atol=1e-6)
+    # The gait at the doubling, re-found, has a multiplier -1.
+    p = cg.parameter("slope_deg").set(PARAMS, jnp.asarray(doubling["slope_deg"]))
+    orbit = hx.find_periodic_orbit(
+        SYSTEM,
+        cg.section(),
+        cg.orbit_guess(p),
+        p,
+        analyse=False,
+        return_map_iterations=0,
+    )
+    real = [complex(v) for v in orbit.multipliers if abs(complex(v).imag) < 1e-9]
+    assert min(abs(v + 1) for v in real) < 1e-5
