@@ -14,13 +14,16 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from . import models as models, plot as plot
     from ._continuation import (
-        AbstractParameter as AbstractParameter,
         Branch as Branch,
-        FieldParameter as FieldParameter,
-        Fold as Fold,
-        FunctionParameter as FunctionParameter,
-        PeriodDoubling as PeriodDoubling,
+        ContinuationSettings as ContinuationSettings,
+        SolutionBranch as SolutionBranch,
+        SpecialPoint as SpecialPoint,
         continue_branch as continue_branch,
+        continue_branch_period_doubled as continue_branch_period_doubled,
+        continue_fixed_points as continue_fixed_points,
+        continue_period_doubled as continue_period_doubled,
+        continue_zeros as continue_zeros,
+        period_doubled_section as period_doubled_section,
     )
     from ._hybrid import (
         AbstractReset as AbstractReset,
@@ -53,6 +56,11 @@ if TYPE_CHECKING:
         ContinuationDefaults as ContinuationDefaults,
         ModelBundle as ModelBundle,
         ModelForm as ModelForm,
+    )
+    from ._parameters import (
+        AbstractParameter as AbstractParameter,
+        FieldParameter as FieldParameter,
+        FunctionParameter as FunctionParameter,
     )
     from ._periodic import (
         FloquetAnalysis as FloquetAnalysis,
@@ -99,13 +107,19 @@ if TYPE_CHECKING:
 
 # Public name -> the module that defines it.
 _EXPORTS = {
-    "AbstractParameter": "._continuation",
+    "AbstractParameter": "._parameters",
     "Branch": "._continuation",
-    "FieldParameter": "._continuation",
-    "Fold": "._continuation",
-    "FunctionParameter": "._continuation",
-    "PeriodDoubling": "._continuation",
+    "ContinuationSettings": "._continuation",
+    "FieldParameter": "._parameters",
+    "FunctionParameter": "._parameters",
+    "SolutionBranch": "._continuation",
+    "SpecialPoint": "._continuation",
     "continue_branch": "._continuation",
+    "continue_branch_period_doubled": "._continuation",
+    "continue_fixed_points": "._continuation",
+    "continue_period_doubled": "._continuation",
+    "continue_zeros": "._continuation",
+    "period_doubled_section": "._continuation",
     "AbstractReset": "._hybrid",
     "ContactForceGuard": "._hybrid",
     "Extremum": "._hybrid",

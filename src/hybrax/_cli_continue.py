@@ -36,8 +36,9 @@ def add_parser(subparsers) -> None:
         help="follow a branch of periodic orbits in one parameter",
         description=(
             "Follow a branch of periodic orbits from --start towards --stop by "
-            "pseudo-arclength continuation (through folds), locate folds and "
-            "period doublings, print the special points and write the figures "
+            "pseudo-arclength continuation (through folds), locate folds, "
+            "period doublings and Neimark-Sacker points, print the special points "
+            "and write the figures "
             "(the model's, or period and multiplier along the branch) and "
             "optionally JSON. "
             "Defaults of --param, --start, --stop, --parameter-scale and "
@@ -216,7 +217,9 @@ def _run_continue(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
             f"{len(guesses)} guesses: {branch.message}",
             file=sys.stderr,
         )
-        payload.update(branch=[], folds=[], period_doublings=[], limits={})
+        payload.update(
+            branch=[], folds=[], period_doublings=[], neimark_sackers=[], limits={}
+        )
         if args.json is not None:
             _cli._write_json(args.json, payload)
             print(f"wrote {args.json}")
@@ -272,7 +275,12 @@ def _run_continue(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
     records = [point_record(i) for i in range(branch.n_points)]
     folds = [special_record(f) for f in branch.folds]
     doublings = [special_record(p) for p in branch.period_doublings]
-    for label, items in (("folds", folds), ("period doublings", doublings)):
+    tori = [special_record(p) for p in branch.neimark_sackers]
+    for label, items in (
+        ("folds", folds),
+        ("period doublings", doublings),
+        ("Neimark-Sacker points", tori),
+    ):
         print(f"{label}: {len(items)}")
         for item in items:
             period = item.get("period")
@@ -296,6 +304,7 @@ def _run_continue(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
         branch=records,
         folds=folds,
         period_doublings=doublings,
+        neimark_sackers=tori,
         limits={k: _cli._number(v) for k, v in limits.items()},
     )
     print()

@@ -1,27 +1,48 @@
-r"""Numerical continuation of periodic orbits in one scalar parameter.
+r"""Numerical continuation of zeros, fixed points and periodic orbits in one scalar
+parameter.
 
-A periodic orbit is a zero of $F(u, \lambda) = \pi(P(\chi(u); p(\lambda))) - u$, the
-return map of [`hybrax.poincare_map`][] minus the identity, with $u \in \mathbb{R}^k$
-the reduced unknowns of a [`hybrax.PoincareSection`][] and $\lambda$ one scalar of
-the parameter PyTree. Its solutions form curves (branches) in $(u, \lambda)$; they
-can turn back in $\lambda$ (folds), so they are followed by Keller's (1977)
-pseudo-arclength continuation: with $z = (u, \lambda)$, the unit tangent $t$
-spanning the null space of $[F_u\ F_\lambda]$ and a step $h$, the predictor
-$z_p = z_n + h\,t_n$ is corrected by solving
+The core follows a curve (branch) of zeros of $F(u, \lambda) = 0$, $u \in
+\mathbb{R}^k$ and $\lambda$ a scalar, by Keller's (1977) pseudo-arclength
+continuation: with $z = (u, \lambda)$, the unit tangent $t$ spanning the null space
+of $[F_u\ F_\lambda]$ and a step $h$, the predictor $z_p = z_n + h\,t_n$ is
+corrected by solving
 
 $$F(z) = 0, \qquad t_n \cdot (z - z_p) = 0$$
 
 with Newton's method (optimistix). Natural-parameter continuation (fix $\lambda$,
-solve $F(u, \lambda) = 0$) is the other `method`; it cannot pass a fold.
+solve $F(u, \lambda) = 0$) is the other `method`; it cannot pass a fold. Its clients:
 
-Stability comes with the Jacobian: $M = F_u + I = \partial P/\partial u$ is the
-reduced Jacobian of the return map (Zana et al. 2018 eqs. 32-33), its eigenvalues the
-nontrivial Floquet multipliers $\nu_i$. Along a branch, a fold is where a real
-multiplier passes $+1$ ($\det F_u = \prod(\nu_i - 1)$ changes sign, and so does the
-$\lambda$-component of the oriented tangent); a period doubling is where a real
-multiplier passes $-1$ ($\det(F_u + 2I) = \prod(\nu_i + 1)$ changes sign). Both are
-located by the Illinois variant of regula falsi on the test function between the
-two points that bracket it (Seydel 2010, ch. 5; Kuznetsov 2004, ch. 10).
+- [`hybrax.continue_zeros`][]: any $F$, with an optional multiplier matrix $M$;
+- [`hybrax.continue_fixed_points`][]: fixed points of a map, $F = g^m(u) - u$ with
+  $M = D_u g^m$ ($m = 1$: fixed points, $m > 1$: period-$m$ orbits), and
+  [`hybrax.continue_period_doubled`][], which switches onto the period-$2m$ branch
+  at a period doubling;
+- [`hybrax.continue_branch`][]: periodic orbits of a hybrid system,
+  $F(u, \lambda) = \pi(P(\chi(u); p(\lambda))) - u$ with the return map $P$ of
+  [`hybrax.poincare_map`][] and $M = F_u + I$ the reduced Jacobian (Zana et al.
+  2018 eqs. 32-33), whose eigenvalues are the nontrivial Floquet multipliers;
+  [`hybrax.continue_branch_period_doubled`][] switches onto its period-2 orbits
+  (the return map of [`hybrax.period_doubled_section`][]) at a period doubling.
+
+Step control lives in [`hybrax.ContinuationSettings`][]; every located special point
+is a [`hybrax.SpecialPoint`][] told apart by its `kind`.
+
+Along a branch, with $\nu_i$ the eigenvalues of $M$ (Kuznetsov 2004, sec. 10.2;
+Seydel 2010, ch. 5):
+
+- a fold is where a real multiplier passes $+1$: $\det F_u$ $(= \prod(\nu_i - 1)$
+  when $F_u = M - I)$ changes sign, and so does the $\lambda$-component of the
+  oriented tangent;
+- a period doubling (flip) is where a real multiplier passes $-1$:
+  $\det(M + I) = \prod(\nu_i + 1)$ changes sign;
+- a Neimark-Sacker (torus) point is where a complex pair crosses the unit circle:
+  $\det(M \odot M - I) = \prod_{i<j}(\nu_i\nu_j - 1)$ changes sign, $M \odot M$
+  the bialternate product (here the second compound matrix, whose eigenvalues are
+  the $\nu_i\nu_j$, $i < j$). It also vanishes at a neutral saddle (real
+  $\nu_i\nu_j = 1$), which is discarded after location.
+
+Each is located by the Illinois variant of regula falsi on its test function
+between the two points that bracket it.
 """
 
 import abc
@@ -36,11 +57,17 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optimistix as optx
-from jaxtyping import Array, Bool, Complex, Float, Int
+from jaxtyping import Array, Bool, Complex, Float, Int, PyTree
 
 from ._custom_types import Params
 from ._hybrid import HybridSystem
 from ._misc import canonical_params, check_float64
+from ._parameters import (
+    AbstractParameter as AbstractParameter,
+    FieldParameter as FieldParameter,
+    FunctionParameter as FunctionParameter,
+    _as_parameter as _as_parameter,
+)
 from ._periodic import PoincareSection, poincare_map, resolve_sequence
 from ._settings import (
     Settings,
@@ -52,172 +79,244 @@ from ._solution import RESULTS
 
 
 # ---------------------------------------------------------------------------
-# The continuation parameter
+# Step control
 # ---------------------------------------------------------------------------
 
-
-class AbstractParameter(eqx.Module):
-    r"""Selects the scalar $\lambda$ of a parameter PyTree that continuation varies.
-
-    Subclasses implement `get(params) -> scalar` and `set(params, value) -> params`
-    (pure, traceable: `set` runs inside the compiled corrector with a traced
-    `value`) and carry a `name` for tables and plots.
-    """
-
-    name: eqx.AbstractVar[str]
-
-    @abc.abstractmethod
-    def get(self, params: Params) -> Any:
-        """The value of the parameter in `params`."""
-
-    @abc.abstractmethod
-    def set(self, params: Params, value: Any) -> Params:
-        """A copy of `params` with the parameter set to `value`."""
+_METHODS = ("pseudo-arclength", "natural")
 
 
-def _field_of(params, field):
-    if isinstance(params, dict):
-        return params[field]
-    return getattr(params, field)
+class ContinuationSettings(eqx.Module):
+    r"""How a branch is followed: the predictor-corrector method, its step control
+    and the location of special points. The one place where their defaults live.
 
-
-class FieldParameter(AbstractParameter):
-    r"""The field `field` of the parameters (an attribute, or a key of a dict),
-    optionally in scaled units: $\lambda = $ `params.field / scale(params)`.
+    The step $h$ (scaled arclength, or $|\Delta\lambda|$ for `"natural"`) starts
+    at `initial_step`; it grows by `growth` after a corrector that converged in at
+    most `fast_newton` iterations, shrinks by `shrink` after more than
+    `slow_newton`, and halves after a failure: no convergence, an invalid point, a
+    correction longer than `max_correction` times the step, or a tangent that
+    turned so that $t_{n+1}\cdot t_n <$ `min_tangent_cos` (both guard against
+    jumping to a neighbouring branch). Below `min_step` the continuation stops.
+    Lengths and tangents are taken in the scaled coordinates $(u, \lambda/\theta)$,
+    $\theta$ = `parameter_scale`.
 
     **Arguments:**
 
-    - `field`: the name of the field.
-    - `scale`: `scale(params) -> scalar`, or `None` for $\lambda$ = the field
-      itself. It must not depend on `field`. Use a module-level function (not a
-      lambda made per call): it is part of what the compiled corrector is keyed on.
-    - `name`: the label of $\lambda$; default `field`.
+    - `method`: `"pseudo-arclength"` (Keller 1977) or `"natural"` (fixed
+      $\lambda$; stops at a fold).
+    - `initial_step`, `min_step`, `max_step`: the first, smallest and largest step.
+    - `max_points`: the most points of a branch (located special points included).
+    - `parameter_scale`: $\theta$; about the size of the expected change of
+      $\lambda$ per unit change of $u$ balances the steps.
+    - `locate`: locate special points (otherwise they are not reported).
+    - `locate_tol`, `max_locate_iterations`: the tolerance on the chord (scaled
+      coordinates) and the iteration limit of their location.
+    - `max_iterations`: the corrector's iteration limit.
+    - `residual_tol`: the largest $\max|F|$ accepted as a point of the branch.
+    - `fast_newton`, `slow_newton`, `growth`, `shrink`, `min_tangent_cos`,
+      `max_correction`: the step adaptation above.
 
-    !!! example
-
-        The hopper's dimensionless ground damping $D_G = d_G / (2\sqrt{k m})$ while
-        the parameters store $d_G$:
-
-        ```python
-        def damping_scale(p):
-            return 2 * jnp.sqrt(p.k * p.m)
-
-        D_G = hybrax.FieldParameter("d_G", damping_scale, name="D_G")
-        ```
+    **References:** R. Seydel (2010), Practical Bifurcation and Stability Analysis,
+    sec. 4.6 (step control).
     """
 
-    field: str = eqx.field(static=True)
-    scale: Callable[[Params], Any] | None = None
-    name: str = eqx.field(static=True, default="")
-
-    def __check_init__(self):
-        if not isinstance(self.field, str) or not self.field:
-            raise ValueError(f"`field` must be a non-empty string; got {self.field!r}.")
-        if self.scale is not None and not callable(self.scale):
-            raise ValueError("`scale` must be callable as scale(params), or None.")
-
-    def get(self, params: Params) -> Any:
-        value = _field_of(params, self.field)
-        return value if self.scale is None else value / self.scale(params)
-
-    def set(self, params: Params, value: Any) -> Params:
-        if self.scale is not None:
-            value = value * self.scale(params)
-        return eqx.tree_at(lambda p: _field_of(p, self.field), params, value)
-
-
-class FunctionParameter(AbstractParameter):
-    r"""A parameter given by a getter and a setter.
-
-    **Arguments:**
-
-    - `getter`: `getter(params) -> scalar`.
-    - `setter`: `setter(params, value) -> params`, pure and traceable.
-    - `name`: the label of $\lambda$.
-
-    Use module-level functions: they key the compiled corrector.
-    """
-
-    getter: Callable[[Params], Any]
-    setter: Callable[[Params, Any], Params]
-    name: str = eqx.field(static=True, default="parameter")
-
-    def __check_init__(self):
-        if not (callable(self.getter) and callable(self.setter)):
-            raise ValueError("`getter` and `setter` must be callable.")
-
-    def get(self, params: Params) -> Any:
-        return self.getter(params)
-
-    def set(self, params: Params, value: Any) -> Params:
-        return self.setter(params, value)
-
-
-def _as_parameter(parameter) -> AbstractParameter:
-    if isinstance(parameter, AbstractParameter):
-        if isinstance(parameter, FieldParameter) and not parameter.name:
-            return FieldParameter(parameter.field, parameter.scale, parameter.field)
-        return parameter
-    if isinstance(parameter, str):
-        return FieldParameter(parameter, None, parameter)
-    raise ValueError(
-        "`parameter` must be a field name or a hybrax.AbstractParameter "
-        f"(FieldParameter, FunctionParameter); got {type(parameter).__name__}."
+    method: Literal["pseudo-arclength", "natural"] = eqx.field(
+        static=True, default="pseudo-arclength"
     )
+    initial_step: float = eqx.field(static=True, default=0.02, converter=float)
+    min_step: float = eqx.field(static=True, default=1e-6, converter=float)
+    max_step: float = eqx.field(static=True, default=0.2, converter=float)
+    max_points: int = eqx.field(static=True, default=500)
+    parameter_scale: float = eqx.field(static=True, default=1.0, converter=float)
+    locate: bool = eqx.field(static=True, default=True)
+    locate_tol: float = eqx.field(static=True, default=1e-11, converter=float)
+    max_locate_iterations: int = eqx.field(static=True, default=60)
+    max_iterations: int = eqx.field(static=True, default=12)
+    residual_tol: float = eqx.field(static=True, default=1e-8, converter=float)
+    fast_newton: int = eqx.field(static=True, default=3)
+    slow_newton: int = eqx.field(static=True, default=6)
+    growth: float = eqx.field(static=True, default=1.5, converter=float)
+    shrink: float = eqx.field(static=True, default=0.7, converter=float)
+    min_tangent_cos: float = eqx.field(static=True, default=0.8, converter=float)
+    max_correction: float = eqx.field(static=True, default=1.0, converter=float)
+
+    def __check_init__(self):
+        if self.method not in _METHODS:
+            raise ValueError(
+                "`method` must be 'pseudo-arclength' or 'natural'; got "
+                f"{self.method!r}."
+            )
+        if not 0 < self.min_step <= self.initial_step <= self.max_step:
+            raise ValueError(
+                "Need 0 < `min_step` <= `initial_step` (`step`) <= `max_step`; got "
+                f"{self.min_step}, {self.initial_step}, {self.max_step}."
+            )
+        if isinstance(self.max_points, bool) or int(self.max_points) < 1:
+            raise ValueError(f"`max_points` must be positive; got {self.max_points}.")
+        if not (self.parameter_scale > 0 and math.isfinite(self.parameter_scale)):
+            raise ValueError(
+                f"`parameter_scale` must be positive; got {self.parameter_scale}."
+            )
+        check_iterations(self.max_iterations)
+        if int(self.max_locate_iterations) < 1:
+            raise ValueError(
+                "`max_locate_iterations` must be positive; got "
+                f"{self.max_locate_iterations}."
+            )
+        for name in ("locate_tol", "residual_tol", "growth", "max_correction"):
+            if not getattr(self, name) > 0:
+                raise ValueError(
+                    f"`{name}` must be positive; got {getattr(self, name)}."
+                )
+        if not 0 < self.shrink < 1:
+            raise ValueError(f"`shrink` must lie in (0, 1); got {self.shrink}.")
+        if not -1 <= self.min_tangent_cos < 1:
+            raise ValueError(
+                f"`min_tangent_cos` must lie in [-1, 1); got {self.min_tangent_cos}."
+            )
+
+
+def _resolve_continuation_settings(
+    continuation_settings: ContinuationSettings | None, **overrides
+) -> ContinuationSettings:
+    """`continuation_settings` (or the defaults) with the keywords that are not
+    `None` replacing its fields."""
+    if continuation_settings is None:
+        continuation_settings = ContinuationSettings()
+    elif not isinstance(continuation_settings, ContinuationSettings):
+        raise ValueError(
+            "`continuation_settings` must be a hybrax.ContinuationSettings; got "
+            f"{type(continuation_settings).__name__}."
+        )
+    overrides = {k: v for k, v in overrides.items() if v is not None}
+    if not overrides:
+        return continuation_settings
+    return dataclasses.replace(continuation_settings, **overrides)
 
 
 # ---------------------------------------------------------------------------
 # Results
 # ---------------------------------------------------------------------------
 
+SPECIAL_POINT_KINDS = ("fold", "period_doubling", "neimark_sacker")
+
 
 @dataclasses.dataclass(frozen=True, eq=False)
-class Fold:
-    r"""A fold (limit point, saddle-node) of a branch: a real multiplier is $+1$,
-    $\det F_u = 0$, and the branch turns back in $\lambda$.
+class SpecialPoint:
+    r"""A located special point of a branch.
 
-    - `index`: the position of this point in the [`hybrax.Branch`][] arrays.
-    - `parameter`: $\lambda$ at the fold.
-    - `u`, `state`: the reduced unknowns and the section state.
-    - `phase_durations`, `period`: the durations of the phases of one cycle (for
-      the hopper: flight, ground) and their sum.
-    - `multipliers`: the nontrivial multipliers there (one of them $\approx 1$).
-    - `test_value`: the located test function $\det F_u$ (ideally 0).
+    - `kind`: `"fold"` (limit point, saddle-node: a real multiplier is $+1$,
+      $\det F_u = 0$, the branch turns back in $\lambda$), `"period_doubling"`
+      (flip: a real multiplier is $-1$, $\det(M + I) = 0$; a branch of twice the
+      period bifurcates) or `"neimark_sacker"` (torus: a complex pair
+      $e^{\pm i\theta}$ on the unit circle, $\det(M \odot M - I) = 0$).
+    - `index`: the position of this point in the branch's arrays.
+    - `parameter`: $\lambda$ there; `u`: the unknowns there.
+    - `multipliers`: the eigenvalues of the multiplier matrix $M$ there, by
+      decreasing modulus (`None` without one); `multiplier_matrix`: $M$.
+    - `test_value`: the located test function (ideally 0).
     - `located`: whether the root search on the test function converged.
+    - `state`, `phase_durations`, `period`: for periodic orbits of a hybrid system
+      ([`hybrax.continue_branch`][]): the section state, the durations of the
+      phases of one cycle and their sum; `None` otherwise.
     """
 
+    kind: str
     index: int
     parameter: float
     u: Float[np.ndarray, " k"]
-    state: Float[np.ndarray, " n"]
-    phase_durations: Float[np.ndarray, " E"]
-    period: float
-    multipliers: Complex[np.ndarray, " k"]
+    multipliers: Complex[np.ndarray, " k"] | None
+    multiplier_matrix: Float[np.ndarray, "k k"] | None
     test_value: float
     located: bool
+    state: Float[np.ndarray, " n"] | None = None
+    phase_durations: Float[np.ndarray, " E"] | None = None
+    period: float | None = None
+
+    @property
+    def critical_multiplier(self) -> complex:
+        r"""The multiplier that crosses: the one nearest $+1$ (fold), $-1$ (period
+        doubling), or of the pair with $\nu_i\nu_j$ nearest 1 the one with
+        positive imaginary part (Neimark-Sacker)."""
+        if self.multipliers is None:
+            raise ValueError("This branch has no multiplier matrix.")
+        nu = self.multipliers
+        if self.kind == "neimark_sacker":
+            i, j = _closest_pair(nu)
+            return complex(nu[i] if nu[i].imag >= 0 else nu[j])
+        target = 1.0 if self.kind == "fold" else -1.0
+        return complex(nu[np.argmin(np.abs(nu - target))])
+
+
+class _SpecialPointViews:
+    """The filtered views of `special_points` that every branch offers."""
+
+    special_points: tuple[SpecialPoint, ...]
+    parameter: np.ndarray
+
+    @property
+    def n_points(self) -> int:
+        """The number of points $N$."""
+        return int(self.parameter.shape[0])
+
+    @property
+    def folds(self) -> tuple[SpecialPoint, ...]:
+        """The located folds, in the order met."""
+        return tuple(p for p in self.special_points if p.kind == "fold")
+
+    @property
+    def period_doublings(self) -> tuple[SpecialPoint, ...]:
+        """The located period doublings, in the order met."""
+        return tuple(p for p in self.special_points if p.kind == "period_doubling")
+
+    @property
+    def neimark_sackers(self) -> tuple[SpecialPoint, ...]:
+        """The located Neimark-Sacker (torus) points, in the order met."""
+        return tuple(p for p in self.special_points if p.kind == "neimark_sacker")
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
-class PeriodDoubling:
-    r"""A period-doubling (flip) point of a branch: a real multiplier is $-1$,
-    $\det(F_u + 2I) = 0$; a branch of orbits of twice the period bifurcates.
+class SolutionBranch(_SpecialPointViews):
+    r"""The result of [`hybrax.continue_zeros`][], [`hybrax.continue_fixed_points`][]
+    and [`hybrax.continue_period_doubled`][]: $N$ points of a branch of zeros of
+    $F(u, \lambda)$, in the order followed, as NumPy arrays.
 
-    Fields as in [`hybrax.Fold`][] (`test_value` is $\det(F_u + 2I)$).
+    Per point (leading axis $N$): `parameter` ($\lambda$), `u` `(N, k)`,
+    `tangent` (the oriented unit tangent $(du, d\lambda)$ in the scaled
+    coordinates, `(N, k + 1)`; its last entry changes sign at folds),
+    `multiplier_matrix` $M$ `(N, k, k)`, `multipliers` (its eigenvalues by
+    decreasing modulus, `(N, k)`) and `stable` (all $|\nu_i| < 1$), each `None`
+    without a multiplier matrix; `kind` (`"start"`, `"regular"`, `"fold"`,
+    `"period_doubling"`, `"neimark_sacker"` or `"end"`, a point placed on a bound
+    of the parameter range); `residual_norm` ($\max|F|$); `newton_steps`.
+
+    Besides: `special_points` (every located [`hybrax.SpecialPoint`][], also
+    present in the arrays at its `index`) and its views `folds`,
+    `period_doublings`, `neimark_sackers`; `iterates` ($m$ for fixed points of
+    $g^m$, `None` for [`hybrax.continue_zeros`][]); `parameter_name`, `method`,
+    `status` (why the continuation stopped: `"reached_bound"`, `"max_points"`,
+    `"min_step"`, `"start_failed"`), `message` and `n_rejected` (rejected steps).
     """
 
-    index: int
-    parameter: float
-    u: Float[np.ndarray, " k"]
-    state: Float[np.ndarray, " n"]
-    phase_durations: Float[np.ndarray, " E"]
-    period: float
-    multipliers: Complex[np.ndarray, " k"]
-    test_value: float
-    located: bool
+    parameter_name: str
+    method: str
+    iterates: int | None
+    parameter: Float[np.ndarray, " N"]
+    u: Float[np.ndarray, "N k"]
+    tangent: Float[np.ndarray, "N k+1"]
+    multiplier_matrix: Float[np.ndarray, "N k k"] | None
+    multipliers: Complex[np.ndarray, "N k"] | None
+    stable: Bool[np.ndarray, " N"] | None
+    kind: tuple[str, ...]
+    residual_norm: Float[np.ndarray, " N"]
+    newton_steps: Int[np.ndarray, " N"]
+    special_points: tuple[SpecialPoint, ...]
+    status: str
+    message: str
+    n_rejected: int
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
-class Branch:
+class Branch(_SpecialPointViews):
     r"""The result of [`hybrax.continue_branch`][]: $N$ periodic orbits along a
     branch, in the order followed, as NumPy arrays (stable and unstable ones).
 
@@ -239,14 +338,17 @@ class Branch:
     - `reduced_jacobian`: $M = \partial P/\partial u$ `(N, k, k)`; `multipliers`:
       its eigenvalues (the nontrivial Floquet multipliers) by decreasing modulus
       `(N, k)`; `stable`: all $|\nu_i| < 1$.
-    - `kind`: `"start"`, `"regular"`, `"fold"`, `"period_doubling"` or `"end"` (a
-      point placed on a bound of the parameter range).
+    - `kind`: `"start"`, `"regular"`, `"fold"`, `"period_doubling"`,
+      `"neimark_sacker"` or `"end"` (a point placed on a bound of the parameter
+      range).
     - `residual_norm`: $\max|F|$; `newton_steps`: corrector iterations.
 
-    Besides: `folds`, `period_doublings` (located special points, also present in
-    the arrays at their `index`), `parameter_name`, `method`, `status` (why the
-    continuation stopped: `"reached_bound"`, `"max_points"`, `"max_period"`,
-    `"min_step"`, `"start_failed"`), `message` and `n_rejected` (rejected steps).
+    Besides: `special_points` (every located [`hybrax.SpecialPoint`][], also
+    present in the arrays at its `index`) and its views `folds`,
+    `period_doublings` and `neimark_sackers`; `parameter_name`, `method`, `status`
+    (why the continuation stopped: `"reached_bound"`, `"max_points"`,
+    `"max_period"`, `"min_step"`, `"start_failed"`), `message` and `n_rejected`
+    (rejected steps).
     """
 
     parameter_name: str
@@ -270,16 +372,110 @@ class Branch:
     kind: tuple[str, ...]
     residual_norm: Float[np.ndarray, " N"]
     newton_steps: Int[np.ndarray, " N"]
-    folds: tuple[Fold, ...]
-    period_doublings: tuple[PeriodDoubling, ...]
+    special_points: tuple[SpecialPoint, ...]
     status: str
     message: str
     n_rejected: int
 
-    @property
-    def n_points(self) -> int:
-        """The number of points $N$."""
-        return int(self.parameter.shape[0])
+
+# ---------------------------------------------------------------------------
+# The problems: F(z) = 0, with its validity, auxiliary output and multipliers
+# ---------------------------------------------------------------------------
+
+
+class _AbstractResidual(eqx.Module):
+    """$F(z)$ of a continuation problem, $z = (u, \\lambda)$. `__call__(z)` returns
+    `(F, valid, aux)`: the residual, whether the evaluation is meaningful (a cycle
+    that ran as declared), and per-point data kept with the point (or `None`)."""
+
+    @abc.abstractmethod
+    def __call__(self, z: Float[Array, " k+1"]) -> tuple[Array, Array, Any]:
+        """`(F, valid, aux)` at `z`."""
+
+    @abc.abstractmethod
+    def multiplier_matrix(
+        self, z: Float[Array, " k+1"], jacobian: Float[Array, "k k+1"]
+    ) -> Float[Array, "k k"] | None:
+        """The multiplier matrix at the solution `z`, given $[F_u\\ F_\\lambda]$
+        there; `None` when the problem has none."""
+
+
+class _ZerosResidual(_AbstractResidual):
+    fn: Callable
+    multiplier_fn: Callable | None
+    args: PyTree
+
+    def __call__(self, z):
+        u, lam = z[:-1], z[-1]
+        F = jnp.asarray(self.fn(u, lam, self.args), dtype=z.dtype)
+        return F, jnp.all(jnp.isfinite(F)), None
+
+    def multiplier_matrix(self, z, jacobian):
+        if self.multiplier_fn is None:
+            return None
+        return jnp.asarray(self.multiplier_fn(z[:-1], z[-1], self.args), z.dtype)
+
+
+def _iterate(fn, u, lam, args, iterates):
+    # A fori_loop with static bounds: one trace of `fn` whatever the iterate count,
+    # and forward-mode differentiable (it lowers to a scan).
+    return jax.lax.fori_loop(0, iterates, lambda _, v: fn(v, lam, args), u)
+
+
+class _FixedPointResidual(_AbstractResidual):
+    fn: Callable
+    args: PyTree
+    iterates: int = eqx.field(static=True)
+
+    def __call__(self, z):
+        u, lam = z[:-1], z[-1]
+        F = _iterate(self.fn, u, lam, self.args, self.iterates) - u
+        return F, jnp.all(jnp.isfinite(F)), None
+
+    def multiplier_matrix(self, z, jacobian):
+        k = z.shape[0] - 1
+        return jacobian[:, :k] + jnp.eye(k, dtype=z.dtype)
+
+
+class _CycleRecord(eqx.Module):
+    state: Float[Array, " n"]
+    t_events: Float[Array, " E"]
+    x_before: Float[Array, "E n"]
+    x_after: Float[Array, "E n"]
+    T_c: Float[Array, " E"]
+    T_a: Float[Array, " E"]
+    guard_at_start: Float[Array, " E"]
+
+
+class _ReturnMapResidual(_AbstractResidual):
+    system: HybridSystem
+    section: PoincareSection
+    parameter: AbstractParameter
+    params: Params
+    settings: Settings
+
+    def __call__(self, z):
+        k = z.shape[0] - 1
+        u, lam = z[:k], z[k]
+        p = self.parameter.set(self.params, lam)
+        u_next, sol = poincare_map(
+            self.system, self.section, u, p, settings=self.settings
+        )
+        record = _CycleRecord(
+            state=self.section.chart(u, p),
+            t_events=sol.t_events,
+            x_before=sol.x_before,
+            x_after=sol.x_after,
+            T_c=sol.T_c,
+            T_a=sol.T_a,
+            guard_at_start=sol.guard_at_start,
+        )
+        return u_next - u, sol.result == RESULTS.successful, record
+
+    def multiplier_matrix(self, z, jacobian):
+        # M = F_u + I = dP/du, the reduced Jacobian (Zana et al. 2018 eqs. 32-33).
+        k = z.shape[0] - 1
+        return jacobian[:, :k] + jnp.eye(k, dtype=z.dtype)
 
 
 # ---------------------------------------------------------------------------
@@ -288,7 +484,6 @@ class Branch:
 
 
 class _Options(eqx.Module):
-    settings: Settings
     root_finder: optx.AbstractRootFinder
     max_iterations: int = eqx.field(static=True)
 
@@ -296,37 +491,23 @@ class _Options(eqx.Module):
 class _Correction(eqx.Module):
     z: Float[Array, " k+1"]
     jacobian: Float[Array, "k k+1"]
+    multiplier_matrix: Float[Array, "k k"] | None
     residual_norm: Float[Array, ""]
     n_steps: Int[Array, ""]
-    root_ok: Bool[Array, ""]
-    state: Float[Array, " n"]
-    t_events: Float[Array, " E"]
-    x_before: Float[Array, "E n"]
-    x_after: Float[Array, "E n"]
-    T_c: Float[Array, " E"]
-    T_a: Float[Array, " E"]
-    guard_at_start: Float[Array, " E"]
-    result: RESULTS
-
-
-def _return_map(system, section, parameter, params, z, options):
-    k = z.shape[0] - 1
-    u, lam = z[:k], z[k]
-    p = parameter.set(params, lam)
-    return poincare_map(system, section, u, p, settings=options.settings)
+    ok: Bool[Array, ""]
+    aux: Any
 
 
 @eqx.filter_jit
-def _correct(system, section, parameter, params, z_pred, w, options):
+def _correct(residual: _AbstractResidual, z_pred, w, options: _Options):
     """Newton on $[F(z); w \\cdot (z - z_p)] = 0$ from $z_p$, then one forward-mode
-    pass at the solution for $[F_u\\ F_\\lambda]$ and the cycle's events. One
-    compilation serves every predictor, every hyperplane and every parameter
-    value."""
-    k = z_pred.shape[0] - 1
+    pass at the solution for $[F_u\\ F_\\lambda]$ and the auxiliary output. One
+    compilation per problem serves every predictor, every hyperplane and every
+    parameter value."""
 
     def augmented(z, _):
-        u_next, _ = _return_map(system, section, parameter, params, z, options)
-        return jnp.concatenate([u_next - z[:k], jnp.dot(w, z - z_pred)[None]])
+        F, _, _ = residual(z)
+        return jnp.concatenate([F, jnp.dot(w, z - z_pred)[None]])
 
     root = optx.root_find(
         augmented,
@@ -337,30 +518,30 @@ def _correct(system, section, parameter, params, z_pred, w, options):
     )
     z = root.value
 
-    def residual(z):
-        u_next, sol = _return_map(system, section, parameter, params, z, options)
-        F = u_next - z[:k]
-        return F, (F, sol)
+    def with_aux(z):
+        F, valid, aux = residual(z)
+        return F, (F, valid, aux)
 
-    # The primal residual comes back as auxiliary output: no third trace of the
-    # cycle just to evaluate it.
-    jacobian, (F, sol) = jax.jacfwd(residual, has_aux=True)(z)
+    # The primal residual comes back as auxiliary output: no third trace of F
+    # just to evaluate it.
+    jacobian, (F, valid, aux) = jax.jacfwd(with_aux, has_aux=True)(z)
     root_ok = (root.result == optx.RESULTS.successful) & jnp.all(jnp.isfinite(z))
     return _Correction(
         z=z,
         jacobian=jacobian,
+        multiplier_matrix=residual.multiplier_matrix(z, jacobian),
         residual_norm=jnp.max(jnp.abs(F)),
         n_steps=root.stats["num_steps"],
-        root_ok=root_ok,
-        state=section.chart(z[:k], parameter.set(params, z[k])),
-        t_events=sol.t_events,
-        x_before=sol.x_before,
-        x_after=sol.x_after,
-        T_c=sol.T_c,
-        T_a=sol.T_a,
-        guard_at_start=sol.guard_at_start,
-        result=sol.result,
+        ok=root_ok & valid,
+        aux=aux,
     )
+
+
+@eqx.filter_jit
+def _residual_only(residual: _AbstractResidual, z):
+    """$F(z)$ alone (compiled: the hybrid return map is slow to run eagerly)."""
+    F, _, _ = residual(z)
+    return F
 
 
 # ---------------------------------------------------------------------------
@@ -372,16 +553,11 @@ def _correct(system, section, parameter, params, z_pred, w, options):
 class _Point:
     z: np.ndarray
     jacobian: np.ndarray
+    M: np.ndarray | None
     residual_norm: float
     n_steps: int
     ok: bool
-    state: np.ndarray
-    t_events: np.ndarray
-    x_before: np.ndarray
-    x_after: np.ndarray
-    T_c: np.ndarray
-    T_a: np.ndarray
-    guard_at_start: np.ndarray
+    aux: Any
     tangent: np.ndarray | None = None  # scaled, unit, oriented
     kind: str = "regular"
 
@@ -390,86 +566,112 @@ class _Point:
         return float(self.z[-1])
 
     @property
-    def M(self) -> np.ndarray:
-        k = self.z.shape[0] - 1
-        return self.jacobian[:, :k] + np.eye(k)
+    def u(self) -> np.ndarray:
+        return self.z[:-1]
 
-    def test_functions(self) -> tuple[float, float]:
-        """$(\\det F_u, \\det(F_u + 2I))$: fold and period-doubling tests."""
+    def test_functions(self) -> dict[str, float]:
+        """The test functions of the special points this point can tell."""
         k = self.z.shape[0] - 1
-        F_u = self.jacobian[:, :k]
-        return (
-            float(np.linalg.det(F_u)),
-            float(np.linalg.det(F_u + 2.0 * np.eye(k))),
-        )
+        values = {"fold": float(np.linalg.det(self.jacobian[:, :k]))}
+        if self.M is not None:
+            values["period_doubling"] = float(np.linalg.det(self.M + np.eye(k)))
+            if k >= 2:
+                values["neimark_sacker"] = _neimark_sacker_test(self.M)
+        return values
+
+
+def _second_compound(M: np.ndarray) -> np.ndarray:
+    """The bialternate product $M \\odot M$: the matrix of the $2\\times 2$ minors
+    $\\det M[\\{p, q\\}, \\{r, s\\}]$, $p < q$, $r < s$ (Kuznetsov 2004, sec. 10.2.2);
+    its eigenvalues are the products $\\nu_i\\nu_j$, $i < j$."""
+    k = M.shape[0]
+    pairs = [(p, q) for p in range(k) for q in range(p + 1, k)]
+    C = np.empty((len(pairs), len(pairs)))
+    for a, (p, q) in enumerate(pairs):
+        for b, (r, s) in enumerate(pairs):
+            C[a, b] = M[p, r] * M[q, s] - M[p, s] * M[q, r]
+    return C
+
+
+def _neimark_sacker_test(M: np.ndarray) -> float:
+    """$\\det(M \\odot M - I) = \\prod_{i<j}(\\nu_i\\nu_j - 1)$."""
+    C = _second_compound(M)
+    return float(np.linalg.det(C - np.eye(C.shape[0])))
+
+
+def _closest_pair(nu: np.ndarray) -> tuple[int, int]:
+    """The pair $i < j$ whose product $\\nu_i\\nu_j$ is nearest 1."""
+    pairs = [(i, j) for i in range(len(nu)) for j in range(i + 1, len(nu))]
+    return min(pairs, key=lambda ij: abs(nu[ij[0]] * nu[ij[1]] - 1.0))
+
+
+def _is_torus_point(M: np.ndarray) -> bool:
+    """Whether the pair with $\\nu_i\\nu_j \\approx 1$ is complex (a Neimark-Sacker
+    point) rather than real (a neutral saddle, $\\nu_j = 1/\\nu_i$)."""
+    nu = np.linalg.eigvals(M).astype(complex)
+    i, j = _closest_pair(nu)
+    return bool(min(abs(nu[i].imag), abs(nu[j].imag)) > 1e-8 * max(1.0, abs(nu[i])))
 
 
 class _Corrector:
     """Calls the compiled corrector and converts its output to a `_Point`."""
 
-    def __init__(self, system, section, parameter, params, options, residual_tol):
-        self.system = system
-        self.section = section
-        self.parameter = parameter
-        self.params = params
+    def __init__(self, residual: _AbstractResidual, options: _Options, residual_tol):
+        self.residual = residual
         self.options = options
         self.residual_tol = residual_tol
         self.calls = 0
 
     def __call__(self, z_pred: np.ndarray, w: np.ndarray) -> _Point:
         self.calls += 1
-        out = _correct(
-            self.system,
-            self.section,
-            self.parameter,
-            self.params,
-            jnp.asarray(z_pred, dtype=float),
-            jnp.asarray(w, dtype=float),
-            self.options,
-        )
-        host = jax.device_get(
-            (
-                out.z,
-                out.jacobian,
-                out.residual_norm,
-                out.n_steps,
-                out.root_ok,
-                out.state,
-                out.t_events,
-                out.x_before,
-                out.x_after,
-                out.T_c,
-                out.T_a,
-                out.guard_at_start,
-                out.result == RESULTS.successful,
+        out = jax.device_get(
+            _correct(
+                self.residual,
+                jnp.asarray(z_pred, dtype=float),
+                jnp.asarray(w, dtype=float),
+                self.options,
             )
         )
-        (z, J, res, n, root_ok, state, t_ev, xb, xa, T_c, T_a, guard, cycle_ok) = host
+        jacobian = np.asarray(out.jacobian, dtype=float)
+        M = None if out.multiplier_matrix is None else np.asarray(out.multiplier_matrix)
         ok = (
-            bool(root_ok)
-            and bool(cycle_ok)
-            and float(res) <= self.residual_tol
-            and bool(np.all(np.isfinite(J)))
+            bool(out.ok)
+            and float(out.residual_norm) <= self.residual_tol
+            and bool(np.all(np.isfinite(jacobian)))
+            and (M is None or bool(np.all(np.isfinite(M))))
         )
         return _Point(
-            z=np.asarray(z, dtype=float),
-            jacobian=np.asarray(J, dtype=float),
-            residual_norm=float(res),
-            n_steps=int(n),
+            z=np.asarray(out.z, dtype=float),
+            jacobian=jacobian,
+            M=None if M is None else np.asarray(M, dtype=float),
+            residual_norm=float(out.residual_norm),
+            n_steps=int(out.n_steps),
             ok=ok,
-            state=np.asarray(state, dtype=float),
-            t_events=np.asarray(t_ev, dtype=float),
-            x_before=np.asarray(xb, dtype=float),
-            x_after=np.asarray(xa, dtype=float),
-            T_c=np.asarray(T_c, dtype=float),
-            T_a=np.asarray(T_a, dtype=float),
-            guard_at_start=np.asarray(guard, dtype=float),
+            aux=out.aux,
         )
+
+
+# ---------------------------------------------------------------------------
+# Tangents, location of special points
+# ---------------------------------------------------------------------------
+
+
+def _scale(k: int, parameter_scale: float) -> np.ndarray:
+    """$D$ of the scaled coordinates $\\hat z = D z$, $D = \\mathrm{diag}(1, \\dots,
+    1, 1/\\theta)$."""
+    scale = np.ones(k + 1)
+    scale[k] = 1.0 / parameter_scale
+    return scale
+
+
+def _parameter_direction(k: int) -> np.ndarray:
+    e_lam = np.zeros(k + 1)
+    e_lam[k] = 1.0
+    return e_lam
 
 
 def _null_vector(jacobian: np.ndarray, scale: np.ndarray) -> np.ndarray:
-    """The unit null vector of $[F_u\\ F_\\lambda]\\,D^{-1}$ (scaled coordinates
-    $\\hat z = D z$, $D = \\mathrm{diag}(1, \\dots, 1, 1/\\theta)$)."""
+    """The unit null vector of $[F_u\\ F_\\lambda]\\,D^{-1}$ (scaled coordinates)."""
     _, _, vt = np.linalg.svd(jacobian / scale[None, :])
     t = vt[-1]
     return t / np.linalg.norm(t)
@@ -479,31 +681,33 @@ def _orient(t: np.ndarray, reference: np.ndarray) -> np.ndarray:
     return -t if float(np.dot(t, reference)) < 0 else t
 
 
+def _tangent(point: _Point, reference: np.ndarray, scale: np.ndarray) -> np.ndarray:
+    return _orient(_null_vector(point.jacobian, scale), reference)
+
+
 def _locate(
     corrector: _Corrector,
     a: _Point,
     b: _Point,
     scale: np.ndarray,
-    which: int,
+    kind: str,
     xtol: float,
     max_iterations: int,
 ) -> tuple[_Point, float, bool]:
     """Illinois regula falsi on the chord $z(s) = z_a + s(z_b - z_a)$, $s \\in
     [0, 1]$, each trial corrected onto the branch on the hyperplane through $z(s)$
-    orthogonal to the chord; the test function `which` (0 fold, 1 period
-    doubling) changes sign between `a` and `b`."""
+    orthogonal to the chord; the test function of `kind` changes sign between `a`
+    and `b` (Seydel 2010, sec. 5.1)."""
     chord = b.z - a.z
     w = chord * scale**2  # orthogonal in the scaled coordinates
-    s0, g0 = 0.0, a.test_functions()[which]
-    s1, g1 = 1.0, b.test_functions()[which]
+    s0, g0 = 0.0, a.test_functions()[kind]
+    s1, g1 = 1.0, b.test_functions()[kind]
     best, g_best = (a, g0) if abs(g0) < abs(g1) else (b, g1)
     side = 0
     s_prev = None
+    chord_length = np.max(np.abs(chord * scale))
     for _ in range(max_iterations):
-        if g1 != g0:
-            s = (s0 * g1 - s1 * g0) / (g1 - g0)
-        else:
-            s = 0.5 * (s0 + s1)
+        s = (s0 * g1 - s1 * g0) / (g1 - g0) if g1 != g0 else 0.5 * (s0 + s1)
         if not (min(s0, s1) < s < max(s0, s1)):
             s = 0.5 * (s0 + s1)
         point = corrector(a.z + s * chord, w)
@@ -513,11 +717,13 @@ def _locate(
             point = corrector(a.z + s * chord, w)
             if not point.ok:
                 return best, g_best, False
-        g = point.test_functions()[which]
+        g = point.test_functions()[kind]
         if abs(g) <= abs(g_best):
             best, g_best = point, g
         if g == 0.0:
             return point, g, True
+        # Illinois: halve the value kept at the end that stays put twice running,
+        # so that regula falsi does not stall on one side.
         if (g > 0) == (g1 > 0):
             s1, g1 = s, g
             if side == 1:
@@ -528,10 +734,9 @@ def _locate(
             if side == -1:
                 g1 *= 0.5
             side = -1
-        converged_s = abs(s1 - s0) * np.max(np.abs(chord * scale)) <= xtol
-        converged_step = (
-            s_prev is not None
-            and abs(s - s_prev) * np.max(np.abs(chord * scale)) <= xtol * 1e-2
+        converged_s = abs(s1 - s0) * chord_length <= xtol
+        converged_step = s_prev is not None and abs(s - s_prev) * chord_length <= (
+            xtol * 1e-2
         )
         if converged_s or converged_step:
             return best, g_best, True
@@ -539,7 +744,382 @@ def _locate(
     return best, g_best, False
 
 
-def _empty_branch(parameter_name, method, status, message, n_rejected=0) -> Branch:
+def _special_points_between(
+    corrector: _Corrector,
+    prev: _Point,
+    new: _Point,
+    scale: np.ndarray,
+    settings: ContinuationSettings,
+) -> list[tuple[_Point, str, float, bool]]:
+    """The special points whose test functions change sign between `prev` and
+    `new`, located, in the order met along the chord."""
+    if not settings.locate:
+        return []
+    g_prev, g_new = prev.test_functions(), new.test_functions()
+    chord = new.z - prev.z
+    found = []
+    for kind in SPECIAL_POINT_KINDS:
+        if kind not in g_prev or not g_prev[kind] * g_new[kind] < 0:
+            continue
+        point, g, located = _locate(
+            corrector,
+            prev,
+            new,
+            scale,
+            kind,
+            settings.locate_tol,
+            settings.max_locate_iterations,
+        )
+        if point is prev or point is new:
+            continue
+        if kind == "neimark_sacker" and not _is_torus_point(point.M):
+            continue  # a neutral saddle: real nu_i nu_j = 1, no bifurcation
+        point.tangent = _tangent(point, prev.tangent, scale)
+        point.kind = kind
+        s = float(np.dot(point.z - prev.z, chord) / np.dot(chord, chord))
+        found.append((s, point, kind, g, located))
+    found.sort(key=lambda item: item[0])
+    return [item[1:] for item in found]
+
+
+# ---------------------------------------------------------------------------
+# The driver
+# ---------------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class _Trace:
+    """A followed branch on the host: its points, the `(index, kind, test value,
+    located)` of its special points, and why it stopped."""
+
+    points: list[_Point]
+    specials: list[tuple[int, str, float, bool]]
+    status: str
+    message: str
+    n_rejected: int
+
+
+def _resolve_range(start, stop, bounds, direction, start_name="start"):
+    """`(start, low, high, direction)` from the continuation's range arguments."""
+    start = float(start)
+    if not math.isfinite(start):
+        raise ValueError(f"`{start_name}` must be finite; got {start}.")
+    if bounds is None:
+        if stop is None:
+            raise ValueError("Give `stop` or `bounds`.")
+        bounds = (min(start, float(stop)), max(start, float(stop)))
+    low, high = (float(b) for b in bounds)
+    if not (math.isfinite(low) and math.isfinite(high) and low < high):
+        raise ValueError(f"`bounds` must be finite with low < high; got {bounds}.")
+    if not low <= start <= high:
+        raise ValueError(
+            f"`{start_name}` = {start} must lie within `bounds` {tuple(bounds)}."
+        )
+    if direction is None:
+        if stop is None or float(stop) == start:
+            raise ValueError("Give `direction` (+1 or -1) when `stop` does not.")
+        direction = 1 if float(stop) > start else -1
+    if direction not in (1, -1):
+        raise ValueError(f"`direction` must be +1 or -1; got {direction}.")
+    return start, low, high, direction
+
+
+def _predict(prev: _Point, h: float, direction: int, settings, scale):
+    """`(z_pred, w, predicted length)`: the tangent predictor and the corrector's
+    hyperplane $w \\cdot (z - z_p) = 0$ (orthogonal to the tangent, or fixed
+    $\\lambda$ for natural continuation)."""
+    k = prev.z.shape[0] - 1
+    e_lam = _parameter_direction(k)
+    if settings.method == "natural":
+        t = prev.tangent / scale
+        d_lam = direction * h
+        if abs(t[k]) > 1e-12 * np.linalg.norm(t):
+            z_pred = prev.z + t * (d_lam / t[k])
+        else:
+            z_pred = prev.z + d_lam * e_lam
+        z_pred[k] = prev.lam + d_lam
+        return z_pred, e_lam, float(np.linalg.norm((z_pred - prev.z) * scale))
+    return prev.z + h * prev.tangent / scale, prev.tangent * scale, h
+
+
+def _acceptable(new, prev, z_pred, predicted, h, settings, scale) -> bool:
+    """Whether a corrected point is taken; sets its tangent."""
+    if not new.ok:
+        return False
+    new.tangent = _tangent(new, prev.tangent, scale)
+    correction = np.linalg.norm((new.z - z_pred) * scale)
+    turned = float(np.dot(new.tangent, prev.tangent)) < settings.min_tangent_cos
+    jumped = correction > settings.max_correction * predicted
+    # On the last halving allowed, a turn or a jump is accepted rather than stop.
+    return not ((turned or jumped) and h * 0.5 >= settings.min_step)
+
+
+def _adapt_step(h: float, n_steps: int, settings) -> float:
+    if n_steps <= settings.fast_newton:
+        return min(h * settings.growth, settings.max_step)
+    if n_steps > settings.slow_newton:
+        return max(h * settings.shrink, settings.min_step)
+    return h
+
+
+def _finish_on_bound(corrector, prev, new, low, high, scale) -> _Point | None:
+    """The last point on the bound that `new` crossed, on the branch's first
+    crossing of it: predicted along the tangent at `prev` (the chord to `new` may
+    cut across a fold just beyond the bound), then corrected at fixed $\\lambda$."""
+    k = prev.z.shape[0] - 1
+    bound = high if new.lam > high else low
+    if abs(prev.lam - bound) <= 1e-14 * max(1.0, abs(bound)):
+        return None  # already there
+    t = prev.tangent / scale
+    chord = new.z - prev.z
+    predictions = [prev.z + (bound - prev.lam) / (new.lam - prev.lam) * chord]
+    if abs(t[k]) > 0:
+        along = prev.z + (bound - prev.lam) / t[k] * t
+        if np.linalg.norm((along - prev.z) * scale) <= np.linalg.norm(chord * scale):
+            predictions.insert(0, along)
+    for z_pred in predictions:
+        z_pred[k] = bound
+        end = corrector(z_pred, _parameter_direction(k))
+        if end.ok:
+            end.tangent = _tangent(end, prev.tangent, scale)
+            end.kind = "end"
+            return end
+    return None
+
+
+def _follow(
+    corrector: _Corrector,
+    first: _Point,
+    low: float,
+    high: float,
+    direction: int,
+    settings: ContinuationSettings,
+    parameter_name: str,
+    stop_when: Callable[[_Point], tuple[str, str] | None] | None = None,
+) -> _Trace:
+    """Pseudo-arclength (or natural) continuation from `first` (whose tangent is
+    set) until the branch leaves `[low, high]`, `max_points` are computed, the
+    step falls below `min_step`, or `stop_when(point)` returns `(status,
+    message)`."""
+    scale = _scale(first.z.shape[0] - 1, settings.parameter_scale)
+    first.kind = "start"
+    points, specials = [first], []
+    h = settings.initial_step
+    n_rejected = 0
+    status, message = "max_points", f"reached max_points = {settings.max_points}"
+    while len(points) < settings.max_points:
+        prev = points[-1]
+        z_pred, w, predicted = _predict(prev, h, direction, settings, scale)
+        new = corrector(z_pred, w)
+        if not _acceptable(new, prev, z_pred, predicted, h, settings, scale):
+            n_rejected += 1
+            h *= 0.5
+            if h < settings.min_step:
+                status = "min_step"
+                message = (
+                    f"step below min_step = {settings.min_step:g} at "
+                    f"{parameter_name} = {prev.lam:.8g}"
+                )
+                if settings.method == "natural":
+                    message += " (a fold stops natural continuation)"
+                break
+            continue
+        for point, kind, g, located in _special_points_between(
+            corrector, prev, new, scale, settings
+        ):
+            if low <= point.lam <= high and len(points) < settings.max_points:
+                specials.append((len(points), kind, g, located))
+                points.append(point)
+        if not low <= new.lam <= high:
+            end = _finish_on_bound(corrector, prev, new, low, high, scale)
+            if end is not None and len(points) < settings.max_points:
+                points.append(end)
+            status, message = "reached_bound", f"left [{low:g}, {high:g}]"
+            break
+        if len(points) >= settings.max_points:
+            break
+        points.append(new)
+        reason = None if stop_when is None else stop_when(new)
+        if reason is not None:
+            status, message = reason
+            break
+        h = _adapt_step(h, new.n_steps, settings)
+    return _Trace(points, specials, status, message, n_rejected)
+
+
+def _start_at_parameter(corrector, u0, start, direction, settings) -> _Point:
+    """The first point: `u0` corrected at fixed $\\lambda$ = `start`, its tangent
+    oriented so that $d\\lambda$ has the sign of `direction`."""
+    k = u0.shape[0]
+    e_lam = _parameter_direction(k)
+    first = corrector(np.concatenate([u0, [start]]), e_lam)
+    if first.ok:
+        first.tangent = _tangent(
+            first, direction * e_lam, _scale(k, settings.parameter_scale)
+        )
+    return first
+
+
+def _flip_eigenvector(M: np.ndarray) -> np.ndarray:
+    """The real unit eigenvector of the multiplier nearest $-1$."""
+    nu, vectors = np.linalg.eig(M)
+    v = np.real(vectors[:, np.argmin(np.abs(nu + 1.0))])
+    return v / np.linalg.norm(v)
+
+
+def _start_on_doubled_branch(corrector, point: SpecialPoint, amplitude, settings):
+    """The first point of the period-$2m$ branch that bifurcates at the period
+    doubling `point` of a period-$m$ branch. There $g^{2m}$ has a pitchfork whose
+    new branch leaves along $(v, 0)$, $v$ the eigenvector of the multiplier $-1$
+    (Kuznetsov 2004, sec. 4.4): predict $z_p = z^* + a\\,(v, 0)$ and correct on the
+    hyperplane $(v, 0)\\cdot(z - z_p) = 0$, which the period-$m$ branch crosses far
+    from $z_p$ (at $\\Delta\\lambda = O(a)$ against $O(a^2)$)."""
+    k = point.u.shape[0]
+    v = _flip_eigenvector(point.multiplier_matrix)
+    direction = np.concatenate([v, [0.0]])
+    z_pred = np.concatenate([point.u + amplitude * v, [point.parameter]])
+    first = corrector(z_pred, direction)
+    if first.ok:
+        first.tangent = _tangent(first, direction, _scale(k, settings.parameter_scale))
+    return first
+
+
+# ---------------------------------------------------------------------------
+# Assembly of the results
+# ---------------------------------------------------------------------------
+
+
+def _multipliers(M: np.ndarray) -> np.ndarray:
+    eig = np.linalg.eigvals(M).astype(complex)
+    return eig[np.argsort(-np.abs(eig), kind="stable")]
+
+
+def _durations(t_events: np.ndarray) -> np.ndarray:
+    return np.diff(np.concatenate([[0.0], t_events]))
+
+
+def _special_point(trace: _Trace, index, kind, g, located, **extras) -> SpecialPoint:
+    point = trace.points[index]
+    return SpecialPoint(
+        kind=kind,
+        index=index,
+        parameter=point.lam,
+        u=point.u.copy(),
+        multipliers=None if point.M is None else _multipliers(point.M),
+        multiplier_matrix=None if point.M is None else point.M.copy(),
+        test_value=float(g),
+        located=bool(located),
+        **extras,
+    )
+
+
+def _solution_branch(
+    trace: _Trace, parameter_name: str, method: str, iterates: int | None
+) -> SolutionBranch:
+    points = trace.points
+    has_multipliers = points[0].M is not None
+    M = np.stack([p.M for p in points]) if has_multipliers else None
+    multipliers = None if M is None else np.stack([_multipliers(m) for m in M])
+    return SolutionBranch(
+        parameter_name=parameter_name,
+        method=method,
+        iterates=iterates,
+        parameter=np.array([p.lam for p in points]),
+        u=np.stack([p.u for p in points]),
+        tangent=np.stack([p.tangent for p in points]),
+        multiplier_matrix=M,
+        multipliers=multipliers,
+        stable=None
+        if multipliers is None
+        else np.all(np.abs(multipliers) < 1.0, axis=1),
+        kind=tuple(p.kind for p in points),
+        residual_norm=np.array([p.residual_norm for p in points]),
+        newton_steps=np.array([p.n_steps for p in points], dtype=int),
+        special_points=tuple(
+            _special_point(trace, *special) for special in trace.specials
+        ),
+        status=trace.status,
+        message=trace.message,
+        n_rejected=trace.n_rejected,
+    )
+
+
+def _empty_solution_branch(parameter_name, method, iterates, k, message):
+    return SolutionBranch(
+        parameter_name=parameter_name,
+        method=method,
+        iterates=iterates,
+        parameter=np.zeros(0),
+        u=np.zeros((0, k)),
+        tangent=np.zeros((0, k + 1)),
+        multiplier_matrix=None,
+        multipliers=None,
+        stable=None,
+        kind=(),
+        residual_norm=np.zeros(0),
+        newton_steps=np.zeros(0, dtype=int),
+        special_points=(),
+        status="start_failed",
+        message=message,
+        n_rejected=0,
+    )
+
+
+def _orbit_branch(trace: _Trace, parameter_name, method, guard_tol) -> Branch:
+    points = trace.points
+    records = [p.aux for p in points]
+    M = np.stack([p.M for p in points])
+    multipliers = np.stack([_multipliers(m) for m in M])
+    t_events = np.stack([np.asarray(r.t_events, dtype=float) for r in records])
+    durations = np.stack([_durations(t) for t in t_events])
+    guard = np.stack([np.asarray(r.guard_at_start, dtype=float) for r in records])
+
+    def stacked(name):
+        return np.stack([np.asarray(getattr(r, name), dtype=float) for r in records])
+
+    specials = tuple(
+        _special_point(
+            trace,
+            index,
+            kind,
+            g,
+            located,
+            state=stacked("state")[index].copy(),
+            phase_durations=durations[index].copy(),
+            period=float(t_events[index, -1]),
+        )
+        for index, kind, g, located in trace.specials
+    )
+    return Branch(
+        parameter_name=parameter_name,
+        method=method,
+        parameter=np.array([p.lam for p in points]),
+        u=np.stack([p.u for p in points]),
+        state=stacked("state"),
+        tangent=np.stack([p.tangent for p in points]),
+        t_events=t_events,
+        phase_durations=durations,
+        period=t_events[:, -1].copy(),
+        x_before=stacked("x_before"),
+        x_after=stacked("x_after"),
+        T_c=stacked("T_c"),
+        T_a=stacked("T_a"),
+        guard_at_start=guard,
+        admissible=np.all(guard >= -guard_tol, axis=1),
+        reduced_jacobian=M,
+        multipliers=multipliers,
+        stable=np.all(np.abs(multipliers) < 1.0, axis=1),
+        kind=tuple(p.kind for p in points),
+        residual_norm=np.array([p.residual_norm for p in points]),
+        newton_steps=np.array([p.n_steps for p in points], dtype=int),
+        special_points=specials,
+        status=trace.status,
+        message=trace.message,
+        n_rejected=trace.n_rejected,
+    )
+
+
+def _empty_orbit_branch(parameter_name, method, status, message) -> Branch:
     def empty(*shape, dtype=float):
         return np.zeros((0, *shape), dtype=dtype)
 
@@ -565,102 +1145,424 @@ def _empty_branch(parameter_name, method, status, message, n_rejected=0) -> Bran
         kind=(),
         residual_norm=empty(),
         newton_steps=empty(dtype=int),
-        folds=(),
-        period_doublings=(),
+        special_points=(),
         status=status,
         message=message,
-        n_rejected=n_rejected,
+        n_rejected=0,
     )
 
 
-def _multipliers(M: np.ndarray) -> np.ndarray:
-    eig = np.linalg.eigvals(M).astype(complex)
-    return eig[np.argsort(-np.abs(eig), kind="stable")]
+# ---------------------------------------------------------------------------
+# Clients: zeros and fixed points of maps
+# ---------------------------------------------------------------------------
 
 
-def _durations(t_events: np.ndarray) -> np.ndarray:
-    return np.diff(np.concatenate([[0.0], t_events]))
+def _check_u0(u0) -> np.ndarray:
+    u0 = np.atleast_1d(np.asarray(u0, dtype=float))
+    if u0.ndim != 1:
+        raise ValueError(f"`u0` must be 1-D; got shape {u0.shape}.")
+    return u0
 
 
-def _assemble(
-    points: list[_Point],
-    specials: list[tuple[int, str, float, bool]],
-    parameter_name: str,
-    method: str,
-    status: str,
-    message: str,
-    n_rejected: int,
-    guard_tol: float,
-) -> Branch:
-    k = points[0].z.shape[0] - 1
-    M = np.stack([p.M for p in points])
-    multipliers = np.stack([_multipliers(m) for m in M])
-    t_events = np.stack([p.t_events for p in points])
-    durations = np.stack([_durations(p.t_events) for p in points])
-    guard = np.stack([p.guard_at_start for p in points])
-    folds, doublings = [], []
-    for index, which, g, located in specials:
-        p = points[index]
-        record = dict(
-            index=index,
-            parameter=p.lam,
-            u=p.z[:k].copy(),
-            state=p.state.copy(),
-            phase_durations=durations[index].copy(),
-            period=float(t_events[index, -1]),
-            multipliers=multipliers[index].copy(),
-            test_value=float(g),
-            located=bool(located),
+def _check_shape(name, fn, shape, *operands):
+    try:
+        out = jax.eval_shape(fn, *operands)
+    except Exception as error:
+        raise ValueError(f"`{name}` failed on the start point: {error}") from error
+    if getattr(out, "shape", None) != shape:
+        raise ValueError(
+            f"`{name}` must return an array of shape {shape}; got "
+            f"{getattr(out, 'shape', type(out).__name__)}."
         )
-        if which == "fold":
-            folds.append(Fold(**record))
-        else:
-            doublings.append(PeriodDoubling(**record))
-    return Branch(
+
+
+def _continue_solutions(
+    residual: _AbstractResidual,
+    start_point: Callable[[_Corrector, ContinuationSettings], _Point],
+    *,
+    k: int,
+    low: float,
+    high: float,
+    direction: int | None,
+    parameter_name: str,
+    iterates: int | None,
+    continuation_settings: ContinuationSettings,
+    root_finder,
+    throw: bool,
+    check_start: Callable[[_Point], str | None] | None = None,
+) -> SolutionBranch:
+    """The driver shared by the zero and map clients: the first point from
+    `start_point`, then [`_follow`][]."""
+    settings = continuation_settings
+    options = _Options(resolve_root_finder(root_finder), settings.max_iterations)
+    corrector = _Corrector(residual, options, settings.residual_tol)
+    first = start_point(corrector, settings)
+    failure = None
+    if not first.ok:
+        failure = (
+            f"no solution found at the start (residual {first.residual_norm:.3g}, "
+            f"{first.n_steps} Newton steps)"
+        )
+    elif not low <= first.lam <= high:
+        failure = (
+            f"the start point has {parameter_name} = {first.lam:.8g}, outside "
+            f"[{low:g}, {high:g}]"
+        )
+    elif check_start is not None:
+        failure = check_start(first)
+    if failure is not None:
+        if throw:
+            raise RuntimeError(failure)
+        return _empty_solution_branch(
+            parameter_name, settings.method, iterates, k, failure
+        )
+    if direction is None:  # a switched branch: natural steps go where it leaves
+        direction = 1 if first.tangent[-1] >= 0 else -1
+    trace = _follow(corrector, first, low, high, direction, settings, parameter_name)
+    return _solution_branch(trace, parameter_name, settings.method, iterates)
+
+
+def continue_zeros(
+    fn: Callable[[Float[Array, " k"], Float[Array, ""], PyTree], Float[Array, " k"]],
+    u0: Float[Array, " k"],
+    lam0: float,
+    args: PyTree = None,
+    *,
+    multiplier_matrix: Callable[
+        [Float[Array, " k"], Float[Array, ""], PyTree], Float[Array, "k k"]
+    ]
+    | None = None,
+    stop: float | None = None,
+    bounds: tuple[float, float] | None = None,
+    direction: int | None = None,
+    parameter_name: str = "lambda",
+    continuation_settings: ContinuationSettings | None = None,
+    root_finder: optx.AbstractRootFinder | None = None,
+    throw: bool = True,
+) -> SolutionBranch:
+    r"""Follow a branch of zeros of $F(u, \lambda) = 0$ in the scalar $\lambda$.
+
+    Pseudo-arclength continuation (Keller 1977): with $z = (u, \lambda)$, the
+    tangent $t_n$ is the unit null vector of $[F_u\ F_\lambda]$ (by `jax.jacfwd`),
+    oriented so that $t_n \cdot t_{n-1} > 0$; the predictor $z_p = z_n + h\,t_n$ is
+    corrected by an optimistix root finder on
+
+    $$F(z) = 0,\qquad t_n\cdot(z - z_p) = 0,$$
+
+    which passes folds. Step control as in [`hybrax.ContinuationSettings`][].
+    Folds ($\det F_u$ changes sign) are located by regula falsi (Illinois) on the
+    test function along the chord between the two points that bracket them, and
+    inserted as points of the branch. With a `multiplier_matrix` $M(u, \lambda)$
+    (the Jacobian of the map whose fixed points the zeros are, so that a
+    multiplier crossing $+1$ is a fold), its eigenvalues give the stability, and
+    period doublings ($\det(M + I)$) and Neimark-Sacker points
+    ($\det(M \odot M - I)$, the bialternate product) are located too.
+
+    **Arguments:**
+
+    - `fn`: `fn(u, lam, args) -> F`, a JAX function with `F` of the shape of `u`.
+    - `u0`: a guess of $u$ at $\lambda$ = `lam0`, corrected at fixed $\lambda$.
+    - `lam0`: the initial value of $\lambda$.
+    - `args`: any PyTree passed to `fn` (traced: changing it does not recompile).
+    - `multiplier_matrix`: `multiplier_matrix(u, lam, args) -> M`, or `None`.
+    - `stop`: the branch is followed from `lam0` towards `stop`, and ends where it
+      leaves `[min(lam0, stop), max(lam0, stop)]` (a last point on the bound).
+    - `bounds`: `(low, high)` instead of the range given by `stop`.
+    - `direction`: `+1` or `-1`, the initial sign of $d\lambda$; default the sign
+      of `stop - lam0` (required without `stop`).
+    - `parameter_name`: the label of $\lambda$.
+    - `continuation_settings`: a [`hybrax.ContinuationSettings`][] (method, steps,
+      location); default `ContinuationSettings()`.
+    - `root_finder`: the corrector; default
+      `optimistix.Newton(rtol=1e-11, atol=1e-11)`.
+    - `throw`: raise if no zero is found at the start; otherwise return an empty
+      branch with status `"start_failed"`.
+
+    **Returns:** a [`hybrax.SolutionBranch`][].
+
+    **Raises:** `ValueError` for bad arguments; `RuntimeError` if the start fails
+    and `throw=True`.
+
+    !!! note
+
+        One corrector is compiled per `fn` (and `multiplier_matrix`): pass the
+        same function object (not a lambda made per call) to reuse it.
+
+    **References:** H. B. Keller (1977), Numerical solution of bifurcation and
+    nonlinear eigenvalue problems; R. Seydel (2010), Practical Bifurcation and
+    Stability Analysis, ch. 4-5; Yu. A. Kuznetsov (2004), Elements of Applied
+    Bifurcation Theory, sec. 10.2.
+    """
+    check_float64("continue_zeros")
+    if not callable(fn):
+        raise ValueError("`fn` must be callable as fn(u, lam, args).")
+    if multiplier_matrix is not None and not callable(multiplier_matrix):
+        raise ValueError("`multiplier_matrix` must be callable or None.")
+    settings = _resolve_continuation_settings(continuation_settings)
+    lam0, low, high, direction = _resolve_range(lam0, stop, bounds, direction, "lam0")
+    u0 = _check_u0(u0)
+    k = u0.shape[0]
+    u_spec = jax.ShapeDtypeStruct((k,), jnp.result_type(float))
+    lam_spec = jax.ShapeDtypeStruct((), jnp.result_type(float))
+    _check_shape("fn", lambda u, lam: fn(u, lam, args), (k,), u_spec, lam_spec)
+    if multiplier_matrix is not None:
+        _check_shape(
+            "multiplier_matrix",
+            lambda u, lam: multiplier_matrix(u, lam, args),
+            (k, k),
+            u_spec,
+            lam_spec,
+        )
+    residual = _ZerosResidual(fn, multiplier_matrix, args)
+    return _continue_solutions(
+        residual,
+        lambda corrector, s: _start_at_parameter(corrector, u0, lam0, direction, s),
+        k=k,
+        low=low,
+        high=high,
+        direction=direction,
         parameter_name=parameter_name,
-        method=method,
-        parameter=np.array([p.lam for p in points]),
-        u=np.stack([p.z[:k] for p in points]),
-        state=np.stack([p.state for p in points]),
-        tangent=np.stack([p.tangent for p in points]),
-        t_events=t_events,
-        phase_durations=durations,
-        period=t_events[:, -1].copy(),
-        x_before=np.stack([p.x_before for p in points]),
-        x_after=np.stack([p.x_after for p in points]),
-        T_c=np.stack([p.T_c for p in points]),
-        T_a=np.stack([p.T_a for p in points]),
-        guard_at_start=guard,
-        admissible=np.all(guard >= -guard_tol, axis=1),
-        reduced_jacobian=M,
-        multipliers=multipliers,
-        stable=np.all(np.abs(multipliers) < 1.0, axis=1),
-        kind=tuple(p.kind for p in points),
-        residual_norm=np.array([p.residual_norm for p in points]),
-        newton_steps=np.array([p.n_steps for p in points], dtype=int),
-        folds=tuple(folds),
-        period_doublings=tuple(doublings),
-        status=status,
-        message=message,
-        n_rejected=n_rejected,
+        iterates=None,
+        continuation_settings=settings,
+        root_finder=root_finder,
+        throw=throw,
+    )
+
+
+def _check_iterates(iterates) -> int:
+    if isinstance(iterates, bool) or int(iterates) != iterates or int(iterates) < 1:
+        raise ValueError(f"`iterates` must be a positive integer; got {iterates!r}.")
+    return int(iterates)
+
+
+def continue_fixed_points(
+    fn: Callable[[Float[Array, " k"], Float[Array, ""], PyTree], Float[Array, " k"]],
+    u0: Float[Array, " k"],
+    lam0: float,
+    args: PyTree = None,
+    *,
+    iterates: int = 1,
+    stop: float | None = None,
+    bounds: tuple[float, float] | None = None,
+    direction: int | None = None,
+    parameter_name: str = "lambda",
+    continuation_settings: ContinuationSettings | None = None,
+    root_finder: optx.AbstractRootFinder | None = None,
+    throw: bool = True,
+) -> SolutionBranch:
+    r"""Follow a branch of fixed points of a map $g(u, \lambda)$, or of period-$m$
+    orbits: the zeros of
+
+    $$F(u, \lambda) = g^m(u, \lambda) - u,$$
+
+    $g^m$ the $m$-th iterate ($m$ = `iterates`), with the multiplier matrix
+    $M = D_u g^m = F_u + I$, the product of the Jacobians of $g$ along the orbit.
+    A client of [`hybrax.continue_zeros`][] (pseudo-arclength continuation, Keller
+    1977): the branch's stability ($|\nu_i| < 1$) and its folds ($\det(M - I)$),
+    period doublings ($\det(M + I)$) and Neimark-Sacker points
+    ($\det(M \odot M - I) = \prod_{i<j}(\nu_i\nu_j - 1)$) come with it
+    (Kuznetsov 2004, sec. 10.2). [`hybrax.continue_period_doubled`][] switches onto
+    the period-$2m$ branch at a period doubling.
+
+    **Arguments:**
+
+    - `fn`: the map, `fn(u, lam, args) -> u_next`, a JAX function.
+    - `iterates`: $m$.
+    - the others as for [`hybrax.continue_zeros`][].
+
+    **Returns:** a [`hybrax.SolutionBranch`][] (its `iterates` is $m$).
+
+    **Raises:** `ValueError` for bad arguments; `RuntimeError` if the start fails
+    and `throw=True`.
+
+    !!! example
+
+        The logistic map $x \mapsto r x (1 - x)$: its fixed point $1 - 1/r$ loses
+        stability in a period doubling at $r = 3$.
+
+        ```python
+        def logistic(x, r, args):
+            return r * x * (1 - x)
+
+        branch = hybrax.continue_fixed_points(logistic, 0.6, 2.5, stop=3.2)
+        branch.period_doublings[0].parameter  # 3.0
+        ```
+
+    **References:** H. B. Keller (1977); Yu. A. Kuznetsov (2004), Elements of
+    Applied Bifurcation Theory, ch. 4 and sec. 10.2; R. Seydel (2010), Practical
+    Bifurcation and Stability Analysis, ch. 5 and 7.
+    """
+    check_float64("continue_fixed_points")
+    if not callable(fn):
+        raise ValueError("`fn` must be callable as fn(u, lam, args).")
+    iterates = _check_iterates(iterates)
+    settings = _resolve_continuation_settings(continuation_settings)
+    lam0, low, high, direction = _resolve_range(lam0, stop, bounds, direction, "lam0")
+    u0 = _check_u0(u0)
+    k = u0.shape[0]
+    _check_map(fn, args, k)
+    return _continue_solutions(
+        _FixedPointResidual(fn, args, iterates),
+        lambda corrector, s: _start_at_parameter(corrector, u0, lam0, direction, s),
+        k=k,
+        low=low,
+        high=high,
+        direction=direction,
+        parameter_name=parameter_name,
+        iterates=iterates,
+        continuation_settings=settings,
+        root_finder=root_finder,
+        throw=throw,
+    )
+
+
+def _check_map(fn, args, k):
+    u_spec = jax.ShapeDtypeStruct((k,), jnp.result_type(float))
+    lam_spec = jax.ShapeDtypeStruct((), jnp.result_type(float))
+    _check_shape("fn", lambda u, lam: fn(u, lam, args), (k,), u_spec, lam_spec)
+
+
+def _period_doubling_of(branch, point) -> SpecialPoint:
+    if isinstance(point, SpecialPoint):
+        if point.kind != "period_doubling":
+            raise ValueError(f"`point` must be a period doubling; got a {point.kind}.")
+        special = point
+    else:
+        doublings = branch.period_doublings
+        if isinstance(point, bool) or not isinstance(point, int):
+            raise ValueError(
+                f"`point` must be an int or a hybrax.SpecialPoint; got {point!r}."
+            )
+        if not -len(doublings) <= point < len(doublings):
+            raise ValueError(
+                f"`point` = {point}: the branch has {len(doublings)} period doublings."
+            )
+        special = doublings[point]
+    if special.multiplier_matrix is None:
+        raise ValueError("`point` has no multiplier matrix to switch branches with.")
+    return special
+
+
+def continue_period_doubled(
+    fn: Callable[[Float[Array, " k"], Float[Array, ""], PyTree], Float[Array, " k"]],
+    branch: SolutionBranch,
+    args: PyTree = None,
+    *,
+    point: int | SpecialPoint = 0,
+    amplitude: float | None = None,
+    stop: float | None = None,
+    bounds: tuple[float, float] | None = None,
+    parameter_name: str | None = None,
+    continuation_settings: ContinuationSettings | None = None,
+    root_finder: optx.AbstractRootFinder | None = None,
+    throw: bool = True,
+) -> SolutionBranch:
+    r"""Switch onto the period-$2m$ branch that bifurcates at a period doubling of
+    a branch of period-$m$ orbits of $g$, and follow it.
+
+    At a period doubling $(u^*, \lambda^*)$ of $g^m$ (a multiplier $-1$ with
+    eigenvector $v$), $F_2(u, \lambda) = g^{2m}(u, \lambda) - u$ has a pitchfork:
+    besides the period-$m$ branch, a branch of period-$2m$ orbits leaves
+    $(u^*, \lambda^*)$ tangent to $(v, 0)$, with $\lambda - \lambda^* = O(a^2)$ at
+    amplitude $a$ (Kuznetsov 2004, sec. 4.4). Its first point is $F_2 = 0$ on the
+    hyperplane $(v, 0)\cdot(z - z_p) = 0$ through $z_p = (u^* + a v, \lambda^*)$,
+    then pseudo-arclength continuation of $F_2$ ([`hybrax.continue_fixed_points`][]
+    with `iterates` $= 2m$) follows it, away from the period doubling. One call per
+    level of a period-doubling cascade.
+
+    **Arguments:**
+
+    - `fn`: the map of `branch`, `fn(u, lam, args) -> u_next`.
+    - `branch`: a [`hybrax.SolutionBranch`][] of [`hybrax.continue_fixed_points`][]
+      (or of this function) with a located period doubling.
+    - `args`: as for `branch`.
+    - `point`: which of `branch.period_doublings` (an index), or the
+      [`hybrax.SpecialPoint`][] itself.
+    - `amplitude`: $a$, the distance from $u^*$ of the first point along $v$;
+      default `continuation_settings.initial_step`.
+    - `stop`, `bounds`: the range of $\lambda$ as for
+      [`hybrax.continue_zeros`][], with $\lambda^*$ as the start; the side the
+      new branch leaves on is found, not given.
+    - `parameter_name`: default `branch.parameter_name`.
+    - `continuation_settings`, `root_finder`, `throw`: as for
+      [`hybrax.continue_zeros`][].
+
+    **Returns:** a [`hybrax.SolutionBranch`][] with `iterates` $= 2m$; its `u` is
+    one point of each period-$2m$ orbit.
+
+    **Raises:** `ValueError` for bad arguments; `RuntimeError` if no period-$2m$
+    orbit is found near the period doubling (or the corrector falls back onto the
+    period-$m$ branch, or the new branch leaves on the side outside the range)
+    and `throw=True`.
+
+    !!! example
+
+        The logistic map's cascade: $r = 3$, then $1 + \sqrt 6$, ...
+
+        ```python
+        fixed = hybrax.continue_fixed_points(logistic, 0.6, 2.5, stop=3.6)
+        period_2 = hybrax.continue_period_doubled(logistic, fixed, stop=3.6)
+        period_4 = hybrax.continue_period_doubled(logistic, period_2, stop=3.6)
+        period_2.period_doublings[0].parameter  # 1 + sqrt(6) = 3.449490
+        ```
+
+    **References:** Yu. A. Kuznetsov (2004), Elements of Applied Bifurcation
+    Theory, sec. 4.4 and 10.2; R. Seydel (2010), Practical Bifurcation and
+    Stability Analysis, sec. 5.6 (branch switching) and ch. 7.
+    """
+    check_float64("continue_period_doubled")
+    if not isinstance(branch, SolutionBranch) or branch.iterates is None:
+        raise ValueError(
+            "`branch` must be a hybrax.SolutionBranch of continue_fixed_points."
+        )
+    if not callable(fn):
+        raise ValueError("`fn` must be callable as fn(u, lam, args).")
+    special = _period_doubling_of(branch, point)
+    settings = _resolve_continuation_settings(continuation_settings)
+    if amplitude is None:
+        amplitude = settings.initial_step
+    amplitude = float(amplitude)
+    if not (math.isfinite(amplitude) and amplitude > 0):
+        raise ValueError(f"`amplitude` must be positive; got {amplitude}.")
+    # The direction in lambda is found by the first point; a placeholder here.
+    lam0, low, high, _ = _resolve_range(special.parameter, stop, bounds, 1, "point")
+    k = special.u.shape[0]
+    _check_map(fn, args, k)
+    iterates = 2 * branch.iterates
+    period_m = _FixedPointResidual(fn, args, branch.iterates)
+
+    def check_start(first: _Point) -> str | None:
+        # Both branches solve F_2 = 0: a first point that g^m leaves in place is
+        # back on the period-m branch.
+        F_m = _residual_only(period_m, jnp.asarray(first.z))
+        if not float(jnp.max(jnp.abs(F_m))) >= 0.05 * amplitude:
+            return (
+                f"the corrector fell back onto the period-{branch.iterates} branch; "
+                "try a smaller `amplitude`"
+            )
+        return None
+
+    return _continue_solutions(
+        _FixedPointResidual(fn, args, iterates),
+        lambda corrector, s: _start_on_doubled_branch(corrector, special, amplitude, s),
+        k=k,
+        low=low,
+        high=high,
+        direction=None,
+        parameter_name=branch.parameter_name
+        if parameter_name is None
+        else parameter_name,
+        iterates=iterates,
+        continuation_settings=settings,
+        root_finder=root_finder,
+        throw=throw,
+        check_start=check_start,
     )
 
 
 # ---------------------------------------------------------------------------
-# The driver
+# Client: periodic orbits of a hybrid system
 # ---------------------------------------------------------------------------
-
-# A step is grown when the corrector needs at most this many Newton iterations,
-# and shrunk when it needs more than `_SLOW_NEWTON`.
-_FAST_NEWTON = 3
-_SLOW_NEWTON = 6
-_GROWTH = 1.5
-_SHRINK = 0.7
-# Successive tangents (scaled, unit) must not turn by more than ~37 degrees, and a
-# correction must not move farther than the step itself, or the step is retried
-# shorter: both guard against jumping to a neighbouring branch.
-_MIN_TANGENT_COS = 0.8
-_MAX_CORRECTION = 1.0
 
 
 def continue_branch(
@@ -674,21 +1576,22 @@ def continue_branch(
     stop: float | None = None,
     bounds: tuple[float, float] | None = None,
     direction: int | None = None,
-    method: Literal["pseudo-arclength", "natural"] = "pseudo-arclength",
-    step: float = 0.02,
-    min_step: float = 1e-6,
-    max_step: float = 0.2,
-    max_points: int = 500,
+    method: Literal["pseudo-arclength", "natural"] | None = None,
+    step: float | None = None,
+    min_step: float | None = None,
+    max_step: float | None = None,
+    max_points: int | None = None,
     max_period: float | None = None,
-    parameter_scale: float = 1.0,
-    locate: bool = True,
-    locate_tol: float = 1e-11,
-    max_locate_iterations: int = 60,
+    parameter_scale: float | None = None,
+    locate: bool | None = None,
+    locate_tol: float | None = None,
+    max_locate_iterations: int | None = None,
     settings: Settings | None = None,
     root_finder: optx.AbstractRootFinder | None = None,
-    max_iterations: int = 12,
-    residual_tol: float = 1e-8,
+    max_iterations: int | None = None,
+    residual_tol: float | None = None,
     throw: bool = True,
+    continuation_settings: ContinuationSettings | None = None,
 ) -> Branch:
     r"""Follow a branch of periodic orbits in one scalar parameter.
 
@@ -703,20 +1606,24 @@ def continue_branch(
 
     which passes folds, where $\lambda$ turns back. Lengths and the tangent are
     taken in the scaled coordinates $(u, \lambda/\theta)$, $\theta$ =
-    `parameter_scale`. The step $h$ grows by 1.5 after a corrector that converged
-    in at most 3 iterations, shrinks by 0.7 after more than 6, and halves after a
-    failure (no convergence, a cycle that left the section's event sequence, a
-    correction longer than the step, or a tangent that turned by more than about
-    37 degrees); below `min_step` the continuation stops.
+    `parameter_scale`. Step control as in [`hybrax.ContinuationSettings`][]: by
+    default the step $h$ grows by 1.5 after a corrector that converged in at most
+    3 iterations, shrinks by 0.7 after more than 6, and halves after a failure (no
+    convergence, a cycle that left the section's event sequence, a correction
+    longer than the step, or a tangent that turned by more than about 37
+    degrees); below `min_step` the continuation stops. The hybrid-orbit client of
+    the generic core of [`hybrax.continue_zeros`][].
 
     With `method="natural"`, $\lambda$ advances by $h$ (tangent predictor) and
     $F(u, \lambda) = 0$ is solved at fixed $\lambda$; it stops at a fold.
 
     At every point the reduced Jacobian $M = F_u + I$ gives the nontrivial
-    multipliers. Folds ($\det F_u = \prod(\nu_i - 1)$ changes sign) and period
-    doublings ($\det(F_u + 2I)$ changes sign) between two points are located by
-    regula falsi (Illinois) on the test function along the chord, each trial
-    corrected onto the branch, and inserted as points of the branch.
+    multipliers. Folds ($\det F_u = \prod(\nu_i - 1)$ changes sign), period
+    doublings ($\det(F_u + 2I)$ changes sign) and Neimark-Sacker points
+    ($\det(M \odot M - I) = \prod_{i<j}(\nu_i\nu_j - 1)$ changes sign at a
+    complex pair) between two points are located by regula falsi (Illinois) on the
+    test function along the chord, each trial corrected onto the branch, and
+    inserted as points of the branch (`Branch.special_points`).
 
     **Arguments:**
 
@@ -734,24 +1641,20 @@ def continue_branch(
     - `bounds`: `(low, high)` instead of the range given by `stop`.
     - `direction`: `+1` or `-1`, the initial sign of $d\lambda$; default the sign
       of `stop - start` (required without `stop`).
-    - `method`: `"pseudo-arclength"` or `"natural"`.
-    - `step`, `min_step`, `max_step`: initial, smallest and largest step (scaled
-      arclength, or $|\Delta\lambda|$ for `"natural"`).
-    - `max_points`: the most points computed (located special points included).
     - `max_period`: stop once an orbit's period exceeds this.
-    - `parameter_scale`: $\theta$ above; about the size of the expected change
-      of $\lambda$ per unit change of $u$ balances the steps.
-    - `locate`, `locate_tol`, `max_locate_iterations`: locate folds and period
-      doublings, to this tolerance on the chord in scaled coordinates.
+    - `method`, `step` (the `initial_step`), `min_step`, `max_step`,
+      `max_points`, `parameter_scale`, `locate`, `locate_tol`,
+      `max_locate_iterations`, `max_iterations`, `residual_tol`: the fields of
+      [`hybrax.ContinuationSettings`][] (see there; its defaults where `None`).
     - `settings`: a [`hybrax.Settings`][] for each cycle (see
       [`hybrax.poincare_map`][]); its `guard_tol` is also how far past a guard a
       phase may start and still count as admissible (`Branch.admissible`).
     - `root_finder`: the corrector, any `optimistix.AbstractRootFinder`; default
       `optimistix.Newton(rtol=1e-11, atol=1e-11)`.
-    - `max_iterations`: corrector iteration limit.
-    - `residual_tol`: the largest $\max|F|$ accepted as an orbit.
     - `throw`: raise if no orbit is found at the start; otherwise return an empty
       branch with status `"start_failed"`.
+    - `continuation_settings`: a [`hybrax.ContinuationSettings`][] to start from;
+      the keywords above that are given replace its fields.
 
     **Returns:** a [`hybrax.Branch`][].
 
@@ -788,42 +1691,238 @@ def continue_branch(
 
     **References:** H. B. Keller (1977), Numerical solution of bifurcation and
     nonlinear eigenvalue problems; R. Seydel (2010), Practical Bifurcation and
-    Stability Analysis, ch. 4-5.
+    Stability Analysis, ch. 4-5; Yu. A. Kuznetsov (2004), Elements of Applied
+    Bifurcation Theory, sec. 10.2.
     """
     check_float64("continue_branch")
     parameter = _as_parameter(parameter)
-    if method not in ("pseudo-arclength", "natural"):
-        raise ValueError(
-            f"`method` must be 'pseudo-arclength' or 'natural'; got {method!r}."
+    continuation = _resolve_continuation_settings(
+        continuation_settings,
+        method=method,
+        initial_step=step,
+        min_step=min_step,
+        max_step=max_step,
+        max_points=max_points,
+        parameter_scale=parameter_scale,
+        locate=locate,
+        locate_tol=locate_tol,
+        max_locate_iterations=max_locate_iterations,
+        max_iterations=max_iterations,
+        residual_tol=residual_tol,
+    )
+    start, low, high, direction = _resolve_range(start, stop, bounds, direction)
+    u0 = _check_u0(u0)
+    return _continue_orbits(
+        system,
+        section,
+        params,
+        parameter,
+        lambda corrector: _start_at_parameter(
+            corrector, u0, start, direction, continuation
+        ),
+        f"at {parameter.name} = {start:g} from `u0`",
+        low=low,
+        high=high,
+        direction=direction,
+        max_period=max_period,
+        settings=settings,
+        root_finder=root_finder,
+        continuation=continuation,
+        throw=throw,
+    )
+
+
+def _continue_orbits(
+    system,
+    section,
+    params,
+    parameter: AbstractParameter,
+    start_point: Callable[[_Corrector], _Point],
+    where: str,
+    *,
+    low,
+    high,
+    direction,
+    max_period,
+    settings,
+    root_finder,
+    continuation: ContinuationSettings,
+    throw,
+    check_start: Callable[[_Point], str | None] | None = None,
+) -> Branch:
+    """The driver of the hybrid-orbit clients: the first point from
+    `start_point`, then [`_follow`][] with the `max_period` stop."""
+    settings = _forward_mode_settings(settings)
+    root_finder = resolve_root_finder(root_finder)
+    resolve_sequence(system, section)
+    residual = _ReturnMapResidual(
+        system, section, parameter, canonical_params(params), settings
+    )
+    options = _Options(root_finder, continuation.max_iterations)
+    corrector = _Corrector(residual, options, continuation.residual_tol)
+    first = start_point(corrector)
+    failure = None
+    if not first.ok:
+        failure = (
+            f"no periodic orbit found {where} (residual "
+            f"{first.residual_norm:.3g}, {first.n_steps} Newton steps)"
         )
-    start = float(start)
-    if not math.isfinite(start):
-        raise ValueError(f"`start` must be finite; got {start}.")
-    if bounds is None:
-        if stop is None:
-            raise ValueError("Give `stop` or `bounds`.")
-        bounds = (min(start, float(stop)), max(start, float(stop)))
-    low, high = (float(b) for b in bounds)
-    if not (math.isfinite(low) and math.isfinite(high) and low < high):
-        raise ValueError(f"`bounds` must be finite with low < high; got {bounds}.")
-    if not low <= start <= high:
-        raise ValueError(f"`start` = {start} must lie within `bounds` {bounds}.")
-    if direction is None:
-        if stop is None or float(stop) == start:
-            raise ValueError("Give `direction` (+1 or -1) when `stop` does not.")
-        direction = 1 if float(stop) > start else -1
-    if direction not in (1, -1):
-        raise ValueError(f"`direction` must be +1 or -1; got {direction}.")
-    if not 0 < min_step <= step <= max_step:
-        raise ValueError(
-            "Need 0 < `min_step` <= `step` <= `max_step`; got "
-            f"{min_step}, {step}, {max_step}."
+    elif not low <= first.lam <= high:
+        failure = (
+            f"the start orbit has {parameter.name} = {first.lam:.8g}, outside "
+            f"[{low:g}, {high:g}]"
         )
-    if int(max_points) < 1:
-        raise ValueError(f"`max_points` must be positive; got {max_points}.")
-    if not (parameter_scale > 0 and math.isfinite(parameter_scale)):
-        raise ValueError(f"`parameter_scale` must be positive; got {parameter_scale}.")
-    max_iterations = check_iterations(max_iterations)
+    elif check_start is not None:
+        failure = check_start(first)
+    if failure is not None:
+        if throw:
+            raise RuntimeError(failure)
+        return _empty_orbit_branch(
+            parameter.name, continuation.method, "start_failed", failure
+        )
+    if direction is None:  # a switched branch: natural steps go where it leaves
+        direction = 1 if first.tangent[-1] >= 0 else -1
+
+    def beyond_max_period(point: _Point) -> tuple[str, str] | None:
+        period = float(point.aux.t_events[-1])
+        if max_period is not None and period > max_period:
+            message = f"period {period:.6g} above max_period = {max_period:g}"
+            return "max_period", message
+        return None
+
+    trace = _follow(
+        corrector,
+        first,
+        low,
+        high,
+        direction,
+        continuation,
+        parameter.name,
+        beyond_max_period,
+    )
+    return _orbit_branch(trace, parameter.name, continuation.method, settings.guard_tol)
+
+
+def period_doubled_section(section: PoincareSection) -> PoincareSection:
+    r"""The section of the twice-iterated return map $P^2$: the same chart and
+    coordinates, the transition sequence repeated twice. Its fixed points are the
+    period-2 orbits of $P$ (two cycles of `section` each).
+
+    **Arguments:**
+
+    - `section`: a [`hybrax.PoincareSection`][].
+
+    **Returns:** a [`hybrax.PoincareSection`][] with `sequence` = `2 * sequence`.
+    """
+    if not isinstance(section, PoincareSection):
+        raise ValueError(
+            f"`section` must be a hybrax.PoincareSection; got {type(section).__name__}."
+        )
+    return PoincareSection(
+        tuple(section.sequence) * 2, section.chart, section.coordinates
+    )
+
+
+def continue_branch_period_doubled(
+    system: HybridSystem,
+    section: PoincareSection,
+    point: SpecialPoint,
+    params: Params,
+    parameter: AbstractParameter | str,
+    *,
+    stop: float | None = None,
+    bounds: tuple[float, float] | None = None,
+    amplitude: float | None = None,
+    max_period: float | None = None,
+    settings: Settings | None = None,
+    root_finder: optx.AbstractRootFinder | None = None,
+    continuation_settings: ContinuationSettings | None = None,
+    throw: bool = True,
+) -> Branch:
+    r"""Switch onto the branch of period-2 orbits (two cycles of `section`) that
+    bifurcates at a period doubling of a [`hybrax.continue_branch`][] branch, and
+    follow it.
+
+    With $P$ the return map of `section`, the period-2 orbits are the zeros of
+    $F_2(u, \lambda) = \pi(P^2(\chi(u); p(\lambda))) - u$, the return map of
+    [`hybrax.period_doubled_section`][]. At the period doubling $(u^*,
+    \lambda^*)$, where $M = \partial P/\partial u$ has the multiplier $-1$ with
+    eigenvector $v$, the new branch leaves tangent to $(v, 0)$ (Kuznetsov 2004,
+    sec. 4.4): its first point solves $F_2 = 0$ on the hyperplane
+    $(v, 0)\cdot(z - z_p) = 0$ through $z_p = (u^* + a v, \lambda^*)$, then
+    pseudo-arclength continuation (Keller 1977) follows it, as
+    [`hybrax.continue_period_doubled`][] does for maps.
+
+    **Arguments:**
+
+    - `system`, `section`: the hybrid system and the section of the branch that
+      holds `point` (for the next level of a cascade, the doubled section).
+    - `point`: a period doubling ([`hybrax.SpecialPoint`][] of kind
+      `"period_doubling"`) of that branch.
+    - `params`, `parameter`, `max_period`, `settings`, `root_finder`, `throw`: as
+      for [`hybrax.continue_branch`][].
+    - `stop`, `bounds`: the range of $\lambda$, with `point.parameter` as start;
+      the side the new branch leaves on is found, not given.
+    - `amplitude`: $a$; default `continuation_settings.initial_step`.
+    - `continuation_settings`: a [`hybrax.ContinuationSettings`][].
+
+    **Returns:** a [`hybrax.Branch`][] of period-2 orbits (`E` = twice the events
+    of `section`).
+
+    **Raises:** `ValueError` for bad arguments; `RuntimeError` if no period-2 orbit
+    is found near the period doubling and `throw=True`.
+
+    **References:** Yu. A. Kuznetsov (2004), Elements of Applied Bifurcation
+    Theory, sec. 4.4; R. Seydel (2010), Practical Bifurcation and Stability
+    Analysis, sec. 5.6.
+    """
+    check_float64("continue_branch_period_doubled")
+    parameter = _as_parameter(parameter)
+    if not isinstance(point, SpecialPoint) or point.kind != "period_doubling":
+        raise ValueError("`point` must be a hybrax.SpecialPoint of a period doubling.")
+    continuation = _resolve_continuation_settings(continuation_settings)
+    amplitude = continuation.initial_step if amplitude is None else float(amplitude)
+    if not (math.isfinite(amplitude) and amplitude > 0):
+        raise ValueError(f"`amplitude` must be positive; got {amplitude}.")
+    _, low, high, _ = _resolve_range(point.parameter, stop, bounds, 1, "point")
+    resolve_sequence(system, section)
+    params = canonical_params(params)
+    once = _ReturnMapResidual(
+        system, section, parameter, params, _forward_mode_settings(settings)
+    )
+
+    def check_start(first: _Point) -> str | None:
+        # Both branches solve F_2 = 0: an orbit that one cycle leaves in place is
+        # back on the period-1 branch.
+        F = _residual_only(once, jnp.asarray(first.z))
+        if not float(jnp.max(jnp.abs(F))) >= 0.05 * amplitude:
+            return "the corrector fell back onto the period-1 branch"
+        return None
+
+    return _continue_orbits(
+        system,
+        period_doubled_section(section),
+        params,
+        parameter,
+        lambda corrector: _start_on_doubled_branch(
+            corrector, point, amplitude, continuation
+        ),
+        f"near the period doubling at {parameter.name} = {point.parameter:g}",
+        low=low,
+        high=high,
+        direction=None,
+        max_period=max_period,
+        settings=settings,
+        root_finder=root_finder,
+        continuation=continuation,
+        throw=throw,
+        check_start=check_start,
+    )
+
+
+def _forward_mode_settings(settings: Settings | None) -> Settings:
+    """`settings` with `diffrax.ForwardMode()` as adjoint: the corrector
+    differentiates the return map with `jax.jacfwd`."""
     settings = resolve_settings(settings)
     if settings.adjoint is not None and not isinstance(
         settings.adjoint, dfx.ForwardMode
@@ -833,171 +1932,6 @@ def continue_branch(
             "forward mode (`diffrax.ForwardMode()` or None); got "
             f"{type(settings.adjoint).__name__}."
         )
-    settings = eqx.tree_at(
+    return eqx.tree_at(
         lambda s: s.adjoint, settings, dfx.ForwardMode(), is_leaf=lambda x: x is None
-    )
-    root_finder = resolve_root_finder(root_finder)
-    resolve_sequence(system, section)
-    u0 = np.atleast_1d(np.asarray(u0, dtype=float))
-    if u0.ndim != 1:
-        raise ValueError(f"`u0` must be 1-D; got shape {u0.shape}.")
-
-    params = canonical_params(params)
-    options = _Options(settings, root_finder, int(max_iterations))
-    corrector = _Corrector(
-        system, section, parameter, params, options, float(residual_tol)
-    )
-    k = u0.shape[0]
-    # Scaled coordinates z^ = D z, D = diag(1, ..., 1, 1/theta).
-    scale = np.ones(k + 1)
-    scale[k] = 1.0 / parameter_scale
-    e_lam = np.zeros(k + 1)
-    e_lam[k] = 1.0
-
-    def tangent_at(point: _Point, reference: np.ndarray) -> np.ndarray:
-        return _orient(_null_vector(point.jacobian, scale), reference)
-
-    first = corrector(np.concatenate([u0, [start]]), e_lam)
-    if not first.ok:
-        message = (
-            f"no periodic orbit found at {parameter.name} = {start:g} from `u0` "
-            f"(residual {first.residual_norm:.3g}, {first.n_steps} Newton steps)"
-        )
-        if throw:
-            raise RuntimeError(message)
-        return _empty_branch(parameter.name, method, "start_failed", message)
-    first.tangent = tangent_at(first, direction * e_lam)
-    first.kind = "start"
-    points = [first]
-    specials: list[tuple[int, str, float, bool]] = []
-    h = float(step)
-    n_rejected = 0
-    status, message = "max_points", f"reached max_points = {max_points}"
-
-    def finish_on_bound(prev: _Point, new: _Point) -> _Point | None:
-        # The last point sits on the bound, on the branch's first crossing of it:
-        # predicted along the tangent at `prev` (the chord to `new` may cut across
-        # a fold just beyond the bound), then corrected at fixed lambda.
-        bound = high if new.lam > high else low
-        if abs(prev.lam - bound) <= 1e-14 * max(1.0, abs(bound)):
-            return None  # already there
-        t = prev.tangent / scale
-        chord = new.z - prev.z
-        predictions = [prev.z + (bound - prev.lam) / (new.lam - prev.lam) * chord]
-        if abs(t[k]) > 0:
-            along = prev.z + (bound - prev.lam) / t[k] * t
-            if np.linalg.norm((along - prev.z) * scale) <= np.linalg.norm(
-                chord * scale
-            ):
-                predictions.insert(0, along)
-        for z_pred in predictions:
-            z_pred[k] = bound
-            end = corrector(z_pred, e_lam)
-            if end.ok:
-                end.tangent = tangent_at(end, prev.tangent)
-                end.kind = "end"
-                return end
-        return None
-
-    while len(points) < max_points:
-        prev = points[-1]
-        t_prev = prev.tangent
-        if method == "natural":
-            t_unscaled = t_prev / scale
-            d_lam = direction * h
-            if abs(t_unscaled[k]) > 1e-12 * np.linalg.norm(t_unscaled):
-                z_pred = prev.z + t_unscaled * (d_lam / t_unscaled[k])
-            else:
-                z_pred = prev.z + d_lam * e_lam
-            z_pred[k] = prev.lam + d_lam
-            w = e_lam
-            predicted = np.linalg.norm((z_pred - prev.z) * scale)
-        else:
-            z_pred = prev.z + h * t_prev / scale
-            w = t_prev * scale
-            predicted = h
-        new = corrector(z_pred, w)
-        accept = new.ok
-        if accept:
-            new.tangent = tangent_at(new, t_prev)
-            correction = np.linalg.norm((new.z - z_pred) * scale)
-            turned = float(np.dot(new.tangent, t_prev)) < _MIN_TANGENT_COS
-            jumped = correction > _MAX_CORRECTION * predicted
-            if (turned or jumped) and h * 0.5 >= min_step:
-                accept = False
-        if not accept:
-            n_rejected += 1
-            h *= 0.5
-            if h < min_step:
-                status = "min_step"
-                message = (
-                    f"step below min_step = {min_step:g} at {parameter.name} = "
-                    f"{prev.lam:.8g}"
-                    + (
-                        " (a fold stops natural continuation)"
-                        if method == "natural"
-                        else ""
-                    )
-                )
-                break
-            continue
-
-        # Special points between prev and new, in the order met along the chord.
-        found = []
-        if locate:
-            g_prev, g_new = prev.test_functions(), new.test_functions()
-            for which, label in ((0, "fold"), (1, "period_doubling")):
-                if g_prev[which] * g_new[which] < 0:
-                    point, g, located = _locate(
-                        corrector,
-                        prev,
-                        new,
-                        scale,
-                        which,
-                        locate_tol,
-                        max_locate_iterations,
-                    )
-                    if point is prev or point is new:
-                        continue
-                    point.tangent = tangent_at(point, t_prev)
-                    point.kind = label
-                    s = float(
-                        np.dot(point.z - prev.z, new.z - prev.z)
-                        / np.dot(new.z - prev.z, new.z - prev.z)
-                    )
-                    found.append((s, point, label, g, located))
-        found.sort(key=lambda item: item[0])
-        for _, point, label, g, located in found:
-            if low <= point.lam <= high and len(points) < max_points:
-                specials.append((len(points), label, g, located))
-                points.append(point)
-
-        if not low <= new.lam <= high:
-            end = finish_on_bound(prev, new)
-            if end is not None and len(points) < max_points:
-                points.append(end)
-            status = "reached_bound"
-            message = f"left [{low:g}, {high:g}]"
-            break
-        if len(points) >= max_points:
-            break
-        points.append(new)
-        if max_period is not None and new.t_events[-1] > max_period:
-            status = "max_period"
-            message = f"period {new.t_events[-1]:.6g} above max_period = {max_period:g}"
-            break
-        if new.n_steps <= _FAST_NEWTON:
-            h = min(h * _GROWTH, max_step)
-        elif new.n_steps > _SLOW_NEWTON:
-            h = max(h * _SHRINK, min_step)
-
-    return _assemble(
-        points,
-        specials,
-        parameter.name,
-        method,
-        status,
-        message,
-        n_rejected,
-        settings.guard_tol,
     )

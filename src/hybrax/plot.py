@@ -410,8 +410,8 @@ def branch_figure(
     - `curves`: label $\to$ one value per point; each curve gets its colour.
     - `stable`: whether each orbit is stable (`Branch.stable`).
     - `folds`, `period_doublings`: indices of the located special points in the
-      arrays (`Fold.index`, `PeriodDoubling.index`); marked with circles and
-      squares on every curve.
+      arrays (`SpecialPoint.index` of `branch.folds`, `branch.period_doublings`);
+      marked with circles and squares on every curve.
     - `flagged`: points to mark with small grey crosses, e.g. orbits that are not
       admissible (for the hopper: the ground pulls right after touchdown), with the
       legend entry `flagged_label`.

@@ -1,0 +1,359 @@
+"""The generic continuation core on small maps with closed-form bifurcations.
+
+- The logistic map $x \\mapsto r x (1 - x)$: fixed point $x^* = 1 - 1/r$ with
+  multiplier $2 - r$, a period doubling at $r = 3$; its period-2 orbit
+  $x_\\pm = (r + 1 \\pm \\sqrt{(r - 3)(r + 1)}) / (2r)$ with multiplier
+  $g'(x_+)g'(x_-) = -r^2 + 2r + 4$, a period doubling at $r = 1 + \\sqrt 6$; the
+  period-4 orbit's doubling at $r_3 = 3.5440903595519228536\\ldots$ (no closed form;
+  the value of the period-doubling cascade, e.g. OEIS A086181).
+- $x \\mapsto x + \\lambda - x^2$: fixed points $\\pm\\sqrt\\lambda$, a fold at
+  $\\lambda = 0$, multiplier $1 - 2x$.
+- The delayed logistic map $(x, y) \\mapsto (r x (1 - y), x)$: fixed point
+  $x = y = 1 - 1/r$, $M = [[1, 1 - r], [1, 0]]$ there ($\\det M = r - 1$,
+  $\\operatorname{tr} M = 1$): a Neimark-Sacker point at $r = 2$ with multipliers
+  $e^{\\pm i\\pi/3}$ (Kuznetsov 2004, example 4.7 / sec. 4.7).
+
+Each map compiles one corrector per iterate count (small programs): the fixtures are
+module-scoped and the maps module-level functions.
+"""
+
+import math
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import hybrax as hx
+import hybrax._continuation as continuation
+
+
+R_FLIP_1 = 3.0
+R_FLIP_2 = 1.0 + math.sqrt(6.0)
+R_FLIP_4 = 3.5440903595519228536  # OEIS A086181
+SETTINGS = hx.ContinuationSettings(max_step=0.1)
+
+
+def logistic(x, r, args):
+    return r * x * (1 - x)
+
+
+def fold_map(x, lam, args):
+    return x + lam - x**2
+
+
+def delayed_logistic(z, r, args):
+    x, y = z[0], z[1]
+    return jnp.stack([r * x * (1 - y), x])
+
+
+def saddle_map(u, lam, args):
+    # Linear, real multipliers 2 and lam: nu_1 nu_2 = 1 at lam = 1/2 (a neutral
+    # saddle, no bifurcation).
+    return jnp.stack([2.0 * u[0], lam * u[1]])
+
+
+def parabola(u, lam, args):
+    return u**2 - lam
+
+
+def two_periodic_points(r):
+    root = np.sqrt((r - 3) * (r + 1))
+    return (r + 1 - root) / (2 * r), (r + 1 + root) / (2 * r)
+
+
+@pytest.fixture(scope="module")
+def fixed():
+    return hx.continue_fixed_points(
+        logistic, 0.6, 2.5, stop=3.6, parameter_name="r", continuation_settings=SETTINGS
+    )
+
+
+@pytest.fixture(scope="module")
+def period_2(fixed):
+    return hx.continue_period_doubled(
+        logistic, fixed, stop=3.6, continuation_settings=SETTINGS
+    )
+
+
+@pytest.fixture(scope="module")
+def period_4(period_2):
+    return hx.continue_period_doubled(
+        logistic, period_2, stop=3.6, continuation_settings=SETTINGS
+    )
+
+
+@pytest.fixture(scope="module")
+def folded():
+    """From x = 1 at lambda = 1 down through the fold and back up to lambda = 1."""
+    return hx.continue_fixed_points(
+        fold_map, 1.0, 1.0, bounds=(-1.0, 1.0), direction=-1
+    )
+
+
+@pytest.fixture(scope="module")
+def torus():
+    return hx.continue_fixed_points(delayed_logistic, [1 / 3, 1 / 3], 1.5, stop=2.3)
+
+
+def test_logistic_fixed_point_branch(fixed):
+    r, x = fixed.parameter, fixed.u[:, 0]
+    assert fixed.status == "reached_bound" and fixed.iterates == 1
+    assert fixed.kind[0] == "start" and fixed.kind[-1] == "end"
+    assert r[0] == 2.5 and r[-1] == 3.6
+    assert np.all(np.diff(r) > 0) and not fixed.folds and not fixed.neimark_sackers
+    np.testing.assert_allclose(x, 1 - 1 / r, atol=1e-12)
+    np.testing.assert_allclose(fixed.multipliers[:, 0].real, 2 - r, atol=1e-12)
+    np.testing.assert_allclose(fixed.multiplier_matrix[:, 0, 0], 2 - r, atol=1e-12)
+    assert np.array_equal(fixed.stable, r < 3)
+    assert fixed.parameter_name == "r" and fixed.method == "pseudo-arclength"
+
+
+def test_logistic_period_doubling_at_three(fixed):
+    (flip,) = fixed.period_doublings
+    assert fixed.special_points == (flip,)
+    assert flip.kind == "period_doubling" and flip.located
+    assert abs(flip.parameter - R_FLIP_1) < 1e-8
+    assert abs(flip.u[0] - 2 / 3) < 1e-8
+    assert abs(flip.critical_multiplier + 1) < 1e-8
+    assert fixed.kind[flip.index] == "period_doubling"
+    assert fixed.parameter[flip.index] == flip.parameter
+
+
+def test_switch_onto_the_period_2_orbit(period_2):
+    r, x = period_2.parameter, period_2.u[:, 0]
+    assert period_2.status == "reached_bound" and period_2.iterates == 2
+    # Supercritical: the period-2 branch leaves r = 3 upwards, near the flip.
+    assert 3 < r[0] < 3.01 and r[-1] == 3.6 and np.all(np.diff(r) > 0)
+    low, high = two_periodic_points(r)
+    assert np.max(np.minimum(abs(x - low), abs(x - high))) < 1e-12
+    np.testing.assert_allclose(
+        period_2.multipliers[:, 0].real, -(r**2) + 2 * r + 4, atol=1e-10
+    )
+    assert np.array_equal(period_2.stable, r < R_FLIP_2)
+
+
+def test_period_2_orbit_doubles_at_one_plus_root_six(period_2):
+    (flip,) = period_2.special_points
+    assert flip.kind == "period_doubling" and flip.located
+    assert abs(flip.parameter - R_FLIP_2) < 1e-8
+    assert min(abs(flip.u[0] - p) for p in two_periodic_points(R_FLIP_2)) < 1e-8
+
+
+def test_cascade_to_period_4(period_4):
+    assert period_4.iterates == 4 and period_4.status == "reached_bound"
+    assert R_FLIP_2 < period_4.parameter[0] < R_FLIP_4
+    (flip,) = period_4.period_doublings
+    assert abs(flip.parameter - R_FLIP_4) < 1e-8
+
+
+def test_fold_of_x_plus_lambda_minus_x_squared(folded):
+    lam, x = folded.parameter, folded.u[:, 0]
+    assert folded.status == "reached_bound"
+    np.testing.assert_allclose(lam[[0, -1]], [1.0, 1.0], atol=1e-15)
+    np.testing.assert_allclose(x[[0, -1]], [1.0, -1.0], atol=1e-12)
+    np.testing.assert_allclose(x**2, lam, atol=1e-12)  # fixed points x = ±sqrt(lam)
+    (fold,) = folded.special_points
+    assert fold.kind == "fold" and folded.folds == (fold,) and fold.located
+    assert abs(fold.parameter) < 1e-8 and abs(fold.u[0]) < 1e-6
+    assert abs(fold.critical_multiplier - 1) < 1e-6
+    # lambda decreases to the fold and increases after it; the tangent's lambda
+    # component changes sign there; the multiplier 1 - 2x: stable for 0 < x < 1.
+    i = fold.index
+    assert np.all(np.diff(lam[: i + 1]) < 0) and np.all(np.diff(lam[i:]) > 0)
+    assert np.all(folded.tangent[:i, -1] < 0) and np.all(
+        folded.tangent[i + 1 :, -1] > 0
+    )
+    np.testing.assert_allclose(folded.multipliers[:, 0].real, 1 - 2 * x, atol=1e-12)
+    assert np.array_equal(folded.stable[1:-1], (x > 0)[1:-1])
+
+
+def test_natural_continuation_stops_at_the_fold():
+    natural = hx.continue_fixed_points(
+        fold_map,
+        1.0,
+        1.0,
+        stop=-1.0,
+        continuation_settings=hx.ContinuationSettings(
+            method="natural", initial_step=0.05, max_step=0.05, min_step=1e-4
+        ),
+    )
+    assert natural.status == "min_step" and not natural.folds
+    assert 0 < natural.parameter[-1] < 2e-3
+
+
+def test_neimark_sacker_of_the_delayed_logistic_map(torus):
+    r = torus.parameter
+    assert torus.status == "reached_bound"
+    np.testing.assert_allclose(torus.u, np.stack([1 - 1 / r] * 2, axis=1), atol=1e-12)
+    np.testing.assert_allclose(
+        np.linalg.det(torus.multiplier_matrix), r - 1, atol=1e-12
+    )
+    (torus_point,) = torus.special_points
+    assert torus.neimark_sackers == (torus_point,)
+    assert not torus.folds and not torus.period_doublings
+    assert torus_point.kind == "neimark_sacker" and torus_point.located
+    assert abs(torus_point.parameter - 2.0) < 1e-8
+    np.testing.assert_allclose(torus_point.u, [0.5, 0.5], atol=1e-8)
+    np.testing.assert_allclose(np.abs(torus_point.multipliers), 1.0, atol=1e-8)
+    assert abs(torus_point.critical_multiplier - np.exp(1j * np.pi / 3)) < 1e-8
+    assert torus.kind[torus_point.index] == "neimark_sacker"
+    assert np.array_equal(torus.stable, r < 2)
+
+
+def test_neutral_saddle_is_not_a_torus_point():
+    branch = hx.continue_fixed_points(saddle_map, [0.0, 0.0], 0.3, stop=0.7)
+    products = np.prod(branch.multipliers, axis=1).real
+    assert products[0] < 1 < products[-1]  # nu_1 nu_2 crosses 1 ...
+    assert branch.special_points == ()  # ... with real multipliers: no bifurcation
+
+
+def test_continue_zeros_without_multipliers():
+    branch = hx.continue_zeros(parabola, 1.0, 1.0, bounds=(-1.0, 1.0), direction=-1)
+    assert branch.multipliers is None and branch.stable is None
+    assert branch.iterates is None
+    (fold,) = branch.folds
+    assert abs(fold.parameter) < 1e-8 and fold.multipliers is None
+    np.testing.assert_allclose(branch.u[:, 0] ** 2, branch.parameter, atol=1e-12)
+
+
+def test_continue_zeros_with_a_multiplier_matrix():
+    def flip(u, r, args):
+        return jnp.atleast_1d(logistic(u[0], r, args)) - u
+
+    def jacobian(u, r, args):
+        return jnp.reshape(r * (1 - 2 * u[0]), (1, 1))
+
+    branch = hx.continue_zeros(flip, 0.6, 2.5, stop=3.2, multiplier_matrix=jacobian)
+    (point,) = branch.period_doublings
+    assert abs(point.parameter - R_FLIP_1) < 1e-8
+
+
+def test_one_compilation_per_map(fixed):
+    before = continuation._correct._cached._cache_size()
+    again = hx.continue_fixed_points(
+        logistic, 0.5, 2.0, stop=2.8, continuation_settings=SETTINGS
+    )
+    assert again.status == "reached_bound"
+    assert continuation._correct._cached._cache_size() == before
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(method="secant"), "`method`"),
+        (dict(initial_step=1.0, max_step=0.1), "`initial_step`"),
+        (dict(max_points=0), "`max_points`"),
+        (dict(parameter_scale=-1.0), "`parameter_scale`"),
+        (dict(max_iterations=0), "`max_iterations`"),
+        (dict(shrink=1.5), "`shrink`"),
+    ],
+)
+def test_settings_errors(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        hx.ContinuationSettings(**kwargs)
+
+
+def test_argument_errors(fixed, folded):
+    with pytest.raises(ValueError, match="`iterates`"):
+        hx.continue_fixed_points(logistic, 0.6, 2.5, stop=3.0, iterates=0)
+    with pytest.raises(ValueError, match="`fn`"):
+        hx.continue_fixed_points(delayed_logistic, 0.6, 2.5, stop=3.0)
+    with pytest.raises(ValueError, match="`lam0`"):
+        hx.continue_fixed_points(logistic, 0.6, 2.5, bounds=(3.0, 4.0))
+    with pytest.raises(ValueError, match="`stop` or `bounds`"):
+        hx.continue_fixed_points(logistic, 0.6, 2.5)
+    with pytest.raises(ValueError, match="`continuation_settings`"):
+        hx.continue_fixed_points(
+            logistic, 0.6, 2.5, stop=3.0, continuation_settings=dict(max_step=0.1)
+        )
+    with pytest.raises(ValueError, match="`multiplier_matrix`"):
+        hx.continue_zeros(parabola, 1.0, 1.0, stop=0.5, multiplier_matrix=parabola)
+    with pytest.raises(ValueError, match="`point`"):
+        hx.continue_period_doubled(fold_map, folded, stop=1.0)
+    with pytest.raises(ValueError, match="`amplitude`"):
+        hx.continue_period_doubled(logistic, fixed, stop=3.6, amplitude=-1.0)
+    with pytest.raises(ValueError, match="`branch`"):
+        hx.continue_period_doubled(logistic, fixed.special_points, stop=3.6)
+    with pytest.raises(RuntimeError, match="no solution"):
+        hx.continue_zeros(parabola, 1.0, -1.0, stop=-0.5)
+    failed = hx.continue_zeros(parabola, 1.0, -1.0, stop=-0.5, throw=False)
+    assert failed.status == "start_failed" and failed.n_points == 0
+
+
+# The logistic map as the return map of a hybrid system: a clock x[1] runs for one
+# time unit, then a kick resets x[0] -> r x[0] (1 - x[0]). One compilation per
+# section (the period-1 and the doubled one).
+
+
+def drift(t, x, params):
+    return jnp.array([0.0, 1.0])
+
+
+def clock(t, x, params):
+    return 1.0 - x[1]
+
+
+def kick(t, x, params):
+    return jnp.stack([params["r"] * x[0] * (1 - x[0]), 0.0 * x[1]])
+
+
+def kick_chart(u, params):
+    return jnp.stack([u[0], 0.0 * u[0]])
+
+
+def kick_coordinates(x, params):
+    return x[:1]
+
+
+@pytest.fixture(scope="module")
+def kicked():
+    system = hx.HybridSystem(
+        [hx.Mode(drift, name="drift")],
+        [
+            hx.Transition(
+                "drift", "drift", clock, direction=False, reset=kick, name="kick"
+            )
+        ],
+        n_states=2,
+    )
+    section = hx.PoincareSection(("kick",), kick_chart, kick_coordinates)
+    params = {"r": jnp.asarray(2.8)}
+    branch = hx.continue_branch(
+        system,
+        section,
+        jnp.array([0.6]),
+        params,
+        "r",
+        start=2.8,
+        stop=3.5,
+        max_step=0.1,
+    )
+    doubled = hx.continue_branch_period_doubled(
+        system,
+        section,
+        branch.period_doublings[0],
+        params,
+        "r",
+        stop=3.5,
+        continuation_settings=SETTINGS,
+    )
+    return section, branch, doubled
+
+
+def test_hybrid_orbit_branch_switches_at_its_period_doubling(kicked):
+    section, branch, doubled = kicked
+    assert hx.period_doubled_section(section).sequence == ("kick", "kick")
+    r = branch.parameter
+    np.testing.assert_allclose(branch.u[:, 0], 1 - 1 / r, atol=1e-12)
+    np.testing.assert_allclose(branch.period, 1.0, atol=1e-12)
+    (flip,) = branch.special_points
+    assert flip.kind == "period_doubling" and abs(flip.parameter - R_FLIP_1) < 1e-8
+    assert flip.phase_durations.shape == (1,) and abs(flip.period - 1) < 1e-12
+    r, x = doubled.parameter, doubled.u[:, 0]
+    assert doubled.status == "reached_bound" and 3 < r[0] < 3.01
+    low, high = two_periodic_points(r)
+    assert np.max(np.minimum(abs(x - low), abs(x - high))) < 1e-12
+    np.testing.assert_allclose(doubled.period, 2.0, atol=1e-12)
+    assert doubled.phase_durations.shape == (doubled.n_points, 2)
+    (flip,) = doubled.period_doublings
+    assert abs(flip.parameter - R_FLIP_2) < 1e-8
