@@ -68,7 +68,12 @@ from ._parameters import (
     FunctionParameter as FunctionParameter,
     _as_parameter as _as_parameter,
 )
-from ._periodic import PoincareSection, poincare_map, resolve_sequence
+from ._periodic import (
+    PoincareSection,
+    poincare_map,
+    resolve_sequence,
+    sorted_multipliers,
+)
 from ._settings import (
     Settings,
     check_iterations,
@@ -990,8 +995,9 @@ def _start_on_doubled_branch(corrector, point: SpecialPoint, amplitude, settings
 
 
 def _multipliers(M: np.ndarray) -> np.ndarray:
-    eig = np.linalg.eigvals(M).astype(complex)
-    return eig[np.argsort(-np.abs(eig), kind="stable")]
+    """The multipliers of `M` in the library's one ordering (by decreasing modulus,
+    a complex pair with its positive imaginary part first)."""
+    return np.asarray(sorted_multipliers(jnp.asarray(M)), dtype=complex)
 
 
 def _durations(t_events: np.ndarray) -> np.ndarray:
