@@ -497,3 +497,11 @@ def test_branch_figure(branch):
     assert ax.get_xlabel() == "D_G" and ax.get_ylabel() == "time"
     with pytest.raises(ValueError, match="stable"):
         hybrax.plot.branch_figure(branch.parameter, {}, branch.stable[:-1])
+
+
+def test_a_hybrid_branch_is_a_pytree_of_stacked_arrays(branch):
+    import jax
+
+    leaves = jax.tree.leaves(branch)
+    assert all(np.shape(leaf)[0] == branch.n_points for leaf in leaves)
+    assert any(leaf is branch.state for leaf in leaves)

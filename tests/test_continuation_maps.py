@@ -357,3 +357,16 @@ def test_hybrid_orbit_branch_switches_at_its_period_doubling(kicked):
     assert doubled.phase_durations.shape == (doubled.n_points, 2)
     (flip,) = doubled.period_doublings
     assert abs(flip.parameter - R_FLIP_2) < 1e-8
+
+
+def test_a_branch_is_a_pytree_of_stacked_arrays(fixed):
+    """Its leaves are the per-point arrays (leading axis: the points); labels and
+    special points ride along as metadata."""
+    import jax
+
+    leaves = jax.tree.leaves(fixed)
+    assert leaves and all(np.shape(leaf)[0] == fixed.n_points for leaf in leaves)
+    head = jax.tree.map(lambda a: a[:3], fixed)
+    assert type(head) is type(fixed) and head.n_points == 3
+    np.testing.assert_array_equal(head.parameter, fixed.parameter[:3])
+    assert head.special_points == fixed.special_points

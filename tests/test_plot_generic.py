@@ -100,3 +100,24 @@ def test_energy_history_drops_by_the_energy_lost_at_each_impact():
         np.testing.assert_allclose(segment[0, 1] - segment[1, 1], -lost, rtol=1e-12)
     # The closed form of the first loss: (1 - e^2) m g h.
     np.testing.assert_allclose(trajectory.T_c[0], (1 - E**2) * M * G * H, rtol=1e-12)
+
+
+def test_orbit_portrait_draws_the_orbit_and_the_perturbed_starts():
+    cycle = _trajectory(n_impacts=1)
+    nudged = _trajectory(n_impacts=1)
+    nudged = hybrax.plot.Trajectory(
+        **{**nudged.__dict__, "x_phase": nudged.x_phase + np.array([0.0, 0.1])}
+    )
+    fig = hybrax.plot.orbit_portrait(
+        cycle, 0, 1, ["y", "v"], perturbed=[nudged], perturbed_labels=["v + 0.1"]
+    )
+    (ax,) = fig.axes
+    by_label = {line.get_label(): line for line in ax.get_lines()}
+    np.testing.assert_allclose(
+        by_label["periodic orbit"].get_ydata(), cycle.x_phase[0, :, 1]
+    )
+    np.testing.assert_allclose(
+        by_label["v + 0.1"].get_ydata(), cycle.x_phase[0, :, 1] + 0.1
+    )
+    with pytest.raises(ValueError, match="perturbed_labels"):
+        hybrax.plot.orbit_portrait(cycle, 0, 1, perturbed=[nudged], perturbed_labels=[])

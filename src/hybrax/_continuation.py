@@ -388,6 +388,32 @@ class Branch(_SpecialPointViews):
 # ---------------------------------------------------------------------------
 
 
+def _register_branch_pytree(cls) -> None:
+    """Make a branch a PyTree whose leaves are its stacked per-point arrays (labels,
+    status and special points are metadata): `jax.tree.map` over a branch maps its
+    arrays, e.g. to select points or convert them."""
+    labels = {
+        "parameter_name",
+        "method",
+        "iterates",
+        "kind",
+        "special_points",
+        "status",
+        "message",
+        "n_rejected",
+    }
+    fields = [f.name for f in dataclasses.fields(cls)]
+    jax.tree_util.register_dataclass(
+        cls,
+        data_fields=[f for f in fields if f not in labels],
+        meta_fields=[f for f in fields if f in labels],
+    )
+
+
+_register_branch_pytree(SolutionBranch)
+_register_branch_pytree(Branch)
+
+
 class _AbstractResidual(eqx.Module):
     """$F(z)$ of a continuation problem, $z = (u, \\lambda)$. `__call__(z)` returns
     `(F, valid, aux)`: the residual, whether the evaluation is meaningful (a cycle

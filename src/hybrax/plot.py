@@ -368,6 +368,61 @@ def energy_history(
     return fig
 
 
+def orbit_portrait(
+    cycle: Trajectory,
+    i: int,
+    j: int,
+    labels: Sequence[str] | None = None,
+    *,
+    perturbed: Sequence[Trajectory] = (),
+    perturbed_labels: Sequence[str] | None = None,
+    surfaces: Sequence[tuple[str, float, str]] = (),
+    ax: Axes | None = None,
+) -> Figure:
+    r"""One period of an orbit (black) and trajectories started near it
+    (coloured, each from an open circle) in the plane of state entries `i` and `j`,
+    with switching surfaces (any model; the hopper's 3-D version is
+    `hybrax.models.hopper_figures.orbit_figure`).
+
+    **Arguments:**
+
+    - `cycle`: a [`hybrax.plot.Trajectory`][] of one period.
+    - `i`, `j`, `labels`, `surfaces`: as for [`hybrax.plot.phase_portrait`][].
+    - `perturbed`: trajectories from perturbed starts; `perturbed_labels`: their
+      legend entries.
+    - `ax`: draw into these axes instead of a new figure.
+    """
+    n = cycle.x_phase.shape[-1]
+    if not (0 <= i < n and 0 <= j < n):
+        raise ValueError(f"`i` and `j` must lie in [0, {n}); got {i}, {j}.")
+    if perturbed_labels is not None and len(perturbed_labels) != len(perturbed):
+        raise ValueError("`perturbed_labels` must have one entry per trajectory.")
+    names = _labels(labels, n)
+    if ax is None:
+        fig = Figure(figsize=(5.5, 4.5), layout="constrained")
+        ax = fig.add_subplot()
+    else:
+        fig = ax.figure
+    for axis, value, label in surfaces:
+        line = ax.axvline if axis == "x" else ax.axhline
+        line(value, color="k", linewidth=1.0, linestyle=":", label=label)
+    colours = ("tab:blue", "tab:orange", "tab:green", "tab:purple", "tab:red")
+    for k, trajectory in enumerate(perturbed):
+        x = trajectory.x_phase.reshape(-1, n)
+        x = x[np.all(np.isfinite(x), axis=1)]
+        colour = colours[k % len(colours)]
+        label = None if perturbed_labels is None else perturbed_labels[k]
+        ax.plot(x[:, i], x[:, j], color=colour, linewidth=1.0, label=label)
+        ax.plot(x[0, i], x[0, j], "o", markerfacecolor="none", color=colour)
+    x = cycle.x_phase.reshape(-1, n)
+    x = x[np.all(np.isfinite(x), axis=1)]
+    ax.plot(x[:, i], x[:, j], color="k", linewidth=1.8, label="periodic orbit")
+    ax.set_xlabel(names[i])
+    ax.set_ylabel(names[j])
+    _legend(ax)
+    return fig
+
+
 _BRANCH_COLOURS = ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple")
 
 

@@ -384,8 +384,20 @@ def _figures(trajectory, params, out):
 
 
 def _orbit_figures(cycle, perturbed, labels, trajectory, params, out):
-    del cycle, perturbed, labels
-    return _figures(trajectory, params, out)
+    """`orbit.png` (one step and a perturbed start, stance leg), then the figures
+    of a simulation over several steps."""
+    from .. import plot
+
+    out.mkdir(parents=True, exist_ok=True)
+    plot.orbit_portrait(
+        cycle,
+        0,
+        2,
+        (r"$\theta_s$ [rad]", "", r"$\dot\theta_s$ [rad/s]", ""),
+        perturbed=perturbed,
+        perturbed_labels=labels,
+    ).savefig(out / "orbit.png", dpi=150)
+    return [out / "orbit.png"] + _figures(trajectory, params, out)
 
 
 def _bundle():
@@ -411,5 +423,6 @@ def _bundle():
             "simulate_figures": _figures,
             "orbit_summary": _orbit_summary,
             "orbit_figures": _orbit_figures,
+            "orbit_perturbations": ((2, 0.05, r"$\dot\theta_s + 0.05$ rad/s"),),
         },
     )

@@ -148,8 +148,22 @@ def _simulate_figures(trajectory, params, out):
 
 
 def _orbit_figures(cycle, perturbed, labels, trajectory, params, out):
-    del cycle, perturbed, labels
-    return _simulate_figures(trajectory, params, out)
+    """`orbit.png` (one period and two perturbed starts), then the figures of a
+    simulation over several periods."""
+    from .. import plot
+
+    out.mkdir(parents=True, exist_ok=True)
+    strike = float(params.gamma + params.alpha)
+    plot.orbit_portrait(
+        cycle,
+        0,
+        1,
+        (r"$\theta$ [rad]", r"$\dot\theta$ [rad/s]"),
+        perturbed=perturbed,
+        perturbed_labels=labels,
+        surfaces=[("x", strike, r"heel strike $\theta = \gamma + \alpha$")],
+    ).savefig(out / "orbit.png", dpi=150)
+    return [out / "orbit.png"] + _simulate_figures(trajectory, params, out)
 
 
 def _speed(orbit, params):
@@ -201,5 +215,9 @@ def _bundle():
         hooks={
             "simulate_figures": _simulate_figures,
             "orbit_figures": _orbit_figures,
+            "orbit_perturbations": (
+                (1, 0.1, r"$\dot\theta + 0.1$ rad/s"),
+                (1, -0.1, r"$\dot\theta - 0.1$ rad/s"),
+            ),
         },
     )
