@@ -1208,6 +1208,23 @@ def _check_shape(name, fn, shape, *operands):
         )
 
 
+def _start_failure(first, missing, noun, name, bounds, check_start) -> str | None:
+    """Why a branch cannot start from `first`: no solution there, a start outside
+    `bounds`, or the client's own `check_start`; `None` if it can."""
+    low, high = bounds
+    if not first.ok:
+        return (
+            f"{missing} (residual {first.residual_norm:.3g}, {first.n_steps} "
+            "Newton steps)"
+        )
+    if not low <= first.lam <= high:
+        return (
+            f"the start {noun} has {name} = {first.lam:.8g}, outside "
+            f"[{low:g}, {high:g}]"
+        )
+    return None if check_start is None else check_start(first)
+
+
 def _continue_solutions(
     residual: _AbstractResidual,
     start_point: Callable[[_Corrector, ContinuationSettings], _Point],
@@ -1229,19 +1246,14 @@ def _continue_solutions(
     options = _Options(resolve_root_finder(root_finder), settings.max_iterations)
     corrector = _Corrector(residual, options, settings.residual_tol)
     first = start_point(corrector, settings)
-    failure = None
-    if not first.ok:
-        failure = (
-            f"no solution found at the start (residual {first.residual_norm:.3g}, "
-            f"{first.n_steps} Newton steps)"
-        )
-    elif not low <= first.lam <= high:
-        failure = (
-            f"the start point has {parameter_name} = {first.lam:.8g}, outside "
-            f"[{low:g}, {high:g}]"
-        )
-    elif check_start is not None:
-        failure = check_start(first)
+    failure = _start_failure(
+        first,
+        "no solution found at the start",
+        "point",
+        parameter_name,
+        (low, high),
+        check_start,
+    )
     if failure is not None:
         if throw:
             raise RuntimeError(failure)
@@ -1793,19 +1805,14 @@ def _continue_orbits(
     options = _Options(root_finder, continuation.max_iterations)
     corrector = _Corrector(residual, options, continuation.residual_tol)
     first = start_point(corrector)
-    failure = None
-    if not first.ok:
-        failure = (
-            f"no periodic orbit found {where} (residual "
-            f"{first.residual_norm:.3g}, {first.n_steps} Newton steps)"
-        )
-    elif not low <= first.lam <= high:
-        failure = (
-            f"the start orbit has {parameter.name} = {first.lam:.8g}, outside "
-            f"[{low:g}, {high:g}]"
-        )
-    elif check_start is not None:
-        failure = check_start(first)
+    failure = _start_failure(
+        first,
+        f"no periodic orbit found {where}",
+        "orbit",
+        parameter.name,
+        (low, high),
+        check_start,
+    )
     if failure is not None:
         if throw:
             raise RuntimeError(failure)

@@ -423,6 +423,38 @@ def orbit_portrait(
     return fig
 
 
+def simulation_figures(
+    trajectory: Trajectory,
+    labels: Sequence[str],
+    energy: Callable[[np.ndarray], tuple[Any, Any]],
+    *,
+    portrait: tuple[int, int] = (0, 1),
+    surfaces: Sequence[tuple[str, float, str]] = (),
+) -> dict[str, Figure]:
+    """The figures of a simulation of any model, by file name: `time_series.png`,
+    `phase_portrait.png` (state entries `portrait`, with `surfaces`) and
+    `energy.png` (`energy(x) -> (kinetic, potential)`)."""
+    return {
+        "time_series.png": time_series(trajectory, labels=labels),
+        "phase_portrait.png": phase_portrait(
+            trajectory, *portrait, labels, surfaces=surfaces
+        ),
+        "energy.png": energy_history(trajectory, energy),
+    }
+
+
+def save_figures(figures: dict[str, Figure], out) -> list:
+    """Write each figure to `out / name` (150 dpi), creating `out`; returns the
+    paths."""
+    import pathlib
+
+    out = pathlib.Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    for name, figure in figures.items():
+        figure.savefig(out / name, dpi=150)
+    return [out / name for name in figures]
+
+
 _BRANCH_COLOURS = ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple")
 
 

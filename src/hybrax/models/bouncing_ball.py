@@ -84,20 +84,13 @@ def energies(x, params: BallParams):
 def _simulate_figures(trajectory, params, out):
     from .. import plot
 
-    out.mkdir(parents=True, exist_ok=True)
-    labels = (r"$y$ [m]", r"$\dot y$ [m/s]")
-    figures = {
-        "time_series.png": plot.time_series(trajectory, labels=labels),
-        "phase_portrait.png": plot.phase_portrait(
-            trajectory, 0, 1, labels, surfaces=[("x", 0.0, "ground $y = 0$")]
-        ),
-        "energy.png": plot.energy_history(trajectory, lambda x: energies(x, params)),
-    }
-    written = []
-    for name, figure in figures.items():
-        figure.savefig(out / name, dpi=150)
-        written.append(out / name)
-    return written
+    figures = plot.simulation_figures(
+        trajectory,
+        (r"$y$ [m]", r"$\dot y$ [m/s]"),
+        lambda x: energies(x, params),
+        surfaces=[("x", 0.0, "ground $y = 0$")],
+    )
+    return plot.save_figures(figures, out)
 
 
 def _bundle():

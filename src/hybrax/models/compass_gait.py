@@ -361,26 +361,21 @@ def _orbit_summary(orbit, floquet, solution, params):
     return values, lines
 
 
+_LABELS = (
+    r"$\theta_s$ [rad]",
+    r"$\theta_{ns}$ [rad]",
+    r"$\dot\theta_s$ [rad/s]",
+    r"$\dot\theta_{ns}$ [rad/s]",
+)
+
+
 def _figures(trajectory, params, out):
     from .. import plot
 
-    out.mkdir(parents=True, exist_ok=True)
-    labels = (
-        r"$\theta_s$ [rad]",
-        r"$\theta_{ns}$ [rad]",
-        r"$\dot\theta_s$ [rad/s]",
-        r"$\dot\theta_{ns}$ [rad/s]",
+    figures = plot.simulation_figures(
+        trajectory, _LABELS, lambda x: energies(x, params), portrait=(0, 2)
     )
-    figures = {
-        "time_series.png": plot.time_series(trajectory, labels=labels),
-        "phase_portrait.png": plot.phase_portrait(trajectory, 0, 2, labels),
-        "energy.png": plot.energy_history(trajectory, lambda x: energies(x, params)),
-    }
-    written = []
-    for name, figure in figures.items():
-        figure.savefig(out / name, dpi=150)
-        written.append(out / name)
-    return written
+    return plot.save_figures(figures, out)
 
 
 def _orbit_figures(cycle, perturbed, labels, trajectory, params, out):
@@ -388,16 +383,12 @@ def _orbit_figures(cycle, perturbed, labels, trajectory, params, out):
     of a simulation over several steps."""
     from .. import plot
 
-    out.mkdir(parents=True, exist_ok=True)
-    plot.orbit_portrait(
-        cycle,
-        0,
-        2,
-        (r"$\theta_s$ [rad]", "", r"$\dot\theta_s$ [rad/s]", ""),
-        perturbed=perturbed,
-        perturbed_labels=labels,
-    ).savefig(out / "orbit.png", dpi=150)
-    return [out / "orbit.png"] + _figures(trajectory, params, out)
+    orbit = plot.orbit_portrait(
+        cycle, 0, 2, _LABELS, perturbed=perturbed, perturbed_labels=labels
+    )
+    return plot.save_figures({"orbit.png": orbit}, out) + _figures(
+        trajectory, params, out
+    )
 
 
 def _bundle():

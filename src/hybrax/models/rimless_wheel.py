@@ -123,28 +123,24 @@ def energies(x, params: RimlessWheelParams):
     return kinetic, params.m * params.g * params.l * jnp.cos(x[..., 0])
 
 
+_LABELS = (r"$\theta$ [rad]", r"$\dot\theta$ [rad/s]")
+
+
+def _strike_line(params):
+    strike = float(params.gamma + params.alpha)
+    return [("x", strike, r"heel strike $\theta = \gamma + \alpha$")]
+
+
 def _simulate_figures(trajectory, params, out):
     from .. import plot
 
-    out.mkdir(parents=True, exist_ok=True)
-    labels = (r"$\theta$ [rad]", r"$\dot\theta$ [rad/s]")
-    strike = float(params.gamma + params.alpha)
-    figures = {
-        "time_series.png": plot.time_series(trajectory, labels=labels),
-        "phase_portrait.png": plot.phase_portrait(
-            trajectory,
-            0,
-            1,
-            labels,
-            surfaces=[("x", strike, r"heel strike $\theta = \gamma + \alpha$")],
-        ),
-        "energy.png": plot.energy_history(trajectory, lambda x: energies(x, params)),
-    }
-    written = []
-    for name, figure in figures.items():
-        figure.savefig(out / name, dpi=150)
-        written.append(out / name)
-    return written
+    figures = plot.simulation_figures(
+        trajectory,
+        _LABELS,
+        lambda x: energies(x, params),
+        surfaces=_strike_line(params),
+    )
+    return plot.save_figures(figures, out)
 
 
 def _orbit_figures(cycle, perturbed, labels, trajectory, params, out):
@@ -152,18 +148,18 @@ def _orbit_figures(cycle, perturbed, labels, trajectory, params, out):
     simulation over several periods."""
     from .. import plot
 
-    out.mkdir(parents=True, exist_ok=True)
-    strike = float(params.gamma + params.alpha)
-    plot.orbit_portrait(
+    orbit = plot.orbit_portrait(
         cycle,
         0,
         1,
-        (r"$\theta$ [rad]", r"$\dot\theta$ [rad/s]"),
+        _LABELS,
         perturbed=perturbed,
         perturbed_labels=labels,
-        surfaces=[("x", strike, r"heel strike $\theta = \gamma + \alpha$")],
-    ).savefig(out / "orbit.png", dpi=150)
-    return [out / "orbit.png"] + _simulate_figures(trajectory, params, out)
+        surfaces=_strike_line(params),
+    )
+    return plot.save_figures({"orbit.png": orbit}, out) + _simulate_figures(
+        trajectory, params, out
+    )
 
 
 def _speed(orbit, params):
