@@ -166,3 +166,16 @@ def field_parameters(params_class, model_name: str):
         return FieldParameter(name, None, name=name)
 
     return make_params, parameter
+
+
+def orbit_period(orbit, params):
+    """The period of an orbit: an orbit quantity every model has."""
+    del params
+    return orbit.period
+
+
+def orbit_spectral_radius(orbit, params):
+    """The largest nontrivial |multiplier| of an orbit: an orbit quantity every
+    model has."""
+    del params
+    return orbit.spectral_radius

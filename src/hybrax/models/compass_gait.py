@@ -37,6 +37,7 @@ import numpy as np
 
 from .._hybrid import AbstractReset, HybridSystem, Mode, Transition
 from .._mechanics import AbstractLagrangianModel, plastic_impact
+from .._model import orbit_period, orbit_spectral_radius
 from .._periodic import PoincareSection
 
 
@@ -290,11 +291,6 @@ def _default_state(params):
     return section().chart(orbit_guess(params), params)
 
 
-def _step_period(orbit, params):
-    del params
-    return orbit.period
-
-
 def _half_interleg_angle(orbit, params):
     del params
     return orbit.u[0]
@@ -310,18 +306,13 @@ def _energy_lost_share(orbit, params):
     return orbit.T_c[0] / (orbit.T_c[0] + orbit.T_a[0])
 
 
-def _multiplier(orbit, params):
-    del params
-    return orbit.spectral_radius
-
-
 #: Scalar quantities of a gait (differentiable, for `tune`).
 ORBIT_QUANTITIES = {
-    "period": _step_period,
+    "period": orbit_period,
     "alpha": _half_interleg_angle,
     "speed": _speed,
     "Tc_over_T": _energy_lost_share,
-    "multiplier": _multiplier,
+    "multiplier": orbit_spectral_radius,
 }
 
 

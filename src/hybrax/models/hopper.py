@@ -33,6 +33,7 @@ from .._hybrid import (
     mechanical_mode,
 )
 from .._mechanics import AbstractLagrangianModel
+from .._model import orbit_period, orbit_spectral_radius
 from .._periodic import PoincareSection
 
 
@@ -528,16 +529,6 @@ def parameter(name: str):
     )
 
 
-def _spectral_radius(orbit, params):
-    del params
-    return orbit.spectral_radius
-
-
-def _period(orbit, params):
-    del params
-    return orbit.period
-
-
 def _t_flight(orbit, params):
     del params
     return orbit.phase_durations[0]
@@ -572,13 +563,13 @@ def _min_ground_force(orbit, params):
 #: observables on), as differentiable functions `q(orbit, params)`: for tuning
 #: objectives and constraints.
 ORBIT_QUANTITIES = {
-    "period": _period,
+    "period": orbit_period,
     "t_flight": _t_flight,
     "t_ground": _t_ground,
     "apex_upper": _apex_upper,
     "apex_lower": _apex_lower,
     "Tc_over_T": _energy_lost_share,
-    "multiplier": _spectral_radius,
+    "multiplier": orbit_spectral_radius,
     "min_ground_force": _min_ground_force,
 }
 

@@ -20,6 +20,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._hybrid import AbstractReset, HybridSystem, Mode, Transition
+from .._model import orbit_period, orbit_spectral_radius
 from .._periodic import PoincareSection
 
 
@@ -167,16 +168,6 @@ def _speed(orbit, params):
     return orbit.u[0]
 
 
-def _multiplier(orbit, params):
-    del params
-    return orbit.spectral_radius
-
-
-def _period(orbit, params):
-    del params
-    return orbit.period
-
-
 def _bundle():
     from .._model import ContinuationDefaults, ModelBundle, ModelForm, field_parameters
 
@@ -197,7 +188,11 @@ def _bundle():
         default_state=lambda p: jnp.stack([p.gamma - p.alpha, jnp.asarray(1.5)]),
         forms={"minimal": ModelForm(lambda: rimless_wheel()[0], section)},
         orbit_guess=lambda params: jnp.array([1.5]),
-        quantities={"speed": _speed, "multiplier": _multiplier, "period": _period},
+        quantities={
+            "speed": _speed,
+            "multiplier": orbit_spectral_radius,
+            "period": orbit_period,
+        },
         continuation=ContinuationDefaults(
             "gamma", start=0.08, stop=0.3, parameter_scale=0.01, max_period=20.0
         ),
