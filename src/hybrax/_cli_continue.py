@@ -323,15 +323,13 @@ def _branch_figures(branch, summary, params, parameter, out: pathlib.Path):
     from . import plot
 
     del params
-    out.mkdir(parents=True, exist_ok=True)
     common = dict(
         stable=branch.stable,
         folds=[f.index for f in branch.folds],
         period_doublings=[p.index for p in branch.period_doublings],
         xlabel=parameter.name,
     )
-    written = []
-    for filename, spec in {
+    specs = {
         "branch_period.png": dict(
             curves={"period": summary["period"]}, ylabel="period [s]"
         ),
@@ -340,8 +338,11 @@ def _branch_figures(branch, summary, params, parameter, out: pathlib.Path):
             ylabel="leading multiplier (modulus if complex)",
             reference_lines=(1.0, -1.0),
         ),
-    }.items():
-        path = out / filename
-        plot.branch_figure(branch.parameter, **spec, **common).savefig(path, dpi=150)
-        written.append(path)
-    return written
+    }
+    return plot.save_figures(
+        {
+            name: plot.branch_figure(branch.parameter, **spec, **common)
+            for name, spec in specs.items()
+        },
+        out,
+    )

@@ -16,18 +16,14 @@ from . import hopper
 
 def simulate_figures(trajectory, params, out: pathlib.Path) -> list[pathlib.Path]:
     """`phase_portraits.png` (Fig. 4) and `energy.png` (Fig. 5)."""
+    from .. import plot
     from . import hopper_figures
 
-    out.mkdir(parents=True, exist_ok=True)
-    written = []
-    for name, draw in (
-        ("phase_portraits.png", hopper_figures.phase_portraits),
-        ("energy.png", hopper_figures.energy_history),
-    ):
-        path = out / name
-        draw(trajectory, params).savefig(path, dpi=150)
-        written.append(path)
-    return written
+    figures = {
+        "phase_portraits.png": hopper_figures.phase_portraits(trajectory, params),
+        "energy.png": hopper_figures.energy_history(trajectory, params),
+    }
+    return plot.save_figures(figures, out)
 
 
 def orbit_figures(
@@ -35,14 +31,15 @@ def orbit_figures(
 ) -> list[pathlib.Path]:
     """`orbit.png` (one period and perturbed trajectories, Fig. 3 of the paper),
     then the figures of `simulate_figures` for `trajectory` (several periods)."""
+    from .. import plot
     from . import hopper_figures
 
-    out.mkdir(parents=True, exist_ok=True)
-    path = out / "orbit.png"
-    hopper_figures.orbit_figure(
+    orbit = hopper_figures.orbit_figure(
         cycle, params, perturbed=perturbed, labels=labels
-    ).savefig(path, dpi=150)
-    return [path] + simulate_figures(trajectory, params, out)
+    )
+    return plot.save_figures({"orbit.png": orbit}, out) + simulate_figures(
+        trajectory, params, out
+    )
 
 
 # Perturbations of the lift-off state for `orbit.png`, in minimal coordinates:
@@ -213,7 +210,6 @@ def continuation_figures(branch, summary, params, parameter, out: pathlib.Path):
     """The paper's Figs. 6-9 along the branch."""
     from .. import plot
 
-    out.mkdir(parents=True, exist_ok=True)
     x = branch.parameter
     name = parameter.name
     xlabel = {"D_G": r"$D_G$", "D_F": r"$D_F$"}.get(name, name)
@@ -263,9 +259,10 @@ def continuation_figures(branch, summary, params, parameter, out: pathlib.Path):
             reference_lines=(float(params.mu),),
         ),
     }
-    written = []
-    for filename, spec in figures.items():
-        path = out / filename
-        plot.branch_figure(x, **spec, **common).savefig(path, dpi=150)
-        written.append(path)
-    return written
+    return plot.save_figures(
+        {
+            name: plot.branch_figure(x, **spec, **common)
+            for name, spec in figures.items()
+        },
+        out,
+    )
