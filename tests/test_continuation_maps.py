@@ -197,7 +197,10 @@ def test_neimark_sacker_of_the_delayed_logistic_map(torus):
     np.testing.assert_allclose(np.abs(torus_point.multipliers), 1.0, atol=1e-8)
     assert abs(torus_point.critical_multiplier - np.exp(1j * np.pi / 3)) < 1e-8
     assert torus.kind[torus_point.index] == "neimark_sacker"
-    assert np.array_equal(torus.stable, r < 2)
+    # Away from the located point stability is r < 2; at the point itself |mu| = 1
+    # to the location tolerance, so its flag is a rounding of the bifurcation.
+    off_point = np.arange(r.size) != torus_point.index
+    assert np.array_equal(torus.stable[off_point], r[off_point] < 2)
 
 
 def test_neutral_saddle_is_not_a_torus_point():
