@@ -38,6 +38,10 @@ if TYPE_CHECKING:
         identity_reset as identity_reset,
         mechanical_mode as mechanical_mode,
     )
+    from ._impact_energy import (
+        ImpactEnergyModes as ImpactEnergyModes,
+        impact_energy_modes as impact_energy_modes,
+    )
     from ._mechanics import (
         AbstractLagrangianModel as AbstractLagrangianModel,
         ImpactResult as ImpactResult,
@@ -131,6 +135,8 @@ _EXPORTS = {
     "Transition": "._hybrid",
     "identity_reset": "._hybrid",
     "mechanical_mode": "._hybrid",
+    "ImpactEnergyModes": "._impact_energy",
+    "impact_energy_modes": "._impact_energy",
     "AbstractLagrangianModel": "._mechanics",
     "ImpactResult": "._mechanics",
     "admissible_projector": "._mechanics",
