@@ -121,3 +121,32 @@ def test_orbit_portrait_draws_the_orbit_and_the_perturbed_starts():
     )
     with pytest.raises(ValueError, match="perturbed_labels"):
         hybrax.plot.orbit_portrait(cycle, 0, 1, perturbed=[nudged], perturbed_labels=[])
+
+
+def test_stick_frames_follow_the_closed_form_and_shift_at_events(tmp_path):
+    """The ball as a point drawn at (0, y): each frame's point is the closed-form
+    height at its time; a frame shift of (1, 0) per impact moves the drawing one
+    metre right per bounce, as a walker's stance foot moves at each step."""
+    trajectory = _trajectory()
+    frames = hybrax.plot.stick_frames(
+        trajectory,
+        lambda x: [np.array([[-0.5, 0.0], [0.5, 0.0]]), np.array([[0.0, x[0]]])],
+        frame_shift=lambda x_before: np.array([1.0, 0.0]),
+        frames=40,
+    )
+    t_1 = math.sqrt(2 * H / G)
+    for t, (ground, ball) in zip(frames.times, frames.polylines):
+        bounces = int(np.sum(trajectory.t_events < t))
+        assert ground[0, 0] == pytest.approx(bounces - 0.5)
+        assert ball[0, 0] == pytest.approx(bounces)
+        if t <= t_1:
+            # Linear interpolation of 50 samples: error below g dt^2 / 8.
+            dt = t_1 / 49
+            assert ball[0, 1] == pytest.approx(H - G * t**2 / 2, abs=G * dt**2 / 8)
+    figure = hybrax.plot.stick_figure(frames, snapshots=5)
+    assert len(figure.axes[0].lines) == 5 * 2
+    path = hybrax.plot.save_animation(frames, tmp_path / "ball.gif", fps=10)
+    from PIL import Image
+
+    with Image.open(path) as gif:
+        assert gif.n_frames == 40

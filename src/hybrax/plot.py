@@ -455,6 +455,144 @@ def save_figures(figures: dict[str, Figure], out) -> list:
     return [out / name for name in figures]
 
 
+@dataclasses.dataclass(frozen=True)
+class StickFrames:
+    """Stick-figure drawings of a trajectory at uniform times, in world
+    coordinates (see [`hybrax.plot.stick_frames`][]).
+
+    - `times`: the sample times, shape `(F,)`.
+    - `polylines`: per frame, the figure's polylines, each an array `(k, 2)` of
+      points $(x, y)$ (segments of a body, the ground line).
+    """
+
+    times: Float[np.ndarray, " F"]
+    polylines: tuple[tuple[np.ndarray, ...], ...]
+
+
+def _state_at(trajectory: Trajectory, t: float) -> tuple[np.ndarray, int]:
+    """The state at time `t` (linear interpolation of the phase samples) and the
+    number of events before `t`."""
+    for k in range(trajectory.t_phase.shape[0]):
+        times = trajectory.t_phase[k]
+        finite = np.isfinite(times)
+        times, states = times[finite], trajectory.x_phase[k][finite]
+        if times.size and t <= times[-1] or k == trajectory.t_phase.shape[0] - 1:
+            x = np.array(
+                [np.interp(t, times, states[:, i]) for i in range(states.shape[1])]
+            )
+            return x, int(np.sum(trajectory.t_events < t))
+    raise ValueError("the trajectory has no phases to draw.")
+
+
+def stick_frames(
+    trajectory: Trajectory,
+    skeleton: Callable[[np.ndarray], Sequence[np.ndarray]],
+    *,
+    frame_shift: Callable[[np.ndarray], np.ndarray] | None = None,
+    frames: int = 60,
+) -> StickFrames:
+    r"""Sample a trajectory as stick figures at `frames` uniform times.
+
+    **Arguments:**
+
+    - `trajectory`: the [`hybrax.plot.Trajectory`][] (minimal coordinates).
+    - `skeleton`: `x -> [polyline, ...]`, the figure of a state in the model's
+      frame, each polyline an array `(k, 2)`.
+    - `frame_shift`: for models whose coordinates are relative to a contact that
+      moves at events (a walker's stance foot), `x_before -> (dx, dy)`: where the
+      new frame's origin lies in the old frame at an event (the landing foot).
+      The shifts of the events before a frame add up to its origin.
+    - `frames`: the number of frames.
+    """
+    if frames < 1:
+        raise ValueError(f"`frames` must be >= 1; got {frames}.")
+    t_start = float(np.nanmin(trajectory.t_phase))
+    t_end = float(np.nanmax(trajectory.t_phase))
+    shifts = np.zeros((len(trajectory.t_events) + 1, 2))
+    if frame_shift is not None:
+        for e, x_before in enumerate(trajectory.x_before):
+            shifts[e + 1] = shifts[e] + np.asarray(frame_shift(x_before), dtype=float)
+    times = np.linspace(t_start, t_end, frames)
+    drawings = []
+    for t in times:
+        x, n_before = _state_at(trajectory, t)
+        origin = shifts[n_before]
+        drawings.append(
+            tuple(np.asarray(line, dtype=float) + origin for line in skeleton(x))
+        )
+    return StickFrames(times=times, polylines=tuple(drawings))
+
+
+def _stick_limits(frames: StickFrames) -> tuple[tuple[float, float], ...]:
+    points = np.concatenate([line for lines in frames.polylines for line in lines])
+    low, high = points.min(axis=0), points.max(axis=0)
+    pad = 0.05 * float(np.max(high - low)) + 1e-9
+    return (low[0] - pad, high[0] + pad), (low[1] - pad, high[1] + pad)
+
+
+_STICK_COLOURS = ("0.45", "tab:blue", "tab:orange", "tab:green", "tab:red")
+
+
+def _draw_sticks(ax: Axes, lines, alpha: float = 1.0) -> list:
+    artists = []
+    for i, line in enumerate(lines):
+        (artist,) = ax.plot(
+            line[:, 0],
+            line[:, 1],
+            "-o" if line.shape[0] > 1 and i else "-",
+            color=_STICK_COLOURS[i % len(_STICK_COLOURS)],
+            alpha=alpha,
+            markersize=3,
+            linewidth=2 if i else 1,
+        )
+        artists.append(artist)
+    return artists
+
+
+def stick_figure(frames: StickFrames, *, snapshots: int = 8, ax: Axes | None = None):
+    """`snapshots` stick figures of `frames` drawn over each other, later ones
+    darker (a strobe picture of a step or a jump)."""
+    if ax is None:
+        fig = Figure(figsize=(7, 3.5), layout="constrained")
+        ax = fig.add_subplot()
+    else:
+        fig = ax.figure
+    picks = np.linspace(0, len(frames.times) - 1, min(snapshots, len(frames.times)))
+    for j, index in enumerate(np.round(picks).astype(int)):
+        _draw_sticks(ax, frames.polylines[index], alpha=0.25 + 0.75 * j / len(picks))
+    xlim, ylim = _stick_limits(frames)
+    ax.set(xlim=xlim, ylim=ylim, aspect="equal", xlabel="x [m]", ylabel="y [m]")
+    ax.set_title(f"t = {frames.times[0]:.2f} to {frames.times[-1]:.2f} s")
+    return fig
+
+
+def save_animation(frames: StickFrames, path, *, fps: int = 20) -> Any:
+    """Write `frames` as an animated GIF (matplotlib's Pillow writer) at `path`;
+    returns the path."""
+    import pathlib
+
+    from matplotlib.animation import FuncAnimation, PillowWriter
+
+    path = pathlib.Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig = Figure(figsize=(6, 3.5), layout="constrained")
+    ax = fig.add_subplot()
+    xlim, ylim = _stick_limits(frames)
+    ax.set(xlim=xlim, ylim=ylim, aspect="equal", xlabel="x [m]", ylabel="y [m]")
+    title = ax.set_title("")
+    artists = _draw_sticks(ax, frames.polylines[0])
+
+    def update(index):
+        for artist, line in zip(artists, frames.polylines[index]):
+            artist.set_data(line[:, 0], line[:, 1])
+        title.set_text(f"t = {frames.times[index]:.2f} s")
+        return [*artists, title]
+
+    animation = FuncAnimation(fig, update, frames=len(frames.times), blit=False)
+    animation.save(path, writer=PillowWriter(fps=fps), dpi=80)
+    return path
+
+
 _BRANCH_COLOURS = ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple")
 
 
