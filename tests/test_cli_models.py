@@ -70,6 +70,18 @@ def test_wheel_orbit_is_the_closed_form(tmp_path):
     assert data["max_discrepancy"] < 1e-7
     assert len(data["phase_durations"]) == 1
     assert (tmp_path / "phase_portrait.png").is_file()
+    # Its walk drawn as stick figures: at each heel strike the frame moves to the
+    # next spoke's foot, which lies on the slope.
+    assert (tmp_path / "stick_figure.png").is_file()
+    assert (tmp_path / "animation.gif").is_file()
+    from hybrax.models import get_model
+
+    wheel = get_model("rimless-wheel")
+    params = wheel.make_params(gamma=0.1)
+    at_strike = np.array([0.1 + ALPHA, 1.0])
+    foot = wheel.hook("frame_shift")(at_strike, params)
+    np.testing.assert_allclose(foot[1], -foot[0] * math.tan(0.1), atol=1e-14)
+    np.testing.assert_allclose(np.hypot(*foot), 2 * math.sin(ALPHA), rtol=1e-14)
 
 
 def test_wheel_continuation_in_slope_follows_the_closed_form(tmp_path):

@@ -463,6 +463,9 @@ def _run_simulate(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
     if trajectory.t_phase.shape[0] > 0 and figures is not None:
         for path in figures(trajectory, params, args.out):
             print(f"wrote {path}")
+    if trajectory.t_phase.shape[0] > 0:
+        for path in _stick_outputs(model, trajectory, params, args.out):
+            print(f"wrote {path}")
     if args.json is not None:
         events = []
         for k, kind in enumerate(trajectory.event_kinds):
@@ -539,6 +542,25 @@ def _pairs(values) -> list[list[float | None]]:
 
 def _matrix(values) -> list[list[float | None]]:
     return [[_number(v) for v in row] for row in np.asarray(values)]
+
+
+def _stick_outputs(model, trajectory, params, out) -> list:
+    """`stick_figure.png` (a strobe picture) and `animation.gif` of a model that
+    declares the `"stick_figure"` hook (and, for a walker, `"frame_shift"`)."""
+    skeleton = model.hook("stick_figure")
+    if skeleton is None:
+        return []
+    from . import plot
+
+    shift = model.hook("frame_shift")
+    frames = plot.stick_frames(
+        trajectory,
+        lambda x: skeleton(x, params),
+        frame_shift=None if shift is None else (lambda x: shift(x, params)),
+        frames=80,
+    )
+    paths = plot.save_figures({"stick_figure.png": plot.stick_figure(frames)}, out)
+    return [*paths, plot.save_animation(frames, pathlib.Path(out) / "animation.gif")]
 
 
 def _first_period(trajectory, n_events: int):
@@ -800,6 +822,8 @@ def _run_orbit(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
             perturbed.append(_first_period(periods(start)[0], n_cycle))
             labels.append(label)
         for path in figures(cycle, perturbed, labels, trajectory, params, args.out):
+            print(f"wrote {path}")
+        for path in _stick_outputs(model, trajectory, params, args.out):
             print(f"wrote {path}")
     elif not simulated:
         print(

@@ -82,7 +82,12 @@ class ModelBundle(eqx.Module):
       `"scan_orbit_guess"` `params -> u` (jittable, for `sweep --guess scan`);
       `"no_orbit_hint"` `params -> str | None`; `"explain"` `(status, mode,
       transition, params) -> str | None`; `"continuation_summary"`,
-      `"continuation_limits"`, `"continuation_figures"` (see `hybrax continue`).
+      `"continuation_limits"`, `"continuation_figures"` (see `hybrax continue`);
+      `"stick_figure"` `(x, params) -> [polyline (k, 2), ...]`, the body drawn in
+      the model's frame, and for a model whose frame moves with its stance foot
+      `"frame_shift"` `(x_before, params) -> (dx, dy)`, the new frame's origin at
+      an event: `simulate` and `orbit` then write `stick_figure.png` and
+      `animation.gif` (see [`hybrax.plot.stick_frames`][]).
     """
 
     name: str = eqx.field(static=True)

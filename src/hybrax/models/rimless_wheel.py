@@ -163,6 +163,35 @@ def _orbit_figures(cycle, perturbed, labels, trajectory, params, out):
     )
 
 
+def _hub(x, params):
+    return params.l * np.array([np.sin(x[0]), np.cos(x[0])])
+
+
+def _spoke_foot(x, params, k):
+    """The foot of spoke `k` (0: the stance spoke, at the origin; -1: the next one
+    downhill) for the state `x`."""
+    angle = x[0] + 2 * k * params.alpha
+    return _hub(x, params) - params.l * np.array([np.sin(angle), np.cos(angle)])
+
+
+def _stick_figure(x, params):
+    """The slope through the contact, then the spokes from the hub."""
+    x = np.asarray(x)
+    reach = 2.0 * float(params.l)
+    slope = float(params.gamma)
+    downhill = np.array([np.cos(slope), -np.sin(slope)])
+    ground = reach * np.stack([-downhill, downhill])
+    hub = _hub(x, params)
+    n_spokes = int(round(np.pi / float(params.alpha)))
+    spokes = [np.stack([hub, _spoke_foot(x, params, k)]) for k in range(n_spokes)]
+    return [ground, *spokes]
+
+
+def _frame_shift(x_before, params):
+    """At heel strike the next spoke's foot becomes the contact."""
+    return _spoke_foot(np.asarray(x_before), params, -1)
+
+
 def _speed(orbit, params):
     del params
     return orbit.u[0]
@@ -206,6 +235,8 @@ def _bundle():
         hooks={
             "simulate_figures": _simulate_figures,
             "orbit_figures": _orbit_figures,
+            "stick_figure": _stick_figure,
+            "frame_shift": _frame_shift,
             "orbit_perturbations": (
                 (1, 0.1, r"$\dot\theta + 0.1$ rad/s"),
                 (1, -0.1, r"$\dot\theta - 0.1$ rad/s"),
