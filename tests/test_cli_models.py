@@ -107,6 +107,7 @@ def test_wheel_sweep_finds_orbits_exactly_where_the_wheel_vaults(tmp_path):
     code, out, _ = _run(
         ["sweep", "rimless-wheel", "--grid", "gamma=0.04:0.12:3"]
         + ["--grid", "alpha=0.3:0.5:3", "--no-progress", "--out", str(tmp_path)]
+        + ["--quantity", "speed"]
     )
     assert code == 0, out
     table = np.load(tmp_path / "sweep.npz")
@@ -117,6 +118,14 @@ def test_wheel_sweep_finds_orbits_exactly_where_the_wheel_vaults(tmp_path):
                 np.testing.assert_allclose(
                     table["multiplier_abs"][i, j], math.cos(2 * alpha) ** 2, atol=1e-8
                 )
+                # The mapped quantity: the speed after heel strike, closed form.
+                c = math.cos(2 * alpha) ** 2
+                speed = math.sqrt(
+                    4 * G * math.sin(alpha) * math.sin(gamma) * c / (1 - c)
+                )
+                np.testing.assert_allclose(table["speed"][i, j], speed, rtol=1e-9)
+            else:
+                assert np.isnan(table["speed"][i, j])
     assert (tmp_path / "sweep_heatmap.png").is_file()
 
 
@@ -167,6 +176,7 @@ def test_ball_simulate_is_the_closed_form(tmp_path):
         (["simulate", "rimless-wheel", "--x0", "1,2,3"], "expected 2"),
         (["tune", "rimless-wheel", "--vary", "k", "--target", "speed=1"], "unknown"),
         (["orbit", "no-such-model"], "invalid choice"),
+        (["sweep", "rimless-wheel", "--quantity", "T_c"], "unknown quantity"),
     ],
 )
 def test_bad_values_exit_2(argv, words):

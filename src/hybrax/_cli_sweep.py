@@ -20,6 +20,7 @@ import sys
 import time
 from typing import Any
 
+import equinox as eqx
 import jax
 import jax.tree_util as jtu
 import numpy as np
@@ -145,6 +146,15 @@ def add_parser(subparsers) -> None:
         help="integration tolerance rtol = atol (default: %(default)s)",
     )
     parser.add_argument(
+        "--quantity",
+        metavar="NAME",
+        help=(
+            "the orbit quantity of the heat map (one of the model's quantities, "
+            "e.g. the compass gait's Tc_over_T; default: the leading multiplier's "
+            "magnitude); every quantity is a column of sweep.csv either way"
+        ),
+    )
+    parser.add_argument(
         "--no-progress", action="store_true", help="do not show the progress bar"
     )
     parser.set_defaults(run=_run_sweep, command_parser=parser)
@@ -207,9 +217,10 @@ def _mode_names(system, section) -> list[str]:
 
 
 def _columns(
-    axes, params, out, system, section, flag_name="starts_past_guard"
+    axes, params, out, system, section, flag_name="starts_past_guard", quantities=None
 ) -> tuple[dict[str, np.ndarray], list[str]]:
-    """Per-point columns (flat arrays) of the CSV and NPZ files."""
+    """Per-point columns (flat arrays) of the CSV and NPZ files; `quantities`
+    (name -> `q(orbit, params)`) adds a column per model quantity."""
 
     converged = np.asarray(out.converged)
     n = converged.size
@@ -251,6 +262,10 @@ def _columns(
     # The cycle's second phase starting past its guard (the hopper: the ground
     # would have to pull right after touchdown): kept, and flagged.
     columns[flag_name] = converged & (guard < -_PULL_TOL)
+    for name, quantity in (quantities or {}).items():
+        if name not in columns:
+            values = eqx.filter_vmap(quantity)(out.orbit, params)
+            columns[name] = only_converged(values)
     return columns, grid_names
 
 
@@ -303,6 +318,12 @@ def _run_sweep(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
     if not args.tol > 0:
         parser.error("argument --tol: must be positive")
 
+    quantities = dict(model.quantities or {})
+    if args.quantity is not None and args.quantity not in quantities:
+        parser.error(
+            f"argument --quantity: unknown quantity {args.quantity!r}; "
+            f"{args.model} has: {', '.join(sorted(quantities)) or 'none'}"
+        )
     params = _grid_params(parser, model, sets, axes)
     shape = tuple(len(v) for _, v in axes)
     n = int(np.prod(shape))
@@ -351,7 +372,7 @@ def _run_sweep(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
     )
     elapsed = time.perf_counter() - start
 
-    columns, _ = _columns(axes, params, out, system, section, flag[0])
+    columns, _ = _columns(axes, params, out, system, section, flag[0], quantities)
     converged = columns["converged"]
     stable = columns["stable"]
     pulling = columns[flag[0]]
@@ -399,8 +420,13 @@ def _run_sweep(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
         from . import plot
 
         (xname, x), (yname, y) = axes
-        values = np.abs(np.asarray(out.multipliers)[:, 0]).reshape(shape)
-        values = np.where(converged.reshape(shape), values, np.nan)
+        if args.quantity is None:
+            values = np.abs(np.asarray(out.multipliers)[:, 0])
+            title = f"{args.model}: leading nontrivial Floquet multiplier"
+        else:
+            values = columns[args.quantity]
+            title = f"{args.model}: {args.quantity}"
+        values = np.where(converged, values, np.nan).reshape(shape)
         fig = plot.sweep_heatmap(
             x,
             y,
@@ -410,7 +436,13 @@ def _run_sweep(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
             flagged=pulling.reshape(shape),
             flagged_label=flag[2],
             no_orbit_label="no periodic orbit found",
-            title=f"{args.model}: leading nontrivial Floquet multiplier",
+            title=title,
+            level=1.0 if args.quantity is None else None,
+            colorbar_label=(
+                r"leading nontrivial $|\nu|$"
+                if args.quantity is None
+                else args.quantity
+            ),
         )
         png_path = args.out / "sweep_heatmap.png"
         fig.savefig(png_path, dpi=150)

@@ -747,14 +747,16 @@ def sweep_heatmap(
     flagged_label: str = "flagged",
     no_orbit_label: str = "no orbit found",
     title: str | None = None,
-    level: float = 1.0,
+    level: float | None = 1.0,
 ) -> Figure:
-    r"""A heat map of a multiplier magnitude over a 2-D parameter grid (e.g. from
-    [`hybrax.sweep_orbits`][]), with the stability boundary $|\nu| = 1$ contoured.
+    r"""A heat map of a multiplier magnitude (or any orbit quantity) over a 2-D
+    parameter grid (e.g. from [`hybrax.sweep_orbits`][]), with the stability
+    boundary $|\nu| = 1$ contoured.
 
     Cells without a value (NaN: no orbit found there) are not coloured: they show
     the hatched grey background, so a missing orbit never reads as a value. The
-    colour scale is diverging about `level`: blue below (stable), red above.
+    colour scale is diverging about `level`: blue below (stable), red above; with
+    `level=None` (a quantity other than a multiplier) it is sequential, uncontoured.
 
     **Arguments:**
 
@@ -764,7 +766,7 @@ def sweep_heatmap(
     - `flagged`: optional `(len(x), len(y))` booleans marked with a small cross
       (e.g. orbits whose ground would have to pull), labelled `flagged_label`.
     - `no_orbit_label`: the legend entry of the hatched region.
-    - `level`: the contoured value (1: the stability boundary).
+    - `level`: the contoured value (1: the stability boundary), or `None`.
 
     **Returns:** the matplotlib `Figure`; its first axes hold the map.
 
@@ -809,20 +811,23 @@ def sweep_heatmap(
         )
     )
     finite = np.isfinite(values)
-    top = float(np.nanmax(values)) if finite.any() else level
-    norm = TwoSlopeNorm(vmin=0.0, vcenter=level, vmax=max(top, 1.25 * level))
+    if level is None:
+        norm, cmap = None, "viridis"
+    else:
+        top = float(np.nanmax(values)) if finite.any() else level
+        norm = TwoSlopeNorm(vmin=0.0, vcenter=level, vmax=max(top, 1.25 * level))
+        cmap = "RdYlBu_r"
     mesh = ax.pcolormesh(
-        xe,
-        ye,
-        np.ma.masked_invalid(values).T,
-        cmap="RdYlBu_r",
-        norm=norm,
-        zorder=1,
+        xe, ye, np.ma.masked_invalid(values).T, cmap=cmap, norm=norm, zorder=1
     )
     fig.colorbar(mesh, ax=ax, label=colorbar_label)
     handles = [Patch(label=no_orbit_label, **hatch_style)]
     # Contour only where the level is crossed (matplotlib warns otherwise).
-    if finite.any() and np.nanmin(values) < level < np.nanmax(values):
+    if (
+        level is not None
+        and finite.any()
+        and np.nanmin(values) < level < np.nanmax(values)
+    ):
         ax.contour(
             x,
             y,
