@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from ._mechanics import (
         AbstractLagrangianModel as AbstractLagrangianModel,
         ImpactResult as ImpactResult,
+        LagrangianModel as LagrangianModel,
         admissible_projector as admissible_projector,
         constrained_accelerations as constrained_accelerations,
         constraint_jacobian as constraint_jacobian,
@@ -52,6 +53,7 @@ if TYPE_CHECKING:
         critical_friction as critical_friction,
         kinetic_energy as kinetic_energy,
         plastic_impact as plastic_impact,
+        point_velocity as point_velocity,
     )
     from ._misc import (
         canonical_params as canonical_params,
@@ -139,6 +141,7 @@ _EXPORTS = {
     "impact_energy_modes": "._impact_energy",
     "AbstractLagrangianModel": "._mechanics",
     "ImpactResult": "._mechanics",
+    "LagrangianModel": "._mechanics",
     "admissible_projector": "._mechanics",
     "constrained_accelerations": "._mechanics",
     "constraint_jacobian": "._mechanics",
@@ -146,6 +149,7 @@ _EXPORTS = {
     "critical_friction": "._mechanics",
     "kinetic_energy": "._mechanics",
     "plastic_impact": "._mechanics",
+    "point_velocity": "._mechanics",
     "canonical_params": "._misc",
     "enable_compilation_cache": "._program_cache",
     "ContinuationDefaults": "._model",

@@ -12,7 +12,8 @@ $$\begin{bmatrix} H & \gamma_q^T \\ \gamma_q & 0 \end{bmatrix}
 
 Everything besides $H$, $C$ and $\gamma$ (the constraint Jacobian $\gamma_q$, the
 convective term $\dot\gamma_q\dot q$, the impact projectors) is derived by JAX
-autodiff.
+autodiff. [`hybrax.LagrangianModel`][] derives $H$ and $C$ too, from the kinetic
+and potential energies and the generalized forces.
 """
 
 import abc
@@ -23,7 +24,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
-from ._custom_types import Params
+from ._custom_types import Params, RealScalarLike
 
 
 class AbstractLagrangianModel(eqx.Module):
@@ -46,13 +47,134 @@ class AbstractLagrangianModel(eqx.Module):
 
     @abc.abstractmethod
     def forces(
-        self, q: Float[Array, " n"], qd: Float[Array, " n"], params: Params
+        self,
+        q: Float[Array, " n"],
+        qd: Float[Array, " n"],
+        params: Params,
+        t: RealScalarLike = 0.0,
     ) -> Float[Array, " n"]:
-        r"""The force vector $C(q, \dot q)$ of eq. (15) (left-hand-side sign)."""
+        r"""The force vector $C(t, q, \dot q)$ of eq. (15) (left-hand-side sign).
+
+        `t` is the time, for forces that depend on it (a controller's reference);
+        models whose forces do not may leave it out of their signature, as long as
+        their callers do not pass it."""
 
     @abc.abstractmethod
     def constraints(self, q: Float[Array, " n"], params: Params) -> dict[str, Array]:
         r"""All constraint groups $\gamma(q)$ by name; each value is a 1-D array."""
+
+
+def point_velocity(
+    point: Callable[[Array, Params], Array],
+    q: Float[Array, " n"],
+    qd: Float[Array, " n"],
+    params: Params,
+) -> Array:
+    r"""The velocity $\dot r = \frac{\partial r}{\partial q}\dot q$ of a point whose
+    position is $r = $ `point(q, params)`, by one forward-mode JVP.
+
+    Write contacts and energies from positions only: a foot's position gives its
+    velocity here, its constraint row $\partial r/\partial q$ in
+    [`hybrax.constraint_jacobian`][], and a mass's kinetic energy
+    $\tfrac12 m|\dot r|^2$.
+
+    **Arguments:**
+
+    - `point`: `point(q, params) -> array`, a position (any shape).
+    - `q`, `qd`: coordinates and velocities.
+    - `params`: the model parameters.
+
+    **Returns:** the velocity, of the shape of `point`'s output.
+    """
+    return jax.jvp(lambda q_: point(q_, params), (q,), (qd,))[1]
+
+
+class LagrangianModel(AbstractLagrangianModel):
+    r"""A mechanical model built from its energies: $H$ and $C$ by autodiff.
+
+    The Euler-Lagrange equations of the kinetic energy $T(q, \dot q)$, the potential
+    energy $V(q)$ and the non-conservative generalized forces $Q(t, q, \dot q)$
+    (Wells 1967, *Lagrangian Dynamics*, ch. 4; Goldstein, *Classical Mechanics*,
+    sec. 1.4),
+    $$\frac{d}{dt}\frac{\partial T}{\partial\dot q} - \frac{\partial T}{\partial q}
+    + \frac{\partial V}{\partial q} = Q,$$
+    with $T = \tfrac12\dot q^T H(q)\dot q$, are written in the left-hand-side form
+    of [`hybrax.AbstractLagrangianModel`][], $H\ddot q + C = 0$ (plus constraint
+    forces), where
+    $$H = \frac{\partial^2 T}{\partial\dot q^2}, \qquad
+    C = \dot H\dot q - \frac{\partial T}{\partial q} + \frac{\partial V}{\partial q}
+    - Q, \qquad \dot H\dot q = \frac{\partial}{\partial q}
+    \Big(\frac{\partial T}{\partial\dot q}\Big)\dot q.$$
+    $H$ is the Hessian of $T$ in $\dot q$ (exact at $\dot q = 0$, $T$ being
+    quadratic); $\dot H\dot q$ is one JVP of the momentum $\partial T/\partial\dot q$
+    along $\dot q$, so no Christoffel symbols are formed.
+
+    Joint torques enter through $Q$: a torque $\tau$ at a joint whose angle is
+    $\phi(q)$ contributes $Q = (\partial\phi/\partial q)^T\tau$ (virtual work
+    $\tau\,\delta\phi$); read controller gains from `params` so that they can be
+    differentiated and batched.
+
+    !!! example
+
+        ```python
+        def kinetic(q, qd, p):  # a pendulum: angle from the downward vertical
+            return 0.5 * p["m"] * p["l"] ** 2 * qd[0] ** 2
+
+        def potential(q, p):
+            return -p["m"] * p["g"] * p["l"] * jnp.cos(q[0])
+
+        pendulum = hx.LagrangianModel(kinetic, potential)
+        ```
+    """
+
+    kinetic: Callable[[Array, Array, Params], Array]
+    potential: Callable[[Array, Params], Array] | None = None
+    generalized_forces: (
+        Callable[[RealScalarLike, Array, Array, Params], Array] | None
+    ) = None
+    constraint_groups: Callable[[Array, Params], dict[str, Array]] | None = None
+
+    def __check_init__(self):
+        if not callable(self.kinetic):
+            raise ValueError("`kinetic` must be callable as T(q, qd, params).")
+        for name in ("potential", "generalized_forces", "constraint_groups"):
+            value = getattr(self, name)
+            if value is not None and not callable(value):
+                raise ValueError(f"`{name}` must be callable or None; got {value!r}.")
+
+    def mass_matrix(self, q, params):
+        r"""$H(q) = \partial^2 T/\partial\dot q^2$."""
+        return jax.hessian(lambda qd: self.kinetic(q, qd, params))(jnp.zeros_like(q))
+
+    def forces(self, q, qd, params, t=0.0):
+        r"""$C = \dot H\dot q - \partial T/\partial q + \partial V/\partial q - Q$."""
+        momentum = jax.grad(self.kinetic, argnums=1)
+        Hdot_qd = jax.jvp(lambda q_: momentum(q_, qd, params), (q,), (qd,))[1]
+        C = Hdot_qd - jax.grad(self.kinetic, argnums=0)(q, qd, params)
+        if self.potential is not None:
+            C = C + jax.grad(self.potential)(q, params)
+        if self.generalized_forces is not None:
+            C = C - jnp.asarray(self.generalized_forces(t, q, qd, params))
+        return C
+
+    def constraints(self, q, params):
+        """The groups of `constraint_groups` (none if it is `None`)."""
+        if self.constraint_groups is None:
+            return {}
+        return dict(self.constraint_groups(q, params))
+
+
+LagrangianModel.__init__.__doc__ = """**Arguments:**
+
+- `kinetic`: `T(q, qd, params) -> scalar`, the kinetic energy, quadratic in `qd`
+  ([`hybrax.point_velocity`][] gives the velocities of points).
+- `potential`: `V(q, params) -> scalar`, the potential energy, or `None`.
+- `generalized_forces`: `Q(t, q, qd, params) -> vector` of the shape of `q`,
+  positive along the coordinates: the non-conservative generalized forces (joint
+  torques included), or `None`.
+- `constraint_groups`: `gamma(q, params) -> dict[str, array]`, the named constraint
+  groups, or `None`.
+"""
 
 
 def _stacked_constraints(
@@ -107,6 +229,7 @@ def constrained_accelerations(
     q: Float[Array, " n"],
     qd: Float[Array, " n"],
     params: Params,
+    t: RealScalarLike | None = None,
 ) -> tuple[Float[Array, " n"], Float[Array, " m"]]:
     r"""Accelerations and Lagrange multipliers from the index-reduced KKT system.
 
@@ -122,11 +245,16 @@ def constrained_accelerations(
     - `active`: names of the active constraint groups.
     - `q`, `qd`: coordinates and velocities.
     - `params`: the model parameters (any PyTree).
+    - `t`: the time, passed on to `model.forces` when given (time-dependent
+      generalized forces); when left out, `forces` is called without it (its
+      default, $t = 0$).
 
     **Returns:** `(qdd, lam)`.
     """
     H = model.mass_matrix(q, params)
-    C = model.forces(q, qd, params)
+    # Models written before forces took a time argument keep working: pass it only
+    # when the caller gives one.
+    C = model.forces(q, qd, params) if t is None else model.forces(q, qd, params, t)
     n = q.shape[0]
     if not active:
         return jnp.linalg.solve(H, -C), jnp.zeros((0,), q.dtype)

@@ -14,7 +14,7 @@ when the foot is ahead of the hip).
 - **Single support.** The Euler-Lagrange equations of
   $T = \tfrac12\sum_i m_i|\dot r_i|^2$, $V = g\sum_i m_i y_i$, with the mass
   matrix $H = \partial^2 T/\partial\dot q^2$ and the remaining terms derived by JAX
-  autodiff (no hand-written equations of motion).
+  autodiff ([`hybrax.LagrangianModel`][]: no hand-written equations of motion).
 - **Heel strike.** The swing foot's height above the slope,
   $h = y_{sw} + x_{sw}\tan\phi$ (over $l$), crosses 0 downward, armed once the swing
   foot is ahead of the stance foot along the slope by $0.1\,l$ (the passive
@@ -36,7 +36,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._hybrid import AbstractReset, HybridSystem, Mode, Transition
-from .._mechanics import AbstractLagrangianModel, plastic_impact
+from .._mechanics import LagrangianModel, plastic_impact, point_velocity
 from .._model import orbit_period, orbit_spectral_radius
 from .._periodic import PoincareSection
 
@@ -84,7 +84,7 @@ def _points(q, params):
 
 
 def _kinetic(q, qd, params):
-    velocities = jax.jvp(lambda q_: _points(q_, params)[:3], (q,), (qd,))[1]
+    velocities = point_velocity(lambda q_, p: _points(q_, p)[:3], q, qd, params)
     masses = (params.m, params.m_H, params.m)
     return 0.5 * sum(m * v @ v for m, v in zip(masses, velocities))
 
@@ -94,28 +94,14 @@ def _potential(q, params):
     return params.g * (params.m * leg[1] + params.m_H * hip[1] + params.m * swing[1])
 
 
-class CompassMechanics(AbstractLagrangianModel):
-    r"""The walker in descriptor coordinates $q = (x_f, y_f, \theta_s,
-    \theta_{ns})$ (stance foot free): $H = \partial^2T/\partial\dot q^2$ and
-    $C = \dot H\dot q - \partial T/\partial q + \partial V/\partial q$ by autodiff.
-    Constraint groups: `"stance"` (the stance foot's position) and `"swing"` (the
-    swing foot's position: at heel strike, the landing foot)."""
-
-    def mass_matrix(self, q, params):
-        return jax.hessian(lambda qd: _kinetic(q, qd, params))(jnp.zeros_like(q))
-
-    def forces(self, q, qd, params):
-        momentum = jax.grad(_kinetic, argnums=1)
-        Hdot_qd = jax.jvp(lambda q_: momentum(q_, qd, params), (q,), (qd,))[1]
-        dT_dq = jax.grad(_kinetic, argnums=0)(q, qd, params)
-        dV_dq = jax.grad(_potential)(q, params)
-        return Hdot_qd - dT_dq + dV_dq
-
-    def constraints(self, q, params):
-        return {"stance": q[:2], "swing": _points(q, params)[3]}
+def _constraints(q, params):
+    """Constraint groups: `"stance"` (the stance foot's position) and `"swing"`
+    (the swing foot's position: at heel strike, the landing foot)."""
+    return {"stance": q[:2], "swing": _points(q, params)[3]}
 
 
-_MECHANICS = CompassMechanics()
+# The walker in descriptor coordinates (stance foot free): H and C from T and V.
+_MECHANICS = LagrangianModel(_kinetic, _potential, constraint_groups=_constraints)
 
 
 def _descriptor(x):
