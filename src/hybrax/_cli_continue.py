@@ -110,6 +110,18 @@ def add_parser(subparsers) -> None:
         metavar="TOL",
         help="integration tolerance rtol = atol per cycle (default: %(default)s)",
     )
+    parser.add_argument(
+        "--cascade",
+        type=int,
+        default=0,
+        metavar="LEVELS",
+        help=(
+            "at the first period doubling of the branch, switch onto the period-2 "
+            "branch and follow it towards --stop; repeat LEVELS times down a "
+            "period-doubling cascade (period 2, 4, ...; default: %(default)s). "
+            "Adds the JSON list 'cascade' and the figure bifurcation.png"
+        ),
+    )
     parser.set_defaults(run=_run_continue, command_parser=parser)
 
 
@@ -149,6 +161,8 @@ def _run_continue(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
     ):
         if not (math.isfinite(value) and value > 0):
             parser.error(f"argument {label}: must be positive, got {value}")
+    if not 0 <= args.cascade <= 6:
+        parser.error(f"argument --cascade: must be in 0..6, got {args.cascade}")
     if args.max_points < 2:
         parser.error(
             f"argument --max-points: must be at least 2, got {args.max_points}"
@@ -307,7 +321,20 @@ def _run_continue(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
         neimark_sackers=tori,
         limits={k: _cli._number(v) for k, v in limits.items()},
     )
+    levels = [(section, branch)]
+    if args.cascade:
+        levels += _follow_cascade(
+            args, system, section, branch, params, parameter, stop, max_period
+        )
+        payload["cascade"] = [
+            _level_record(model, form, level_section, level, parameter, 2**k)
+            for k, (level_section, level) in enumerate(levels)
+            if k > 0
+        ]
     print()
+    if len(levels) > 1:
+        for path in _bifurcation_figure(model, form, levels, parameter, args):
+            print(f"wrote {path}")
     figures = model.hook("continuation_figures") or _branch_figures
     for path in figures(branch, summary, params, parameter, args.out):
         print(f"wrote {path}")
@@ -315,6 +342,128 @@ def _run_continue(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
         _cli._write_json(args.json, payload)
         print(f"wrote {args.json}")
     return 0
+
+
+def _follow_cascade(args, system, section, branch, params, parameter, stop, max_period):
+    """Switch onto the period-2 branch at the first period doubling of `branch`,
+    then of that branch, `args.cascade` times: `[(section, branch), ...]` of the
+    doubled levels."""
+    from ._continuation import continue_branch_period_doubled, period_doubled_section
+    from ._settings import Settings
+
+    levels = []
+    for k in range(1, args.cascade + 1):
+        doublings = [p for p in branch.period_doublings if p.located]
+        if not doublings:
+            print(
+                f"cascade: no located period doubling on the period-{2 ** (k - 1)} "
+                "branch; stopped"
+            )
+            break
+        point = doublings[0]
+        began = time.perf_counter()
+        doubled = continue_branch_period_doubled(
+            system,
+            section,
+            point,
+            params,
+            parameter,
+            stop=stop,
+            max_period=(2**k) * max_period,
+            settings=Settings(rtol=args.tol, atol=args.tol),
+            throw=False,
+        )
+        elapsed = time.perf_counter() - began
+        print(
+            f"cascade: period-{2**k} branch from {parameter.name} = "
+            f"{point.parameter:+.10f}: {doubled.n_points} points in {elapsed:.1f} s; "
+            f"stopped: {doubled.status} ({doubled.message}); "
+            f"{len(doubled.period_doublings)} period doubling(s)"
+        )
+        for p in doubled.period_doublings:
+            print(f"  period doubling at {parameter.name} = {p.parameter:+.10f}")
+        if doubled.status == "start_failed":
+            break
+        section = period_doubled_section(section)
+        branch = doubled
+        levels.append((section, branch))
+    return levels
+
+
+def _crossings(model, form, section, branch):
+    """Per point of `branch`, the first minimal coordinate right after each cycle
+    of the model's own section (2^k crossings on a period-2^k branch) and each
+    cycle's duration: `(values (N, c), durations (N, c))`."""
+    length = len(model.forms[model.default_form].section().sequence)
+    cycles = len(section.sequence) // length
+    ends = [(c + 1) * length - 1 for c in range(cycles)]
+    states = np.asarray(branch.x_after)[:, ends]
+    if form.to_minimal is not None:
+        states = np.asarray(form.to_minimal(jnp.asarray(states)), dtype=float)
+    durations = np.asarray(branch.phase_durations).reshape(branch.n_points, cycles, -1)
+    return states[..., 0], durations.sum(axis=-1)
+
+
+def _level_record(model, form, section, branch, parameter, period):
+    """The JSON record of one level of a cascade."""
+    values, durations = _crossings(model, form, section, branch)
+    name = parameter.name
+    points = []
+    for i in range(branch.n_points):
+        points.append(
+            {
+                name: float(branch.parameter[i]),
+                f"{model.state_names[0]}_per_cycle": [
+                    _cli._number(v) for v in values[i]
+                ],
+                "cycle_durations": [_cli._number(v) for v in durations[i]],
+                "period": _cli._number(branch.period[i]),
+                "multipliers_abs": [
+                    _cli._number(v) for v in np.abs(branch.multipliers[i])
+                ],
+                "stable": bool(branch.stable[i]),
+                "kind": branch.kind[i],
+            }
+        )
+    return {
+        "period": period,
+        "status": branch.status,
+        "message": branch.message,
+        "branch": points,
+        "period_doublings": [
+            {name: float(p.parameter), "located": p.located}
+            for p in branch.period_doublings
+        ],
+    }
+
+
+def _bifurcation_figure(model, form, levels, parameter, args):
+    """`bifurcation.png`: the first minimal coordinate after every cycle and
+    each cycle's duration against the parameter, for every level of the cascade."""
+    from . import plot
+
+    drawn = []
+    for k, (section, branch) in enumerate(levels):
+        values, durations = _crossings(model, form, section, branch)
+        drawn.append(
+            dict(
+                parameter=branch.parameter,
+                panels=[values, durations],
+                stable=branch.stable,
+                period_doublings=[p.index for p in branch.period_doublings],
+                label=f"period {2**k}",
+            )
+        )
+    figure = plot.bifurcation_diagram(
+        drawn,
+        xlabel=model.label(parameter.name),
+        ylabels=(
+            f"{model.label(model.state_names[0])} after each cycle",
+            "duration of each cycle [s]",
+        ),
+        title=f"{args.model}: period-doubling cascade in {parameter.name}",
+    )
+    return plot.save_figures({"bifurcation.png": figure}, args.out)
 
 
 def _branch_figures(branch, summary, params, parameter, out: pathlib.Path):

@@ -735,6 +735,79 @@ def branch_figure(
     return fig
 
 
+def bifurcation_diagram(
+    levels: Sequence[dict[str, Any]],
+    *,
+    xlabel: str,
+    ylabels: Sequence[str],
+    title: str = "",
+) -> Figure:
+    r"""A bifurcation diagram of a period-doubling cascade: for every branch (period
+    1, 2, 4, ...), quantities taken at each of its section crossings against the
+    parameter, one colour per branch, stable orbits solid and unstable dashed,
+    period doublings marked (Goswami, Thuilot & Espiau 1998, Figs. 6-7).
+
+    **Arguments:**
+
+    - `levels`: one dict per branch with `parameter` `(N,)`, `panels` (one array
+      `(N, c)` per panel: a value per point and crossing), `stable` `(N,)`,
+      `period_doublings` (indices) and `label`.
+    - `xlabel`, `ylabels` (one per panel), `title`: labels.
+
+    **Returns:** the matplotlib `Figure`.
+    """
+    n_panels = len(ylabels)
+    fig = Figure(figsize=(7.0, 2.0 + 2.4 * n_panels), layout="constrained")
+    axes = np.atleast_1d(fig.subplots(n_panels, 1, sharex=True))
+    for k, level in enumerate(levels):
+        colour = _BRANCH_COLOURS[k % len(_BRANCH_COLOURS)]
+        x = np.asarray(level["parameter"], dtype=float)
+        stable = np.asarray(level["stable"], dtype=bool)
+        if len(level["panels"]) != n_panels:
+            raise ValueError(
+                f"level {k}: {len(level['panels'])} panels for {n_panels} `ylabels`."
+            )
+        runs = _stability_runs(stable) if x.size else []
+        doublings = np.asarray(level.get("period_doublings", ()), dtype=int)
+        for ax, values in zip(axes, level["panels"]):
+            values = np.asarray(values, dtype=float).reshape(x.size, -1)
+            ax.plot([], [], color=colour, linewidth=1.8, label=level["label"])
+            for c in range(values.shape[1]):
+                for first, last, is_stable in runs:
+                    ax.plot(
+                        x[first : last + 1],
+                        values[first : last + 1, c],
+                        color=colour,
+                        linewidth=1.8 if is_stable else 1.2,
+                        linestyle="-" if is_stable else "--",
+                    )
+                ax.plot(
+                    x[doublings],
+                    values[doublings, c],
+                    linestyle="none",
+                    marker="s",
+                    markersize=6,
+                    markerfacecolor="white",
+                    markeredgecolor="k",
+                    zorder=5,
+                )
+    for ax, ylabel in zip(axes, ylabels):
+        ax.set_ylabel(ylabel)
+        ax.grid(True, alpha=0.3)
+    style = dict(color="0.3")
+    axes[0].plot([], [], linestyle="-", label="stable", **style)
+    axes[0].plot([], [], linestyle="--", label="unstable", **style)
+    axes[0].plot(
+        [], [], linestyle="none", marker="s", markerfacecolor="white",
+        markeredgecolor="k", label="period doubling",
+    )  # fmt: skip
+    axes[0].legend(fontsize="small")
+    axes[-1].set_xlabel(xlabel)
+    if title:
+        axes[0].set_title(title)
+    return fig
+
+
 def sweep_heatmap(
     x: Float[np.ndarray, " nx"],
     y: Float[np.ndarray, " ny"],
