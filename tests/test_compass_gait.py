@@ -158,3 +158,42 @@ def test_continue_in_slope_switches_to_the_period_two_gait(tmp_path):
     )
     assert steps[-1].min() < theta_one < steps[-1].max()
     assert (tmp_path / "bifurcation.png").is_file()
+
+
+def test_seed_002_ratios_sweep_keeps_the_energy_balance(tmp_path):
+    """`hybrax sweep compass-gait` over seed 002's ratios alpha = a/(a+b) and
+    mu = m_H/(m_H + 2m) (leg length 1 m and total mass 20 kg kept): on every gait
+    the energy lost at heel strike is the potential energy released per step, and
+    its share T_c/T- lies between the extreme fractions of the impact's
+    energy-loss eigenproblem (seed 003) at the heel-strike configuration."""
+    code = main(
+        [
+            "sweep",
+            "compass-gait",
+            "--grid",
+            "a_ratio=0.5:0.6:2",
+            "--grid",
+            "mu=0.5:0.7:2",
+        ]
+        + ["--quantity", "Tc_over_T", "--no-progress", "--out", str(tmp_path)]
+    )
+    assert code == 0
+    table = np.load(tmp_path / "sweep.npz")
+    assert table["converged"].all()
+    slope = 3 * math.pi / 180
+    for i, ratio in enumerate(table["grid_a_ratio"]):
+        for j, mu in enumerate(table["grid_mu"]):
+            np.testing.assert_allclose(table["a"][i, j], ratio, rtol=1e-12)
+            np.testing.assert_allclose(
+                table["m_H"][i, j] / (table["m_H"][i, j] + 2 * table["m"][i, j]), mu
+            )
+            alpha = table["alpha"][i, j]
+            released = 20.0 * 9.81 * 2 * math.sin(alpha) * math.sin(slope)
+            np.testing.assert_allclose(table["energy_lost"][i, j], released, rtol=1e-8)
+            params = cg.make_params(a_ratio=float(ratio), mu=float(mu))
+            q = np.array([0.0, 0.0, alpha + slope, alpha - slope])
+            modes = hx.impact_energy_modes(
+                cg.mechanics(), ("swing",), q, params, before=("stance",)
+            )
+            share = table["Tc_over_T"][i, j]
+            assert modes.fractions[0] - 1e-9 <= share <= modes.fractions[1] + 1e-9

@@ -81,7 +81,7 @@ def test_heel_strike_losses_lie_between_the_extreme_fractions():
     # Both feet on the slope: the legs straddle the slope normal, which leans
     # downhill by the slope angle, at +-alpha.
     q = jnp.array([0.0, 0.0, alpha + params.slope, alpha - params.slope])
-    mechanics = cg._MECHANICS
+    mechanics = cg.mechanics()
     modes = hx.impact_energy_modes(mechanics, ("swing",), q, params, before=("stance",))
     assert modes.fractions.shape == (2,)
     assert 0 <= modes.fractions[0] <= modes.fractions[1] <= 1

@@ -104,6 +104,15 @@ def _constraints(q, params):
 _MECHANICS = LagrangianModel(_kinetic, _potential, constraint_groups=_constraints)
 
 
+def mechanics() -> LagrangianModel:
+    r"""The walker in descriptor coordinates $q = (x_f, y_f, \theta_s,
+    \theta_{ns})$ with the stance foot free, as a [`hybrax.LagrangianModel`][];
+    constraint groups `"stance"` (the stance foot's position) and `"swing"` (the
+    swing foot's position), for [`hybrax.plastic_impact`][] and
+    [`hybrax.impact_energy_modes`][]."""
+    return _MECHANICS
+
+
 def _descriptor(x):
     """Minimal state -> descriptor positions and velocities (stance foot at rest at
     the origin)."""
@@ -235,6 +244,41 @@ PARAMETERS = {
     "slope": "rad, slope angle",
     "g": "m/s^2, gravitational acceleration",
     "slope_deg": "deg, slope angle in degrees (sets slope)",
+    "mu": "derived, mass ratio m_H/(m_H + 2m) at fixed total mass (seed 002)",
+    "a_ratio": "derived, length ratio a/(a + b) at fixed leg length (seed 002)",
+}
+
+
+def _mass_ratio(params):
+    r"""$\mu = m_H / (m_H + 2m)$ (Font-Llagunes & Kövecses, seed 002)."""
+    return params.m_H / (params.m_H + 2 * params.m)
+
+
+def _set_mass_ratio(params, mu):
+    """`params` with the mass ratio `mu` and the total mass `m_H + 2m` kept."""
+    total = params.m_H + 2 * params.m
+    return eqx.tree_at(
+        lambda p: (p.m_H, p.m), params, (mu * total, (1 - mu) * total / 2)
+    )
+
+
+def _length_ratio(params):
+    r"""$\alpha = a / (a + b)$ (Font-Llagunes & Kövecses, seed 002)."""
+    return params.a / (params.a + params.b)
+
+
+def _set_length_ratio(params, ratio):
+    """`params` with the length ratio `ratio` and the leg length `a + b` kept."""
+    length = params.a + params.b
+    return eqx.tree_at(
+        lambda p: (p.a, p.b), params, (ratio * length, (1 - ratio) * length)
+    )
+
+
+#: Derived parameters: name -> (getter, setter, open interval of valid values).
+_DERIVED = {
+    "mu": (_mass_ratio, _set_mass_ratio, (0.0, 1.0)),
+    "a_ratio": (_length_ratio, _set_length_ratio, (0.0, 1.0)),
 }
 
 
@@ -243,10 +287,14 @@ def _degree(params):
     return math.pi / 180.0
 
 
-def make_params(*, slope_deg=None, **values) -> CompassGaitParams:
+def make_params(
+    *, slope_deg=None, mu=None, a_ratio=None, **values
+) -> CompassGaitParams:
     r"""Build [`hybrax.models.compass_gait.CompassGaitParams`][], optionally with
-    the slope in degrees (`slope_deg`; traced values work). Unknown names raise
-    `ValueError`."""
+    the slope in degrees (`slope_deg`; traced values work) and seed 002's ratios
+    $\mu = m_H/(m_H + 2m)$ (`mu`, at the total mass of `m`, `m_H`) and
+    $\alpha = a/(a + b)$ (`a_ratio`, at the leg length of `a`, `b`). Unknown
+    names, and a ratio outside (0, 1), raise `ValueError`."""
     unknown = set(values) - set(FIELD_NAMES)
     if unknown:
         raise ValueError(
@@ -257,7 +305,22 @@ def make_params(*, slope_deg=None, **values) -> CompassGaitParams:
         if "slope" in values:
             raise ValueError("Give either `slope` or `slope_deg`, not both.")
         values["slope"] = slope_deg * _degree(None)
-    return CompassGaitParams(**values)
+    params = CompassGaitParams(**values)
+    for name, value in (("mu", mu), ("a_ratio", a_ratio)):
+        if value is None:
+            continue
+        _, setter, (low, high) = _DERIVED[name]
+        try:
+            ok = bool(low < float(value) < high)
+        except Exception:  # a tracer: set it unchecked
+            ok = True
+        if not ok:
+            raise ValueError(
+                f"Compass-gait parameter `{name}` must lie in ({low:g}, {high:g}); "
+                f"got {value}."
+            )
+        params = setter(params, value)
+    return params
 
 
 def parameter(name: str):
@@ -266,6 +329,11 @@ def parameter(name: str):
 
     if name == "slope_deg":
         return FieldParameter("slope", _degree, name="slope_deg")
+    if name in _DERIVED:
+        from .._parameters import FunctionParameter
+
+        getter, setter, _ = _DERIVED[name]
+        return FunctionParameter(getter, setter, name=name)
     if name in FIELD_NAMES:
         return FieldParameter(name, None, name=name)
     raise ValueError(
@@ -287,6 +355,12 @@ def _speed(orbit, params):
     return 2 * (params.a + params.b) * jnp.sin(orbit.u[0]) / orbit.period
 
 
+def _energy_lost(orbit, params):
+    r"""$T_c$ [J], the kinetic energy lost at heel strike."""
+    del params
+    return orbit.T_c[0]
+
+
 def _energy_lost_share(orbit, params):
     del params
     return orbit.T_c[0] / (orbit.T_c[0] + orbit.T_a[0])
@@ -298,6 +372,7 @@ ORBIT_QUANTITIES = {
     "alpha": _half_interleg_angle,
     "speed": _speed,
     "Tc_over_T": _energy_lost_share,
+    "energy_lost": _energy_lost,
     "multiplier": orbit_spectral_radius,
 }
 
@@ -386,7 +461,12 @@ def _bundle():
             "slope_deg", start=3.0, stop=5.0, parameter_scale=1.0, max_period=5.0
         ),
         sweep_grids=("slope_deg=1:5:9", "m_H=5:20:7"),
-        labels={"slope_deg": r"slope $\phi$ [deg]", "m_H": r"$m_H$ [kg]"},
+        labels={
+            "slope_deg": r"slope $\phi$ [deg]",
+            "m_H": r"$m_H$ [kg]",
+            "mu": r"$\mu = m_H/(m_H + 2m)$",
+            "a_ratio": r"$\alpha = a/(a + b)$",
+        },
         hooks={
             "simulate_figures": _figures,
             "orbit_summary": _orbit_summary,
