@@ -430,6 +430,32 @@ def _figures(trajectory, params, out):
     return plot.save_figures(figures, out)
 
 
+def _stick_figure(x, params):
+    """The slope through the stance foot, the stance leg and the swing leg (the
+    stance foot at the origin)."""
+    q, _ = _descriptor(jnp.asarray(x, dtype=float))
+    foot, _, hip, _, swing_foot = (np.asarray(p) for p in _all_points(q, params))
+    slope = float(params.slope)
+    downhill = 1.5 * np.array([np.cos(slope), -np.sin(slope)])
+    return [
+        np.stack([-downhill, downhill]),
+        np.stack([foot, hip]),
+        np.stack([hip, swing_foot]),
+    ]
+
+
+def _frame_shift(x_before, params):
+    """At heel strike the swing foot becomes the stance foot."""
+    q, _ = _descriptor(jnp.asarray(x_before, dtype=float))
+    return np.asarray(_points(q, params)[3])
+
+
+def _all_points(q, params):
+    """The stance foot, stance-leg mass, hip, swing-leg mass and swing foot."""
+    leg, hip, swing, swing_foot = _points(q, params)
+    return q[:2], leg, hip, swing, swing_foot
+
+
 def _orbit_figures(cycle, perturbed, labels, trajectory, params, out):
     """`orbit.png` (one step and a perturbed start, stance leg), then the figures
     of a simulation over several steps."""
@@ -472,5 +498,7 @@ def _bundle():
             "orbit_summary": _orbit_summary,
             "orbit_figures": _orbit_figures,
             "orbit_perturbations": ((2, 0.05, r"$\dot\theta_s + 0.05$ rad/s"),),
+            "stick_figure": _stick_figure,
+            "frame_shift": _frame_shift,
         },
     )
