@@ -20,4 +20,5 @@ from . import (
     compass_gait as compass_gait,
     hopper as hopper,
     rimless_wheel as rimless_wheel,
+    simplest_walker as simplest_walker,
 )

@@ -1,0 +1,352 @@
+r"""The simplest walking model (Garcia, Chatterjee, Ruina & Coleman 1998, "The
+simplest walking model: stability, complexity, and scaling", J. Biomech. Eng.
+120(2):281-288).
+
+Two rigid massless legs of length $l$ hinged at a point-mass hip $M$, with
+infinitesimal point masses $m \ll M$ at the feet, walking down a slope $\gamma$.
+Lengths are scaled by $l$, masses by $M$ and time by $\sqrt{l/g}$: the slope is the
+only parameter. State $x = [\theta, \phi, \dot\theta, \dot\phi]$ in Garcia's
+convention: $\theta$ is the stance leg's angle from the slope's normal (positive
+when the hip is behind the stance foot) and $\phi$ the angle between the legs, the
+swing foot at hip $+ (\sin(\theta - \phi), -\cos(\theta - \phi))$ in the slope's
+frame (the walker moves towards $+x$).
+
+- **Stance** (the limit $m/M \to 0$ of the double pendulum):
+  $\ddot\theta = \sin(\theta - \gamma)$, an inverted pendulum that the massless
+  swing leg does not load, and
+  $\ddot\phi = \sin\phi\,(\dot\theta^2 - \cos(\theta - \gamma)) +
+  \sin(\theta - \gamma)$.
+- **Heel strike** where the swing foot meets the slope ahead of the stance foot,
+  $\phi - 2\theta = 0$ crossing from negative to positive. The walker starts
+  each step on that surface, and the swing foot passes through the slope near
+  mid-stance ($\phi \approx 0$, where $\phi - 2\theta$ crosses downwards): foot
+  scuffing, which Garcia et al. ignore. The transition is armed once the swing
+  foot is ahead of the stance foot along the slope, $\sin(\theta - \phi) -
+  \sin\theta > 0$, which skips the step's own start.
+- **Reset** (plastic impact of the landing foot, angular momentum conserved
+  about it, in the limit $m/M \to 0$; then the legs swap roles):
+  $\theta^+ = -\theta^-$, $\phi^+ = -2\theta^-$,
+  $\dot\theta^+ = \cos(2\theta^-)\,\dot\theta^-$,
+  $\dot\phi^+ = \cos(2\theta^-)\,(1 - \cos 2\theta^-)\,\dot\theta^-$.
+  The energy lost is $T_c = \tfrac12\sin^2(2\theta^-)\,(\dot\theta^-)^2$
+  (in units of $M g l$).
+
+After heel strike $\phi = 2\theta$ and $\dot\phi = (1 - \cos 2\theta)\,\dot\theta$:
+the step map acts on $u = (\theta, \dot\theta)$ (Garcia et al.'s reduction); its
+eigenvalues are the nontrivial Floquet multipliers (the step map of the full
+state $x$ has two more, both 0).
+
+**Scaling** (the small-slope limit, after Garcia et al.): linearised,
+$\theta = \theta_0\cosh t + \dot\theta_0\sinh t$ and $\ddot\phi + \phi = \theta$
+($\dot\phi_0 = O(\theta_0^3)$); a symmetric step ($\theta(\tau) = -\theta_0$) needs
+$\dot\theta_0 = -\theta_0\coth(\tau/2)$, and heel strike at $\phi(\tau) =
+2\theta(\tau)$ gives $\cos(\tau/2)\,(3\cos(\tau/2) + \coth(\tau/2)\sin(\tau/2))
+= 0$: the short-period gait ($\tau_0 = \pi$) and the long-period one
+($\tan(\tau_0/2) = -3\tanh(\tau_0/2)$, $\tau_0 = 3.8121$). The energy lost at
+heel strike, $2\theta_0^2\dot\theta_0^2$ to leading order, equals the potential
+released, $2\sin\theta_0\sin\gamma \approx 2\theta_0\gamma$:
+$\theta_0 = \tanh^{2/3}(\tau_0/2)\,\gamma^{1/3}$, i.e. $0.9710\,\gamma^{1/3}$
+(long-period gait) and $0.9440\,\gamma^{1/3}$ (short-period gait), with relative
+corrections $O(\gamma^{2/3})$.
+
+**Known results** (Garcia et al. 1998): at $\gamma = 0.009$ the long-period gait
+starts its step at $\theta^* = 0.20031090049483$, $\dot\theta^* =
+-0.19983247291764$ and is stable (multipliers $-0.19 \pm 0.56i$); the
+short-period gait, at $\theta^* = 0.19393736960624$, $\dot\theta^* =
+-0.20386692731962$, is unstable (multipliers 4.0 and 0.46). The long-period gait
+is stable up to $\gamma \approx 0.015$, where it loses stability by period
+doubling; stable gaits of higher periods follow, through a cascade of period
+doublings towards chaotic walking near $\gamma = 0.019$.
+"""
+
+import math
+
+import equinox as eqx
+import jax.numpy as jnp
+import numpy as np
+
+from .._hybrid import AbstractReset, HybridSystem, Mode, Transition
+from .._model import orbit_period, orbit_spectral_radius
+from .._periodic import PoincareSection
+
+
+class SimplestWalkerParams(eqx.Module):
+    """`slope`: the slope angle $\\gamma$ [rad]; default 0.009 (Garcia et al.
+    1998). Lengths are in leg lengths $l$ and times in $\\sqrt{l/g}$."""
+
+    slope: float = 0.009
+
+    def __check_init__(self):
+        try:
+            value = np.asarray(self.slope, dtype=float)
+        except Exception:  # a tracer: checked through the run's status
+            return
+        if not (np.all(np.isfinite(value)) and np.all((value > 0) & (value < 0.5))):
+            raise ValueError(
+                f"Simplest-walker parameter `slope` must be in (0, 0.5); got {value}."
+            )
+
+
+def _stance(t, x, params):
+    r"""$\ddot\theta = \sin(\theta - \gamma)$, $\ddot\phi = \sin\phi\,
+    (\dot\theta^2 - \cos(\theta - \gamma)) + \sin(\theta - \gamma)$."""
+    del t
+    theta, phi, theta_dot = x[0], x[1], x[2]
+    pull = jnp.sin(theta - params.slope)
+    phi_ddot = jnp.sin(phi) * (theta_dot**2 - jnp.cos(theta - params.slope)) + pull
+    return jnp.stack([theta_dot, x[3], pull, phi_ddot])
+
+
+def _heel_strike_guard(t, x, params):
+    r"""$\phi - 2\theta$: zero where the swing foot is on the slope (besides
+    $\phi = 0$, the feet side by side)."""
+    del t, params
+    return x[1] - 2 * x[0]
+
+
+def _swing_foot_ahead(t, x, params):
+    r"""The swing foot's position along the slope relative to the stance foot,
+    $\sin(\theta - \phi) - \sin\theta$ (in leg lengths): negative from the start
+    of a step until the legs pass each other."""
+    del t, params
+    return jnp.sin(x[0] - x[1]) - jnp.sin(x[0])
+
+
+class HeelStrike(AbstractReset):
+    r"""Garcia et al.'s impact map: $\theta^+ = -\theta^-$, $\phi^+ = -2\theta^-$,
+    $\dot\theta^+ = \cos(2\theta^-)\dot\theta^-$,
+    $\dot\phi^+ = \cos(2\theta^-)(1 - \cos 2\theta^-)\dot\theta^-$; observables
+    $T_c$ (kinetic energy lost) and $T_a$ (kept), in units of $M g l$."""
+
+    def __call__(self, t, x, params):
+        del t, params
+        c = jnp.cos(2 * x[0])
+        return jnp.stack([-x[0], -2 * x[0], c * x[2], c * (1 - c) * x[2]])
+
+    def observables(self, t, x_minus, x_plus, params):
+        del t, x_plus, params
+        kinetic = 0.5 * x_minus[2] ** 2
+        kept = jnp.cos(2 * x_minus[0]) ** 2
+        return {"T_c": (1 - kept) * kinetic, "T_a": kept * kinetic}
+
+
+def simplest_walker() -> tuple[HybridSystem, SimplestWalkerParams]:
+    """The simplest walker: mode `"stance"`, transition `"heelstrike"` onto itself
+    (armed once the swing foot passes the stance foot); with the default
+    [`hybrax.models.simplest_walker.SimplestWalkerParams`][]."""
+    strike = Transition(
+        source="stance",
+        target="stance",
+        guard=_heel_strike_guard,
+        direction=True,
+        reset=HeelStrike(),
+        name="heelstrike",
+        arm=_swing_foot_ahead,
+    )
+    system = HybridSystem((Mode(_stance, "stance"),), (strike,), n_states=4)
+    return system, SimplestWalkerParams()
+
+
+def _chart(u, params):
+    del params
+    return jnp.stack([u[0], 2 * u[0], u[1], (1 - jnp.cos(2 * u[0])) * u[1]])
+
+
+def _coordinates(x, params):
+    del params
+    return jnp.stack([x[0], x[2]])
+
+
+def section() -> PoincareSection:
+    r"""Just after heel strike: $\phi = 2\theta$, $\dot\phi = (1 - \cos 2\theta)
+    \dot\theta$; the reduced unknowns are $u = (\theta, \dot\theta)$ (Garcia et
+    al.'s reduction of the step map to two dimensions). Its chart and coordinates
+    are module functions: sections built by separate calls are equal, and share
+    compiled programs."""
+    return PoincareSection(("heelstrike",), chart=_chart, coordinates=_coordinates)
+
+
+#: The limit step periods $\tau_0$ of the two gaits as the slope goes to 0 (module
+#: docstring): the root of $\tan(\tau_0/2) = -3\tanh(\tau_0/2)$ for the
+#: long-period gait, $\pi$ for the short-period one.
+TAU0 = {"long": 3.8120917950929663, "short": math.pi}
+
+# Next-order terms of the starts, theta_0 (1 + a slope^(2/3)) and
+# theta_dot_0 (1 + b slope^(2/3)), fitted to computed gaits for slopes up to 0.02:
+# guesses only, within 0.05 % there (the leading terms alone are 5 % off at 0.009,
+# enough for Newton to step to a walker that falls).
+_NEXT_ORDER = {"long": (-0.19, -1.05), "short": (-0.28, -0.83)}
+
+
+def asymptotic_start(slope, gait: str = "long"):
+    r"""The small-slope start (just after heel strike) of a gait of limit period
+    $\tau_0$: $\theta_0 = \tanh^{2/3}(\tau_0/2)\,\gamma^{1/3}$ and
+    $\dot\theta_0 = -\theta_0\coth(\tau_0/2)$ to leading order (module
+    docstring), times $1 + a\gamma^{2/3}$ and $1 + b\gamma^{2/3}$ with
+    coefficients fitted to the computed gaits: a guess for shooting.
+
+    **Arguments:**
+
+    - `slope`: $\gamma$ [rad] (traced values work).
+    - `gait`: `"long"` (the long-period gait, $\tau_0 = 3.8121$, stable for
+      small slopes) or `"short"` ($\tau_0 = \pi$, unstable).
+
+    **Returns:** $(\theta_0, \dot\theta_0)$.
+    """
+    if gait not in TAU0:
+        raise ValueError(f"`gait` must be 'long' or 'short'; got {gait!r}.")
+    a, b = _NEXT_ORDER[gait]
+    t = math.tanh(TAU0[gait] / 2)
+    cube_root = jnp.cbrt(jnp.asarray(slope, dtype=float))
+    theta = t ** (2 / 3) * cube_root * (1 + a * cube_root**2)
+    return jnp.stack([theta, -theta / t * (1 + b * cube_root**2)])
+
+
+def orbit_guess(params):
+    r"""A guess of the long-period gait's $(\theta, \dot\theta)$ after heel
+    strike ([`hybrax.models.simplest_walker.asymptotic_start`][])."""
+    return asymptotic_start(params.slope, "long")
+
+
+def branch_guesses(params):
+    """Guesses of the long-period gait, then of the short-period one."""
+    return [asymptotic_start(params.slope, gait) for gait in ("long", "short")]
+
+
+def energies(x, params):
+    r"""Kinetic energy $\tfrac12\dot\theta^2$ and potential energy
+    $\cos(\theta - \gamma) - 1$ of the hip, measured from its height over the
+    stance foot with the stance leg vertical, in units of $M g l$ (batched on
+    leading axes; the feet carry none in the limit $m/M \to 0$)."""
+    x = jnp.asarray(x)
+    return 0.5 * x[..., 2] ** 2, jnp.cos(x[..., 0] - params.slope) - 1
+
+
+def _stance_angle(orbit, params):
+    del params
+    return orbit.u[0]
+
+
+def _step_length(orbit, params):
+    del params
+    return 2 * jnp.sin(orbit.u[0])
+
+
+def _speed(orbit, params):
+    r"""Average speed along the slope, step length $2\sin\theta^*$ over the step
+    period (in $\sqrt{g l}$)."""
+    return _step_length(orbit, params) / orbit.period
+
+
+#: Scalar quantities of a gait (differentiable, for `tune`).
+ORBIT_QUANTITIES = {
+    "period": orbit_period,
+    "theta": _stance_angle,
+    "step_length": _step_length,
+    "speed": _speed,
+    "multiplier": orbit_spectral_radius,
+}
+
+
+def _orbit_summary(orbit, floquet, solution, params):
+    del floquet, solution
+    theta, theta_dot = float(orbit.u[0]), float(orbit.u[1])
+    slope = float(params.slope)
+    phi_dot = (1 - math.cos(2 * theta)) * theta_dot
+    step = 2 * math.sin(theta)
+    T_c, T_a = float(orbit.T_c[0]), float(orbit.T_a[0])
+    released = 2 * math.sin(theta) * math.sin(slope)
+    values = {
+        "theta": theta,
+        "theta_dot": theta_dot,
+        "phi_dot": phi_dot,
+        "step_length": step,
+        "speed": step / float(orbit.period),
+        "T_c": T_c,
+        "T_a": T_a,
+        "potential_released": released,
+    }
+    lines = [
+        f"  step period             {float(orbit.period):.10f} sqrt(l/g)",
+        f"  stance angle theta      {theta:.10f} rad",
+        f"  theta_dot after impact  {theta_dot:.10f} rad sqrt(g/l)",
+        f"  phi_dot after impact    {phi_dot:.10f} rad sqrt(g/l)",
+        f"  step length             {step:.10f} l",
+        f"  speed                   {step / float(orbit.period):.10f} sqrt(g l)",
+        f"  T_c (lost at heel strike) {T_c:.10e} M g l",
+        f"  potential released/step {released:.10e} M g l",
+    ]
+    return values, lines
+
+
+_LABELS = (
+    r"$\theta$ [rad]",
+    r"$\phi$ [rad]",
+    r"$\dot\theta$ [rad $\sqrt{g/l}$]",
+    r"$\dot\phi$ [rad $\sqrt{g/l}$]",
+)
+
+
+def _simulate_figures(trajectory, params, out):
+    from .. import plot
+
+    figures = plot.simulation_figures(
+        trajectory, _LABELS, lambda x: energies(x, params), portrait=(0, 2)
+    )
+    return plot.save_figures(figures, out)
+
+
+def _orbit_figures(cycle, perturbed, labels, trajectory, params, out):
+    """`orbit.png` (one step and a perturbed start, stance leg), then the figures
+    of a simulation over several steps."""
+    from .. import plot
+
+    orbit = plot.orbit_portrait(
+        cycle, 0, 2, _LABELS, perturbed=perturbed, perturbed_labels=labels
+    )
+    return plot.save_figures({"orbit.png": orbit}, out) + _simulate_figures(
+        trajectory, params, out
+    )
+
+
+def _default_state(params):
+    return section().chart(orbit_guess(params), params)
+
+
+def _bundle():
+    from .._model import ContinuationDefaults, ModelBundle, ModelForm, field_parameters
+
+    make_params, parameter = field_parameters(SimplestWalkerParams, "simplest-walker")
+    return ModelBundle(
+        name="simplest-walker",
+        description=(
+            "simplest walking model, point-mass hip and feet "
+            "(Garcia, Chatterjee, Ruina & Coleman 1998)"
+        ),
+        parameters={"slope": "rad, slope angle gamma"},
+        make_params=make_params,
+        parameter=parameter,
+        state_names=("theta", "phi", "theta_dot", "phi_dot"),
+        default_state=_default_state,
+        forms={"minimal": ModelForm(lambda: simplest_walker()[0], section)},
+        orbit_guess=orbit_guess,
+        branch_guesses=branch_guesses,
+        quantities=ORBIT_QUANTITIES,
+        continuation=ContinuationDefaults(
+            "slope", start=0.009, stop=0.02, parameter_scale=0.01, max_period=10.0
+        ),
+        sweep_grids=("slope=0.002:0.018:9",),
+        labels={
+            "slope": r"slope $\gamma$ [rad]",
+            "theta": _LABELS[0],
+            "phi": _LABELS[1],
+            "theta_dot": _LABELS[2],
+            "phi_dot": _LABELS[3],
+        },
+        hooks={
+            "simulate_figures": _simulate_figures,
+            "orbit_summary": _orbit_summary,
+            "orbit_figures": _orbit_figures,
+            "orbit_perturbations": ((2, -0.01, r"$\dot\theta - 0.01$"),),
+        },
+    )

@@ -1,0 +1,261 @@
+"""The simplest walking model (Garcia, Chatterjee, Ruina & Coleman 1998) against
+references that do not come from this code:
+
+- Garcia et al.'s gaits at slope 0.009 (start of step, to 1e-10) and the
+  multipliers of their step map (two digits: their finite-difference Jacobians);
+- the loss of stability of the long-period gait by period doubling at a slope of
+  0.0151, and stable period-2 gaits beyond it that double again before 0.019 (a
+  cascade towards chaos);
+- the small-slope asymptotics of the linearised step (derived in the model's
+  docstring): theta* / slope^(1/3) -> tanh(tau0/2)^(2/3) with tau0 = pi (short-period
+  gait) or the root of tan(tau0/2) = -3 tanh(tau0/2) (long-period gait), the step
+  period -> tau0, and the relative error shrinking like slope^(2/3);
+- the energy balance: on a periodic gait the kinetic energy lost at the heel
+  strikes equals the potential energy released, 2 sin(theta) sin(slope) per step;
+- multipliers by autodiff and by the saltation product.
+
+Every orbit comes from `hybrax orbit` and `hybrax continue` with their default
+settings, or from the library's continuation with the same settings (which reuses
+the compiled corrector of `hybrax continue`).
+"""
+
+import json
+import math
+
+import numpy as np
+import pytest
+from scipy.optimize import brentq
+
+import hybrax as hx
+from hybrax._cli import main
+from hybrax.models import simplest_walker as sw
+
+
+SLOPE = 0.009
+# Garcia et al. (1998): (theta, theta_dot) just after heel strike at slope 0.009.
+GARCIA_LONG = (0.20031090049483, -0.19983247291764)
+GARCIA_SHORT = (0.19393736960624, -0.20386692731962)
+# Their eigenvalues of the step map, to the two digits that finite differences give.
+GARCIA_LONG_MULTIPLIER = -0.19 + 0.56j
+GARCIA_SHORT_MULTIPLIERS = (4.0, 0.46)
+GARCIA_PERIOD_DOUBLING = 0.0151
+CHAOS = 0.019
+# The CLI's default integration tolerance (shared compiled programs).
+SETTINGS = hx.Settings(rtol=1e-10, atol=1e-10)
+
+
+def _released(theta_start, theta_end, slope):
+    """Potential energy released by the hip (mass 1, g = l = 1) over one step:
+    its height over the stance foot is cos(theta - slope)."""
+    return math.cos(theta_start - slope) - math.cos(theta_end - slope)
+
+
+@pytest.fixture(scope="module")
+def orbit(tmp_path_factory):
+    out = tmp_path_factory.mktemp("orbit")
+    code = main(
+        ["orbit", "simplest-walker", "--set", f"slope={SLOPE}", "--out", str(out)]
+        + ["--json", str(out / "orbit.json")]
+    )
+    assert code == 0
+    return json.loads((out / "orbit.json").read_text()), out
+
+
+@pytest.fixture(scope="module")
+def branch_json(tmp_path_factory):
+    out = tmp_path_factory.mktemp("branch")
+    code = main(
+        ["continue", "simplest-walker", "--param", "slope", "--out", str(out)]
+        + ["--json", str(out / "branch.json")]
+    )
+    assert code == 0
+    return json.loads((out / "branch.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def model(branch_json):
+    """The bundle's system, section, default parameters and continuation
+    parameter; `branch_json` first, so that its compiled corrector is there."""
+    del branch_json
+    bundle = hx.models.get_model("simplest-walker")
+    form = bundle.forms["minimal"]
+    params = hx.canonical_params(bundle.make_params())
+    return form.system(), form.section(), params, bundle.parameter("slope")
+
+
+def _gait(model, slope, gait):
+    """The long- or short-period gait at `slope`: the first point of a continuation
+    (corrected at fixed slope), from the small-slope guess."""
+    system, section, params, parameter = model
+    branch = hx.continue_branch(
+        system,
+        section,
+        sw.asymptotic_start(slope, gait),
+        params,
+        parameter,
+        start=slope,
+        stop=2 * slope,
+        max_points=1,
+        settings=SETTINGS,
+    )
+    return branch.u[0], float(branch.period[0]), branch.multipliers[0]
+
+
+def test_orbit_command_finds_garcias_long_period_gait(orbit):
+    data, out = orbit
+    assert data["converged"] and data["stable"]
+    theta, phi, theta_dot, phi_dot = data["state"]
+    np.testing.assert_allclose([theta, theta_dot], GARCIA_LONG, atol=2e-10)
+    # On the section: phi = 2 theta, phi_dot = (1 - cos 2 theta) theta_dot.
+    np.testing.assert_allclose(phi, 2 * theta, atol=1e-14)
+    np.testing.assert_allclose(phi_dot, (1 - math.cos(2 * theta)) * theta_dot)
+    (pair, conjugate, zero) = [complex(*v) for v in data["multipliers_saltation"]]
+    assert abs(pair - GARCIA_LONG_MULTIPLIER) < 0.006 and conjugate == pair.conjugate()
+    assert abs(zero) < 1e-12  # phi and phi_dot after heel strike follow theta
+    assert (out / "orbit.png").is_file() and (out / "energy.png").is_file()
+
+
+def test_orbit_multipliers_two_ways(orbit):
+    data, _ = orbit
+    np.testing.assert_allclose(
+        data["multipliers_ad"], data["multipliers_saltation"], atol=1e-8
+    )
+    assert data["max_discrepancy"] < 1e-8
+    np.testing.assert_allclose(data["trivial_multiplier_saltation"], [1, 0], atol=1e-9)
+    # The reduced Jacobian's eigenvalues are the nontrivial multipliers.
+    np.testing.assert_allclose(
+        data["reduced_jacobian_eigenvalues"],
+        data["multipliers_saltation"][:2],
+        atol=1e-8,
+    )
+
+
+def test_energy_lost_at_heel_strike_is_the_potential_released(orbit):
+    """The step runs from theta* to -theta*: the hip descends 2 sin(theta*)
+    sin(slope)."""
+    data, _ = orbit
+    theta = data["state"][0]
+    np.testing.assert_allclose(data["T_c"], _released(theta, -theta, SLOPE), rtol=1e-8)
+    np.testing.assert_allclose(
+        data["T_c"], 2 * math.sin(theta) * math.sin(SLOPE), rtol=1e-8
+    )
+
+
+def test_continue_finds_garcias_period_doubling(branch_json):
+    """`hybrax continue simplest-walker --param slope`: stable from 0.009 up to the
+    period doubling at 0.0151 (Garcia's three digits), unstable beyond."""
+    data = branch_json
+    assert data["parameter"] == "slope"
+    points = data["branch"]
+    first = points[0]
+    assert first["slope"] == SLOPE and first["stable"]
+    np.testing.assert_allclose(
+        [first["state"][0], first["state"][2]], GARCIA_LONG, atol=2e-10
+    )
+    (doubling,) = data["period_doublings"]
+    assert doubling["located"]
+    assert abs(doubling["slope"] - GARCIA_PERIOD_DOUBLING) < 5e-5
+    np.testing.assert_allclose(doubling["multiplier"], -1.0, atol=1e-6)
+    assert data["folds"] == [] and data["neimark_sackers"] == []
+    for point in points:
+        if point["kind"] != "period_doubling":  # |multiplier| = 1 there
+            assert point["stable"] == (point["slope"] < doubling["slope"])
+        theta = point["state"][0]
+        # The energy balance along the branch (theta_dot before the strike from
+        # the reset theta_dot+ = cos(2 theta) theta_dot-).
+        before = point["state"][2] / math.cos(2 * theta)
+        lost = 0.5 * before**2 * math.sin(2 * theta) ** 2
+        released = 2 * math.sin(theta) * math.sin(point["slope"])
+        np.testing.assert_allclose(lost, released, rtol=1e-8)
+
+
+def test_short_period_gait_is_garcias_and_unstable(model):
+    u, _, multipliers = _gait(model, SLOPE, "short")
+    np.testing.assert_allclose(u, GARCIA_SHORT, atol=2e-10)
+    assert np.all(np.abs(np.imag(multipliers)) < 1e-12)
+    np.testing.assert_allclose(
+        np.real(multipliers), GARCIA_SHORT_MULTIPLIERS, atol=0.01
+    )
+
+
+def test_small_slope_asymptotics(model):
+    """theta* -> C slope^(1/3), C = tanh(tau0/2)^(2/3), period -> tau0; the
+    relative error of the leading term is O(slope^(2/3)) (it drops by 10^(2/3)
+    from 1e-5 to 1e-6). C = 0.97096 for the long-period gait and 0.94398 for
+    the short-period one: the coefficient 0.943 quoted with the walker's scaling
+    law theta* ~ slope^(1/3) is the short-period gait's."""
+    half = brentq(lambda x: math.tan(x) + 3 * math.tanh(x), 1.6, 3.0, xtol=1e-15)
+    for gait, tau0 in (("long", 2 * half), ("short", math.pi)):
+        np.testing.assert_allclose(sw.TAU0[gait], tau0, rtol=1e-14)
+        C = math.tanh(tau0 / 2) ** (2 / 3)
+        errors = []
+        for slope in (1e-5, 1e-6):
+            u, period, _ = _gait(model, slope, gait)
+            theta = float(u[0])
+            errors.append(theta / (C * slope ** (1 / 3)) - 1)
+            # The next-order terms are O(slope^(2/3)) (theta* ~ slope^(1/3)).
+            next_order = 2 * slope ** (2 / 3)
+            np.testing.assert_allclose(period, tau0, rtol=next_order)
+            # After the strike, theta_dot -> -theta coth(tau0 / 2).
+            np.testing.assert_allclose(
+                float(u[1]) / theta, -1 / math.tanh(tau0 / 2), rtol=next_order
+            )
+        assert abs(errors[1]) < 1e-4
+        assert 3.5 < errors[0] / errors[1] < 6.0  # 10^(2/3) = 4.64
+    short, _, _ = _gait(model, 1e-6, "short")
+    np.testing.assert_allclose(float(short[0]) / 1e-2, 0.943, rtol=1.5e-3)
+
+
+def test_period_doubling_cascade(model, branch_json):
+    """Switching at the period doubling onto the period-2 gaits: they leave with
+    twice the period, are stable at first (two different steps alternate), lose
+    as much energy at their two heel strikes as the hip descends over both steps,
+    and double again before the slope of 0.019 (the cascade towards chaos)."""
+    del branch_json
+    system, section, params, parameter = model
+    branch = hx.continue_branch(
+        system,
+        section,
+        sw.orbit_guess(params),
+        params,
+        parameter,
+        start=SLOPE,
+        stop=0.02,
+        step=0.02,
+        max_step=0.05,
+        max_period=10.0,
+        parameter_scale=0.01,
+        settings=SETTINGS,
+    )
+    (doubling,) = branch.period_doublings
+    doubled = hx.continue_branch_period_doubled(
+        system,
+        section,
+        doubling,
+        params,
+        parameter,
+        stop=CHAOS,
+        # The period-2 branch bends away fast (slope - 0.0151 ~ 20 a^2): a small
+        # offset a along the flip eigenvector keeps the first correction off the
+        # period-1 branch.
+        amplitude=1e-3,
+        max_period=20.0,
+        settings=SETTINGS,
+        continuation_settings=hx.ContinuationSettings(
+            parameter_scale=0.01, max_step=0.05
+        ),
+    )
+    assert doubled.parameter[0] > doubling.parameter
+    np.testing.assert_allclose(doubled.parameter[0], doubling.parameter, atol=1e-3)
+    np.testing.assert_allclose(doubled.period[0], 2 * doubling.period, rtol=1e-3)
+    assert doubled.stable[0] and doubled.stable[1]
+    for k in range(doubled.n_points):
+        slope = float(doubled.parameter[k])
+        starts = [float(doubled.u[k, 0]), float(doubled.x_after[k, 0, 0])]
+        ends = [float(doubled.x_before[k, 0, 0]), float(doubled.x_before[k, 1, 0])]
+        assert abs(starts[0] - starts[1]) > 1e-4  # a genuine period-2 gait
+        released = sum(_released(a, b, slope) for a, b in zip(starts, ends))
+        np.testing.assert_allclose(doubled.T_c[k].sum(), released, rtol=1e-8)
+    (again,) = doubled.period_doublings
+    assert doubling.parameter < again.parameter < CHAOS
+    assert not doubled.stable[-1]
