@@ -16,6 +16,7 @@ from .._registry import (
     model_names as model_names,
 )
 from . import (
+    biped5 as biped5,
     bouncing_ball as bouncing_ball,
     compass_gait as compass_gait,
     hopper as hopper,

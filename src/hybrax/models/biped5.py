@@ -1,0 +1,640 @@
+r"""A five-link planar biped: trunk, two thighs, two shanks, point feet (Zanchi &
+Cecić 1993, "2-D biped walking system", Period. Biol. 95(1); seed 004).
+
+**Coordinates.** The seed's absolute segment angles $\theta_1, \dots, \theta_5$
+from the vertical, each positive when the segment's upper end is ahead ($+x$) of
+its lower end: $\theta_1$ stance shank, $\theta_2$ stance thigh, $\theta_3$ trunk,
+$\theta_4$ swing thigh, $\theta_5$ swing shank. With $u(\theta) = (\sin\theta,
+\cos\theta)$ and the stance foot at $r_f$ (height $z$ up), the seed's eqs. (1)-(5):
+knee $r_f + l_1u_1$, hip $r_h = r_f + l_1u_1 + l_2u_2$, segment centres
+$G_1 = r_f + a_1u_1$, $G_2 = r_f + l_1u_1 + a_2u_2$, $G_3 = r_h + a_3u_3$,
+$G_4 = r_h - b_4u_4$, $G_5 = r_h - l_4u_4 - b_5u_5$ (eq. 5 as printed omits the
+$-l_4u_4$ term that the appendix's $I(4,5)$ needs), swing foot
+$r_h - l_4u_4 - l_5u_5$. The legs are equal: $l_1 = l_5$ (shank), $l_2 = l_4$
+(thigh), $b_5 = l_1 - a_1$, $b_4 = l_2 - a_2$.
+
+**Single support** (stance foot pinned). The Euler-Lagrange equations (seed eq. 9)
+of $T = \sum_j \tfrac12(I_j\dot\theta_j^2 + M_j|\dot G_j|^2)$, $V = g\sum_j M_j
+z_j$ (eqs. 6-7) and the joint torques $\Gamma$, built by
+[`hybrax.LagrangianModel`][]: $I(\theta)\ddot\theta + B(\theta)\dot\theta^2 +
+M_G(\theta) = \Gamma$ (the seed's eq. 11 with its appendix's $I$, $B$, $M_G$;
+$M_G = \partial V/\partial\theta$).
+
+**Joint torques.** A PD controller on the four joint angles, knee flexion
+$\phi_k = \theta_\text{shank} - \theta_\text{thigh}$ and hip flexion
+$\phi_h = \theta_3 - \theta_\text{thigh}$ of each leg:
+$\tau = -k_p(\phi - \phi_\text{ref}) - k_d\dot\phi$, gains and set points per
+joint kind and leg role in the parameters. A torque $\tau$ on the joint angle
+$\phi = s^T\theta$ is the generalized force $Q = s\,\tau$ (virtual work), so the
+torques are internal ($\sum_j Q_j = 0$); the point foot has no ankle torque (the
+walker is underactuated). From the default state the default gains and set
+points settle, within about ten steps, on a level-ground walk of period one step
+(0.613 s, 3.1 J lost per heel strike, the swing foot clearing the ground by at
+least 1.4 cm); found by simulation, not by a gait design.
+
+**Heel strike.** The swing foot's height crosses 0 downward, armed once the swing
+foot is ahead of the stance foot by $0.1\,(l_1 + l_2)$ (as in
+[`hybrax.models.compass_gait`][]). The impact is perfectly plastic on the
+descriptor coordinates $q = (x_f, z_f, \theta_1, \dots, \theta_5)$ with the stance
+foot free: the projection of [`hybrax.plastic_impact`][] onto the motions that
+keep the landing foot still, with the energy split ($T_c$ lost, $T_a$ kept) and
+the impulse as observables (seeds 002, 003); then the legs swap roles,
+$(\theta_1, \theta_2, \theta_3, \theta_4, \theta_5)^+ = (\theta_5, \theta_4,
+\theta_3, \theta_2, \theta_1)$ (the same angle convention for both legs makes this
+a permutation). The trailing foot's vertical velocity after the impact is
+recorded (`trailing_vertical_velocity`: positive where it leaves the ground).
+
+**Forms.** `"minimal"`: $x = (\theta, \dot\theta)$ (10 states). `"descriptor"`:
+$x = (q, \dot q)$ (14 states) with the stance foot's position constrained to the
+origin by the KKT system of [`hybrax.mechanical_mode`][] (the frame moves to the
+landing foot at each heel strike). `"momentum"`: the seed's eqs. (17)-(19),
+$x = (\theta, P)$ with $P = \partial L/\partial\dot\theta = I(\theta)\dot\theta$,
+$\dot\theta = I^{-1}P$, $\dot P = \partial L/\partial\theta + \Gamma$; the impact
+is a jump of $P$ (seed eq. 16).
+
+**Default segments** (Winter 2009, *Biomechanics and Motor Control of Human
+Movement*, 4th ed., Table 4.1 and Fig. 4.1 after Dempster 1955 and Drillis &
+Contini 1966) for a body of 70 kg and 1.75 m: trunk = HAT (head, arms, trunk;
+greater trochanter to glenohumeral joint, $0.288H$), mass fraction 0.678, centre
+at 0.626 of its length above the hip, radius of gyration 0.496 of its length;
+thigh (greater trochanter to femoral condyles, $0.245H$) 0.100, centre 0.433 below
+the hip, radius 0.323; shank = foot and leg (femoral condyles to medial malleolus,
+$0.246H$) 0.061, centre 0.606 of that length below the knee, radius 0.416, the
+link reaching the ground ($0.285H$, the knee's height) at the point foot. The
+masses add up to the body's.
+"""
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .._hybrid import AbstractReset, HybridSystem, Mode, Transition, mechanical_mode
+from .._mechanics import LagrangianModel, plastic_impact, point_velocity
+
+
+# Winter (2009) Table 4.1 and Fig. 4.1, for a body of mass _MASS and height _HEIGHT.
+_MASS, _HEIGHT = 70.0, 1.75
+_TRUNK_LENGTH = 0.288 * _HEIGHT  # greater trochanter to glenohumeral joint
+_THIGH_LENGTH = 0.245 * _HEIGHT  # greater trochanter to femoral condyles
+_LEG_LENGTH = 0.246 * _HEIGHT  # femoral condyles to medial malleolus
+_KNEE_HEIGHT = 0.285 * _HEIGHT
+
+
+class Biped5Params(eqx.Module):
+    r"""Parameters of the five-link biped (SI units; defaults: Winter 2009 for a
+    70 kg, 1.75 m body, see [`hybrax.models.biped5`][]).
+
+    - `m_trunk`, `m_thigh`, `m_shank`: segment masses [kg] (seed: $M_3$;
+      $M_2 = M_4$; $M_1 = M_5$).
+    - `l_trunk`, `l_thigh`, `l_shank`: lengths [m] ($l_3$; $l_2 = l_4$;
+      $l_1 = l_5$, knee to the point foot).
+    - `c_trunk`: hip to the trunk's centre ($a_3$); `c_thigh`: hip to the thigh's
+      centre ($b_4 = l_2 - a_2$); `c_shank`: knee to the shank's centre
+      ($b_5 = l_1 - a_1$) [m].
+    - `r_trunk`, `r_thigh`, `r_shank`: radii of gyration about the centres [m]
+      ($I_j = M_j r_j^2$).
+    - `g`: gravitational acceleration [m/s^2].
+    - `kp_hip`, `kd_hip`, `kp_knee`, `kd_knee`: PD gains of the hips and knees
+      [N m/rad, N m s/rad].
+    - `hip_stance_ref`, `hip_swing_ref`, `knee_stance_ref`, `knee_swing_ref`:
+      set points of the joint angles [rad] (hip flexion $\theta_3 -
+      \theta_\text{thigh}$, knee flexion $\theta_\text{shank} -
+      \theta_\text{thigh}$).
+    """
+
+    m_trunk: float = 0.678 * _MASS
+    m_thigh: float = 0.100 * _MASS
+    m_shank: float = 0.061 * _MASS
+    l_trunk: float = _TRUNK_LENGTH
+    l_thigh: float = _THIGH_LENGTH
+    l_shank: float = _KNEE_HEIGHT
+    c_trunk: float = 0.626 * _TRUNK_LENGTH
+    c_thigh: float = 0.433 * _THIGH_LENGTH
+    c_shank: float = 0.606 * _LEG_LENGTH
+    r_trunk: float = 0.496 * _TRUNK_LENGTH
+    r_thigh: float = 0.323 * _THIGH_LENGTH
+    r_shank: float = 0.416 * _LEG_LENGTH
+    g: float = 9.81
+    kp_hip: float = 400.0
+    kd_hip: float = 40.0
+    kp_knee: float = 400.0
+    kd_knee: float = 20.0
+    hip_stance_ref: float = -0.2
+    hip_swing_ref: float = 0.5
+    knee_stance_ref: float = 0.0
+    knee_swing_ref: float = 0.6
+
+    def __check_init__(self):
+        positive = ("m_trunk", "m_thigh", "m_shank", "l_trunk", "l_thigh", "l_shank")
+        positive += ("r_trunk", "r_thigh", "r_shank", "g")
+        non_negative = ("c_trunk", "c_thigh", "c_shank")
+        non_negative += ("kp_hip", "kd_hip", "kp_knee", "kd_knee")
+        for name in self.__dataclass_fields__:
+            try:
+                value = np.asarray(getattr(self, name), dtype=float)
+            except Exception:  # a tracer: checked through the run's status
+                continue
+            if not np.all(np.isfinite(value)):
+                raise ValueError(
+                    f"Biped parameter `{name}` must be finite; got {value}."
+                )
+            if name in positive and not np.all(value > 0):
+                raise ValueError(f"Biped parameter `{name}` must be > 0; got {value}.")
+            if name in non_negative and not np.all(value >= 0):
+                raise ValueError(f"Biped parameter `{name}` must be >= 0; got {value}.")
+
+
+def _up(angle):
+    return jnp.stack([jnp.sin(angle), jnp.cos(angle)])
+
+
+def points(q, params):
+    r"""Positions for descriptor coordinates $q = (x_f, z_f, \theta_1, \dots,
+    \theta_5)$: a dict with the stance foot `foot`, `knee`, `hip`, the trunk's top
+    `head`, `swing_knee`, `swing_foot` and the centres `G` (shape `(5, 2)`, the
+    seed's $G_1, \dots, G_5$)."""
+    p = params
+    foot = q[:2]
+    u = [_up(q[2 + j]) for j in range(5)]
+    knee = foot + p.l_shank * u[0]
+    hip = knee + p.l_thigh * u[1]
+    swing_knee = hip - p.l_thigh * u[3]
+    centres = jnp.stack(
+        [
+            foot + (p.l_shank - p.c_shank) * u[0],
+            knee + (p.l_thigh - p.c_thigh) * u[1],
+            hip + p.c_trunk * u[2],
+            hip - p.c_thigh * u[3],
+            swing_knee - p.c_shank * u[4],
+        ]
+    )
+    return {
+        "foot": foot,
+        "knee": knee,
+        "hip": hip,
+        "head": hip + p.l_trunk * u[2],
+        "swing_knee": swing_knee,
+        "swing_foot": swing_knee - p.l_shank * u[4],
+        "G": centres,
+    }
+
+
+def _segment_masses(params):
+    p = params
+    return jnp.stack([p.m_shank, p.m_thigh, p.m_trunk, p.m_thigh, p.m_shank])
+
+
+def _segment_inertias(params):
+    p = params
+    radii = jnp.stack([p.r_shank, p.r_thigh, p.r_trunk, p.r_thigh, p.r_shank])
+    return _segment_masses(params) * radii**2
+
+
+def _centres(q, params):
+    return points(q, params)["G"]
+
+
+def _kinetic(q, qd, params):
+    """Seed eq. (7) in descriptor coordinates."""
+    velocities = point_velocity(_centres, q, qd, params)
+    translation = jnp.sum(_segment_masses(params) * jnp.sum(velocities**2, axis=1))
+    rotation = jnp.sum(_segment_inertias(params) * qd[2:] ** 2)
+    return 0.5 * (translation + rotation)
+
+
+def _potential(q, params):
+    """Seed eq. (6)."""
+    return params.g * jnp.sum(_segment_masses(params) * _centres(q, params)[:, 1])
+
+
+# Joint angles phi = S theta: stance knee, stance hip, swing hip, swing knee
+# (flexion positive).
+_JOINTS = np.array(
+    [
+        [1.0, -1.0, 0.0, 0.0, 0.0],
+        [0.0, -1.0, 1.0, 0.0, 0.0],
+        [0.0, 0.0, 1.0, -1.0, 0.0],
+        [0.0, 0.0, 0.0, -1.0, 1.0],
+    ]
+)
+
+
+def joint_torques(theta, theta_dot, params):
+    r"""The PD torques $\tau = -k_p(\phi - \phi_\text{ref}) - k_d\dot\phi$ on the
+    joint angles $\phi$ = (stance knee, stance hip, swing hip, swing knee)."""
+    p = params
+    S = jnp.asarray(_JOINTS, dtype=theta.dtype)
+    phi, phi_dot = S @ theta, S @ theta_dot
+    kp = jnp.stack([p.kp_knee, p.kp_hip, p.kp_hip, p.kp_knee])
+    kd = jnp.stack([p.kd_knee, p.kd_hip, p.kd_hip, p.kd_knee])
+    ref = jnp.stack(
+        [p.knee_stance_ref, p.hip_stance_ref, p.hip_swing_ref, p.knee_swing_ref]
+    )
+    return -kp * (phi - ref) - kd * phi_dot
+
+
+def _generalized_forces(t, q, qd, params):
+    r"""$Q = S^T\tau$ on the angles (none on the foot's coordinates)."""
+    del t
+    S = jnp.asarray(_JOINTS, dtype=q.dtype)
+    tau = joint_torques(q[2:], qd[2:], params)
+    return jnp.concatenate([jnp.zeros(2, q.dtype), S.T @ tau])
+
+
+def _constraints(q, params):
+    """`"stance"`: the stance foot at the origin; `"swing"`: the swing foot's
+    position (at heel strike, the landing foot; only its velocity is used)."""
+    return {"stance": q[:2], "swing": points(q, params)["swing_foot"]}
+
+
+#: The biped in descriptor coordinates $q = (x_f, z_f, \theta_1, \dots, \theta_5)$.
+DESCRIPTOR = LagrangianModel(
+    _kinetic,
+    _potential,
+    generalized_forces=_generalized_forces,
+    constraint_groups=_constraints,
+)
+
+
+def _pinned(theta):
+    return jnp.concatenate([jnp.zeros(2, theta.dtype), theta])
+
+
+#: The biped in minimal coordinates $\theta$ (stance foot pinned at the origin).
+MINIMAL = LagrangianModel(
+    lambda th, thd, p: _kinetic(_pinned(th), _pinned(thd), p),
+    lambda th, p: _potential(_pinned(th), p),
+    generalized_forces=lambda t, th, thd, p: _generalized_forces(
+        t, _pinned(th), _pinned(thd), p
+    )[2:],
+)
+
+
+def _single_support(t, x, params):
+    theta, theta_dot = x[:5], x[5:]
+    H = MINIMAL.mass_matrix(theta, params)
+    C = MINIMAL.forces(theta, theta_dot, params, t)
+    return jnp.concatenate([theta_dot, jnp.linalg.solve(H, -C)])
+
+
+@jax.jit
+def _to_momentum(x, params):
+    def one(x_):
+        return jnp.concatenate([x_[:5], MINIMAL.mass_matrix(x_[:5], params) @ x_[5:]])
+
+    return jax.vmap(one)(x)
+
+
+@jax.jit
+def _from_momentum(x, params):
+    def one(x_):
+        H = MINIMAL.mass_matrix(x_[:5], params)
+        return jnp.concatenate([x_[:5], jnp.linalg.solve(H, x_[5:])])
+
+    return jax.vmap(one)(x)
+
+
+def momentum_from_minimal(x, params):
+    r"""$(\theta, \dot\theta) \to (\theta, P)$ with $P = I(\theta)\dot\theta$ (seed
+    eq. 17); batched on leading axes."""
+    x = jnp.asarray(x, dtype=float)
+    return _to_momentum(x.reshape(-1, 10), params).reshape(x.shape)
+
+
+def momentum_to_minimal(x, params):
+    r"""$(\theta, P) \to (\theta, \dot\theta)$ with $\dot\theta = I(\theta)^{-1}P$;
+    batched on leading axes."""
+    x = jnp.asarray(x, dtype=float)
+    return _from_momentum(x.reshape(-1, 10), params).reshape(x.shape)
+
+
+def _momentum_field(t, x, params):
+    r"""Seed eqs. (18)-(19): $\dot\theta = I^{-1}P$,
+    $\dot P = \partial T/\partial\theta - \partial V/\partial\theta + \Gamma$ (the
+    partial derivative of $T$ at fixed $\dot\theta$)."""
+    theta, P = x[:5], x[5:]
+    H = MINIMAL.mass_matrix(theta, params)
+    theta_dot = jnp.linalg.solve(H, P)
+    dT = jax.grad(MINIMAL.kinetic, argnums=0)(theta, theta_dot, params)
+    dV = jax.grad(MINIMAL.potential)(theta, params)
+    Gamma = MINIMAL.generalized_forces(t, theta, theta_dot, params)
+    return jnp.concatenate([theta_dot, dT - dV + Gamma])
+
+
+def _swing_foot(theta, params):
+    return points(_pinned(theta), params)["swing_foot"]
+
+
+def _leg_length(params):
+    return params.l_shank + params.l_thigh
+
+
+def _swing_foot_height(t, x, params):
+    r"""The swing foot's height over the leg's length, from a state that starts
+    with $\theta$ (the minimal and momentum forms)."""
+    del t
+    return _swing_foot(x[:5], params)[1] / _leg_length(params)
+
+
+# How far (over the leg's length) the swing foot must be ahead of the stance foot
+# before a heel strike can fire: past the mid-stance scuff and the step's start.
+_ARMING_DISTANCE = 0.1
+
+
+def _swing_foot_ahead(t, x, params):
+    del t
+    return _swing_foot(x[:5], params)[0] / _leg_length(params) - _ARMING_DISTANCE
+
+
+def _descriptor_swing_foot_height(t, x, params):
+    return _swing_foot_height(t, x[2:7], params)
+
+
+def _descriptor_swing_foot_ahead(t, x, params):
+    return _swing_foot_ahead(t, x[2:7], params)
+
+
+# Leg relabelling at heel strike: (theta_1, ..., theta_5) -> (theta_5, ..., theta_1).
+_SWAP = np.array([4, 3, 2, 1, 0])
+
+
+def heel_strike(theta, theta_dot, params):
+    r"""The heel strike from minimal coordinates: the plastic impact on the
+    descriptor coordinates (stance foot free, landing foot stopped) and the leg
+    swap. **Returns:** `(theta_plus, theta_dot_plus, impact)`, with `impact` the
+    [`hybrax.ImpactResult`][] before the swap (its `qd_plus[:2]` is the trailing
+    foot's velocity)."""
+    q, qd = _pinned(theta), _pinned(theta_dot)
+    result = plastic_impact(DESCRIPTOR, ("swing",), q, qd, params)
+    return theta[_SWAP], result.qd_plus[2:][_SWAP], result
+
+
+def _observables(result):
+    return {
+        "T_c": result.T_c,
+        "T_a": result.T_a,
+        "impulse": result.impulse,
+        "trailing_vertical_velocity": result.qd_plus[1],
+    }
+
+
+class HeelStrike(AbstractReset):
+    r"""Plastic impact of the landing foot, then the leg swap, in minimal
+    coordinates $(\theta, \dot\theta)$."""
+
+    def __call__(self, t, x, params):
+        del t
+        theta, theta_dot, _ = heel_strike(x[:5], x[5:], params)
+        return jnp.concatenate([theta, theta_dot])
+
+    def observables(self, t, x_minus, x_plus, params):
+        del t, x_plus
+        return _observables(heel_strike(x_minus[:5], x_minus[5:], params)[2])
+
+
+class MomentumHeelStrike(AbstractReset):
+    r"""The heel strike as a jump of the momentum, $(\theta, P^-) \to (\theta^+,
+    P^+)$ with $P^+ = I(\theta^+)\dot\theta^+$ (seed eq. 16)."""
+
+    def __call__(self, t, x, params):
+        del t
+        x_min = momentum_to_minimal(x, params)
+        theta, theta_dot, _ = heel_strike(x_min[:5], x_min[5:], params)
+        return momentum_from_minimal(jnp.concatenate([theta, theta_dot]), params)
+
+    def observables(self, t, x_minus, x_plus, params):
+        del t, x_plus
+        x_min = momentum_to_minimal(x_minus, params)
+        return _observables(heel_strike(x_min[:5], x_min[5:], params)[2])
+
+
+class DescriptorHeelStrike(AbstractReset):
+    r"""The heel strike on the descriptor state $(q, \dot q)$: the plastic impact
+    with the landing foot constrained (the stance foot free), the leg swap, and
+    the frame moved to the landing foot."""
+
+    def __call__(self, t, x, params):
+        del t
+        q, qd = x[:7], x[7:]
+        result = plastic_impact(DESCRIPTOR, ("swing",), q, qd, params)
+        landing = point_velocity(
+            lambda q_, p: points(q_, p)["swing_foot"], q, result.qd_plus, params
+        )
+        zero = jnp.zeros(2, x.dtype)
+        return jnp.concatenate([zero, q[2:][_SWAP], landing, result.qd_plus[2:][_SWAP]])
+
+    def observables(self, t, x_minus, x_plus, params):
+        del t, x_plus
+        q, qd = x_minus[:7], x_minus[7:]
+        result = plastic_impact(DESCRIPTOR, ("swing",), q, qd, params)
+        return _observables(result)
+
+
+def _strike(reset, guard=_swing_foot_height, arm=_swing_foot_ahead):
+    return Transition(
+        source="single_support",
+        target="single_support",
+        guard=guard,
+        direction=False,
+        reset=reset,
+        name="heelstrike",
+        arm=arm,
+    )
+
+
+def biped5() -> tuple[HybridSystem, Biped5Params]:
+    r"""The biped in minimal coordinates $x = (\theta, \dot\theta)$: mode
+    `"single_support"`, transition `"heelstrike"` onto itself; with the default
+    [`hybrax.models.biped5.Biped5Params`][]."""
+    system = HybridSystem(
+        (Mode(_single_support, "single_support"),),
+        (_strike(HeelStrike()),),
+        n_states=10,
+    )
+    return system, Biped5Params()
+
+
+def momentum() -> tuple[HybridSystem, Biped5Params]:
+    r"""The seed's generalized-momentum form, $x = (\theta, P)$ (eqs. 17-19)."""
+    system = HybridSystem(
+        (Mode(_momentum_field, "single_support"),),
+        (_strike(MomentumHeelStrike()),),
+        n_states=10,
+    )
+    return system, Biped5Params()
+
+
+def descriptor() -> tuple[HybridSystem, Biped5Params]:
+    r"""The descriptor form, $x = (q, \dot q)$ with $q = (x_f, z_f, \theta)$, the
+    stance foot held at the origin by the constraint group `"stance"`."""
+    mode = mechanical_mode(DESCRIPTOR, ("stance",), "single_support")
+    system = HybridSystem(
+        (mode,),
+        (
+            _strike(
+                DescriptorHeelStrike(),
+                _descriptor_swing_foot_height,
+                _descriptor_swing_foot_ahead,
+            ),
+        ),
+        n_states=14,
+    )
+    return system, Biped5Params()
+
+
+def descriptor_from_minimal(x):
+    """$(\\theta, \\dot\\theta) \\to (0, 0, \\theta, 0, 0, \\dot\\theta)$ (batched
+    on leading axes)."""
+    x = jnp.asarray(x)
+    zero = jnp.zeros(x.shape[:-1] + (2,), x.dtype)
+    return jnp.concatenate([zero, x[..., :5], zero, x[..., 5:]], axis=-1)
+
+
+def descriptor_to_minimal(x):
+    """$(q, \\dot q) \\to (\\theta, \\dot\\theta)$ (batched on leading axes)."""
+    x = jnp.asarray(x)
+    return jnp.concatenate([x[..., 2:7], x[..., 9:14]], axis=-1)
+
+
+@jax.jit
+def _energies(x, params):
+    def one(x_):
+        return (
+            MINIMAL.kinetic(x_[:5], x_[5:], params),
+            MINIMAL.potential(x_[:5], params),
+        )
+
+    return jax.vmap(one)(x)
+
+
+def energies(x, params):
+    r"""Kinetic and potential energy of minimal states (batched on leading axes),
+    the potential measured from the stance foot's height."""
+    x = jnp.asarray(x, dtype=float)
+    kinetic, potential = _energies(x.reshape(-1, 10), params)
+    return kinetic.reshape(x.shape[:-1]), potential.reshape(x.shape[:-1])
+
+
+def default_state(params) -> jax.Array:
+    r"""Just after a heel strike: straight legs at $\mp 0.25$ rad (the stance leg
+    behind the vertical through its foot, the swing leg's foot behind the hip on
+    the ground), the trunk upright, the walker rotating forward at 1.2 rad/s."""
+    del params
+    alpha, omega = 0.25, 1.2
+    theta = jnp.array([-alpha, -alpha, 0.0, alpha, alpha])
+    theta_dot = jnp.array([omega, omega, 0.0, omega, omega])
+    return jnp.concatenate([theta, theta_dot])
+
+
+FIELD_NAMES = tuple(Biped5Params.__dataclass_fields__)
+#: Parameters with their units and meaning.
+PARAMETERS = {
+    "m_trunk": "kg, trunk mass (head, arms and trunk)",
+    "m_thigh": "kg, thigh mass",
+    "m_shank": "kg, shank mass (foot included)",
+    "l_trunk": "m, hip to shoulder",
+    "l_thigh": "m, hip to knee",
+    "l_shank": "m, knee to the point foot",
+    "c_trunk": "m, hip to the trunk's centre of mass",
+    "c_thigh": "m, hip to the thigh's centre of mass",
+    "c_shank": "m, knee to the shank's centre of mass",
+    "r_trunk": "m, trunk's radius of gyration about its centre",
+    "r_thigh": "m, thigh's radius of gyration about its centre",
+    "r_shank": "m, shank's radius of gyration about its centre",
+    "g": "m/s^2, gravitational acceleration",
+    "kp_hip": "N m/rad, hip stiffness gain",
+    "kd_hip": "N m s/rad, hip damping gain",
+    "kp_knee": "N m/rad, knee stiffness gain",
+    "kd_knee": "N m s/rad, knee damping gain",
+    "hip_stance_ref": "rad, stance hip flexion set point (trunk - thigh)",
+    "hip_swing_ref": "rad, swing hip flexion set point (trunk - thigh)",
+    "knee_stance_ref": "rad, stance knee flexion set point (shank - thigh)",
+    "knee_swing_ref": "rad, swing knee flexion set point (shank - thigh)",
+}
+
+
+# Drawn in this order: foot, knee, hip, head, swing knee, swing foot.
+_DRAWN = ("foot", "knee", "hip", "head", "swing_knee", "swing_foot")
+
+
+@jax.jit
+def _drawn_points(theta, params):
+    found = points(_pinned(theta), params)
+    return jnp.stack([found[name] for name in _DRAWN])
+
+
+def _stick_figure(x, params):
+    """The ground, the stance leg, the trunk and the swing leg."""
+    foot, knee, hip, head, swing_knee, swing_foot = np.asarray(
+        _drawn_points(jnp.asarray(x[:5], dtype=float), params)
+    )
+    reach = 1.5 * float(_leg_length(params))
+    ground = np.array([[-reach, 0.0], [reach, 0.0]])
+    return [
+        ground,
+        np.stack([foot, knee, hip]),
+        np.stack([hip, head]),
+        np.stack([hip, swing_knee, swing_foot]),
+    ]
+
+
+def _frame_shift(x_before, params):
+    """At heel strike the swing foot becomes the stance foot."""
+    return np.asarray(_drawn_points(jnp.asarray(x_before[:5], dtype=float), params))[-1]
+
+
+_LABELS = tuple(rf"$\theta_{j}$ [rad]" for j in range(1, 6)) + tuple(
+    rf"$\dot\theta_{j}$ [rad/s]" for j in range(1, 6)
+)
+
+
+def _figures(trajectory, params, out):
+    from .. import plot
+
+    figures = plot.simulation_figures(
+        trajectory, _LABELS, lambda x: energies(x, params), portrait=(2, 7)
+    )
+    return plot.save_figures(figures, out)
+
+
+_DEFAULTS = Biped5Params()
+
+
+def _bundle():
+    from .._model import ModelBundle, ModelForm, field_parameters
+
+    make_params, parameter = field_parameters(Biped5Params, "biped5")
+    names = tuple(f"theta_{j}" for j in range(1, 6))
+    names += tuple(f"omega_{j}" for j in range(1, 6))
+    return ModelBundle(
+        name="biped5",
+        description="five-link planar biped with PD joint torques (Zanchi & Cecic "
+        "1993)",
+        parameters=PARAMETERS,
+        make_params=make_params,
+        parameter=parameter,
+        state_names=names,
+        default_state=default_state,
+        forms={
+            "minimal": ModelForm(lambda: biped5()[0]),
+            "descriptor": ModelForm(
+                lambda: descriptor()[0],
+                from_minimal=descriptor_from_minimal,
+                to_minimal=descriptor_to_minimal,
+            ),
+            # ModelForm's maps take no parameters: the momentum form converts with
+            # the default segments.
+            "momentum": ModelForm(
+                lambda: momentum()[0],
+                from_minimal=lambda x: momentum_from_minimal(x, _DEFAULTS),
+                to_minimal=lambda x: momentum_to_minimal(x, _DEFAULTS),
+            ),
+        },
+        labels=dict(zip(names, _LABELS)),
+        hooks={
+            "simulate_figures": _figures,
+            "stick_figure": _stick_figure,
+            "frame_shift": _frame_shift,
+        },
+    )

@@ -1,0 +1,386 @@
+"""The five-link biped (Zanchi & Cecić 1993, seed 004) against references written
+here: the seed's appendix (inertia matrix I, centripetal matrix B, gravity moments
+M_G) typed in from its formulas; kinematics typed in from its eqs. (1)-(5) for the
+energy and momentum checks (T + V conserved without torques; at heel strike the
+energy lost and kept add up to the kinetic energy before it, the angular momenta
+that no impulse can change are conserved, and the linear momentum jumps by the
+recorded impulse); the seed's momentum form (eqs. 17-19, through `hybrax simulate
+biped5 --form momentum`) and the descriptor form retrace the minimal form's walk.
+
+Typos of the seed resolved by its own appendix and the Lagrangian (eqs. 6-7):
+
+- I(1,1) and I(1,2) write `m_1`, `m_2` where every other entry (and the
+  Lagrangian) has the segment masses `M_1`, `M_2`.
+- Eq. (10) reads `I theta'' + B theta'^2 - M_G = Gamma`; with the appendix's M_G,
+  which is dV/dtheta (e.g. M_G(1) = -(M_1 a_1 + (M_2 + ... + M_5) l_1) g
+  sin(theta_1)), the Lagrangian gives eq. (11)'s sign:
+  `I theta'' + B theta'^2 + M_G = Gamma`.
+- Eq. (5) for G_5 omits the `- l_4 sin(theta_4)` (`- l_4 cos(theta_4)`) term that
+  I(4,4) (its `M_5 l_4^2`), I(4,5) and B(4,5) need.
+- B(2,1) is printed as `+(...) sin(theta_1 - theta_2)`; the Lagrangian gives
+  B(i,j) = I(i,j) tan(theta_i - theta_j) for i != j, so B(2,1) =
+  `(...) sin(theta_2 - theta_1)` (as the other entries below the diagonal are).
+- The layout of B in eq. (14) puts `B_44` at position (4,5); the appendix has
+  B(4,4) = 0 and B(4,5) = M_5 l_4 b_5 sin(theta_4 - theta_5).
+"""
+
+import dataclasses
+import json
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import hybrax as hx
+from hybrax._cli import main
+from hybrax.models import biped5 as b5
+
+
+TOL = 1e-10
+N_EVENTS = 5  # the command line's default (--cycles 5)
+SYSTEM, DEFAULTS = b5.biped5()
+PARAMS = hx.canonical_params(DEFAULTS)
+GAINS = ("kp_hip", "kd_hip", "kp_knee", "kd_knee")
+PASSIVE = hx.canonical_params(
+    dataclasses.replace(PARAMS, **{name: 0.0 for name in GAINS})
+)
+
+
+def _seed_symbols(p):
+    """The seed's M_j, I_j, l_j, a_j, b_j from the parameters (equal legs)."""
+    p = {f.name: float(getattr(p, f.name)) for f in dataclasses.fields(p)}
+    s = {
+        "M1": p["m_shank"],
+        "M2": p["m_thigh"],
+        "M3": p["m_trunk"],
+        "M4": p["m_thigh"],
+        "M5": p["m_shank"],
+        "l1": p["l_shank"],
+        "l2": p["l_thigh"],
+        "l4": p["l_thigh"],
+        "l5": p["l_shank"],
+        "a1": p["l_shank"] - p["c_shank"],
+        "a2": p["l_thigh"] - p["c_thigh"],
+        "a3": p["c_trunk"],
+        "b4": p["c_thigh"],
+        "b5": p["c_shank"],
+        "g": p["g"],
+    }
+    radii = (p["r_shank"], p["r_thigh"], p["r_trunk"], p["r_thigh"], p["r_shank"])
+    for j, r in enumerate(radii, start=1):
+        s[f"I{j}"] = s[f"M{j}"] * r**2
+    return s
+
+
+def _seed_appendix(theta, s):
+    """I(theta), B(theta) and M_G(theta) of the seed's appendix, typos resolved."""
+    M1, M2, M3, M4, M5 = (s[f"M{j}"] for j in range(1, 6))
+    I1, I2, I3, I4, I5 = (s[f"I{j}"] for j in range(1, 6))
+    l1, l2, l4 = s["l1"], s["l2"], s["l4"]
+    a1, a2, a3, b4, b5_, g = s["a1"], s["a2"], s["a3"], s["b4"], s["b5"], s["g"]
+
+    def c(i, j):
+        return math.cos(theta[i - 1] - theta[j - 1])
+
+    def sn(i, j):
+        return math.sin(theta[i - 1] - theta[j - 1])
+
+    k12 = M2 * l1 * a2 + M3 * l1 * l2 + M4 * l1 * l2 + M5 * l1 * l2
+    k14 = M4 * l1 * b4 + M5 * l1 * l4
+    k24 = M4 * l2 * b4 + M5 * l2 * l4
+    I = np.zeros((5, 5))  # noqa: E741
+    I[0, 0] = I1 + M1 * a1**2 + M2 * l1**2 + M3 * l1**2 + M4 * l1**2 + M5 * l1**2
+    I[0, 1] = I[1, 0] = k12 * c(1, 2)
+    I[0, 2] = I[2, 0] = M3 * l1 * a3 * c(1, 3)
+    I[0, 3] = I[3, 0] = -k14 * c(1, 4)
+    I[0, 4] = I[4, 0] = -M5 * l1 * b5_ * c(1, 5)
+    I[1, 1] = I2 + M2 * a2**2 + M3 * l2**2 + M4 * l2**2 + M5 * l2**2
+    I[1, 2] = I[2, 1] = M3 * l2 * a3 * c(2, 3)
+    I[1, 3] = I[3, 1] = -k24 * c(2, 4)
+    I[1, 4] = I[4, 1] = -M5 * l2 * b5_ * c(2, 5)
+    I[2, 2] = I3 + M3 * a3**2
+    I[3, 3] = I4 + M4 * b4**2 + M5 * l4**2
+    I[3, 4] = I[4, 3] = M5 * l4 * b5_ * c(4, 5)
+    I[4, 4] = I5 + M5 * b5_**2
+    B = np.zeros((5, 5))
+    B[0, 1] = k12 * sn(1, 2)
+    B[0, 2] = M3 * l1 * a3 * sn(1, 3)
+    B[0, 3] = -k14 * sn(1, 4)
+    B[0, 4] = -M5 * l1 * b5_ * sn(1, 5)
+    B[1, 0] = -k12 * sn(1, 2)  # printed with a + sign (typo)
+    B[1, 2] = M3 * l2 * a3 * sn(2, 3)
+    B[1, 3] = -k24 * sn(2, 4)
+    B[1, 4] = -M5 * l2 * b5_ * sn(2, 5)
+    B[2, 0] = -M3 * l1 * a3 * sn(1, 3)
+    B[2, 1] = -M3 * l2 * a3 * sn(2, 3)
+    B[3, 0] = k14 * sn(1, 4)
+    B[3, 1] = k24 * sn(2, 4)
+    B[3, 4] = M5 * l4 * b5_ * sn(4, 5)
+    B[4, 0] = M5 * l1 * b5_ * sn(1, 5)
+    B[4, 1] = M5 * l2 * b5_ * sn(2, 5)
+    B[4, 3] = -M5 * l4 * b5_ * sn(4, 5)
+    t1, t2, t3, t4, t5 = theta
+    M_G = np.array(
+        [
+            -(M1 * g * a1 + M2 * g * l1 + M3 * g * l1 + M4 * g * l1 + M5 * g * l1)
+            * math.sin(t1),
+            -(M2 * g * a2 + M3 * g * l2 + M4 * g * l2 + M5 * g * l2) * math.sin(t2),
+            -M3 * g * a3 * math.sin(t3),
+            (M4 * g * b4 + M5 * g * l4) * math.sin(t4),
+            M5 * g * b5_ * math.sin(t5),
+        ]
+    )
+    return I, B, M_G
+
+
+def _joint_torques(theta, theta_dot, p):
+    """Gamma on the absolute angles from the PD torques on the joint angles: a
+    torque tau on phi = theta_child - theta_parent acts +tau on the child and
+    -tau on the parent (virtual work)."""
+    p = {f.name: float(getattr(p, f.name)) for f in dataclasses.fields(p)}
+    joints = (  # (child, parent, kp, kd, set point)
+        (0, 1, p["kp_knee"], p["kd_knee"], p["knee_stance_ref"]),
+        (2, 1, p["kp_hip"], p["kd_hip"], p["hip_stance_ref"]),
+        (2, 3, p["kp_hip"], p["kd_hip"], p["hip_swing_ref"]),
+        (4, 3, p["kp_knee"], p["kd_knee"], p["knee_swing_ref"]),
+    )
+    Gamma = np.zeros(5)
+    for child, parent, kp, kd, ref in joints:
+        phi = theta[child] - theta[parent]
+        phi_dot = theta_dot[child] - theta_dot[parent]
+        tau = -kp * (phi - ref) - kd * phi_dot
+        Gamma[child] += tau
+        Gamma[parent] -= tau
+    return Gamma
+
+
+@jax.jit
+def _builder_terms(theta, theta_dot, params):
+    """H and C of the minimal model, batched over states."""
+
+    def one(th, thd):
+        return b5.MINIMAL.mass_matrix(th, params), b5.MINIMAL.forces(th, thd, params)
+
+    return jax.vmap(one)(theta, theta_dot)
+
+
+def test_seed_appendix_inertia_centripetal_and_gravity(getkey):
+    """H = I(theta) and C = B(theta) theta_dot^2 + M_G(theta) - Gamma (theta_dot^2
+    elementwise), on random angles and rates."""
+    theta = jax.random.uniform(getkey(), (6, 5), minval=-1.5, maxval=1.5)
+    theta_dot = 3.0 * jax.random.normal(getkey(), (6, 5))
+    for params in (PASSIVE, PARAMS):
+        H, C = _builder_terms(theta, theta_dot, params)
+        s = _seed_symbols(params)
+        for k in range(theta.shape[0]):
+            th, thd = np.asarray(theta[k]), np.asarray(theta_dot[k])
+            I, B, M_G = _seed_appendix(th, s)
+            Gamma = _joint_torques(th, thd, params)
+            np.testing.assert_allclose(H[k], I, rtol=1e-12, atol=1e-12)
+            np.testing.assert_allclose(
+                C[k], B @ thd**2 + M_G - Gamma, rtol=1e-11, atol=1e-10
+            )
+
+
+# -- Kinematics typed from the seed's eqs. (1)-(5), stance foot at the origin --------
+
+
+def _kinematics(x, s):
+    """Positions and velocities of the centres G_j, the joints and the feet."""
+    theta, w = np.asarray(x[:5], float), np.asarray(x[5:], float)
+
+    def u(j):
+        return np.array([math.sin(theta[j]), math.cos(theta[j])])
+
+    def du(j):
+        return w[j] * np.array([math.cos(theta[j]), -math.sin(theta[j])])
+
+    knee, v_knee = s["l1"] * u(0), s["l1"] * du(0)
+    hip, v_hip = knee + s["l2"] * u(1), v_knee + s["l2"] * du(1)
+    knee2, v_knee2 = hip - s["l4"] * u(3), v_hip - s["l4"] * du(3)
+    G = [
+        (s["a1"] * u(0), s["a1"] * du(0)),
+        (knee + s["a2"] * u(1), v_knee + s["a2"] * du(1)),
+        (hip + s["a3"] * u(2), v_hip + s["a3"] * du(2)),
+        (hip - s["b4"] * u(3), v_hip - s["b4"] * du(3)),
+        (knee2 - s["b5"] * u(4), v_knee2 - s["b5"] * du(4)),
+    ]
+    return {
+        "G": G,
+        "w": w,
+        "knee": knee,
+        "hip": hip,
+        "knee2": knee2,
+        "foot2": (knee2 - s["l5"] * u(4), v_knee2 - s["l5"] * du(4)),
+    }
+
+
+def _energies(x, s):
+    k = _kinematics(x, s)
+    T = sum(
+        0.5 * (s[f"M{j + 1}"] * v @ v + s[f"I{j + 1}"] * k["w"][j] ** 2)
+        for j, (_, v) in enumerate(k["G"])
+    )
+    V = s["g"] * sum(s[f"M{j + 1}"] * r[1] for j, (r, _) in enumerate(k["G"]))
+    return T, V
+
+
+def _angular_momentum(k, s, segments, origin):
+    r"""Sum over `segments` of M (G - O) x v - I theta_dot (theta grows clockwise)."""
+    total = 0.0
+    for j in segments:
+        r, v = k["G"][j]
+        d = r - origin
+        total += (
+            s[f"M{j + 1}"] * (d[0] * v[1] - d[1] * v[0]) - s[f"I{j + 1}"] * k["w"][j]
+        )
+    return total
+
+
+def _linear_momentum(k, s):
+    return sum(s[f"M{j + 1}"] * v for j, (_, v) in enumerate(k["G"]))
+
+
+@jax.jit
+def _simulate(x0, params, t_max):
+    settings = hx.Settings(rtol=TOL, atol=TOL, t_max=t_max)
+    return hx.simulate(
+        SYSTEM, x0, params, n_events=N_EVENTS, settings=settings, n_save=20
+    )
+
+
+@pytest.fixture(scope="module")
+def walk():
+    """The default walker through five heel strikes."""
+    x0 = b5.default_state(PARAMS)
+    solution = _simulate(x0, PARAMS, jnp.asarray(20.0))
+    assert bool(solution.result == hx.RESULTS.successful)
+    return solution
+
+
+def test_energy_is_conserved_without_torques():
+    """Zero gains, single support from a state with the swing foot off the ground:
+    T + V (typed from the seed's eqs. 6-7) stays constant."""
+    x0 = jnp.array([-0.1, -0.05, 0.1, 0.3, 0.5, 1.0, 0.8, -0.3, -1.5, -2.0])
+    solution = _simulate(x0, PASSIVE, jnp.asarray(0.25))
+    s = _seed_symbols(PASSIVE)
+    samples = np.asarray(solution.x_phase[0])
+    samples = samples[np.all(np.isfinite(samples), axis=1)]
+    assert samples.shape[0] > 3
+    # The stance foot is the only contact: no event in this short run.
+    assert int(solution.n_events) == 0
+    totals = np.array([sum(_energies(x, s)) for x in samples])
+    scale = abs(_energies(np.asarray(x0), s)[1])
+    np.testing.assert_allclose(totals - totals[0], 0.0, atol=1e-9 * scale)
+    # ... which moves: the kinetic energy changes by far more than that.
+    kinetic = np.array([_energies(x, s)[0] for x in samples])
+    assert np.ptp(kinetic) > 1.0
+
+
+def test_heel_strike_energy_split_and_momenta(walk):
+    """At each heel strike (x-: before, stance foot at the origin; x+: after, legs
+    relabelled, the landing foot at the origin): T(x-) = T_a + T_c and T(x+) = T_a;
+    no impulse reaches the walker but at the landing foot, the hip and the knees,
+    so the whole walker's angular momentum about the landing foot, the trunk's and
+    the trailing leg's about the hip and the trailing shank's about its knee are
+    conserved; the linear momentum jumps by the impulse; the trailing foot leaves
+    the ground."""
+    s = _seed_symbols(PARAMS)
+    observed = walk.observables
+    for e in range(N_EVENTS):
+        before = np.asarray(walk.x_before[e])
+        after = np.asarray(walk.x_after[e])
+        T_c, T_a = float(walk.T_c[e]), float(walk.T_a[e])
+        assert T_c > 0 and T_a > 0
+        np.testing.assert_allclose(_energies(before, s)[0], T_a + T_c, rtol=1e-11)
+        np.testing.assert_allclose(_energies(after, s)[0], T_a, rtol=1e-11)
+        pre, post = _kinematics(before, s), _kinematics(after, s)
+        landing = pre["foot2"][0]
+        # The landing foot is on the ground and, after the relabelling, at rest.
+        assert abs(landing[1]) < 1e-9
+        # Positions do not jump: the post-impact frame is shifted by `landing`.
+        np.testing.assert_allclose(post["hip"] + landing, pre["hip"], atol=1e-12)
+        whole = (range(5), range(5), landing, np.zeros(2))
+        trunk = ((2,), (2,), pre["hip"], post["hip"])
+        trailing_leg = ((0, 1), (4, 3), pre["hip"], post["hip"])
+        trailing_shank = ((0,), (4,), pre["knee"], post["knee2"])
+        for seg_pre, seg_post, o_pre, o_post in (
+            whole,
+            trunk,
+            trailing_leg,
+            trailing_shank,
+        ):
+            L_pre = _angular_momentum(pre, s, seg_pre, o_pre)
+            L_post = _angular_momentum(post, s, seg_post, o_post)
+            np.testing.assert_allclose(L_post, L_pre, rtol=1e-10, atol=1e-10)
+        # H (qd+ - qd-) = G^T impulse: its rows of the foot's coordinates are the
+        # linear momentum.
+        jump = _linear_momentum(post, s) - _linear_momentum(pre, s)
+        np.testing.assert_allclose(jump, observed["impulse"][e], rtol=1e-10)
+        assert float(observed["impulse"][e][1]) > 0  # the ground pushes up
+        assert float(observed["trailing_vertical_velocity"][e]) > 0
+
+
+@jax.jit
+def _descriptor_and_minimal(x, params):
+    """The descriptor form's vector field and reset at x (minimal state lifted to
+    the descriptor coordinates), and the minimal form's."""
+    system, _ = b5.descriptor()
+    x_desc = b5.descriptor_from_minimal(x)
+    mode, strike = system.modes[0], system.transitions[0]
+    minimal_mode, minimal_strike = SYSTEM.modes[0], SYSTEM.transitions[0]
+    return (
+        mode.vector_field(0.0, x_desc, params),
+        strike.reset(0.0, x_desc, params),
+        minimal_mode.vector_field(0.0, x, params),
+        minimal_strike.reset(0.0, x, params),
+    )
+
+
+def test_forms_retrace_the_minimal_walk(walk, tmp_path):
+    """`hybrax simulate biped5 --form momentum` (the seed's (theta, P) state,
+    eqs. 17-19, the impact a jump of P) gives the minimal form's event times and
+    states, and writes the figures."""
+    code = main(
+        ["simulate", "biped5", "--form", "momentum", "--out", str(tmp_path)]
+        + ["--json", str(tmp_path / "run.json")]
+    )
+    assert code == 0
+    data = json.loads((tmp_path / "run.json").read_text())
+    assert data["status"] == "successful" and len(data["events"]) == N_EVENTS
+    assert data["state_names"][:2] == ["theta_1", "theta_2"]
+    for name in ("stick_figure.png", "animation.gif", "energy.png"):
+        assert (tmp_path / name).is_file(), name
+    events = data["events"]
+    np.testing.assert_allclose([e["t"] for e in events], walk.t_events, atol=1e-8)
+    for key, ours in (("state_before", walk.x_before), ("state_after", walk.x_after)):
+        np.testing.assert_allclose([e[key] for e in events], ours, atol=1e-7)
+    np.testing.assert_allclose([e["T_c"] for e in events], walk.T_c, rtol=1e-7)
+
+    # The descriptor form (stance foot held at the origin by the KKT system) has
+    # the minimal form's accelerations and heel strike, the stance foot at rest,
+    # on the walk's pre-impact states.
+    for x in np.asarray(walk.x_before):
+        field, reset, minimal_field, minimal_reset = _descriptor_and_minimal(
+            jnp.asarray(x), PARAMS
+        )
+        np.testing.assert_allclose(field[9:], minimal_field[5:], rtol=1e-10)
+        np.testing.assert_allclose(field[7:9], 0.0, atol=1e-10)
+        np.testing.assert_allclose(
+            b5.descriptor_to_minimal(reset), minimal_reset, atol=1e-12
+        )
+        np.testing.assert_allclose(reset[:2], 0.0, atol=1e-12)
+        np.testing.assert_allclose(reset[7:9], 0.0, atol=1e-10)
+
+
+def test_parameters_are_checked():
+    model = hx.models.get_model("biped5")
+    with pytest.raises(ValueError, match="m_trunk"):
+        model.make_params(m_trunk=-1.0)
+    with pytest.raises(ValueError, match="unknown biped5 parameter"):
+        model.make_params(mass=70.0)
+    # Winter's segment masses add up to the body's 70 kg.
+    p = model.make_params()
+    np.testing.assert_allclose(p.m_trunk + 2 * (p.m_thigh + p.m_shank), 70.0)
