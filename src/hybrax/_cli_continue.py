@@ -324,7 +324,7 @@ def _run_continue(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
     levels = [(section, branch)]
     if args.cascade:
         levels += _follow_cascade(
-            args, system, section, branch, params, parameter, stop, max_period
+            args, system, section, branch, params, parameter, stop, max_period, theta
         )
         payload["cascade"] = [
             _level_record(model, form, level_section, level, parameter, 2**k)
@@ -344,12 +344,26 @@ def _run_continue(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
     return 0
 
 
-def _follow_cascade(args, system, section, branch, params, parameter, stop, max_period):
+def _follow_cascade(
+    args, system, section, branch, params, parameter, stop, max_period, theta
+):
     """Switch onto the period-2 branch at the first period doubling of `branch`,
     then of that branch, `args.cascade` times: `[(section, branch), ...]` of the
     doubled levels."""
-    from ._continuation import continue_branch_period_doubled, period_doubled_section
+    from ._continuation import (
+        ContinuationSettings,
+        continue_branch_period_doubled,
+        period_doubled_section,
+    )
     from ._settings import Settings
+
+    # The same step control as the period-1 branch.
+    steps = ContinuationSettings(
+        initial_step=min(0.02, args.max_step),
+        max_step=args.max_step,
+        max_points=args.max_points,
+        parameter_scale=theta,
+    )
 
     levels = []
     for k in range(1, args.cascade + 1):
@@ -371,6 +385,7 @@ def _follow_cascade(args, system, section, branch, params, parameter, stop, max_
             stop=stop,
             max_period=(2**k) * max_period,
             settings=Settings(rtol=args.tol, atol=args.tol),
+            continuation_settings=steps,
             throw=False,
         )
         elapsed = time.perf_counter() - began

@@ -1902,7 +1902,9 @@ def continue_branch_period_doubled(
       for [`hybrax.continue_branch`][].
     - `stop`, `bounds`: the range of $\lambda$, with `point.parameter` as start;
       the side the new branch leaves on is found, not given.
-    - `amplitude`: $a$; default `continuation_settings.initial_step`.
+    - `amplitude`: $a$; default `continuation_settings.initial_step`, then a third,
+      a tenth and a thirtieth of it where the corrector falls back onto the
+      period-1 branch or the first period-2 orbit already lies past the bound.
     - `continuation_settings`: a [`hybrax.ContinuationSettings`][].
 
     **Returns:** a [`hybrax.Branch`][] of period-2 orbits (`E` = twice the events
@@ -1920,9 +1922,15 @@ def continue_branch_period_doubled(
     if not isinstance(point, SpecialPoint) or point.kind != "period_doubling":
         raise ValueError("`point` must be a hybrax.SpecialPoint of a period doubling.")
     continuation = _resolve_continuation_settings(continuation_settings)
-    amplitude = continuation.initial_step if amplitude is None else float(amplitude)
-    if not (math.isfinite(amplitude) and amplitude > 0):
-        raise ValueError(f"`amplitude` must be positive; got {amplitude}.")
+    if amplitude is None:
+        # The period-2 branch leaves the bifurcation like a parabola in the
+        # parameter; when the first amplitude lands the corrector back on the
+        # period-1 branch, smaller ones are tried before giving up.
+        amplitudes = [continuation.initial_step * f for f in (1, 1 / 3, 1 / 10, 1 / 30)]
+    else:
+        amplitudes = [float(amplitude)]
+        if not (math.isfinite(amplitudes[0]) and amplitudes[0] > 0):
+            raise ValueError(f"`amplitude` must be positive; got {amplitude}.")
     _, low, high, _ = _resolve_range(point.parameter, stop, bounds, 1, "point")
     resolve_sequence(system, section)
     params = canonical_params(params)
@@ -1930,33 +1938,44 @@ def continue_branch_period_doubled(
         system, section, parameter, params, _forward_mode_settings(settings)
     )
 
-    def check_start(first: _Point) -> str | None:
-        # Both branches solve F_2 = 0: an orbit that one cycle leaves in place is
-        # back on the period-1 branch.
-        F = _residual_only(once, jnp.asarray(first.z))
-        if not float(jnp.max(jnp.abs(F))) >= 0.05 * amplitude:
-            return "the corrector fell back onto the period-1 branch"
-        return None
+    branch = None
+    for k, size in enumerate(amplitudes):
 
-    return _continue_orbits(
-        system,
-        period_doubled_section(section),
-        params,
-        parameter,
-        lambda corrector: _start_on_doubled_branch(
-            corrector, point, amplitude, continuation
-        ),
-        f"near the period doubling at {parameter.name} = {point.parameter:g}",
-        low=low,
-        high=high,
-        direction=None,
-        max_period=max_period,
-        settings=settings,
-        root_finder=root_finder,
-        continuation=continuation,
-        throw=throw,
-        check_start=check_start,
-    )
+        def check_start(first: _Point, size=size) -> str | None:
+            # Both branches solve F_2 = 0: an orbit that one cycle leaves in place
+            # is back on the period-1 branch.
+            F = _residual_only(once, jnp.asarray(first.z))
+            if not float(jnp.max(jnp.abs(F))) >= 0.05 * size:
+                return "the corrector fell back onto the period-1 branch"
+            return None
+
+        last = k == len(amplitudes) - 1
+        branch = _continue_orbits(
+            system,
+            period_doubled_section(section),
+            params,
+            parameter,
+            lambda corrector, size=size: _start_on_doubled_branch(
+                corrector, point, size, continuation
+            ),
+            f"near the period doubling at {parameter.name} = {point.parameter:g} "
+            f"(amplitude {size:g})",
+            low=low,
+            high=high,
+            direction=None,
+            max_period=max_period,
+            settings=settings,
+            root_finder=root_finder,
+            continuation=continuation,
+            throw=throw and last,
+            check_start=check_start,
+        )
+        # A start that already lies past the bound (one point, then out) also
+        # asks for a smaller amplitude: the parabola was entered too far out.
+        overshot = branch.status == "reached_bound" and branch.n_points < 2
+        if branch.status != "start_failed" and not (overshot and not last):
+            break
+    return branch
 
 
 def _forward_mode_settings(settings: Settings | None) -> Settings:

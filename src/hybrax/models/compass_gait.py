@@ -201,15 +201,23 @@ def compass_gait() -> tuple[HybridSystem, CompassGaitParams]:
     return system, CompassGaitParams()
 
 
+def _section_chart(u, p):
+    return jnp.stack([p.slope - u[0], -p.slope - u[0], u[1], u[2]])
+
+
+def _section_coordinates(x, p):
+    del p
+    return jnp.stack([-(x[0] + x[1]) / 2, x[2], x[3]])
+
+
 def section() -> PoincareSection:
     r"""Just after heel strike, both feet on the slope: the legs make angles
     $\pm\alpha$ with the slope's normal, $\theta_s = \phi - \alpha$,
     $\theta_{ns} = -\phi - \alpha$; the reduced unknowns are
-    $u = (\alpha, \dot\theta_s, \dot\theta_{ns})$."""
+    $u = (\alpha, \dot\theta_s, \dot\theta_{ns})$. (Module-level chart and
+    coordinates: equal sections share compiled programs.)"""
     return PoincareSection(
-        ("heelstrike",),
-        chart=lambda u, p: jnp.stack([p.slope - u[0], -p.slope - u[0], u[1], u[2]]),
-        coordinates=lambda x, p: jnp.stack([-(x[0] + x[1]) / 2, x[2], x[3]]),
+        ("heelstrike",), chart=_section_chart, coordinates=_section_coordinates
     )
 
 

@@ -94,10 +94,18 @@ def section() -> PoincareSection:
     r"""The section just after heel strike: the reduced unknown is the stance
     spoke's rate $u = [\dot\theta^+]$, at $\theta^+ = \gamma - \alpha$."""
     return PoincareSection(
-        ("heelstrike",),
-        chart=lambda u, p: jnp.stack([p.gamma - p.alpha, u[0]]),
-        coordinates=lambda x, p: x[1:2],
+        ("heelstrike",), chart=_section_chart, coordinates=_section_coordinates
     )
+
+
+# Module-level chart and coordinates: equal sections share compiled programs.
+def _section_chart(u, p):
+    return jnp.stack([p.gamma - p.alpha, u[0]])
+
+
+def _section_coordinates(x, p):
+    del p
+    return x[1:2]
 
 
 def fixed_point(params: RimlessWheelParams):
