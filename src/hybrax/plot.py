@@ -575,11 +575,13 @@ def save_animation(frames: StickFrames, path, *, fps: int = 20) -> Any:
 
     path = pathlib.Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig = Figure(figsize=(6, 3.5), layout="constrained")
+    fig = Figure(figsize=(6, 3.5))
     ax = fig.add_subplot()
     xlim, ylim = _stick_limits(frames)
     ax.set(xlim=xlim, ylim=ylim, aspect="equal", xlabel="x [m]", ylabel="y [m]")
-    title = ax.set_title("")
+    title = ax.set_title("t = 0.00 s")
+    # One layout for all frames (a layout engine would redo it for every frame).
+    fig.tight_layout()
     artists = _draw_sticks(ax, frames.polylines[0])
 
     def update(index):
