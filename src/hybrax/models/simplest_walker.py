@@ -309,6 +309,36 @@ def _orbit_figures(cycle, perturbed, labels, trajectory, params, out):
     )
 
 
+def _to_world(points, params):
+    """Slope-frame points (rows) to the world frame, the slope going down to +x."""
+    slope = float(params.slope)
+    along = np.array([np.cos(slope), -np.sin(slope)])
+    normal = np.array([np.sin(slope), np.cos(slope)])
+    points = np.asarray(points, dtype=float)
+    return points[..., :1] * along + points[..., 1:] * normal
+
+
+def _stick_points(x):
+    """Stance foot, hip and swing foot in the slope's frame (legs of length 1)."""
+    theta, phi = float(x[0]), float(x[1])
+    hip = np.array([-np.sin(theta), np.cos(theta)])
+    swing = hip + np.array([np.sin(theta - phi), -np.cos(theta - phi)])
+    return np.zeros(2), hip, swing
+
+
+def _stick_figure(x, params):
+    """The slope, the stance leg and the swing leg (lengths in leg lengths)."""
+    foot, hip, swing = _stick_points(x)
+    ground = _to_world(np.array([[-1.5, 0.0], [1.5, 0.0]]), params)
+    return [ground, _to_world(np.stack([foot, hip]), params),
+            _to_world(np.stack([hip, swing]), params)]  # fmt: skip
+
+
+def _frame_shift(x_before, params):
+    """At heel strike the swing foot becomes the stance foot."""
+    return _to_world(_stick_points(x_before)[2], params)
+
+
 def _default_state(params):
     return section().chart(orbit_guess(params), params)
 
@@ -348,5 +378,7 @@ def _bundle():
             "orbit_summary": _orbit_summary,
             "orbit_figures": _orbit_figures,
             "orbit_perturbations": ((2, -0.01, r"$\dot\theta - 0.01$"),),
+            "stick_figure": _stick_figure,
+            "frame_shift": _frame_shift,
         },
     )
