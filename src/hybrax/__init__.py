@@ -60,6 +60,7 @@ if TYPE_CHECKING:
     )
     from ._model import (
         ContinuationDefaults as ContinuationDefaults,
+        FigureSpec as FigureSpec,
         ModelBundle as ModelBundle,
         ModelForm as ModelForm,
     )
@@ -153,6 +154,7 @@ _EXPORTS = {
     "canonical_params": "._misc",
     "enable_compilation_cache": "._program_cache",
     "ContinuationDefaults": "._model",
+    "FigureSpec": "._model",
     "ModelBundle": "._model",
     "ModelForm": "._model",
     "FloquetAnalysis": "._periodic",

@@ -459,11 +459,9 @@ def _run_simulate(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
         sys.stdout.flush()  # keep the table before the failure in a shared terminal
         print(f"{summary}: {message}", file=sys.stderr)
 
-    figures = model.hook("simulate_figures")
-    if trajectory.t_phase.shape[0] > 0 and figures is not None:
-        for path in figures(trajectory, params, args.out):
-            print(f"wrote {path}")
     if trajectory.t_phase.shape[0] > 0:
+        for path in model.simulate_figures(trajectory, params, args.out):
+            print(f"wrote {path}")
         for path in _stick_outputs(model, trajectory, params, args.out):
             print(f"wrote {path}")
     if args.json is not None:
@@ -813,19 +811,20 @@ def _run_orbit(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
     print(f"  {verdict}: largest nontrivial |multiplier| = {leading:.10f}")
     print()
 
-    figures = model.hook("orbit_figures")
-    if simulated and figures is not None:
+    if simulated:
         perturbed, labels = [], []
         for index, size, label in model.hook("orbit_perturbations") or ():
             start = state.copy()
             start[index] += size
             perturbed.append(_first_period(periods(start)[0], n_cycle))
             labels.append(label)
-        for path in figures(cycle, perturbed, labels, trajectory, params, args.out):
+        for path in model.orbit_figures(
+            cycle, perturbed, labels, trajectory, params, args.out
+        ):
             print(f"wrote {path}")
         for path in _stick_outputs(model, trajectory, params, args.out):
             print(f"wrote {path}")
-    elif not simulated:
+    else:
         print(
             f"note: the simulation of {_ORBIT_PERIODS} periods from the orbit "
             f"failed ({sim_status}); no figures written.",

@@ -45,6 +45,23 @@ class ContinuationDefaults(eqx.Module):
     max_period: float = 1.5
 
 
+class FigureSpec(eqx.Module):
+    """What the generic figures of a model's simulations and orbits need.
+
+    - `labels`: a label per minimal coordinate (TeX allowed).
+    - `energy`: `(x, params) -> (kinetic, potential)` of minimal states (batched on
+      leading axes), for `energy.png`.
+    - `portrait`: the state indices `(i, j)` of the phase portraits.
+    - `surfaces`: `params -> [(axis, value, label), ...]`, lines drawn on the
+      portraits (e.g. the heel-strike angle), or `None`.
+    """
+
+    labels: tuple[str, ...] = eqx.field(static=True)
+    energy: Callable[[Any, Any], Any] = eqx.field(static=True)
+    portrait: tuple[int, int] = eqx.field(static=True, default=(0, 1))
+    surfaces: Callable[[Any], Any] | None = eqx.field(static=True, default=None)
+
+
 class ModelBundle(eqx.Module):
     r"""Everything the commands and generic tools need to know about one model.
 
@@ -74,6 +91,10 @@ class ModelBundle(eqx.Module):
     - `continuation`: [`hybrax.ContinuationDefaults`][].
     - `sweep_grids`: the default grids of `hybrax sweep` (`"NAME=START:STOP:N"`).
     - `labels`: parameter or state name $\to$ a figure label (TeX allowed).
+    - `figures`: a [`hybrax.FigureSpec`][]: `simulate` then writes
+      `time_series.png`, `phase_portrait.png` and `energy.png`, and `orbit` adds
+      `orbit.png` (one period and the `"orbit_perturbations"`), unless the model
+      has its own `"simulate_figures"` / `"orbit_figures"` hooks.
     - `hooks`: name $\to$ callable, model-specific outputs: `"simulate_figures"`
       `(trajectory, params, out) -> [paths]`; `"orbit_summary"` `(orbit, floquet,
       solution, params) -> (json_dict, lines)`; `"orbit_figures"` `(cycle,
@@ -108,6 +129,7 @@ class ModelBundle(eqx.Module):
     continuation: ContinuationDefaults | None = eqx.field(static=True, default=None)
     sweep_grids: tuple[str, ...] | None = eqx.field(static=True, default=None)
     labels: Mapping[str, str] | None = eqx.field(static=True, default=None)
+    figures: FigureSpec | None = eqx.field(static=True, default=None)
     hooks: Mapping[str, Any] = eqx.field(static=True, default_factory=dict)
 
     def __check_init__(self):
@@ -137,6 +159,51 @@ class ModelBundle(eqx.Module):
     def hook(self, name: str):
         """The hook called `name`, or `None`."""
         return self.hooks.get(name)
+
+    def simulate_figures(self, trajectory, params, out) -> list:
+        """Write the figures of a simulation (the model's hook, else the generic
+        figures of `figures`); returns the paths."""
+        hook = self.hook("simulate_figures")
+        if hook is not None:
+            return hook(trajectory, params, out)
+        if self.figures is None:
+            return []
+        from . import plot
+
+        spec = self.figures
+        figures = plot.simulation_figures(
+            trajectory,
+            spec.labels,
+            lambda x: spec.energy(x, params),
+            portrait=spec.portrait,
+            surfaces=() if spec.surfaces is None else spec.surfaces(params),
+        )
+        return plot.save_figures(figures, out)
+
+    def orbit_figures(
+        self, cycle, perturbed, perturbed_labels, trajectory, params, out
+    ) -> list:
+        """Write the figures of an orbit: `orbit.png` (one period `cycle` and
+        `perturbed` starts), then those of a simulation over several periods
+        (`trajectory`); the model's hook if it has one. Returns the paths."""
+        hook = self.hook("orbit_figures")
+        if hook is not None:
+            return hook(cycle, perturbed, perturbed_labels, trajectory, params, out)
+        if self.figures is None:
+            return []
+        from . import plot
+
+        spec = self.figures
+        orbit = plot.orbit_portrait(
+            cycle,
+            *spec.portrait,
+            spec.labels,
+            perturbed=perturbed,
+            perturbed_labels=perturbed_labels,
+            surfaces=() if spec.surfaces is None else spec.surfaces(params),
+        )
+        paths = plot.save_figures({"orbit.png": orbit}, out)
+        return paths + self.simulate_figures(trajectory, params, out)
 
     def label(self, name: str) -> str:
         """A figure label for a parameter or state name (the name itself if none

@@ -81,20 +81,13 @@ def energies(x, params: BallParams):
     return 0.5 * params.m * x[..., 1] ** 2, params.m * params.g * x[..., 0]
 
 
-def _simulate_figures(trajectory, params, out):
-    from .. import plot
-
-    figures = plot.simulation_figures(
-        trajectory,
-        (r"$y$ [m]", r"$\dot y$ [m/s]"),
-        lambda x: energies(x, params),
-        surfaces=[("x", 0.0, "ground $y = 0$")],
-    )
-    return plot.save_figures(figures, out)
+def _ground_line(params):
+    del params
+    return [("x", 0.0, "ground $y = 0$")]
 
 
 def _bundle():
-    from .._model import ModelBundle, ModelForm, field_parameters
+    from .._model import FigureSpec, ModelBundle, ModelForm, field_parameters
 
     make_params, parameter = field_parameters(BallParams, "bouncing-ball")
     return ModelBundle(
@@ -111,5 +104,9 @@ def _bundle():
         default_state=lambda params: jnp.array([1.0, 0.0]),
         forms={"minimal": ModelForm(lambda: bouncing_ball()[0])},
         labels={"y": r"$y$ [m]", "v": r"$\dot y$ [m/s]", "e": "$e$"},
-        hooks={"simulate_figures": _simulate_figures},
+        figures=FigureSpec(
+            labels=(r"$y$ [m]", r"$\dot y$ [m/s]"),
+            energy=energies,
+            surfaces=_ground_line,
+        ),
     )

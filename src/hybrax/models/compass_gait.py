@@ -429,15 +429,6 @@ _LABELS = (
 )
 
 
-def _figures(trajectory, params, out):
-    from .. import plot
-
-    figures = plot.simulation_figures(
-        trajectory, _LABELS, lambda x: energies(x, params), portrait=(0, 2)
-    )
-    return plot.save_figures(figures, out)
-
-
 def _stick_figure(x, params):
     """The slope through the stance foot, the stance leg and the swing leg (the
     stance foot at the origin)."""
@@ -464,21 +455,8 @@ def _all_points(q, params):
     return q[:2], leg, hip, swing, swing_foot
 
 
-def _orbit_figures(cycle, perturbed, labels, trajectory, params, out):
-    """`orbit.png` (one step and a perturbed start, stance leg), then the figures
-    of a simulation over several steps."""
-    from .. import plot
-
-    orbit = plot.orbit_portrait(
-        cycle, 0, 2, _LABELS, perturbed=perturbed, perturbed_labels=labels
-    )
-    return plot.save_figures({"orbit.png": orbit}, out) + _figures(
-        trajectory, params, out
-    )
-
-
 def _bundle():
-    from .._model import ContinuationDefaults, ModelBundle, ModelForm
+    from .._model import ContinuationDefaults, FigureSpec, ModelBundle, ModelForm
 
     return ModelBundle(
         name="compass-gait",
@@ -501,10 +479,9 @@ def _bundle():
             "mu": r"$\mu = m_H/(m_H + 2m)$",
             "a_ratio": r"$\alpha = a/(a + b)$",
         },
+        figures=FigureSpec(_LABELS, energies, portrait=(0, 2)),
         hooks={
-            "simulate_figures": _figures,
             "orbit_summary": _orbit_summary,
-            "orbit_figures": _orbit_figures,
             "orbit_perturbations": ((2, 0.05, r"$\dot\theta_s + 0.05$ rad/s"),),
             "stick_figure": _stick_figure,
             "frame_shift": _frame_shift,

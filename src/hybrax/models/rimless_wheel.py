@@ -140,37 +140,6 @@ def _strike_line(params):
     return [("x", strike, r"heel strike $\theta = \gamma + \alpha$")]
 
 
-def _simulate_figures(trajectory, params, out):
-    from .. import plot
-
-    figures = plot.simulation_figures(
-        trajectory,
-        _LABELS,
-        lambda x: energies(x, params),
-        surfaces=_strike_line(params),
-    )
-    return plot.save_figures(figures, out)
-
-
-def _orbit_figures(cycle, perturbed, labels, trajectory, params, out):
-    """`orbit.png` (one period and two perturbed starts), then the figures of a
-    simulation over several periods."""
-    from .. import plot
-
-    orbit = plot.orbit_portrait(
-        cycle,
-        0,
-        1,
-        _LABELS,
-        perturbed=perturbed,
-        perturbed_labels=labels,
-        surfaces=_strike_line(params),
-    )
-    return plot.save_figures({"orbit.png": orbit}, out) + _simulate_figures(
-        trajectory, params, out
-    )
-
-
 def _hub(x, params):
     return params.l * np.array([np.sin(x[0]), np.cos(x[0])])
 
@@ -206,7 +175,13 @@ def _speed(orbit, params):
 
 
 def _bundle():
-    from .._model import ContinuationDefaults, ModelBundle, ModelForm, field_parameters
+    from .._model import (
+        ContinuationDefaults,
+        FigureSpec,
+        ModelBundle,
+        ModelForm,
+        field_parameters,
+    )
 
     make_params, parameter = field_parameters(RimlessWheelParams, "rimless-wheel")
     return ModelBundle(
@@ -240,9 +215,8 @@ def _bundle():
             "gamma": r"slope $\gamma$ [rad]",
             "alpha": r"$\alpha$ [rad]",
         },
+        figures=FigureSpec(_LABELS, energies, surfaces=_strike_line),
         hooks={
-            "simulate_figures": _simulate_figures,
-            "orbit_figures": _orbit_figures,
             "stick_figure": _stick_figure,
             "frame_shift": _frame_shift,
             "orbit_perturbations": (

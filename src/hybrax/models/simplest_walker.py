@@ -287,28 +287,6 @@ _LABELS = (
 )
 
 
-def _simulate_figures(trajectory, params, out):
-    from .. import plot
-
-    figures = plot.simulation_figures(
-        trajectory, _LABELS, lambda x: energies(x, params), portrait=(0, 2)
-    )
-    return plot.save_figures(figures, out)
-
-
-def _orbit_figures(cycle, perturbed, labels, trajectory, params, out):
-    """`orbit.png` (one step and a perturbed start, stance leg), then the figures
-    of a simulation over several steps."""
-    from .. import plot
-
-    orbit = plot.orbit_portrait(
-        cycle, 0, 2, _LABELS, perturbed=perturbed, perturbed_labels=labels
-    )
-    return plot.save_figures({"orbit.png": orbit}, out) + _simulate_figures(
-        trajectory, params, out
-    )
-
-
 def _to_world(points, params):
     """Slope-frame points (rows) to the world frame, the slope going down to +x."""
     slope = float(params.slope)
@@ -344,7 +322,13 @@ def _default_state(params):
 
 
 def _bundle():
-    from .._model import ContinuationDefaults, ModelBundle, ModelForm, field_parameters
+    from .._model import (
+        ContinuationDefaults,
+        FigureSpec,
+        ModelBundle,
+        ModelForm,
+        field_parameters,
+    )
 
     make_params, parameter = field_parameters(SimplestWalkerParams, "simplest-walker")
     return ModelBundle(
@@ -373,10 +357,9 @@ def _bundle():
             "theta_dot": _LABELS[2],
             "phi_dot": _LABELS[3],
         },
+        figures=FigureSpec(_LABELS, energies, portrait=(0, 2)),
         hooks={
-            "simulate_figures": _simulate_figures,
             "orbit_summary": _orbit_summary,
-            "orbit_figures": _orbit_figures,
             "orbit_perturbations": ((2, -0.01, r"$\dot\theta - 0.01$"),),
             "stick_figure": _stick_figure,
             "frame_shift": _frame_shift,
