@@ -11,6 +11,7 @@ REGISTRY = {
     "compass-gait": "compass_gait",
     "rimless-wheel": "rimless_wheel",
     "bouncing-ball": "bouncing_ball",
+    "jumper": "jumper",
     "biped5": "biped5",
     "simplest-walker": "simplest_walker",
 }

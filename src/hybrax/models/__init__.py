@@ -20,6 +20,7 @@ from . import (
     bouncing_ball as bouncing_ball,
     compass_gait as compass_gait,
     hopper as hopper,
+    jumper as jumper,
     rimless_wheel as rimless_wheel,
     simplest_walker as simplest_walker,
 )

@@ -1,0 +1,635 @@
+r"""A planar monopodial jumper: calf, thigh and torso on a point foot, knee and hip
+torques, and perfectly plastic or perfectly elastic ground contact (seed 001: Reddy
+& Munnangi, "Single-legged jumping action simulation without disrupting the
+structure", IJARST, after Koch & Leyendecker 2011, "Structure preserving simulation
+of compass gait and monopedal jumping", Multibody Dynamics 2011, Brussels).
+
+**Coordinates.** Descriptor coordinates $q = (x, y, \varphi_c, \varphi_t,
+\varphi_b)$: the foot (the calf's distal end; $x$ forward, $y$ up) and the absolute
+angles of calf, thigh and torso from the vertical, each segment pointing from its
+distal joint along $e(\varphi) = (\sin\varphi, \cos\varphi)$: knee $=$ foot
+$+\,l_c e(\varphi_c)$, hip $=$ knee $+\,l_t e(\varphi_t)$, and the centres of mass
+$c_c$, $c_t$, $c_b$ from foot, knee and hip along their segments. State
+$x = [q, \dot q]$ (10 entries). The horizontal coordinate is measured from the
+last contact point: every touchdown resets it to 0 and records the distance
+travelled as the event observable `stride` (the dynamics do not depend on it, and
+the stance constraint $x = y = 0$ then holds at every stance).
+
+**Dynamics.** $T = \tfrac12\sum_i (m_i|\dot r_i|^2 + I_i\dot\varphi_i^2)$,
+$V = g\sum_i m_i y_i$, and the joint torques as generalized forces from the
+virtual work $\delta W = \tau_k\,\delta(\varphi_t - \varphi_c) +
+\tau_h\,\delta(\varphi_t - \varphi_b)$, $Q = (0, 0, -\tau_k, \tau_k + \tau_h,
+-\tau_h)$ (positive torques extend a knee bent forward and a hip flexed forward).
+Each torque is a cubic Bézier curve over the push time $t_p$,
+$\tau(t) = \sum_{k=0}^{3} a_k\binom{3}{k}s^k(1-s)^{3-k}$ with $s = t/t_p$, for
+$0 \le t \le t_p$, and 0 afterwards; the coefficients are parameters, zero by
+default (a passive jumper). The equations of motion are the Euler-Lagrange
+equations of $T$, $V$, $Q$ by autodiff ([`hybrax.models.jumper.JumperMechanics`][],
+equal to [`hybrax.LagrangianModel`][] of the same functions); each mode solves the
+KKT system of its active constraints.
+
+- **Flight** (mode 0): no constraint. Phase observable `com_apex`: the highest
+  point of the centre of mass.
+- **Stance** (mode 1): the foot held, constraint group `"ground"`,
+  $\gamma = (x, y) = 0$ (no slip; friction is not bounded). The multipliers follow
+  [`hybrax.AbstractLagrangianModel`][]: the ground pushes up while $\lambda_y < 0$.
+- **Touchdown** (`elastic = 0`, flight to stance): the foot height crosses 0
+  downwards; perfectly plastic impact by projection (seed 001's perfectly plastic
+  contact; [`hybrax.plastic_impact`][]), $\dot q^+ = P_a\dot q^-$ with
+  $P_c = H^{-1}\gamma_q^T(\gamma_q H^{-1}\gamma_q^T)^{-1}\gamma_q$ and
+  $P_a = I - P_c$; the energy of the constrained motion space
+  $T_c = \tfrac12\dot q^T P_c^T H P_c\dot q$ is lost.
+- **Lift-off** (stance to flight): the contact is released when the normal contact
+  force changes sign (seed 001): the guard $\lambda_y/(M g)$ crosses 0 upwards.
+- **Bounce** (`elastic = 1`, flight to flight): perfectly elastic contact, the
+  velocity's constrained component reflected,
+  $\dot q^+ = P_a\dot q^- - P_c\dot q^- = \dot q^- - 2P_c\dot q^-$: the kinetic
+  energy is kept ($P_a$ and $P_c$ are $H$-orthogonal), the foot's velocity is
+  reversed and it leaves the ground at once.
+
+Both contact models live in one system; the parameter `elastic` picks one at run
+time (one compiled program serves both), the other one's guard being raised out of
+reach by 4 calf lengths.
+
+!!! note
+
+    A release is consistent only if the freed foot does not accelerate into the
+    ground. With the normal multiplier at zero, the foot's free vertical
+    acceleration is $(\gamma_q H^{-1}\gamma_q^T)_{yx}\lambda_x$: the sticking
+    contact's horizontal force still acts until the release, and where this
+    product is negative no release is consistent (Painlevé's paradox of a contact
+    with unbounded friction). [`hybrax.simulate`][] then stops with
+    `mode_not_viable` at the lift-off. The demonstration jump (`jump_params`,
+    `crouch_state`) leaves the ground with this acceleration at +15 m/s$^2$.
+
+**Parameters** (defaults): masses and moments of inertia about the axis normal to
+the plane of motion are the seed's anthropometric table (calf and thigh after its
+ref. [19], torso after Kassat 1993, "Biomechanik für Nicht-Biomechaniker"):
+$m_c = 3.28$, $m_t = 6.86$, $m_b = 28.2055$ kg; $I_c = 0.0504$, $I_t = 0.1188$,
+$I_b = 0.1368$ kg m$^2$ (its $I_{e_2e_2}$ column: the seed's jumper moves in the
+$(e_1, e_3)$ plane). The seed gives no lengths: $l_c = l_t = 0.41$ m follow from its
+inertias with Winter's radii of gyration about the centre of mass, $0.302\,l$ (leg)
+and $0.323\,l$ (thigh) (Winter 2009, *Biomechanics and Motor Control of Human
+Movement*, table 4.1), which also puts the centres of mass at $0.567\,l$ from the
+distal joint, $c_c = c_t = 0.2325$ m; the torso's centre of mass $c_b = 0.25$ m
+above the hip is our choice.
+
+**The seed's straight-leg experiment** (its Fig. 3, `straight_drop_state`): the
+jumper dropped from rest, the leg straight and upright, the calf's centre of mass at
+0.5 m. Upright, neither gravity nor the vertical contact impulse has a moment about
+the joints, so the leg stays straight with the joints free. With elastic contact it
+bounces with contacts at $(2k+1)\sqrt{2h/g}$, $h = 0.5 - c_c$ the foot's drop: 856
+in the seed's 400 s (it counts more than 830), at constant energy. With plastic
+contact it loses $T_c = M g h$, all its kinetic energy, and stands.
+"""
+
+import math
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .._hybrid import (
+    AbstractReset,
+    Extremum,
+    HybridSystem,
+    MechanicalConstraints,
+    Mode,
+    Transition,
+)
+from .._mechanics import (
+    AbstractLagrangianModel,
+    LagrangianModel,
+    constrained_accelerations,
+    plastic_impact,
+    point_velocity,
+)
+
+
+class JumperParams(eqx.Module):
+    r"""Parameters of the jumper (SI units).
+
+    - `m_calf`, `m_thigh`, `m_torso` [kg]; `I_calf`, `I_thigh`, `I_torso` [kg m^2]
+      about each segment's centre of mass, normal to the plane.
+    - `l_calf`, `l_thigh` [m]: foot to knee, knee to hip.
+    - `c_calf`, `c_thigh`, `c_torso` [m]: foot, knee and hip to the segment's centre
+      of mass.
+    - `g` [m/s^2].
+    - `elastic`: 0 for perfectly plastic contact, 1 for perfectly elastic contact.
+    - `t_push` [s]: the duration of the torque profile.
+    - `knee_0` ... `knee_3`, `hip_0` ... `hip_3` [N m]: the Bézier coefficients of
+      the knee and hip torques (positive extends).
+    """
+
+    m_calf: float = 3.28
+    m_thigh: float = 6.86
+    m_torso: float = 28.2055
+    I_calf: float = 0.0504
+    I_thigh: float = 0.1188
+    I_torso: float = 0.1368
+    l_calf: float = 0.41
+    l_thigh: float = 0.41
+    c_calf: float = 0.2325
+    c_thigh: float = 0.2325
+    c_torso: float = 0.25
+    g: float = 9.81
+    elastic: float = 0.0
+    t_push: float = 0.3
+    knee_0: float = 0.0
+    knee_1: float = 0.0
+    knee_2: float = 0.0
+    knee_3: float = 0.0
+    hip_0: float = 0.0
+    hip_1: float = 0.0
+    hip_2: float = 0.0
+    hip_3: float = 0.0
+
+    def __check_init__(self):
+        positive = ("m_calf", "m_thigh", "m_torso", "I_calf", "I_thigh", "I_torso")
+        positive += ("l_calf", "l_thigh", "g", "t_push")
+        for name in positive:
+            value = _concrete(getattr(self, name))
+            if value is not None and not (np.isfinite(value) and value > 0):
+                raise ValueError(f"Jumper parameter `{name}` must be > 0; got {value}.")
+        for name in ("c_calf", "c_thigh", "c_torso"):
+            value = _concrete(getattr(self, name))
+            if value is not None and not np.isfinite(value):
+                raise ValueError(
+                    f"Jumper parameter `{name}` must be finite; got {value}."
+                )
+        elastic = _concrete(self.elastic)
+        if elastic is not None and elastic not in (0.0, 1.0):
+            raise ValueError(
+                "Jumper parameter `elastic` must be 0 (plastic contact) or 1 "
+                f"(elastic contact); got {elastic}."
+            )
+
+
+def _concrete(value):
+    """`value` as a float, or `None` for a tracer (checked through the run)."""
+    try:
+        return float(np.asarray(value, dtype=float))
+    except Exception:
+        return None
+
+
+# ---------------------------------------------------------------------------
+# Geometry, energies, forces (the inputs of a Lagrangian model)
+# ---------------------------------------------------------------------------
+
+
+def _axis(phi):
+    return jnp.stack([jnp.sin(phi), jnp.cos(phi)])
+
+
+def joints(q, params):
+    """Positions of the foot, knee and hip, each shape `(2,)`."""
+    foot = q[:2]
+    knee = foot + params.l_calf * _axis(q[2])
+    hip = knee + params.l_thigh * _axis(q[3])
+    return foot, knee, hip
+
+
+def centres_of_mass(q, params):
+    """Positions of the calf's, thigh's and torso's centres of mass."""
+    foot, knee, hip = joints(q, params)
+    return (
+        foot + params.c_calf * _axis(q[2]),
+        knee + params.c_thigh * _axis(q[3]),
+        hip + params.c_torso * _axis(q[4]),
+    )
+
+
+def total_mass(params):
+    """$M = m_c + m_t + m_b$."""
+    return params.m_calf + params.m_thigh + params.m_torso
+
+
+def centre_of_mass(q, params):
+    r"""The jumper's centre of mass $\sum_i m_i r_i / M$."""
+    masses = (params.m_calf, params.m_thigh, params.m_torso)
+    points = centres_of_mass(q, params)
+    return sum(m * r for m, r in zip(masses, points)) / total_mass(params)
+
+
+def kinetic(q, qd, params):
+    r"""$T = \tfrac12\sum_i (m_i|\dot r_i|^2 + I_i\dot\varphi_i^2)$."""
+    velocities = point_velocity(centres_of_mass, q, qd, params)
+    masses = (params.m_calf, params.m_thigh, params.m_torso)
+    inertias = (params.I_calf, params.I_thigh, params.I_torso)
+    translation = sum(m * v @ v for m, v in zip(masses, velocities))
+    rotation = sum(i * w**2 for i, w in zip(inertias, qd[2:]))
+    return 0.5 * (translation + rotation)
+
+
+def potential(q, params):
+    r"""$V = g\sum_i m_i y_i$."""
+    masses = (params.m_calf, params.m_thigh, params.m_torso)
+    points = centres_of_mass(q, params)
+    return params.g * sum(m * r[1] for m, r in zip(masses, points))
+
+
+def _bezier(coefficients, s):
+    n = len(coefficients) - 1
+    return sum(
+        a * math.comb(n, k) * s**k * (1 - s) ** (n - k)
+        for k, a in enumerate(coefficients)
+    )
+
+
+def joint_torques(t, params):
+    r"""The knee and hip torques $(\tau_k, \tau_h)$ at time $t$: cubic Bézier curves
+    over $[0, t_p]$, zero afterwards."""
+    s = jnp.clip(t / params.t_push, 0.0, 1.0)
+    on = (t >= 0) & (t <= params.t_push)
+    knee = _bezier((params.knee_0, params.knee_1, params.knee_2, params.knee_3), s)
+    hip = _bezier((params.hip_0, params.hip_1, params.hip_2, params.hip_3), s)
+    return jnp.where(on, knee, 0.0), jnp.where(on, hip, 0.0)
+
+
+def generalized_forces(t, q, qd, params):
+    r"""$Q = (0, 0, -\tau_k, \tau_k + \tau_h, -\tau_h)$."""
+    del qd
+    knee, hip = joint_torques(t, params)
+    zero = jnp.zeros((), q.dtype)
+    return jnp.stack([zero, zero, -knee, knee + hip, -hip]).astype(q.dtype)
+
+
+def contact_constraints(q, params):
+    r"""The constraint group `"ground"`: the foot held at the contact point,
+    $\gamma = (x, y)$."""
+    del params
+    return {"ground": q[:2]}
+
+
+def lagrangian_model():
+    r"""The jumper as a [`hybrax.LagrangianModel`][] of
+    [`hybrax.models.jumper.kinetic`][], [`hybrax.models.jumper.potential`][],
+    [`hybrax.models.jumper.generalized_forces`][] and
+    [`hybrax.models.jumper.contact_constraints`][]: the same equations as
+    [`hybrax.models.jumper.JumperMechanics`][] (which `jumper` uses by default),
+    derived through $H = \partial^2 T/\partial\dot q^2$."""
+    return LagrangianModel(kinetic, potential, generalized_forces, contact_constraints)
+
+
+def _mass_points(q, params):
+    r"""The centres of mass and the segment angles, $p(q) \in \mathbb{R}^9$, with
+    $T = \tfrac12\dot p^T W\dot p$."""
+    calf, thigh, torso = centres_of_mass(q, params)
+    return jnp.concatenate([calf, thigh, torso, q[2:]])
+
+
+def _point_weights(params):
+    r"""The diagonal of $W$: each mass twice (for $x$ and $y$), then the inertias."""
+    m_c, m_t, m_b = params.m_calf, params.m_thigh, params.m_torso
+    return jnp.stack(
+        [m_c, m_c, m_t, m_t, m_b, m_b, params.I_calf, params.I_thigh, params.I_torso]
+    )
+
+
+class JumperMechanics(AbstractLagrangianModel):
+    r"""The jumper's equations of motion from its mass points.
+
+    With $p(q)$ the centres of mass and the segment angles, $J = \partial p/\partial
+    q$ and $T = \tfrac12\dot q^T J^T W J\dot q$ ($W$ the masses and inertias), the
+    Euler-Lagrange equations of $T$, $V$ and $Q$ are
+    $$H = J^T W J, \qquad C = J^T W\,\dot J\dot q + \frac{\partial V}{\partial q}
+    - Q,$$
+    with $\dot J\dot q$ the second derivative of $p$ along $\dot q$ (two nested
+    JVPs). They are those of [`hybrax.models.jumper.lagrangian_model`][], with one
+    order of autodiff less: the compiled simulation is about half the size.
+    Constraint group: `"ground"` ([`hybrax.models.jumper.contact_constraints`][]).
+    """
+
+    def mass_matrix(self, q, params):
+        J = jax.jacfwd(_mass_points)(q, params)
+        return J.T @ (_point_weights(params)[:, None] * J)
+
+    def forces(self, q, qd, params, t=0.0):
+        J = jax.jacfwd(_mass_points)(q, params)
+
+        def velocity(s):
+            return jax.jvp(lambda r: _mass_points(r, params), (s,), (qd,))[1]
+
+        convective = jax.jvp(velocity, (q,), (qd,))[1]
+        dV_dq = jax.grad(potential)(q, params)
+        momentum_rate = J.T @ (_point_weights(params) * convective)
+        return momentum_rate + dV_dq - generalized_forces(t, q, qd, params)
+
+    def constraints(self, q, params):
+        return contact_constraints(q, params)
+
+
+_GROUND = ("ground",)
+
+
+class _Field(eqx.Module):
+    r"""$\dot x = [\dot q, \ddot q]$ with $\ddot q$ from the KKT system of the
+    groups `active` at time $t$ (the torques depend on it)."""
+
+    model: AbstractLagrangianModel
+    active: tuple[str, ...] = eqx.field(static=True)
+
+    def __call__(self, t, x, params):
+        q, qd = x[:5], x[5:]
+        qdd, _ = constrained_accelerations(self.model, self.active, q, qd, params, t)
+        return jnp.concatenate([qd, qdd])
+
+
+class _LiftoffGuard(eqx.Module):
+    r"""$\lambda_y / (M g)$, negative while the ground pushes."""
+
+    model: AbstractLagrangianModel
+
+    def __call__(self, t, x, params):
+        _, lam = constrained_accelerations(self.model, _GROUND, x[:5], x[5:], params, t)
+        return lam[1] / (total_mass(params) * params.g)
+
+
+# The guard of the contact model that `elastic` does not select is raised by this
+# many calf lengths: out of reach, since the selected one fires at the ground.
+_OUT_OF_REACH = 4.0
+
+
+def _touchdown_guard(t, x, params):
+    del t
+    return x[1] / params.l_calf + _OUT_OF_REACH * params.elastic
+
+
+def _bounce_guard(t, x, params):
+    del t
+    return x[1] / params.l_calf + _OUT_OF_REACH * (1 - params.elastic)
+
+
+class ContactImpact(AbstractReset):
+    r"""The foot's impact, $\dot q^+ = P_a\dot q^- - e\,P_c\dot q^-$ with
+    restitution $e = 0$ (perfectly plastic: [`hybrax.plastic_impact`][]) or
+    $e = 1$ (perfectly elastic), and $x^+ = 0$ (the new contact point).
+
+    Observables: $T_c$ and $T_a$ (the pre-impact kinetic energy split, eqs. (28)-(29)
+    of Zana et al. 2018), `energy_lost` $= (1 - e^2)T_c$, the contact impulse
+    $(1 + e)\bar\lambda$ (with $H(\dot q^+ - \dot q^-) = \gamma_q^T\bar\lambda$)
+    and `stride`, the foot's horizontal distance from the previous contact point.
+    """
+
+    model: AbstractLagrangianModel
+    restitution: float = eqx.field(static=True)
+
+    def impact(self, x, params):
+        return plastic_impact(self.model, _GROUND, x[:5], x[5:], params)
+
+    def __call__(self, t, x, params):
+        del t
+        qd_plus = self.impact(x, params).qd_plus
+        qd_c = x[5:] - qd_plus
+        q_plus = x[:5].at[0].set(0.0)
+        return jnp.concatenate([q_plus, qd_plus - self.restitution * qd_c])
+
+    def observables(self, t, x_minus, x_plus, params):
+        del t, x_plus
+        result = self.impact(x_minus, params)
+        e = self.restitution
+        return {
+            "T_c": result.T_c,
+            "T_a": result.T_a,
+            "energy_lost": (1 - e**2) * result.T_c,
+            "impulse": (1 + e) * result.impulse,
+            "stride": x_minus[0],
+        }
+
+
+def _com_height(t, x, params):
+    del t
+    return centre_of_mass(x[:5], params)[1]
+
+
+def jumper(
+    model: AbstractLagrangianModel | None = None,
+) -> tuple[HybridSystem, JumperParams]:
+    r"""The jumper: modes `"flight"` (0) and `"stance"` (1), transitions
+    `"touchdown"` (plastic, flight to stance), `"liftoff"` (stance to flight) and
+    `"bounce"` (elastic, flight to flight); the parameter `elastic` selects the
+    contact model at run time. State $[x, y, \varphi_c, \varphi_t, \varphi_b,
+    \dot x, \dot y, \dot\varphi_c, \dot\varphi_t, \dot\varphi_b]$.
+
+    **Arguments:**
+
+    - `model`: the mechanics, default [`hybrax.models.jumper.JumperMechanics`][]
+      (e.g. [`hybrax.models.jumper.lagrangian_model`][] instead: the same
+      equations).
+
+    **Returns:** `(system, JumperParams())`.
+    """
+    model = JumperMechanics() if model is None else model
+    flight = Mode(
+        _Field(model, ()), "flight", observables={"com_apex": Extremum(_com_height)}
+    )
+    stance = Mode(
+        _Field(model, _GROUND),
+        "stance",
+        constraints=MechanicalConstraints(model, _GROUND),
+    )
+    transitions = (
+        Transition(
+            "flight",
+            "stance",
+            _touchdown_guard,
+            False,
+            ContactImpact(model, 0.0),
+            "touchdown",
+        ),
+        Transition("stance", "flight", _LiftoffGuard(model), True, name="liftoff"),
+        Transition(
+            "flight",
+            "flight",
+            _bounce_guard,
+            False,
+            ContactImpact(model, 1.0),
+            "bounce",
+        ),
+    )
+    return HybridSystem((flight, stance), transitions, n_states=10), JumperParams()
+
+
+def straight_drop_state(params: JumperParams | None = None, com_height: float = 0.5):
+    r"""The seed's straight-leg drop (its Fig. 3): the leg straight and upright, at
+    rest, the calf's centre of mass at `com_height` (0.5 m)."""
+    params = JumperParams() if params is None else params
+    y = com_height - params.c_calf
+    return jnp.array([0.0, y, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0])
+
+
+#: The demonstration jump's torque profile (see `jump_params`).
+JUMP_PROFILE = {
+    "t_push": 0.15,
+    "knee_0": 0.0,
+    "knee_1": 740.0,
+    "knee_2": 130.0,
+    "knee_3": -115.0,
+    "hip_0": 0.0,
+    "hip_1": 30.0,
+    "hip_2": -18.0,
+    "hip_3": -37.0,
+}
+#: The crouch the demonstration jump starts from: $(\varphi_c, \varphi_t,
+#: \varphi_b)$ [rad].
+CROUCH = (0.22, -1.18, -0.38)
+
+
+def jump_params(**values) -> JumperParams:
+    r"""Parameters of a demonstration jump, backwards (plastic contact):
+    `JUMP_PROFILE` (a 0.15 s push of the knee peaking near 350 N m, and a small
+    hip torque) over the defaults, with `values` on top. From `crouch_state` (a
+    deep crouch, the centre of mass 0.69 m high and 0.30 m behind the foot) the
+    jumper leaves the ground after 0.119 s, its centre of mass at 0.790 m moving at
+    (-1.52, 1.68) m/s; it rises to 0.934 m and lands 0.38 s later, 1.32 m behind
+    the foot's start, losing $T_c = 36.5$ J of its 131 J of kinetic energy."""
+    return JumperParams(**{**JUMP_PROFILE, **values})
+
+
+def crouch_state(params: JumperParams | None = None):
+    r"""The demonstration jump's start: the foot on the ground at the origin, the
+    segments at `CROUCH`, at rest (a stance state)."""
+    del params
+    return jnp.array([0.0, 0.0, *CROUCH, 0.0, 0.0, 0.0, 0.0, 0.0])
+
+
+def energies(x, params):
+    r"""Kinetic and potential energy of states `x` (batched on leading axes)."""
+
+    def one(x_):
+        return kinetic(x_[:5], x_[5:], params), potential(x_[:5], params)
+
+    flat = jnp.reshape(jnp.asarray(x), (-1, 10))
+    T, V = jax.vmap(one)(flat)
+    shape = jnp.shape(x)[:-1]
+    return T.reshape(shape), V.reshape(shape)
+
+
+#: Parameters with their units and meaning.
+PARAMETERS = {
+    "m_calf": "kg, calf mass",
+    "m_thigh": "kg, thigh mass",
+    "m_torso": "kg, torso mass",
+    "I_calf": "kg m^2, calf inertia about its centre of mass",
+    "I_thigh": "kg m^2, thigh inertia about its centre of mass",
+    "I_torso": "kg m^2, torso inertia about its centre of mass",
+    "l_calf": "m, foot to knee",
+    "l_thigh": "m, knee to hip",
+    "c_calf": "m, foot to the calf's centre of mass",
+    "c_thigh": "m, knee to the thigh's centre of mass",
+    "c_torso": "m, hip to the torso's centre of mass",
+    "g": "m/s^2, gravitational acceleration",
+    "elastic": "1, contact model: 0 perfectly plastic, 1 perfectly elastic",
+    "t_push": "s, duration of the torque profile",
+    **{f"knee_{k}": f"N m, knee torque Bezier coefficient {k}" for k in range(4)},
+    **{f"hip_{k}": f"N m, hip torque Bezier coefficient {k}" for k in range(4)},
+}
+
+_STATE_NAMES = (
+    "x",
+    "y",
+    "phi_calf",
+    "phi_thigh",
+    "phi_torso",
+    "vx",
+    "vy",
+    "omega_calf",
+    "omega_thigh",
+    "omega_torso",
+)
+_LABELS = (
+    r"$x$ [m]",
+    r"$y$ [m]",
+    r"$\varphi_c$ [rad]",
+    r"$\varphi_t$ [rad]",
+    r"$\varphi_b$ [rad]",
+    r"$\dot x$ [m/s]",
+    r"$\dot y$ [m/s]",
+    r"$\dot\varphi_c$ [rad/s]",
+    r"$\dot\varphi_t$ [rad/s]",
+    r"$\dot\varphi_b$ [rad/s]",
+)
+
+
+def _figures(trajectory, params, out):
+    from .. import plot
+
+    figures = plot.simulation_figures(
+        trajectory,
+        _LABELS,
+        lambda x: energies(x, params),
+        portrait=(1, 6),
+        surfaces=[("x", 0.0, "ground $y = 0$")],
+    )
+    return plot.save_figures(figures, out)
+
+
+@jax.jit
+def _drawn_points(q, params):
+    foot, knee, hip = joints(q, params)
+    head = hip + 2 * params.c_torso * _axis(q[4])
+    return jnp.stack([foot, knee, hip, head])
+
+
+def _stick_figure(x, params):
+    """The ground, the calf and thigh, and the torso (drawn to twice its centre of
+    mass), in the frame of the last contact point."""
+    foot, knee, hip, head = np.asarray(
+        _drawn_points(jnp.asarray(x[:5], dtype=float), params)
+    )
+    reach = float(params.l_calf + params.l_thigh)
+    ground = np.array([[foot[0] - reach, 0.0], [foot[0] + reach, 0.0]])
+    return [ground, np.stack([foot, knee, hip]), np.stack([hip, head])]
+
+
+def _frame_shift(x_before, params):
+    """A contact resets $x$ to 0 at the landing foot; a lift-off leaves it (the
+    foot is then at $x = 0$ already)."""
+    del params
+    return np.array([float(x_before[0]), 0.0])
+
+
+def _explain(status, mode, transition, params):
+    del params
+    if status == "mode_not_viable" and mode == "flight":
+        return (
+            "at lift-off the normal force is zero but the ground's horizontal "
+            "(no-slip) force is not, and the released foot would accelerate into "
+            "the ground; a perfectly sticking contact has no consistent release "
+            "there (Painleve): change the torque profile or the start"
+        )
+    if status == "mode_not_viable" and mode == "stance":
+        return "right after touchdown the ground would have to pull on the foot"
+    return None
+
+
+def _bundle():
+    from .._model import ModelBundle, ModelForm, field_parameters
+
+    make_params, parameter = field_parameters(JumperParams, "jumper")
+    return ModelBundle(
+        name="jumper",
+        description=(
+            "planar monopodial jumper (calf, thigh, torso; knee and hip torques), "
+            "plastic or elastic foot contact (seed 001, after Koch & Leyendecker "
+            "2011)"
+        ),
+        parameters=PARAMETERS,
+        make_params=make_params,
+        parameter=parameter,
+        state_names=_STATE_NAMES,
+        default_state=straight_drop_state,
+        forms={"descriptor": ModelForm(lambda: jumper()[0])},
+        labels={
+            "elastic": "elastic contact",
+            **dict(zip(_STATE_NAMES, _LABELS, strict=True)),
+        },
+        hooks={
+            "simulate_figures": _figures,
+            "stick_figure": _stick_figure,
+            "frame_shift": _frame_shift,
+            "explain": _explain,
+        },
+    )
