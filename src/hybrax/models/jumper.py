@@ -553,17 +553,10 @@ _LABELS = (
 )
 
 
-def _figures(trajectory, params, out):
-    from .. import plot
-
-    figures = plot.simulation_figures(
-        trajectory,
-        _LABELS,
-        lambda x: energies(x, params),
-        portrait=(1, 6),
-        surfaces=[("x", 0.0, "ground $y = 0$")],
-    )
-    return plot.save_figures(figures, out)
+def _ground_line(params):
+    r"""The ground, $y = 0$, on the $(y, \dot y)$ portraits."""
+    del params
+    return [("x", 0.0, "ground $y = 0$")]
 
 
 @jax.jit
@@ -606,7 +599,7 @@ def _explain(status, mode, transition, params):
 
 
 def _bundle():
-    from .._model import ModelBundle, ModelForm, field_parameters
+    from .._model import FigureSpec, ModelBundle, ModelForm, field_parameters
 
     make_params, parameter = field_parameters(JumperParams, "jumper")
     return ModelBundle(
@@ -626,8 +619,10 @@ def _bundle():
             "elastic": "elastic contact",
             **dict(zip(_STATE_NAMES, _LABELS, strict=True)),
         },
+        figures=FigureSpec(
+            labels=_LABELS, energy=energies, portrait=(1, 6), surfaces=_ground_line
+        ),
         hooks={
-            "simulate_figures": _figures,
             "stick_figure": _stick_figure,
             "frame_shift": _frame_shift,
             "explain": _explain,
