@@ -17,7 +17,7 @@ class CartesianPendulum(hx.AbstractLagrangianModel):
     def mass_matrix(self, q, params):
         return params["m"] * jnp.eye(2)
 
-    def forces(self, q, qd, params):
+    def forces(self, q, qd, params, t=0.0):
         return jnp.array([0.0, params["m"] * params["g"]])
 
     def constraints(self, q, params):
@@ -31,7 +31,7 @@ class PlanarBody(hx.AbstractLagrangianModel):
     def mass_matrix(self, q, params):
         return jnp.diag(jnp.array([params["m"], params["m"], params["I"]]))
 
-    def forces(self, q, qd, params):
+    def forces(self, q, qd, params, t=0.0):
         return jnp.array([0.0, params["m"] * params["g"], 0.0])
 
     def constraints(self, q, params):

@@ -301,11 +301,11 @@ def _add_simulate(subparsers) -> None:
         "--hops",
         dest="cycles",
         type=int,
-        default=5,
+        default=None,
         metavar="N",
         help="number of cycles of the model's event sequence (hops of the hopper: "
         "2N events; one event each for a model with one transition) "
-        "(default: %(default)s)",
+        "(default: the model's, 5 for most)",
     )
     _add_form_arg(parser)
     parser.add_argument(
@@ -383,6 +383,8 @@ def _run_simulate(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
 
     model = _load_model(parser, args.model)
     form_name = _form_name(parser, model, args)
+    if args.cycles is None:
+        args.cycles = model.simulate_cycles
     if args.cycles < 1:
         parser.error(
             f"argument --cycles: must be a positive integer, got {args.cycles}"

@@ -99,10 +99,9 @@ class MechanicalVectorField(eqx.Module):
     active: tuple[str, ...] = eqx.field(static=True)
 
     def __call__(self, t, x, params):
-        del t
         n = x.shape[0] // 2
         q, qd = x[:n], x[n:]
-        qdd, _ = constrained_accelerations(self.model, self.active, q, qd, params)
+        qdd, _ = constrained_accelerations(self.model, self.active, q, qd, params, t)
         return jnp.concatenate([qd, qdd])
 
 
@@ -157,10 +156,9 @@ class ContactForceGuard(eqx.Module):
     scale: Callable[[Params], Any]
 
     def __call__(self, t, x, params):
-        del t
         n = x.shape[0] // 2
         _, lam = constrained_accelerations(
-            self.model, self.active, x[:n], x[n:], params
+            self.model, self.active, x[:n], x[n:], params, t
         )
         return lam[self.index] / self.scale(params)
 

@@ -55,9 +55,9 @@ class AbstractLagrangianModel(eqx.Module):
     ) -> Float[Array, " n"]:
         r"""The force vector $C(t, q, \dot q)$ of eq. (15) (left-hand-side sign).
 
-        `t` is the time, for forces that depend on it (a controller's reference);
-        models whose forces do not may leave it out of their signature, as long as
-        their callers do not pass it."""
+        `t` is the time, for forces that depend on it (a controller's reference,
+        a torque profile); the vector fields and guards of mechanical modes pass
+        it, so every model accepts it (and may ignore it)."""
 
     @abc.abstractmethod
     def constraints(self, q: Float[Array, " n"], params: Params) -> dict[str, Array]:
@@ -229,7 +229,7 @@ def constrained_accelerations(
     q: Float[Array, " n"],
     qd: Float[Array, " n"],
     params: Params,
-    t: RealScalarLike | None = None,
+    t: RealScalarLike = 0.0,
 ) -> tuple[Float[Array, " n"], Float[Array, " m"]]:
     r"""Accelerations and Lagrange multipliers from the index-reduced KKT system.
 
@@ -245,16 +245,13 @@ def constrained_accelerations(
     - `active`: names of the active constraint groups.
     - `q`, `qd`: coordinates and velocities.
     - `params`: the model parameters (any PyTree).
-    - `t`: the time, passed on to `model.forces` when given (time-dependent
-      generalized forces); when left out, `forces` is called without it (its
-      default, $t = 0$).
+    - `t`: the time, passed on to `model.forces` (time-dependent generalized
+      forces).
 
     **Returns:** `(qdd, lam)`.
     """
     H = model.mass_matrix(q, params)
-    # Models written before forces took a time argument keep working: pass it only
-    # when the caller gives one.
-    C = model.forces(q, qd, params) if t is None else model.forces(q, qd, params, t)
+    C = model.forces(q, qd, params, t)
     n = q.shape[0]
     if not active:
         return jnp.linalg.solve(H, -C), jnp.zeros((0,), q.dtype)

@@ -91,6 +91,8 @@ class ModelBundle(eqx.Module):
     - `continuation`: [`hybrax.ContinuationDefaults`][].
     - `sweep_grids`: the default grids of `hybrax sweep` (`"NAME=START:STOP:N"`).
     - `labels`: parameter or state name $\to$ a figure label (TeX allowed).
+    - `simulate_cycles`: the default `--cycles` of `hybrax simulate` (5; fewer for
+      a model whose default run ends, such as a jumper that lands and stands).
     - `figures`: a [`hybrax.FigureSpec`][]: `simulate` then writes
       `time_series.png`, `phase_portrait.png` and `energy.png`, and `orbit` adds
       `orbit.png` (one period and the `"orbit_perturbations"`), unless the model
@@ -130,6 +132,7 @@ class ModelBundle(eqx.Module):
     sweep_grids: tuple[str, ...] | None = eqx.field(static=True, default=None)
     labels: Mapping[str, str] | None = eqx.field(static=True, default=None)
     figures: FigureSpec | None = eqx.field(static=True, default=None)
+    simulate_cycles: int = eqx.field(static=True, default=5)
     hooks: Mapping[str, Any] = eqx.field(static=True, default_factory=dict)
 
     def __check_init__(self):

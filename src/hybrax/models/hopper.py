@@ -185,7 +185,8 @@ class HopperMechanics(AbstractLagrangianModel):
     def mass_matrix(self, q, params):
         return jnp.diag(self.masses(params).astype(q.dtype))
 
-    def forces(self, q, qd, params):
+    def forces(self, q, qd, params, t=0.0):
+        del t  # the hopper's forces do not depend on time
         d = _damping(params, self.phase)
         T = params.k * (q[1] - q[2] - params.L0) + d * (qd[1] - qd[2])
         zero = jnp.zeros((), q.dtype)

@@ -92,16 +92,15 @@ import numpy as np
 
 from .._hybrid import (
     AbstractReset,
+    ContactForceGuard,
     Extremum,
     HybridSystem,
-    MechanicalConstraints,
-    Mode,
     Transition,
+    mechanical_mode,
 )
 from .._mechanics import (
     AbstractLagrangianModel,
     LagrangianModel,
-    constrained_accelerations,
     plastic_impact,
     point_velocity,
 )
@@ -324,27 +323,9 @@ class JumperMechanics(AbstractLagrangianModel):
 _GROUND = ("ground",)
 
 
-class _Field(eqx.Module):
-    r"""$\dot x = [\dot q, \ddot q]$ with $\ddot q$ from the KKT system of the
-    groups `active` at time $t$ (the torques depend on it)."""
-
-    model: AbstractLagrangianModel
-    active: tuple[str, ...] = eqx.field(static=True)
-
-    def __call__(self, t, x, params):
-        q, qd = x[:5], x[5:]
-        qdd, _ = constrained_accelerations(self.model, self.active, q, qd, params, t)
-        return jnp.concatenate([qd, qdd])
-
-
-class _LiftoffGuard(eqx.Module):
-    r"""$\lambda_y / (M g)$, negative while the ground pushes."""
-
-    model: AbstractLagrangianModel
-
-    def __call__(self, t, x, params):
-        _, lam = constrained_accelerations(self.model, _GROUND, x[:5], x[5:], params, t)
-        return lam[1] / (total_mass(params) * params.g)
+def _weight(params):
+    """$M g$: the lift-off guard is the vertical ground force over the weight."""
+    return total_mass(params) * params.g
 
 
 # The guard of the contact model that `elastic` does not select is raised by this
@@ -422,14 +403,10 @@ def jumper(
     **Returns:** `(system, JumperParams())`.
     """
     model = JumperMechanics() if model is None else model
-    flight = Mode(
-        _Field(model, ()), "flight", observables={"com_apex": Extremum(_com_height)}
+    flight = mechanical_mode(
+        model, (), "flight", observables={"com_apex": Extremum(_com_height)}
     )
-    stance = Mode(
-        _Field(model, _GROUND),
-        "stance",
-        constraints=MechanicalConstraints(model, _GROUND),
-    )
+    stance = mechanical_mode(model, _GROUND, "stance")
     transitions = (
         Transition(
             "flight",
@@ -439,7 +416,14 @@ def jumper(
             ContactImpact(model, 0.0),
             "touchdown",
         ),
-        Transition("stance", "flight", _LiftoffGuard(model), True, name="liftoff"),
+        # lambda_y / (M g): negative while the ground pushes.
+        Transition(
+            "stance",
+            "flight",
+            ContactForceGuard(model, _GROUND, 1, _weight),
+            True,
+            name="liftoff",
+        ),
         Transition(
             "flight",
             "flight",
@@ -614,6 +598,8 @@ def _bundle():
         parameter=parameter,
         state_names=_STATE_NAMES,
         default_state=straight_drop_state,
+        # The default drop lands and, with plastic contact, stands: one event.
+        simulate_cycles=1,
         forms={"descriptor": ModelForm(lambda: jumper()[0])},
         labels={
             "elastic": "elastic contact",
