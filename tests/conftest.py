@@ -55,6 +55,7 @@ _FILE_SECONDS = {
     "test_biped5.py": 45,
     "test_distributed.py": 25,
     "test_lagrangian.py": 5,
+    "test_jumper.py": 32,
 }
 
 
