@@ -209,6 +209,57 @@ class PlasticImpact(AbstractReset):
         return {"T_c": result.T_c, "T_a": result.T_a, "impulse": result.impulse}
 
 
+class ImpactRelabel(AbstractReset):
+    r"""A plastic impact on non-minimal coordinates, then a relabelling: the reset
+    of a walker's heel strike (Font-Llagunes & Kövecses, seeds 002-003).
+
+    $x^- \mapsto (q, \dot q^-) = $ `lift(x, params)`, the projection
+    $\dot q^+ = P_a\dot q^-$ onto the motions the constraint groups `impact`
+    admit ([`hybrax.plastic_impact`][]), then $x^+ = $ `relabel(q, qd_plus,
+    params)` (for a biped: the legs swap roles and the frame moves to the landing
+    foot).
+
+    Observables: $T_c$ (lost), $T_a$ (kept), the impulse, and with `release` the
+    lift-off condition of seed 002 under the name `release_name`: the normal
+    velocity after the impact of the contact that is to be released (the trailing
+    foot), $B_S\dot q^+$, which must be positive for it to leave the ground; a
+    negative value means the impact model is not consistent there.
+
+    **Arguments:**
+
+    - `model`: the mechanics in the non-minimal coordinates.
+    - `impact`: the constraint groups imposed at the impact.
+    - `lift`: `(x, params) -> (q, qd)`.
+    - `relabel`: `(q, qd_plus, params) -> x_plus`.
+    - `release`: optional `(q, qd_plus, params) -> scalar`.
+    - `release_name`: the observable's name (default `"release_velocity"`).
+    """
+
+    model: AbstractLagrangianModel
+    impact: tuple[str, ...] = eqx.field(static=True)
+    lift: Callable[[Array, Params], tuple[Array, Array]]
+    relabel: Callable[[Array, Array, Params], Array]
+    release: Callable[[Array, Array, Params], Any] | None = None
+    release_name: str = eqx.field(static=True, default="release_velocity")
+
+    def _project(self, x, params):
+        q, qd = self.lift(x, params)
+        return q, plastic_impact(self.model, self.impact, q, qd, params)
+
+    def __call__(self, t, x, params):
+        del t
+        q, result = self._project(x, params)
+        return self.relabel(q, result.qd_plus, params)
+
+    def observables(self, t, x_minus, x_plus, params):
+        del t, x_plus
+        q, result = self._project(x_minus, params)
+        values = {"T_c": result.T_c, "T_a": result.T_a, "impulse": result.impulse}
+        if self.release is not None:
+            values[self.release_name] = self.release(q, result.qd_plus, params)
+        return values
+
+
 def identity_reset(t, x, params):
     """The identity reset $x^+ = x^-$ (a Filippov-type switch, e.g. lift-off)."""
     del t, params

@@ -35,8 +35,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._hybrid import AbstractReset, HybridSystem, Mode, Transition
-from .._mechanics import LagrangianModel, plastic_impact, point_velocity
+from .._hybrid import HybridSystem, ImpactRelabel, Mode, Transition
+from .._mechanics import LagrangianModel, point_velocity
 from .._model import orbit_period, orbit_spectral_radius
 from .._periodic import PoincareSection
 
@@ -155,32 +155,38 @@ def _swing_foot_ahead(t, x, params):
     return along / (params.a + params.b) - _ARMING_DISTANCE
 
 
-class HeelStrike(AbstractReset):
+def _lift(x, params):
+    del params
+    return _descriptor(x)
+
+
+def _swap_legs(q, qd_plus, params):
+    """After the impact the legs swap roles: $(\theta_s, \theta_{ns}) \to
+    (-\theta_{ns}, -\theta_s)$ (and their rates)."""
+    del params
+    return jnp.stack([-q[3], -q[2], -qd_plus[3], -qd_plus[2]])
+
+
+def _trailing_normal_velocity(q, qd_plus, params):
+    """The trailing (old stance) foot's velocity normal to the slope after the
+    impact: it must leave the ground (seed 002's lift-off condition)."""
+    del q
+    return _along_and_above(qd_plus[:2], params)[1]
+
+
+def heel_strike() -> ImpactRelabel:
     r"""Plastic impact of the landing foot (projection on the descriptor
     coordinates, the trailing foot free), then the leg swap
-    $(\theta_s, \theta_{ns}) \to (-\theta_{ns}, -\theta_s)$."""
-
-    def impact(self, x, params):
-        q, qd = _descriptor(x)
-        return plastic_impact(_MECHANICS, ("swing",), q, qd, params)
-
-    def __call__(self, t, x, params):
-        del t
-        qd = self.impact(x, params).qd_plus
-        return jnp.stack([-x[1], -x[0], -qd[3], -qd[2]])
-
-    def observables(self, t, x_minus, x_plus, params):
-        del t, x_plus
-        result = self.impact(x_minus, params)
-        # The trailing (old stance) foot's velocity after the impact, normal to
-        # the slope: it must leave the ground (seed 002's lift-off condition).
-        _, normal = _along_and_above(result.qd_plus[:2], params)
-        return {
-            "T_c": result.T_c,
-            "T_a": result.T_a,
-            "impulse": result.impulse,
-            "trailing_normal_velocity": normal,
-        }
+    $(\theta_s, \theta_{ns}) \to (-\theta_{ns}, -\theta_s)$; observables
+    $T_c$, $T_a$, the impulse and `trailing_normal_velocity`."""
+    return ImpactRelabel(
+        _MECHANICS,
+        ("swing",),
+        _lift,
+        _swap_legs,
+        release=_trailing_normal_velocity,
+        release_name="trailing_normal_velocity",
+    )
 
 
 def compass_gait() -> tuple[HybridSystem, CompassGaitParams]:
@@ -191,7 +197,7 @@ def compass_gait() -> tuple[HybridSystem, CompassGaitParams]:
         target="single_support",
         guard=_swing_foot_height,
         direction=False,
-        reset=HeelStrike(),
+        reset=heel_strike(),
         name="heelstrike",
         arm=_swing_foot_ahead,
     )
