@@ -160,40 +160,35 @@ def test_continue_in_slope_switches_to_the_period_two_gait(tmp_path):
     assert (tmp_path / "bifurcation.png").is_file()
 
 
-def test_seed_002_ratios_sweep_keeps_the_energy_balance(tmp_path):
-    """`hybrax sweep compass-gait` over seed 002's ratios alpha = a/(a+b) and
-    mu = m_H/(m_H + 2m) (leg length 1 m and total mass 20 kg kept): on every gait
-    the energy lost at heel strike is the potential energy released per step, and
-    its share T_c/T- lies between the extreme fractions of the impact's
-    energy-loss eigenproblem (seed 003) at the heel-strike configuration."""
-    code = main(
-        [
-            "sweep",
-            "compass-gait",
-            "--grid",
-            "a_ratio=0.5:0.6:2",
-            "--grid",
-            "mu=0.5:0.7:2",
-        ]
-        + ["--quantity", "Tc_over_T", "--no-progress", "--out", str(tmp_path)]
+@pytest.mark.parametrize("a_ratio, mu", [(0.5, 0.6), (0.6, 0.5), (0.6, 0.7)])
+def test_seed_002_ratios_keep_the_energy_balance(a_ratio, mu):
+    """Seed 002's ratios alpha = a/(a+b) and mu = m_H/(m_H + 2m) as parameters
+    (leg length 1 m and total mass 20 kg kept): on each gait the energy lost at
+    heel strike is the potential energy released per step, and its share T_c/T-
+    lies between the extreme fractions of the impact's energy-loss eigenproblem
+    (seed 003) at the heel-strike configuration. (The same compiled orbit search
+    as the 3-degree gait: the parameters are traced.)"""
+    params = cg.make_params(a_ratio=a_ratio, mu=mu)
+    np.testing.assert_allclose(float(params.a), a_ratio, rtol=1e-12)
+    np.testing.assert_allclose(
+        float(params.m_H / (params.m_H + 2 * params.m)), mu, rtol=1e-12
     )
-    assert code == 0
-    table = np.load(tmp_path / "sweep.npz")
-    assert table["converged"].all()
+    np.testing.assert_allclose(float(params.m_H + 2 * params.m), 20.0, rtol=1e-12)
+    orbit = hx.find_periodic_orbit(
+        SYSTEM,
+        cg.section(),
+        cg.orbit_guess(PARAMS),
+        hx.canonical_params(params),
+        settings=hx.Settings(rtol=TOL, atol=TOL),
+    )
+    assert orbit.converged
     slope = 3 * math.pi / 180
-    for i, ratio in enumerate(table["grid_a_ratio"]):
-        for j, mu in enumerate(table["grid_mu"]):
-            np.testing.assert_allclose(table["a"][i, j], ratio, rtol=1e-12)
-            np.testing.assert_allclose(
-                table["m_H"][i, j] / (table["m_H"][i, j] + 2 * table["m"][i, j]), mu
-            )
-            alpha = table["alpha"][i, j]
-            released = 20.0 * 9.81 * 2 * math.sin(alpha) * math.sin(slope)
-            np.testing.assert_allclose(table["energy_lost"][i, j], released, rtol=1e-8)
-            params = cg.make_params(a_ratio=float(ratio), mu=float(mu))
-            q = np.array([0.0, 0.0, alpha + slope, alpha - slope])
-            modes = hx.impact_energy_modes(
-                cg.mechanics(), ("swing",), q, params, before=("stance",)
-            )
-            share = table["Tc_over_T"][i, j]
-            assert modes.fractions[0] - 1e-9 <= share <= modes.fractions[1] + 1e-9
+    alpha = float(orbit.u[0])
+    released = 20.0 * 9.81 * 2 * math.sin(alpha) * math.sin(slope)
+    np.testing.assert_allclose(float(orbit.T_c[0]), released, rtol=1e-8)
+    q = np.array([0.0, 0.0, alpha + slope, alpha - slope])
+    modes = hx.impact_energy_modes(
+        cg.mechanics(), ("swing",), q, params, before=("stance",)
+    )
+    share = float(cg.ORBIT_QUANTITIES["Tc_over_T"](orbit, params))
+    assert modes.fractions[0] - 1e-9 <= share <= modes.fractions[1] + 1e-9

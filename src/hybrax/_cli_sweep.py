@@ -149,9 +149,9 @@ def add_parser(subparsers) -> None:
         "--quantity",
         metavar="NAME",
         help=(
-            "the orbit quantity of the heat map (one of the model's quantities, "
-            "e.g. the compass gait's Tc_over_T; default: the leading multiplier's "
-            "magnitude); every quantity is a column of sweep.csv either way"
+            "the orbit quantity of the heat map and a column of the table (one of "
+            "the model's quantities, e.g. the compass gait's Tc_over_T; default: "
+            "the leading multiplier's magnitude)"
         ),
     )
     parser.add_argument(
@@ -318,12 +318,15 @@ def _run_sweep(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
     if not args.tol > 0:
         parser.error("argument --tol: must be positive")
 
-    quantities = dict(model.quantities or {})
-    if args.quantity is not None and args.quantity not in quantities:
-        parser.error(
-            f"argument --quantity: unknown quantity {args.quantity!r}; "
-            f"{args.model} has: {', '.join(sorted(quantities)) or 'none'}"
-        )
+    known = dict(model.quantities or {})
+    quantities = {}
+    if args.quantity is not None:
+        if args.quantity not in known:
+            parser.error(
+                f"argument --quantity: unknown quantity {args.quantity!r}; "
+                f"{args.model} has: {', '.join(sorted(known)) or 'none'}"
+            )
+        quantities[args.quantity] = known[args.quantity]
     params = _grid_params(parser, model, sets, axes)
     shape = tuple(len(v) for _, v in axes)
     n = int(np.prod(shape))
@@ -363,6 +366,8 @@ def _run_sweep(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
         params,
         chunk_size=chunk,
         progress=not args.no_progress,
+        # A mapped quantity may read phase observables (the hopper's apex heights).
+        phase_observables=args.quantity is not None,
         **_sweep_options(
             tol=args.tol,
             t_max=args.t_max,
