@@ -254,3 +254,17 @@ def orbit_spectral_radius(orbit, params):
     model has."""
     del params
     return orbit.spectral_radius
+
+
+def orbit_energy_lost(orbit, params):
+    """$T_c$ of the cycle's first event: the kinetic energy an impact removes (for
+    a walker, per step)."""
+    del params
+    return orbit.T_c[0]
+
+
+def orbit_energy_lost_share(orbit, params):
+    r"""$T_c / (T_c + T_a)$ of the cycle's first event: the share of the
+    pre-impact kinetic energy that the impact removes (seed 002's $T_c/T^-$)."""
+    del params
+    return orbit.T_c[0] / (orbit.T_c[0] + orbit.T_a[0])

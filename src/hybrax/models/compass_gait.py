@@ -37,7 +37,12 @@ import numpy as np
 
 from .._hybrid import HybridSystem, ImpactRelabel, Mode, Transition
 from .._mechanics import LagrangianModel, point_velocity
-from .._model import orbit_period, orbit_spectral_radius
+from .._model import (
+    orbit_energy_lost,
+    orbit_energy_lost_share,
+    orbit_period,
+    orbit_spectral_radius,
+)
 from .._periodic import PoincareSection
 
 
@@ -369,24 +374,13 @@ def _speed(orbit, params):
     return 2 * (params.a + params.b) * jnp.sin(orbit.u[0]) / orbit.period
 
 
-def _energy_lost(orbit, params):
-    r"""$T_c$ [J], the kinetic energy lost at heel strike."""
-    del params
-    return orbit.T_c[0]
-
-
-def _energy_lost_share(orbit, params):
-    del params
-    return orbit.T_c[0] / (orbit.T_c[0] + orbit.T_a[0])
-
-
 #: Scalar quantities of a gait (differentiable, for `tune`).
 ORBIT_QUANTITIES = {
     "period": orbit_period,
     "alpha": _half_interleg_angle,
     "speed": _speed,
-    "Tc_over_T": _energy_lost_share,
-    "energy_lost": _energy_lost,
+    "Tc_over_T": orbit_energy_lost_share,
+    "energy_lost": orbit_energy_lost,
     "multiplier": orbit_spectral_radius,
 }
 

@@ -33,7 +33,7 @@ from .._hybrid import (
     mechanical_mode,
 )
 from .._mechanics import AbstractLagrangianModel
-from .._model import orbit_period, orbit_spectral_radius
+from .._model import orbit_energy_lost_share, orbit_period, orbit_spectral_radius
 from .._periodic import PoincareSection
 
 
@@ -550,11 +550,6 @@ def _apex_lower(orbit, params):
     return orbit.cycle.phase_observables["apex_lower"][0]
 
 
-def _energy_lost_share(orbit, params):
-    del params
-    return orbit.T_c[0] / (orbit.T_c[0] + orbit.T_a[0])
-
-
 def _min_ground_force(orbit, params):
     del params
     return orbit.cycle.phase_observables["min_ground_force"][1]
@@ -569,7 +564,7 @@ ORBIT_QUANTITIES = {
     "t_ground": _t_ground,
     "apex_upper": _apex_upper,
     "apex_lower": _apex_lower,
-    "Tc_over_T": _energy_lost_share,
+    "Tc_over_T": orbit_energy_lost_share,
     "multiplier": orbit_spectral_radius,
     "min_ground_force": _min_ground_force,
 }
