@@ -104,3 +104,25 @@ def test_heel_strike_losses_lie_between_the_extreme_fractions():
 def test_no_impact_constraints_is_an_error():
     with pytest.raises(ValueError, match="`impact`"):
         hx.impact_energy_modes(ROD, (), jnp.zeros(3), PARAMS)
+
+
+def test_fraction_is_differentiable():
+    """d/dtheta of the rod's fraction 1/(1 + 3 cos^2 theta) by jax.grad and
+    jax.jacfwd equals the closed-form derivative 6 sin cos / (1 + 3 cos^2)^2, and
+    central differences of the library function."""
+
+    def fraction(theta):
+        q = jnp.stack([0.0, 0.75 * jnp.sin(theta), theta])
+        modes = hx.impact_energy_modes(
+            ROD, ("end_normal",), q, PARAMS, before=("rotation", "horizontal")
+        )
+        return modes.fractions[0]
+
+    theta = 0.4
+    c, s = math.cos(theta), math.sin(theta)
+    exact = 6 * s * c / (1 + 3 * c**2) ** 2
+    np.testing.assert_allclose(jax.grad(fraction)(theta), exact, rtol=1e-10)
+    np.testing.assert_allclose(jax.jacfwd(fraction)(theta), exact, rtol=1e-10)
+    h = 1e-5
+    central = (fraction(theta + h) - fraction(theta - h)) / (2 * h)
+    np.testing.assert_allclose(central, exact, rtol=1e-8)

@@ -70,7 +70,9 @@ def impact_energy_modes(
     - `before`: names of the constraint groups that hold just before the impact
       (for a biped's heel strike: the stance foot).
 
-    **Returns:** an [`hybrax.ImpactEnergyModes`][].
+    **Returns:** an [`hybrax.ImpactEnergyModes`][]. Differentiable with respect to
+    `q` and `params` (`jax.grad`, `jax.jacfwd`) where the fractions are distinct
+    (the derivative of a repeated eigenvalue's directions is not defined).
     """
     if not impact:
         raise ValueError("`impact` must name at least one constraint group.")
