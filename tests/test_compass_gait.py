@@ -119,17 +119,14 @@ def test_impact_conserves_the_angular_momenta_of_the_classic_map(gait):
     np.testing.assert_allclose(kinetic, float(gait.T_a[0]), rtol=1e-10)
 
 
-def test_continue_in_slope_switches_to_the_period_two_gait(tmp_path):
-    """`hybrax continue compass-gait --cascade 1` from 4.3 to 4.48 degrees: stable
-    at first, one period doubling where the leading multiplier is -1, unstable
-    beyond; then the period-2 gait born there, whose two steps differ by a split
-    that grows as the square root of the distance to the bifurcation (the normal
-    form of a flip, Kuznetsov 2004 sec. 4.4) and straddle the unstable period-1
-    gait."""
+def test_continue_in_slope_finds_the_period_doubling(tmp_path):
+    """`hybrax continue compass-gait` from 4.3 to 4.48 degrees: stable at first,
+    one period doubling where the leading multiplier is -1, unstable beyond.
+    (Branch switching onto the period-2 gait, `--cascade`, is tested on the
+    simplest walker.)"""
     code = main(
         ["continue", "compass-gait", "--start", "4.3", "--stop", "4.48"]
-        + ["--cascade", "1", "--out", str(tmp_path)]
-        + ["--json", str(tmp_path / "branch.json")]
+        + ["--out", str(tmp_path), "--json", str(tmp_path / "branch.json")]
     )
     assert code == 0
     data = json.loads((tmp_path / "branch.json").read_text())
@@ -140,24 +137,6 @@ def test_continue_in_slope_switches_to_the_period_two_gait(tmp_path):
     assert doubling["located"]
     assert 4.3 < doubling["slope_deg"] < 4.48
     np.testing.assert_allclose(doubling["multiplier"], -1.0, atol=1e-6)
-
-    (level,) = data["cascade"]
-    assert level["period"] == 2 and level["status"] == "reached_bound"
-    points = level["branch"]
-    assert len(points) >= 3 and all(p["stable"] for p in points)
-    lam = np.array([p["slope_deg"] for p in points])
-    steps = np.array([p["theta_s_per_cycle"] for p in points])
-    split = np.abs(steps[:, 0] - steps[:, 1])
-    assert np.all(split > 1e-3)  # two different steps, not the period-1 gait
-    ratio = split**2 / (lam - doubling["slope_deg"])
-    assert ratio.max() / ratio.min() < 1.1
-    # The period-1 gait at the period-2 branch's last slope, between its two steps.
-    one = data["branch"]
-    theta_one = np.interp(
-        lam[-1], [p["slope_deg"] for p in one], [p["state"][0] for p in one]
-    )
-    assert steps[-1].min() < theta_one < steps[-1].max()
-    assert (tmp_path / "bifurcation.png").is_file()
 
 
 @pytest.mark.parametrize("a_ratio, mu", [(0.5, 0.6), (0.6, 0.5), (0.6, 0.7)])

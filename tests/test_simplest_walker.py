@@ -66,7 +66,7 @@ def branch_json(tmp_path_factory):
     out = tmp_path_factory.mktemp("branch")
     code = main(
         ["continue", "simplest-walker", "--param", "slope", "--out", str(out)]
-        + ["--json", str(out / "branch.json")]
+        + ["--cascade", "1", "--json", str(out / "branch.json")]
     )
     assert code == 0
     return json.loads((out / "branch.json").read_text())
@@ -206,56 +206,28 @@ def test_small_slope_asymptotics(model):
     np.testing.assert_allclose(float(short[0]) / 1e-2, 0.943, rtol=1.5e-3)
 
 
-def test_period_doubling_cascade(model, branch_json):
-    """Switching at the period doubling onto the period-2 gaits: they leave with
-    twice the period, are stable at first (two different steps alternate), lose
-    as much energy at their two heel strikes as the hip descends over both steps,
+def test_period_doubling_cascade(branch_json):
+    """`hybrax continue simplest-walker --cascade 1` switches at the period doubling
+    onto the period-2 gaits: they leave with twice the period, are stable at first,
+    alternate two different steps whose split grows as the square root of the
+    distance to the bifurcation (the flip normal form, Kuznetsov 2004 sec. 4.4),
     and double again before the slope of 0.019 (the cascade towards chaos)."""
-    del branch_json
-    system, section, params, parameter = model
-    branch = hx.continue_branch(
-        system,
-        section,
-        sw.orbit_guess(params),
-        params,
-        parameter,
-        start=SLOPE,
-        stop=0.02,
-        step=0.02,
-        max_step=0.05,
-        max_period=10.0,
-        parameter_scale=0.01,
-        settings=SETTINGS,
-    )
-    (doubling,) = branch.period_doublings
-    doubled = hx.continue_branch_period_doubled(
-        system,
-        section,
-        doubling,
-        params,
-        parameter,
-        stop=CHAOS,
-        # The period-2 branch bends away fast (slope - 0.0151 ~ 20 a^2): a small
-        # offset a along the flip eigenvector keeps the first correction off the
-        # period-1 branch.
-        amplitude=1e-3,
-        max_period=20.0,
-        settings=SETTINGS,
-        continuation_settings=hx.ContinuationSettings(
-            parameter_scale=0.01, max_step=0.05
-        ),
-    )
-    assert doubled.parameter[0] > doubling.parameter
-    np.testing.assert_allclose(doubled.parameter[0], doubling.parameter, atol=1e-3)
-    np.testing.assert_allclose(doubled.period[0], 2 * doubling.period, rtol=1e-3)
-    assert doubled.stable[0] and doubled.stable[1]
-    for k in range(doubled.n_points):
-        slope = float(doubled.parameter[k])
-        starts = [float(doubled.u[k, 0]), float(doubled.x_after[k, 0, 0])]
-        ends = [float(doubled.x_before[k, 0, 0]), float(doubled.x_before[k, 1, 0])]
-        assert abs(starts[0] - starts[1]) > 1e-4  # a genuine period-2 gait
-        released = sum(_released(a, b, slope) for a, b in zip(starts, ends))
-        np.testing.assert_allclose(doubled.T_c[k].sum(), released, rtol=1e-8)
-    (again,) = doubled.period_doublings
-    assert doubling.parameter < again.parameter < CHAOS
-    assert not doubled.stable[-1]
+    (doubling,) = branch_json["period_doublings"]
+    (level,) = branch_json["cascade"]
+    assert level["period"] == 2
+    points = level["branch"]
+    lam = np.array([p["slope"] for p in points])
+    assert lam[0] > doubling["slope"]
+    np.testing.assert_allclose(lam[0], doubling["slope"], atol=1e-3)
+    np.testing.assert_allclose(points[0]["period"], 2 * doubling["period"], rtol=1e-3)
+    assert points[0]["stable"] and points[1]["stable"]
+    steps = np.array([p["theta_per_cycle"] for p in points])
+    split = np.abs(steps[:, 0] - steps[:, 1])
+    assert np.all(split > 1e-4)  # a genuine period-2 gait
+    near = (lam - doubling["slope"]) < 1e-3
+    assert near.sum() >= 2
+    ratio = split[near] ** 2 / (lam[near] - doubling["slope"])
+    assert ratio.max() / ratio.min() < 1.1
+    (again,) = level["period_doublings"]
+    assert doubling["slope"] < again["slope"] < CHAOS
+    assert not points[-1]["stable"]
