@@ -27,7 +27,9 @@ Typos of the seed resolved by its own appendix and the Lagrangian (eqs. 6-7):
 import dataclasses
 import json
 import math
+from types import SimpleNamespace
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -40,6 +42,11 @@ from hybrax.models import biped5 as b5
 
 TOL = 1e-10
 N_EVENTS = 5  # the command line's default (--cycles 5)
+# The default gait as `hybrax.simulate` settles on it from `default_state` (40 heel
+# strikes at tolerance 1e-12, successive steps then equal to 1e-13): step period
+# [s] and energy lost per heel strike [J].
+SETTLED_PERIOD = 0.613249126904
+SETTLED_T_C = 3.114532096028
 SYSTEM, DEFAULTS = b5.biped5()
 PARAMS = hx.canonical_params(DEFAULTS)
 GAINS = ("kp_hip", "kd_hip", "kp_knee", "kd_knee")
@@ -243,19 +250,90 @@ def _linear_momentum(k, s):
     return sum(s[f"M{j + 1}"] * v for j, (_, v) in enumerate(k["G"]))
 
 
+def _joint_power(x, p):
+    """The PD torques' power at the state `x = (theta, theta_dot, ...)`: the sum
+    over the joints of tau * phi_dot (joint angles phi = theta_child -
+    theta_parent as in `_joint_torques`), traceable."""
+    theta, theta_dot = x[:5], x[5:10]
+    joints = (  # (child, parent, kp, kd, set point)
+        (0, 1, p.kp_knee, p.kd_knee, p.knee_stance_ref),
+        (2, 1, p.kp_hip, p.kd_hip, p.hip_stance_ref),
+        (2, 3, p.kp_hip, p.kd_hip, p.hip_swing_ref),
+        (4, 3, p.kp_knee, p.kd_knee, p.knee_swing_ref),
+    )
+    power = 0.0
+    for child, parent, kp, kd, ref in joints:
+        phi = theta[child] - theta[parent]
+        phi_dot = theta_dot[child] - theta_dot[parent]
+        power = power + (-kp * (phi - ref) - kd * phi_dot) * phi_dot
+    return power
+
+
+# The walker with the joint torques' work W as an 11th state: dW/dt is their
+# power, and W is kept across heel strikes (the impulses are the ground's).
+_MODE, _STRIKE = SYSTEM.modes[0], SYSTEM.transitions[0]
+
+
+def _field_and_power(t, x, params):
+    field = _MODE.vector_field(t, x[:10], params)
+    return jnp.concatenate([field, _joint_power(x, params)[None]])
+
+
+def _strike_keeping_work(t, x, params):
+    return jnp.concatenate([_STRIKE.reset(t, x[:10], params), x[10:]])
+
+
+def _strike_observables(t, x_minus, x_plus, params):
+    return _STRIKE.observe(t, x_minus[:10], x_plus[:10], params)
+
+
+WORK_SYSTEM = hx.HybridSystem(
+    (hx.Mode(_field_and_power, "single_support"),),
+    (
+        hx.Transition(
+            "single_support",
+            "single_support",
+            _STRIKE.guard,
+            False,
+            _strike_keeping_work,
+            "heelstrike",
+            observe=_strike_observables,
+            arm=_STRIKE.arm,
+        ),
+    ),
+    n_states=11,
+)
+
+
 @jax.jit
 def _simulate(x0, params, t_max):
+    """The walker from the minimal state `x0` through `N_EVENTS` heel strikes:
+    the solution on the minimal states, and the joint torques' work over each
+    step."""
     settings = hx.Settings(rtol=TOL, atol=TOL, t_max=t_max)
-    return hx.simulate(
-        SYSTEM, x0, params, n_events=N_EVENTS, settings=settings, n_save=20
+    x0 = jnp.concatenate([x0, jnp.zeros(1, x0.dtype)])
+    solution = hx.simulate(
+        WORK_SYSTEM, x0, params, n_events=N_EVENTS, settings=settings, n_save=20
     )
+    work = jnp.diff(solution.x_before[:, 10], prepend=0.0)
+    solution = eqx.tree_at(
+        lambda s: (s.x_before, s.x_after, s.x_phase, s.x_final),
+        solution,
+        (
+            solution.x_before[:, :10],
+            solution.x_after[:, :10],
+            solution.x_phase[..., :10],
+            solution.x_final[:10],
+        ),
+    )
+    return solution, work
 
 
 @pytest.fixture(scope="module")
 def walk():
     """The default walker through five heel strikes."""
     x0 = b5.default_state(PARAMS)
-    solution = _simulate(x0, PARAMS, jnp.asarray(20.0))
+    solution, _ = _simulate(x0, PARAMS, jnp.asarray(20.0))
     assert bool(solution.result == hx.RESULTS.successful)
     return solution
 
@@ -264,7 +342,7 @@ def test_energy_is_conserved_without_torques():
     """Zero gains, single support from a state with the swing foot off the ground:
     T + V (typed from the seed's eqs. 6-7) stays constant."""
     x0 = jnp.array([-0.1, -0.05, 0.1, 0.3, 0.5, 1.0, 0.8, -0.3, -1.5, -2.0])
-    solution = _simulate(x0, PASSIVE, jnp.asarray(0.25))
+    solution, _ = _simulate(x0, PASSIVE, jnp.asarray(0.25))
     s = _seed_symbols(PASSIVE)
     samples = np.asarray(solution.x_phase[0])
     samples = samples[np.all(np.isfinite(samples), axis=1)]
@@ -373,6 +451,176 @@ def test_forms_retrace_the_minimal_walk(walk, tmp_path):
         )
         np.testing.assert_allclose(reset[:2], 0.0, atol=1e-12)
         np.testing.assert_allclose(reset[7:9], 0.0, atol=1e-10)
+
+
+# -- The periodic gait ----------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def orbit(tmp_path_factory):
+    """`hybrax orbit biped5` with its defaults: the JSON and the output folder."""
+    out = tmp_path_factory.mktemp("orbit")
+    code = main(["orbit", "biped5", "--out", str(out), "--json", str(out / "o.json")])
+    assert code == 0
+    return json.loads((out / "o.json").read_text()), out
+
+
+def _section_unknowns(x):
+    """The section's reduced unknowns (all but theta_5) of minimal states."""
+    x = np.asarray(x)
+    return np.concatenate([x[..., :4], x[..., 5:]], axis=-1)
+
+
+def test_orbit_is_the_settled_walk(orbit):
+    """`hybrax orbit biped5` converges from the model's guess onto the gait that
+    simulation settles on; its state lies on the section (both feet on the
+    ground); its summary and the bundle's orbit quantities follow their
+    definitions, on kinematics typed from the seed."""
+    data, out = orbit
+    assert data["converged"] and data["status"] == "successful"
+    assert data["residual_norm"] < 1e-10
+    np.testing.assert_allclose(data["period"], SETTLED_PERIOD, rtol=1e-9)
+    np.testing.assert_allclose(data["T_c"], SETTLED_T_C, rtol=1e-9)
+    state = np.asarray(data["state"])
+    s = _seed_symbols(PARAMS)
+    k = _kinematics(state, s)
+    trailing_foot, _ = k["foot2"]
+    assert abs(trailing_foot[1]) < 1e-12  # on the ground, behind the stance foot
+    step = -trailing_foot[0]
+    np.testing.assert_allclose(data["step_length"], step, rtol=1e-12)
+    np.testing.assert_allclose(data["speed"], step / data["period"], rtol=1e-12)
+    np.testing.assert_allclose(
+        data["Tc_over_T"], data["T_c"] / (data["T_c"] + data["T_a"]), rtol=1e-12
+    )
+    # The impact leaves the kinetic energy T_a of the post-impact state.
+    np.testing.assert_allclose(_energies(state, s)[0], data["T_a"], rtol=1e-10)
+    assert data["trailing_foot_leaves"] and data["trailing_vertical_velocity"] > 0
+    # The bundle's quantities on the same orbit (they read these fields only).
+    bundle = hx.models.get_model("biped5")
+    stand_in = SimpleNamespace(
+        state=jnp.asarray(state),
+        period=jnp.asarray(data["period"]),
+        T_c=jnp.asarray([data["T_c"]]),
+        T_a=jnp.asarray([data["T_a"]]),
+        spectral_radius=jnp.asarray(abs(complex(*data["multipliers_ad"][0]))),
+    )
+    expected = {
+        "period": data["period"],
+        "step_length": step,
+        "speed": step / data["period"],
+        "energy_lost": data["T_c"],
+        "Tc_over_T": data["Tc_over_T"],
+        "multiplier": abs(complex(*data["multipliers_saltation"][0])),
+    }
+    assert set(bundle.quantities) == set(expected)
+    for name, quantity in bundle.quantities.items():
+        np.testing.assert_allclose(
+            float(quantity(stand_in, PARAMS)), expected[name], rtol=1e-9, err_msg=name
+        )
+    # The chart puts the guess on the section and reads it back.
+    section = b5.section()
+    guess = b5.orbit_guess(PARAMS)
+    x_guess = np.asarray(section.chart(guess, PARAMS))
+    assert abs(_kinematics(x_guess, s)["foot2"][0][1]) < 1e-14
+    np.testing.assert_allclose(section.coordinates(x_guess, PARAMS), guess)
+    np.testing.assert_allclose(_section_unknowns(state), guess, atol=1e-6)
+    # The descriptor form's section: the same unknowns, the stance foot at rest at
+    # the origin.
+    descriptor = b5.descriptor_section()
+    x_desc = np.asarray(descriptor.chart(guess, PARAMS))
+    np.testing.assert_array_equal(x_desc[[0, 1, 7, 8]], 0.0)
+    np.testing.assert_array_equal(b5.descriptor_to_minimal(x_desc), x_guess)
+    np.testing.assert_allclose(descriptor.coordinates(x_desc, PARAMS), guess)
+    np.testing.assert_allclose(
+        b5.step_length(jnp.asarray(x_desc), PARAMS),
+        b5.step_length(jnp.asarray(x_guess), PARAMS),
+    )
+    for name in ("orbit.png", "energy.png", "stick_figure.png", "animation.gif"):
+        assert (out / name).is_file(), name
+
+
+def test_orbit_multipliers_two_ways(orbit):
+    """The monodromy by autodiff through the cycle and by the saltation product
+    agree, and so do their multipliers; the reduced Jacobian's eigenvalues are the
+    nontrivial multipliers; the verdict follows the multipliers."""
+    data, _ = orbit
+    assert data["max_discrepancy"] < 1e-7
+    ad = np.array([complex(*v) for v in data["multipliers_ad"]])
+    saltation = np.array([complex(*v) for v in data["multipliers_saltation"]])
+    assert ad.shape == (9,)  # 10 states less the trivial multiplier
+    np.testing.assert_allclose(ad, saltation, atol=1e-7)
+    for key in ("trivial_multiplier_ad", "trivial_multiplier_saltation"):
+        np.testing.assert_allclose(data[key], [1, 0], atol=1e-8)
+    eig = np.array([complex(*v) for v in data["reduced_jacobian_eigenvalues"]])
+    np.testing.assert_allclose(
+        np.sort_complex(eig), np.sort_complex(saltation), atol=1e-8
+    )
+    assert data["stable"] == bool(np.all(np.abs(saltation) < 1))
+    # The default gait is stable: a real leading multiplier 0.36 and a flip
+    # multiplier -0.34 (a disturbed walk alternates in part between longer and
+    # shorter steps).
+    assert data["stable"]
+    np.testing.assert_allclose(saltation[:2], [0.3607, -0.3374], atol=1e-4)
+
+
+def test_simulation_repeats_the_orbit_and_balances_energy(orbit):
+    """From the orbit's state, `hybrax.simulate` (the event engine alone, without
+    shooting) returns to the same post-impact state at every heel strike, one
+    period apart. On level ground the walker's energy is the same after every
+    heel strike, so the joint torques' net work over a step equals the energy lost
+    at its heel strike, T_c (the impact's projection): the work is their power,
+    tau . phi_dot on the joint angles typed here, integrated along the step with
+    the state (at the same tolerance), and it is also the energy (typed from the
+    seed) gained between the step's start and its heel strike."""
+    data, _ = orbit
+    state = np.asarray(data["state"])
+    solution, work = _simulate(jnp.asarray(state), PARAMS, jnp.asarray(20.0))
+    assert bool(solution.result == hx.RESULTS.successful)
+    np.testing.assert_allclose(
+        solution.x_after, np.tile(state, (N_EVENTS, 1)), atol=1e-8
+    )
+    steps = np.diff(np.asarray(solution.t_events), prepend=0.0)
+    np.testing.assert_allclose(steps, data["period"], rtol=1e-9)
+    np.testing.assert_allclose(solution.T_c, data["T_c"], rtol=1e-9)
+    np.testing.assert_allclose(work, data["T_c"], rtol=1e-8)
+    s = _seed_symbols(PARAMS)
+    for e in range(N_EVENTS):
+        start = np.asarray(solution.x_phase[e][0])
+        end = np.asarray(solution.x_before[e])
+        gain = sum(_energies(end, s)) - sum(_energies(start, s))
+        np.testing.assert_allclose(work[e], gain, rtol=1e-8)
+
+
+def test_disturbed_walk_converges_at_the_leading_multipliers(orbit):
+    """The gait is stable: a start off the orbit (on the section) returns to it,
+    step by step as the reduced Jacobian M predicts (u_k - u* = M^k (u_0 - u*)
+    while small), and its components along M's left eigenvectors w (w^T M =
+    nu w^T) shrink by the leading multiplier nu_1 = 0.36 and flip with nu_2 =
+    -0.34 at each heel strike."""
+    data, _ = orbit
+    state = np.asarray(data["state"])
+    u_star = _section_unknowns(state)
+    M = np.asarray(data["reduced_jacobian"])
+    nu, W = np.linalg.eig(M.T)
+    order = np.argsort(-np.abs(nu))
+    nu, W = nu[order], W[:, order]
+    assert np.all(nu.imag[:2] == 0)
+    du = 1e-4 * np.random.default_rng(0).standard_normal(9)
+    x0 = b5.section().chart(jnp.asarray(u_star + du), PARAMS)
+    solution, _ = _simulate(x0, PARAMS, jnp.asarray(20.0))
+    assert bool(solution.result == hx.RESULTS.successful)
+    deviations = _section_unknowns(solution.x_after) - u_star
+    deviations = np.concatenate([du[None], deviations])
+    norms = np.linalg.norm(deviations, axis=1)
+    assert np.all(np.diff(norms[1:]) < 0) and norms[-1] < 0.05 * norms[1]
+    predicted = [du]
+    for _ in range(N_EVENTS):
+        predicted.append(M @ predicted[-1])
+    error = np.linalg.norm(deviations - np.array(predicted), axis=1)
+    assert np.all(error < 1e-3 * norms)
+    for j, atol in ((0, 5e-3), (1, 1e-3)):
+        along = deviations @ W[:, j].real
+        np.testing.assert_allclose(along[1:] / along[:-1], nu[j].real, atol=atol)
 
 
 def test_parameters_are_checked():
