@@ -3,17 +3,15 @@ written here: the energy lost at each heel strike equals the potential energy
 released per step on the periodic gait; through the impact the angular momentum of
 the whole walker about the landing foot and that of the trailing leg about the hip
 are conserved (the two equations of the classic hand-derived impact map); the
-Floquet multipliers agree by autodiff and by the saltation product; and `hybrax
-continue compass-gait` finds the period doubling where a multiplier is -1."""
+Floquet multipliers agree by autodiff and by the saltation product; and seed 002's
+ratios keep the energy balance within the impact's energy-loss bounds."""
 
-import json
 import math
 
 import numpy as np
 import pytest
 
 import hybrax as hx
-from hybrax._cli import main
 from hybrax.models import compass_gait as cg
 
 
@@ -117,26 +115,6 @@ def test_impact_conserves_the_angular_momenta_of_the_classic_map(gait):
         masses[n] * post[n][1] @ post[n][1] / 2 for n in ("leg", "hip", "swing")
     )
     np.testing.assert_allclose(kinetic, float(gait.T_a[0]), rtol=1e-10)
-
-
-def test_continue_in_slope_finds_the_period_doubling(tmp_path):
-    """`hybrax continue compass-gait` from 4.3 to 4.48 degrees: stable at first,
-    one period doubling where the leading multiplier is -1, unstable beyond.
-    (Branch switching onto the period-2 gait, `--cascade`, is tested on the
-    simplest walker.)"""
-    code = main(
-        ["continue", "compass-gait", "--start", "4.3", "--stop", "4.48"]
-        + ["--out", str(tmp_path), "--json", str(tmp_path / "branch.json")]
-    )
-    assert code == 0
-    data = json.loads((tmp_path / "branch.json").read_text())
-    assert data["parameter"] == "slope_deg"
-    assert data["branch"][0]["stable"] and not data["branch"][-1]["stable"]
-    assert data["folds"] == [] and data["neimark_sackers"] == []
-    (doubling,) = data["period_doublings"]
-    assert doubling["located"]
-    assert 4.3 < doubling["slope_deg"] < 4.48
-    np.testing.assert_allclose(doubling["multiplier"], -1.0, atol=1e-6)
 
 
 @pytest.mark.parametrize("a_ratio, mu", [(0.5, 0.6), (0.6, 0.5), (0.6, 0.7)])

@@ -84,7 +84,12 @@ import numpy as np
 
 from .._hybrid import AbstractReset, HybridSystem, Mode, Transition, mechanical_mode
 from .._mechanics import LagrangianModel, plastic_impact, point_velocity
-from .._model import orbit_period, orbit_spectral_radius
+from .._model import (
+    orbit_energy_lost,
+    orbit_energy_lost_share,
+    orbit_period,
+    orbit_spectral_radius,
+)
 from .._periodic import PoincareSection
 
 
@@ -661,25 +666,13 @@ def _speed(orbit, params):
     return step_length(orbit.state, params) / orbit.period
 
 
-def _energy_lost(orbit, params):
-    r"""$T_c$ [J], the kinetic energy lost at heel strike."""
-    del params
-    return orbit.T_c[0]
-
-
-def _energy_lost_share(orbit, params):
-    r"""$T_c/(T_c + T_a)$: the share of the kinetic energy lost at heel strike."""
-    del params
-    return orbit.T_c[0] / (orbit.T_c[0] + orbit.T_a[0])
-
-
 #: Scalar quantities of a gait (differentiable, for `tune`).
 ORBIT_QUANTITIES = {
     "period": orbit_period,
     "step_length": _step_length,
     "speed": _speed,
-    "energy_lost": _energy_lost,
-    "Tc_over_T": _energy_lost_share,
+    "energy_lost": orbit_energy_lost,
+    "Tc_over_T": orbit_energy_lost_share,
     "multiplier": orbit_spectral_radius,
 }
 
