@@ -24,7 +24,11 @@ import jax.numpy as jnp
 from jaxtyping import Array, Float
 
 from ._custom_types import Params
-from ._mechanics import AbstractLagrangianModel, constraint_jacobian
+from ._mechanics import (
+    AbstractLagrangianModel,
+    admissible_projector,
+    constraint_jacobian,
+)
 
 
 class ImpactEnergyModes(eqx.Module):
@@ -77,7 +81,6 @@ def impact_energy_modes(
     if not impact:
         raise ValueError("`impact` must name at least one constraint group.")
     M = model.mass_matrix(q, params)
-    A = constraint_jacobian(model, tuple(impact), q, params)
     n = q.shape[0]
     if before:
         A_before = constraint_jacobian(model, tuple(before), q, params)
@@ -87,7 +90,9 @@ def impact_energy_modes(
         N = Vt[A_before.shape[0] :].T
     else:
         N = jnp.eye(n, dtype=M.dtype)
-    K = A.T @ jnp.linalg.solve(A @ jnp.linalg.solve(M, A.T), A)
+    # K = M P_c with the constrained-space projector of the impact.
+    _, P_c = admissible_projector(model, tuple(impact), q, params)
+    K = M @ P_c
     # Reduce to a standard symmetric problem with the Cholesky factor of N^T M N.
     L = jnp.linalg.cholesky(N.T @ M @ N)
     L_inv_S = jnp.linalg.solve(L, N.T @ K @ N)
