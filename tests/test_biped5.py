@@ -53,6 +53,23 @@ GAINS = ("kp_hip", "kd_hip", "kp_knee", "kd_knee")
 PASSIVE = hx.canonical_params(
     dataclasses.replace(PARAMS, **{name: 0.0 for name in GAINS})
 )
+# Phase-dependent references (every shape offset set) and a torque limit that
+# clips: the virtual-constraint controller's full law.
+SHAPED = hx.canonical_params(
+    dataclasses.replace(
+        PARAMS,
+        torque_limit=150.0,
+        phase_start=-0.8,
+        phase_end=0.6,
+        **{
+            f"{joint}_shape_{k}": 0.1 * k * (-1) ** i
+            for i, joint in enumerate(
+                ("knee_stance", "hip_stance", "hip_swing", "knee_swing")
+            )
+            for k in (1, 2, 3)
+        },
+    )
+)
 
 
 def _seed_symbols(p):
@@ -143,21 +160,52 @@ def _seed_appendix(theta, s):
 
 
 def _joint_torques(theta, theta_dot, p):
-    """Gamma on the absolute angles from the PD torques on the joint angles: a
+    """Gamma on the absolute angles from the virtual-constraint torques, written
+    out here: the phase from the stance leg's angle (foot to hip), the cubic
+    Bezier references and their rates, the PD law and the clip at the limit; a
     torque tau on phi = theta_child - theta_parent acts +tau on the child and
     -tau on the parent (virtual work)."""
     p = {f.name: float(getattr(p, f.name)) for f in dataclasses.fields(p)}
-    joints = (  # (child, parent, kp, kd, set point)
-        (0, 1, p["kp_knee"], p["kd_knee"], p["knee_stance_ref"]),
-        (2, 1, p["kp_hip"], p["kd_hip"], p["hip_stance_ref"]),
-        (2, 3, p["kp_hip"], p["kd_hip"], p["hip_swing_ref"]),
-        (4, 3, p["kp_knee"], p["kd_knee"], p["knee_swing_ref"]),
+    l1, l2 = p["l_shank"], p["l_thigh"]
+    x = l1 * math.sin(theta[0]) + l2 * math.sin(theta[1])
+    z = l1 * math.cos(theta[0]) + l2 * math.cos(theta[1])
+    x_dot = (
+        l1 * math.cos(theta[0]) * theta_dot[0] + l2 * math.cos(theta[1]) * theta_dot[1]
+    )
+    z_dot = (
+        -l1 * math.sin(theta[0]) * theta_dot[0] - l2 * math.sin(theta[1]) * theta_dot[1]
+    )
+    span = p["phase_end"] - p["phase_start"]
+    s_raw = (math.atan2(x, z) - p["phase_start"]) / span
+    s_rate = (z * x_dot - x * z_dot) / (x**2 + z**2) / span
+    s = min(max(s_raw, 0.0), 1.0)
+    if not 0 < s_raw < 1:
+        s_rate = 0.0
+    joints = (  # (child, parent, kp, kd, joint)
+        (0, 1, p["kp_knee"], p["kd_knee"], "knee_stance"),
+        (2, 1, p["kp_hip"], p["kd_hip"], "hip_stance"),
+        (2, 3, p["kp_hip"], p["kd_hip"], "hip_swing"),
+        (4, 3, p["kp_knee"], p["kd_knee"], "knee_swing"),
     )
     Gamma = np.zeros(5)
-    for child, parent, kp, kd, ref in joints:
+    for child, parent, kp, kd, joint in joints:
+        a = [p[f"{joint}_ref"]]
+        a += [p[f"{joint}_ref"] + p[f"{joint}_shape_{k}"] for k in (1, 2, 3)]
+        ref = (
+            (1 - s) ** 3 * a[0]
+            + 3 * (1 - s) ** 2 * s * a[1]
+            + 3 * (1 - s) * s**2 * a[2]
+            + s**3 * a[3]
+        )
+        ref_slope = 3 * (
+            (1 - s) ** 2 * (a[1] - a[0])
+            + 2 * (1 - s) * s * (a[2] - a[1])
+            + s**2 * (a[3] - a[2])
+        )
         phi = theta[child] - theta[parent]
         phi_dot = theta_dot[child] - theta_dot[parent]
-        tau = -kp * (phi - ref) - kd * phi_dot
+        tau = -kp * (phi - ref) - kd * (phi_dot - ref_slope * s_rate)
+        tau = min(max(tau, -p["torque_limit"]), p["torque_limit"])
         Gamma[child] += tau
         Gamma[parent] -= tau
     return Gamma
@@ -175,10 +223,11 @@ def _builder_terms(theta, theta_dot, params):
 
 def test_seed_appendix_inertia_centripetal_and_gravity(getkey):
     """H = I(theta) and C = B(theta) theta_dot^2 + M_G(theta) - Gamma (theta_dot^2
-    elementwise), on random angles and rates."""
+    elementwise), on random angles and rates; Gamma from the controller's law
+    written out (set points; Bezier references with clipped torques)."""
     theta = jax.random.uniform(getkey(), (6, 5), minval=-1.5, maxval=1.5)
     theta_dot = 3.0 * jax.random.normal(getkey(), (6, 5))
-    for params in (PASSIVE, PARAMS):
+    for params in (PASSIVE, PARAMS, SHAPED):
         H, C = _builder_terms(theta, theta_dot, params)
         s = _seed_symbols(params)
         for k in range(theta.shape[0]):

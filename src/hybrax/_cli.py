@@ -369,6 +369,13 @@ def _explain_stop(model, system, solution, params) -> str | None:
         text = f"the {transition} guard was met tangentially (grazing) at t = {t:.6f} s"
     elif status == "infeasible_initial_state":
         text = f"the initial state is already past the {transition} guard"
+    elif status == "armed_beyond_guard":
+        text = (
+            f"the {transition} guard was already past its crossing when it became "
+            f"armed at t = {t:.6f} s (a missed crossing)"
+        )
+    elif status == "terminal_event":
+        text = f"the run ended on the terminal {transition} event at t = {t:.6f} s"
     else:
         return None
     return text + ("" if hint is None else f"; {hint}")

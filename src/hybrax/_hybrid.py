@@ -296,6 +296,18 @@ class Transition(eqx.Module):
       margin` (with the guard's sign convention). Each armed transition costs one
       more diffrax solve per phase (the arming instant is root-found like an
       event).
+    - `armed_outside`: what a guard already past its crossing at the instant its
+      transition becomes armed means. `"error"` (the default): a missed crossing
+      (e.g. a swing foot that comes ahead under the ground, a trip); the run
+      stops with status `armed_beyond_guard`. `"wait"`: the transition fires at
+      the guard's next crossing, after it comes back inside (for models that let
+      a swing leg pass through the ground, as the simplest walker; meanwhile the
+      negative guard hides the crossings of the mode's other guards).
+    - `terminal`: the run ends when this transition fires, with status
+      `terminal_event` (never `successful`) and `cause_transition` naming it; for
+      a failure of the motion itself, such as a walker's fall (its hip down at
+      the ground). The event (time, state before it) is recorded; `target` is
+      then unused (give the source).
     """
 
     source: int | str = eqx.field(static=True)
@@ -306,6 +318,8 @@ class Transition(eqx.Module):
     name: str = eqx.field(static=True)
     observe: Callable[[Any, Array, Array, Params], dict] | None
     arm: Callable[[Any, Array, Params], Any] | None
+    terminal: bool = eqx.field(static=True)
+    armed_outside: str = eqx.field(static=True)
 
     def __init__(
         self,
@@ -318,7 +332,15 @@ class Transition(eqx.Module):
         *,
         observe: Callable[[Any, Array, Array, Params], dict] | None = None,
         arm: Callable[[Any, Array, Params], Any] | None = None,
+        terminal: bool = False,
+        armed_outside: str = "error",
     ):
+        if armed_outside not in ("error", "wait"):
+            raise ValueError(
+                f"`armed_outside` must be 'error' or 'wait'; got {armed_outside!r}."
+            )
+        if terminal not in (True, False):
+            raise ValueError(f"`terminal` must be True or False; got {terminal!r}.")
         if direction not in (True, False):
             raise ValueError(
                 "`direction` must be False (guard crosses from positive to negative) "
@@ -342,6 +364,8 @@ class Transition(eqx.Module):
         self.name = str(name)
         self.observe = observe
         self.arm = arm
+        self.terminal = bool(terminal)
+        self.armed_outside = armed_outside
 
 
 class HybridSystem(eqx.Module):
@@ -362,6 +386,8 @@ class HybridSystem(eqx.Module):
     n_states: int = eqx.field(static=True)
     sources: tuple[int, ...] = eqx.field(static=True)
     targets: tuple[int, ...] = eqx.field(static=True)
+    terminals: tuple[bool, ...] = eqx.field(static=True)
+    strict_arming: tuple[bool, ...] = eqx.field(static=True)
 
     def __init__(self, modes, transitions, n_states: int):
         modes = tuple(modes)
@@ -385,6 +411,8 @@ class HybridSystem(eqx.Module):
         self.transitions = transitions
         self.sources = tuple(resolve(tr.source, "`source`") for tr in transitions)
         self.targets = tuple(resolve(tr.target, "`target`") for tr in transitions)
+        self.terminals = tuple(tr.terminal for tr in transitions)
+        self.strict_arming = tuple(tr.armed_outside == "error" for tr in transitions)
         if int(n_states) <= 0:
             raise ValueError(f"`n_states` must be positive; got {n_states}.")
         self.n_states = int(n_states)

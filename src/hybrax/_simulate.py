@@ -548,6 +548,7 @@ def run_phase(
     finished = jnp.logical_not(run)
     fired = jnp.zeros((), jnp.int32)
     stage_result = RESULTS.successful
+    stage_cause = jnp.asarray(-1, jnp.int32)
     hit = jnp.zeros((), bool)
     t_cur = t
     stages = []
@@ -595,9 +596,21 @@ def run_phase(
         )
         stage_result = RESULTS.where(failed, step_result, stage_result)
         if entries.shape[0]:
-            armed = jnp.where(
-                running & occurred & arming_event, armed.at[j].set(True), armed
+            arms_now = running & occurred & arming_event
+            # Armed with its guard already past the crossing: the crossing came
+            # before the arming and would be missed (and, read through the minimum
+            # of the entries, it would hide every other guard's crossing).
+            guards_now = tables.guards(
+                mode, t_hit, jax.lax.stop_gradient(state_of(y_hit)), params
             )
+            strict = jnp.asarray(system.strict_arming)[j]
+            missed = arms_now & strict & (guards_now[j] < -tol)
+            stage_result = RESULTS.where(
+                missed, RESULTS.armed_beyond_guard, stage_result
+            )
+            stage_cause = jnp.where(missed, j, stage_cause)
+            failed = failed | missed
+            armed = jnp.where(arms_now, armed.at[j].set(True), armed)
         fired = jnp.where(real_event, j, fired)
         hit = hit | real_event
         t_cur = jnp.where(running, t_hit, t_cur)
@@ -653,23 +666,34 @@ def run_phase(
         guard_at_start = jnp.full((), jnp.nan, dtype)
 
     finite = jnp.all(jnp.isfinite(x_plus)) & jnp.isfinite(t_event)
+    # A terminal transition (a fall) ends the run whichever transition was due.
+    if any(system.terminals):
+        terminal = hit & jnp.asarray(system.terminals)[fired]
+    else:
+        terminal = jnp.zeros((), bool)
     result = RESULTS.where(
         start.result != RESULTS.successful,
         start.result,
         RESULTS.where(
             hit,
             RESULTS.where(
-                finite,
+                terminal,
+                RESULTS.terminal_event,
                 RESULTS.where(
-                    grazing,
-                    RESULTS.grazing_event,
+                    finite,
                     RESULTS.where(
-                        jnp.asarray(True) if expected is None else fired == expected,
-                        RESULTS.successful,
-                        RESULTS.wrong_event_sequence,
+                        grazing,
+                        RESULTS.grazing_event,
+                        RESULTS.where(
+                            jnp.asarray(True)
+                            if expected is None
+                            else fired == expected,
+                            RESULTS.successful,
+                            RESULTS.wrong_event_sequence,
+                        ),
                     ),
+                    RESULTS.nonfinite_state,
                 ),
-                RESULTS.nonfinite_state,
             ),
             stage_result,
         ),
@@ -677,7 +701,7 @@ def run_phase(
     cause = jnp.where(
         start.result != RESULTS.successful,
         start.cause,
-        jnp.where(grazing, fired, -1),
+        jnp.where(grazing | terminal, fired, stage_cause),
     ).astype(jnp.int32)
     event_recorded = active & hit & finite
 

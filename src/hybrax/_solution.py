@@ -55,6 +55,17 @@ class RESULTS(dfx.RESULTS):  # pyright: ignore[reportGeneralTypeIssues]
         "sign: the crossing is (nearly) tangential, or the guard is not smooth "
         "there. Scale the guard to O(1), or loosen `Settings.event_root_finder`."
     )
+    armed_beyond_guard = (
+        "A transition became armed (`Transition(arm=...)`) with its guard already "
+        "past the crossing (e.g. a swing foot coming ahead of the stance foot under "
+        "the ground): its crossing came before the arming and was missed, so the "
+        "run stops. `cause_transition` names it."
+    )
+    terminal_event = (
+        "A terminal transition fired (e.g. a walker fell: its hip reached the "
+        "ground): the motion cannot go on as modelled, and the run stops there. "
+        "`cause_transition` names it."
+    )
     nonfinite_state = "The state became non-finite (NaN or inf)."
     nonfinite_parameters = "The parameters contain NaN or inf."
     wrong_event_sequence = (
@@ -92,6 +103,8 @@ _CANDIDATE_NAMES = (
     "mode_not_viable",
     "zeno",
     "grazing_event",
+    "terminal_event",
+    "armed_beyond_guard",
     "event_location_failed",
     "nonfinite_state",
     "nonfinite_parameters",
@@ -161,7 +174,8 @@ class HybridSolution(eqx.Module):
     - `zeno_time`: the extrapolated accumulation time when `result` is `zeno`
       (Aitken's $\Delta^2$ on the last three event times), else NaN.
     - `cause_transition`: the transition whose guard caused a `mode_not_viable`,
-      `zeno`, `grazing_event` or `infeasible_initial_state` status, else -1.
+      `zeno`, `grazing_event`, `terminal_event`, `armed_beyond_guard` or
+      `infeasible_initial_state` status, else -1.
     """
 
     t_events: Float[Array, " E"]

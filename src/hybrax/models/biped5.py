@@ -32,6 +32,10 @@ points settle, within about ten steps, on a level-ground walk of period one step
 (0.613 s, 3.1 J lost per heel strike, the swing foot clearing the ground by at
 least 1.4 cm); found by simulation, not by a gait design.
 
+**Falls.** The transition `"fall"` is terminal: when the hip comes down to half
+the leg's length above the stance foot the run ends with status `terminal_event`
+(a walker that falls is never reported as walking on through the ground).
+
 **Heel strike.** The swing foot's height crosses 0 downward, armed once the swing
 foot is ahead of the stance foot by $0.1\,(l_1 + l_2)$ (as in
 [`hybrax.models.compass_gait`][]). The impact is perfectly plastic on the
@@ -82,6 +86,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .._control import virtual_constraint_torques
 from .._hybrid import AbstractReset, HybridSystem, Mode, Transition, mechanical_mode
 from .._mechanics import LagrangianModel, plastic_impact, point_velocity
 from .._model import (
@@ -144,12 +149,28 @@ class Biped5Params(eqx.Module):
     hip_swing_ref: float = 0.5
     knee_stance_ref: float = 0.0
     knee_swing_ref: float = 0.6
+    knee_stance_shape_1: float = 0.0
+    knee_stance_shape_2: float = 0.0
+    knee_stance_shape_3: float = 0.0
+    hip_stance_shape_1: float = 0.0
+    hip_stance_shape_2: float = 0.0
+    hip_stance_shape_3: float = 0.0
+    hip_swing_shape_1: float = 0.0
+    hip_swing_shape_2: float = 0.0
+    hip_swing_shape_3: float = 0.0
+    knee_swing_shape_1: float = 0.0
+    knee_swing_shape_2: float = 0.0
+    knee_swing_shape_3: float = 0.0
+    phase_start: float = -0.3
+    phase_end: float = 0.3
+    torque_limit: float = 400.0
 
     def __check_init__(self):
         positive = ("m_trunk", "m_thigh", "m_shank", "l_trunk", "l_thigh", "l_shank")
         positive += ("r_trunk", "r_thigh", "r_shank", "g")
         non_negative = ("c_trunk", "c_thigh", "c_shank")
         non_negative += ("kp_hip", "kd_hip", "kp_knee", "kd_knee")
+        positive += ("torque_limit",)
         for name in self.__dataclass_fields__:
             try:
                 value = np.asarray(getattr(self, name), dtype=float)
@@ -163,6 +184,15 @@ class Biped5Params(eqx.Module):
                 raise ValueError(f"Biped parameter `{name}` must be > 0; got {value}.")
             if name in non_negative and not np.all(value >= 0):
                 raise ValueError(f"Biped parameter `{name}` must be >= 0; got {value}.")
+        try:
+            span = float(self.phase_end) - float(self.phase_start)
+        except Exception:  # tracers
+            return
+        if not span > 0:
+            raise ValueError(
+                "Biped parameters `phase_start` < `phase_end` needed; got "
+                f"{self.phase_start} and {self.phase_end}."
+            )
 
 
 def _up(angle):
@@ -265,18 +295,71 @@ _JOINTS = np.array(
 )
 
 
+_JOINT_NAMES = ("knee_stance", "hip_stance", "hip_swing", "knee_swing")
+
+
+def reference_coefficients(params):
+    r"""The Bézier coefficients of the four joints' references, shape `(4, 4)`:
+    row $j$ is $(r_j, r_j + d_{j1}, r_j + d_{j2}, r_j + d_{j3})$ with the set
+    point $r_j$ (`*_ref`) and the shape offsets $d_{jk}$ (`*_shape_k`)."""
+    rows = []
+    for joint in _JOINT_NAMES:
+        ref = getattr(params, f"{joint}_ref")
+        rows.append(
+            jnp.stack(
+                [ref] + [ref + getattr(params, f"{joint}_shape_{k}") for k in (1, 2, 3)]
+            )
+        )
+    return jnp.stack(rows)
+
+
+def stance_leg_angle(theta, params):
+    r"""The phase angle: the line from the stance foot to the hip, from the
+    vertical (positive with the hip ahead), $\varphi = \operatorname{atan2}(l_1
+    \sin\theta_1 + l_2\sin\theta_2,\ l_1\cos\theta_1 + l_2\cos\theta_2)$;
+    it grows through single support."""
+    x = params.l_shank * jnp.sin(theta[0]) + params.l_thigh * jnp.sin(theta[1])
+    z = params.l_shank * jnp.cos(theta[0]) + params.l_thigh * jnp.cos(theta[1])
+    return jnp.arctan2(x, z)
+
+
+def gait_phase(theta, theta_dot, params):
+    r"""$s = (\varphi - \varphi_0)/(\varphi_1 - \varphi_0)$ and $\dot s$, from the
+    stance leg's angle [`hybrax.models.biped5.stance_leg_angle`][] and
+    `phase_start` $\varphi_0$, `phase_end` $\varphi_1$."""
+    angle, rate = jax.jvp(
+        lambda th: stance_leg_angle(th, params), (theta,), (theta_dot,)
+    )
+    span = params.phase_end - params.phase_start
+    return (angle - params.phase_start) / span, rate / span
+
+
 def joint_torques(theta, theta_dot, params):
-    r"""The PD torques $\tau = -k_p(\phi - \phi_\text{ref}) - k_d\dot\phi$ on the
-    joint angles $\phi$ = (stance knee, stance hip, swing hip, swing knee)."""
+    r"""Virtual-constraint torques on the joint angles $\phi = S\theta$ (stance
+    knee, stance hip, swing hip, swing knee; flexion positive): cubic Bézier
+    references $h_j(s)$ of the gait phase $s$ ([`hybrax.models.biped5.gait_phase`][],
+    coefficients [`hybrax.models.biped5.reference_coefficients`][]) tracked by the
+    saturated PD law of [`hybrax.virtual_constraint_torques`][],
+    $\tau = \operatorname{clip}(-k_p(\phi - h) - k_d(\dot\phi - h'\dot s),
+    \pm\tau_{max})$. With the shape offsets at 0 (the default) the references
+    are the constant set points: $\tau = -k_p(\phi - \phi_\text{ref}) -
+    k_d\dot\phi$ below the limit."""
     p = params
     S = jnp.asarray(_JOINTS, dtype=theta.dtype)
     phi, phi_dot = S @ theta, S @ theta_dot
     kp = jnp.stack([p.kp_knee, p.kp_hip, p.kp_hip, p.kp_knee])
     kd = jnp.stack([p.kd_knee, p.kd_hip, p.kd_hip, p.kd_knee])
-    ref = jnp.stack(
-        [p.knee_stance_ref, p.hip_stance_ref, p.hip_swing_ref, p.knee_swing_ref]
+    phase, phase_rate = gait_phase(theta, theta_dot, params)
+    return virtual_constraint_torques(
+        phi,
+        phi_dot,
+        reference_coefficients(params),
+        phase,
+        phase_rate,
+        kp,
+        kd,
+        p.torque_limit,
     )
-    return -kp * (phi - ref) - kd * phi_dot
 
 
 def _generalized_forces(t, q, qd, params):
@@ -497,13 +580,42 @@ def _strike(reset, guard=_swing_foot_height, arm=_swing_foot_ahead):
     )
 
 
+# A fall: the hip down to this fraction of the leg's length above the stance foot
+# (0.92 or more on the default gait).
+_FALLEN_HIP_HEIGHT = 0.5
+
+
+def _hip_height(t, x, params):
+    r"""The hip's height over the leg's length, minus the fallen height:
+    $(l_1\cos\theta_1 + l_2\cos\theta_2)/(l_1 + l_2) - 0.5$."""
+    del t
+    p = params
+    height = p.l_shank * jnp.cos(x[0]) + p.l_thigh * jnp.cos(x[1])
+    return height / _leg_length(params) - _FALLEN_HIP_HEIGHT
+
+
+def _descriptor_hip_height(t, x, params):
+    return _hip_height(t, x[2:7], params)
+
+
+def _fall(guard=_hip_height):
+    return Transition(
+        source="single_support",
+        target="single_support",
+        guard=guard,
+        direction=False,
+        name="fall",
+        terminal=True,
+    )
+
+
 def biped5() -> tuple[HybridSystem, Biped5Params]:
     r"""The biped in minimal coordinates $x = (\theta, \dot\theta)$: mode
     `"single_support"`, transition `"heelstrike"` onto itself; with the default
     [`hybrax.models.biped5.Biped5Params`][]."""
     system = HybridSystem(
         (Mode(_single_support, "single_support"),),
-        (_strike(HeelStrike()),),
+        (_strike(HeelStrike()), _fall()),
         n_states=10,
     )
     return system, Biped5Params()
@@ -513,7 +625,7 @@ def momentum() -> tuple[HybridSystem, Biped5Params]:
     r"""The seed's generalized-momentum form, $x = (\theta, P)$ (eqs. 17-19)."""
     system = HybridSystem(
         (Mode(_momentum_field, "single_support"),),
-        (_strike(MomentumHeelStrike()),),
+        (_strike(MomentumHeelStrike()), _fall()),
         n_states=10,
     )
     return system, Biped5Params()
@@ -531,6 +643,7 @@ def descriptor() -> tuple[HybridSystem, Biped5Params]:
                 _descriptor_swing_foot_height,
                 _descriptor_swing_foot_ahead,
             ),
+            _fall(_descriptor_hip_height),
         ),
         n_states=14,
     )
@@ -727,6 +840,15 @@ PARAMETERS = {
     "hip_swing_ref": "rad, swing hip flexion set point (trunk - thigh)",
     "knee_stance_ref": "rad, stance knee flexion set point (shank - thigh)",
     "knee_swing_ref": "rad, swing knee flexion set point (shank - thigh)",
+    **{
+        f"{joint}_shape_{k}": f"rad, {joint.replace('_', ' ')} reference: Bezier "
+        f"coefficient {k} minus the set point"
+        for joint in _JOINT_NAMES
+        for k in (1, 2, 3)
+    },
+    "phase_start": "rad, stance leg angle (foot to hip, from the vertical) at phase 0",
+    "phase_end": "rad, stance leg angle at phase 1",
+    "torque_limit": "N m, largest joint torque (the PD torques are clipped to it)",
 }
 
 

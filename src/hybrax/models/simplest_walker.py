@@ -142,6 +142,10 @@ def simplest_walker() -> tuple[HybridSystem, SimplestWalkerParams]:
         reset=HeelStrike(),
         name="heelstrike",
         arm=_swing_foot_ahead,
+        # Garcia et al. let the swing foot pass through the slope (scuffing is
+        # ignored): on the short-period gait the legs pass each other with the
+        # foot still below the slope, and the heel strike is its next crossing.
+        armed_outside="wait",
     )
     system = HybridSystem((Mode(_stance, "stance"),), (strike,), n_states=4)
     return system, SimplestWalkerParams()

@@ -1,0 +1,93 @@
+r"""Gait controllers: Bézier virtual constraints tracked by saturated PD torques.
+
+A virtual constraint (Westervelt, Grizzle, Chevallereau, Choi & Morris 2007,
+*Feedback Control of Dynamic Bipedal Robot Locomotion*, ch. 6) asks the actuated
+joint angles $y = S\theta$ to follow references $h(s)$ of a monotone phase
+variable $s$ (for a walker, the stance leg's angle normalised over the step);
+the references are Bézier polynomials, whose coefficients are the controller's
+parameters. A PD law drives the outputs $e = y - h(s)$ to zero,
+
+$$\tau = \operatorname{clip}\big(-K_p e - K_d \dot e,\ -\tau_{max},\
+\tau_{max}\big), \qquad \dot e = \dot y - h'(s)\,\dot s,$$
+
+every number of it a leaf of the model's parameter PyTree (so `jax.grad` reaches
+all of them). The walker then walks on whatever gait the references and the
+impacts leave it; its period-one orbit and multipliers come from
+[`hybrax.find_periodic_orbit`][], and [`hybrax.tune`][] shapes the references.
+"""
+
+import math
+
+import jax.numpy as jnp
+
+
+def _as_coefficients(coefficients):
+    if isinstance(coefficients, (tuple, list)):
+        return jnp.stack([jnp.asarray(c) for c in coefficients], axis=-1)
+    return jnp.asarray(coefficients)
+
+
+def bezier(coefficients, s):
+    r"""A Bézier polynomial $h(s) = \sum_{k=0}^{M} \alpha_k \binom{M}{k}
+    s^k (1 - s)^{M - k}$ (Westervelt et al. 2007 eq. 6.16).
+
+    **Arguments:**
+
+    - `coefficients`: the $\alpha_k$, a sequence of $M + 1$ scalars or an array
+      whose last axis holds them.
+    - `s`: the phase, usually in $[0, 1]$ ($h(0) = \alpha_0$, $h(1) = \alpha_M$).
+
+    **Returns:** $h(s)$, shaped as one coefficient.
+    """
+    coefficients = _as_coefficients(coefficients)
+    degree = coefficients.shape[-1] - 1
+    basis = jnp.stack(
+        [
+            math.comb(degree, k) * s**k * (1 - s) ** (degree - k)
+            for k in range(degree + 1)
+        ]
+    )
+    return jnp.sum(coefficients * basis.astype(coefficients.dtype), axis=-1)
+
+
+def bezier_rate(coefficients, s):
+    r"""$h'(s) = M \sum_{k=0}^{M-1} (\alpha_{k+1} - \alpha_k) \binom{M-1}{k} s^k
+    (1 - s)^{M-1-k}$: the derivative of [`hybrax.bezier`][] in $s$."""
+    coefficients = _as_coefficients(coefficients)
+    degree = coefficients.shape[-1] - 1
+    if degree == 0:
+        return jnp.zeros_like(coefficients[..., 0] * s)
+    return degree * bezier(coefficients[..., 1:] - coefficients[..., :-1], s)
+
+
+def virtual_constraint_torques(
+    outputs, output_rates, coefficients, phase, phase_rate, kp, kd, torque_limit
+):
+    r"""Saturated PD torques on virtual constraints $y = h(s)$ with Bézier
+    references (see [`hybrax._control`][]):
+
+    $$s_c = \min(\max(s, 0), 1),\quad e = y - h(s_c),\quad \dot e = \dot y -
+    h'(s_c)\,\dot s\,[0 < s < 1],$$
+    $$\tau = \operatorname{clip}(-K_p e - K_d\dot e, -\tau_{max}, \tau_{max}).$$
+
+    Before the phase starts ($s < 0$) and after it ends ($s > 1$) the references
+    hold their end values.
+
+    **Arguments:**
+
+    - `outputs`, `output_rates`: $y$ and $\dot y$, shape `(n,)`.
+    - `coefficients`: the references' Bézier coefficients, shape `(n, M + 1)`.
+    - `phase`, `phase_rate`: $s$ and $\dot s$ (scalars).
+    - `kp`, `kd`: gains, scalars or shape `(n,)`.
+    - `torque_limit`: $\tau_{max} > 0$, scalar or shape `(n,)`.
+
+    **Returns:** the torques $\tau$, shape `(n,)`.
+    """
+    inside = (phase > 0) & (phase < 1)
+    s = jnp.clip(phase, 0.0, 1.0)
+    reference = bezier(coefficients, s)
+    reference_rate = bezier_rate(coefficients, s) * jnp.where(inside, phase_rate, 0.0)
+    error = outputs - reference
+    error_rate = output_rates - reference_rate
+    torque = -kp * error - kd * error_rate
+    return jnp.clip(torque, -torque_limit, torque_limit)
