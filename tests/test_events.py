@@ -272,6 +272,71 @@ def test_arming_lets_the_walker_step():
     assert float(armed.x_before[0, 0]) < -0.15
 
 
+def _rotation(t, x, params):
+    """(cos pi t, sin pi t, t): a point turning on the unit circle, and a clock."""
+    del t, params
+    return jnp.array([-jnp.pi * x[1], jnp.pi * x[0], 1.0])
+
+
+def _arming_system(armed_outside):
+    """The guard sin(pi t) (zeros at t = 1, 2, 3; crossed downward at 1 and 3),
+    armed at t = 1.5 where it is -1: past its crossing."""
+    transition = hx.Transition(
+        "turn",
+        "turn",
+        lambda t, x, p: x[1],
+        False,
+        name="mark",
+        arm=lambda t, x, p: x[2] - 1.5,
+        armed_outside=armed_outside,
+    )
+    return hx.HybridSystem([hx.Mode(_rotation, "turn")], [transition], n_states=3)
+
+
+def test_guard_armed_past_its_crossing_is_an_error_or_waits():
+    """By default a guard already past its crossing when it becomes armed is a
+    missed crossing (a swing foot coming ahead under the ground), reported at
+    the arming instant with its cause; with `armed_outside="wait"` the
+    transition fires at the next downward crossing (t = 3)."""
+    x0 = jnp.array([1.0, 0.0, 0.0])
+    strict = hx.simulate(_arming_system("error"), x0, {}, n_events=1, settings=SETTINGS)
+    assert hx.status_name(strict.result) == ["armed_beyond_guard"]
+    assert int(strict.n_events) == 0 and int(strict.cause_transition) == 0
+    waiting = hx.simulate(_arming_system("wait"), x0, {}, n_events=1, settings=SETTINGS)
+    assert hx.status_name(waiting.result) == ["successful"]
+    np.testing.assert_allclose(waiting.t_events[0], 3.0, atol=1e-7)
+    with pytest.raises(ValueError, match="armed_outside"):
+        _arming_system("later")
+
+
+def test_terminal_transition_ends_the_run_with_its_cause():
+    """A terminal transition (a fall) ends the run at its crossing with status
+    `terminal_event`: the ball falling from 1 m is stopped where it passes 0.5 m,
+    at t = sqrt(2 * 0.5 / g), its state recorded; the bounce that would follow
+    never happens."""
+
+    def fall(t, x, p):
+        del t, p
+        return jnp.array([x[1], -G])
+
+    transitions = [
+        hx.Transition("air", "air", lambda t, x, p: x[0], False, name="bounce"),
+        hx.Transition(
+            "air", "air", lambda t, x, p: x[0] - 0.5, False, name="low", terminal=True
+        ),
+    ]
+    system = hx.HybridSystem([hx.Mode(fall, "air")], transitions, n_states=2)
+    sol = hx.simulate(system, jnp.array([1.0, 0.0]), {}, n_events=3, settings=SETTINGS)
+    assert hx.status_name(sol.result) == ["terminal_event"]
+    assert int(sol.n_events) == 1 and _names(system, sol) == ["low"]
+    assert int(sol.cause_transition) == 1
+    t_low = np.sqrt(2 * 0.5 / G)
+    np.testing.assert_allclose(sol.t_events[0], t_low, atol=1e-9)
+    np.testing.assert_allclose(sol.x_before[0], [0.5, -G * t_low], atol=1e-8)
+    np.testing.assert_allclose(sol.t_final, t_low, atol=1e-9)
+    assert "terminal" in hx.status_message(sol.result)[0]
+
+
 def test_walker_orbit_and_multipliers_both_ways():
     """Shooting on the heel-strike section (reduced unknowns theta, theta_dot; phi
     and phi_dot follow from the reset) finds the published fixed point; AD and

@@ -25,6 +25,11 @@ if TYPE_CHECKING:
         continue_zeros as continue_zeros,
         period_doubled_section as period_doubled_section,
     )
+    from ._control import (
+        bezier as bezier,
+        bezier_rate as bezier_rate,
+        virtual_constraint_torques as virtual_constraint_torques,
+    )
     from ._hybrid import (
         AbstractReset as AbstractReset,
         ContactForceGuard as ContactForceGuard,
@@ -64,6 +69,7 @@ if TYPE_CHECKING:
         FigureSpec as FigureSpec,
         ModelBundle as ModelBundle,
         ModelForm as ModelForm,
+        TuneDefaults as TuneDefaults,
     )
     from ._parameters import (
         AbstractParameter as AbstractParameter,
@@ -153,10 +159,14 @@ _EXPORTS = {
     "kinetic_energy": "._mechanics",
     "plastic_impact": "._mechanics",
     "point_velocity": "._mechanics",
+    "bezier": "._control",
+    "bezier_rate": "._control",
+    "virtual_constraint_torques": "._control",
     "canonical_params": "._misc",
     "enable_compilation_cache": "._program_cache",
     "ContinuationDefaults": "._model",
     "FigureSpec": "._model",
+    "TuneDefaults": "._model",
     "ModelBundle": "._model",
     "ModelForm": "._model",
     "FloquetAnalysis": "._periodic",

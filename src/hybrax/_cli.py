@@ -107,6 +107,15 @@ def _add_common_model_args(parser: argparse.ArgumentParser) -> None:
         help="set a model parameter (repeatable; `hybrax models` lists them)",
     )
     parser.add_argument(
+        "--params",
+        type=pathlib.Path,
+        default=None,
+        metavar="FILE",
+        help="take the parameters from a JSON file: a `hybrax tune` result (its "
+        "final parameters), any command's JSON (its `params`) or a NAME: VALUE "
+        "object; --set overrides it",
+    )
+    parser.add_argument(
         "--out",
         type=pathlib.Path,
         default=pathlib.Path("hybrax-out"),
@@ -182,9 +191,63 @@ def _check_outputs(parser: argparse.ArgumentParser, args: argparse.Namespace) ->
             parser.error(f"argument --json: {problem}")
 
 
-def _parse_sets(
-    parser: argparse.ArgumentParser, model, items: Sequence[str]
+def _read_params_file(
+    parser: argparse.ArgumentParser, model, path: pathlib.Path
 ) -> dict[str, float]:
+    """The parameter values of a `--params` file (checked: one line and exit 2
+    on a bad file)."""
+    try:
+        data = json.loads(path.read_text())
+    except OSError as error:
+        parser.error(f"argument --params: cannot read {str(path)!r}: {error.strerror}")
+    except ValueError:
+        parser.error(f"argument --params: {str(path)!r} is not JSON")
+    if isinstance(data, dict) and isinstance(data.get("final"), dict):
+        data = data["final"]
+    if isinstance(data, dict) and isinstance(data.get("params"), dict):
+        data = data["params"]
+    if not isinstance(data, dict):
+        parser.error(f"argument --params: {str(path)!r} holds no parameter object")
+    values: dict[str, float] = {}
+    for name, value in data.items():
+        if name not in model.parameters:
+            parser.error(
+                f"argument --params: unknown {model.name} parameter {name!r} in "
+                f"{str(path)!r}"
+            )
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            parser.error(f"argument --params: {name} must be a number, got {value!r}")
+        values[name] = float(value)
+    return values
+
+
+def _params_file_vector(path: pathlib.Path | None, key: str, size: int):
+    """A vector stored beside the parameters of a `--params` file (a `hybrax tune`
+    result's final orbit `u` or `state`), or None where there is none of that
+    size. The file has been checked by `_read_params_file`."""
+    if path is None:
+        return None
+    data = json.loads(path.read_text())
+    for place in (data.get("final"), data) if isinstance(data, dict) else ():
+        if isinstance(place, dict):
+            value = place.get(key)
+            if (
+                isinstance(value, list)
+                and len(value) == size
+                and all(isinstance(v, (int, float)) for v in value)
+            ):
+                return np.asarray(value, dtype=float)
+    return None
+
+
+def _parse_sets(
+    parser: argparse.ArgumentParser,
+    model,
+    items: Sequence[str],
+    params_file: pathlib.Path | None = None,
+) -> dict[str, float]:
+    """The parameter values from a `--params` file, then each `--set`."""
+    base = {} if params_file is None else _read_params_file(parser, model, params_file)
     values: dict[str, float] = {}
     for item in items:
         name, sep, text = item.partition("=")
@@ -204,7 +267,7 @@ def _parse_sets(
             parser.error(
                 f"argument --set: parameter {name!r} needs a number, got {text!r}"
             )
-    return values
+    return {**base, **values}
 
 
 def _make_params(parser: argparse.ArgumentParser, model, values: dict[str, float]):
@@ -372,7 +435,7 @@ def _explain_stop(model, system, solution, params) -> str | None:
     elif status == "armed_beyond_guard":
         text = (
             f"the {transition} guard was already past its crossing when it became "
-            f"armed at t = {t:.6f} s (a missed crossing)"
+            f"armed, in the phase that began at t = {t:.6f} s (a missed crossing)"
         )
     elif status == "terminal_event":
         text = f"the run ended on the terminal {transition} event at t = {t:.6f} s"
@@ -398,8 +461,13 @@ def _run_simulate(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
         )
     if not (math.isfinite(args.t_max) and args.t_max > 0):
         parser.error(f"argument --t-max: must be positive, got {args.t_max}")
-    params = _make_params(parser, model, _parse_sets(parser, model, args.set))
-    if args.x0 is None:
+    params = _make_params(
+        parser, model, _parse_sets(parser, model, args.set, args.params)
+    )
+    stored = _params_file_vector(args.params, "state", len(model.state_names))
+    if args.x0 is None and stored is not None:
+        x0 = stored  # a tuned gait's state, where its orbit starts
+    elif args.x0 is None:
         x0 = np.asarray(model.default_state(params), dtype=float)
     else:
         x0 = _parse_state(parser, model, args.x0)
@@ -615,7 +683,7 @@ def _run_orbit(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
     form_name = _form_name(parser, model, args)
     # Array leaves once, so that `--set` values reuse one compilation.
     params = canonical_params(
-        _make_params(parser, model, _parse_sets(parser, model, args.set))
+        _make_params(parser, model, _parse_sets(parser, model, args.set, args.params))
     )
     form = model.forms[form_name]
     system = form.system()
@@ -623,6 +691,10 @@ def _run_orbit(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
         parser.error(f"argument --form: no Poincaré section for {form_name!r}")
     section = form.section()
     tol = float(args.tol)
+    guess = jnp.asarray(model.orbit_guess(params), dtype=float)
+    stored = _params_file_vector(args.params, "u", guess.shape[0])
+    if stored is not None and form_name == model.default_form:
+        guess = jnp.asarray(stored)  # a tuned gait's orbit
     # The dense simulation of the orbit (figures, apexes) compiles in a second
     # thread while the orbit search does: XLA releases the interpreter while it
     # compiles, and the machine has a core for each.
@@ -661,7 +733,7 @@ def _run_orbit(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
             jacobian="variational",
             phase_observables=False,
         ),
-        jnp.asarray(model.orbit_guess(params), dtype=float),
+        guess,
         params,
         cache_dir=_CACHE_DIR,
     )

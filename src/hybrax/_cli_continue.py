@@ -173,7 +173,7 @@ def _run_continue(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
     if not (math.isfinite(theta) and theta > 0):
         parser.error(f"argument --parameter-scale: must be positive, got {theta}")
 
-    values = _cli._parse_sets(parser, model, args.set)
+    values = _cli._parse_sets(parser, model, args.set, args.params)
     params = canonical_params(_cli._make_params(parser, model, values))
     params = parameter.set(params, jnp.asarray(start, dtype=float))
     system = form.system()

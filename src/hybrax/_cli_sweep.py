@@ -296,7 +296,7 @@ def _run_sweep(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
     form = model.forms[form_name]
     if form.section is None:
         parser.error(f"argument --form: no Poincaré section for {form_name!r}")
-    sets = _cli._parse_sets(parser, model, args.set)
+    sets = _cli._parse_sets(parser, model, args.set, args.params)
     grids = args.grid or model.sweep_grids
     if not grids:
         parser.error(f"argument --grid: give the grid ({args.model!r} has no default)")

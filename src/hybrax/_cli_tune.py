@@ -1,13 +1,18 @@
 """`hybrax tune <model> --vary NAME,... --target Q=V ... --minimize Q`: tune
-parameters by gradient.
+parameters by gradient (`hybrax tune <model>` alone: the model's own tuning
+problem, [`hybrax.TuneDefaults`][]).
 
 Registered by `hybrax._cli` through `add_parser(subparsers)`. Finds the orbit at
 the starting parameters, then runs [`hybrax.tune`][]: the quantities named by
 `--target` are brought to their values (to `--tolerance`) and the one named by
 `--minimize` is made as small as possible, optionally with every nontrivial
-multiplier below `--max-multiplier`. Writes the history as JSON and a figure of
+multiplier below `--max-multiplier`. Writes the history as JSON, a figure of
 the path over a contour map of the objective (two varied parameters) or of the
-objective per evaluation (more).
+objective per evaluation (more), and the multipliers over the iterations in the
+complex plane. With `--verify-steps N` the result is checked: the orbit is found
+again from the model's own guess, and a forward simulation from a disturbed
+start walks N steps and comes back to it (a model with a stick figure also
+writes the tuned motion's animation).
 """
 
 import argparse
@@ -44,9 +49,11 @@ def add_parser(subparsers) -> None:
     _cli._add_common_model_args(parser)
     parser.add_argument(
         "--vary",
-        required=True,
+        default=None,
         metavar="NAME[,NAME...]",
-        help="the parameters to tune (any of the model's, e.g. d_G,k)",
+        help="the parameters to tune (any of the model's, e.g. d_G,k); without "
+        "it, the model's own tuning problem (its start, parameters, targets, "
+        "objective and multiplier bound; `hybrax models` shows which have one)",
     )
     parser.add_argument(
         "--target",
@@ -64,9 +71,9 @@ def add_parser(subparsers) -> None:
     parser.add_argument(
         "--tolerance",
         type=_cli._positive_float,
-        default=1e-3,
+        default=None,
         metavar="TOL",
-        help="tolerance of every target (default: %(default)s)",
+        help="tolerance of every target (default: 1e-3, or the model's)",
     )
     parser.add_argument(
         "--max-multiplier",
@@ -78,9 +85,26 @@ def add_parser(subparsers) -> None:
     parser.add_argument(
         "--max-steps",
         type=int,
-        default=200,
+        default=None,
         metavar="N",
-        help="most evaluations (default: %(default)s)",
+        help="most evaluations (default: 200, or the model's)",
+    )
+    parser.add_argument(
+        "--seek-steps",
+        type=int,
+        default=None,
+        metavar="N",
+        help="where no orbit exists at the start, the most steps of a first "
+        "stage that finds one (Levenberg-Marquardt on the periodicity defect, "
+        "over the orbit and the parameters; default: 0, or the model's)",
+    )
+    parser.add_argument(
+        "--verify-steps",
+        type=int,
+        default=None,
+        metavar="N",
+        help="check the result: find the orbit again from the model's guess and "
+        "simulate N steps from a disturbed start (default: 0, or the model's)",
     )
     parser.add_argument(
         "--no-progress", action="store_true", help="do not print each evaluation"
@@ -115,6 +139,36 @@ def _run_tune(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     if not (model.has_orbits and model.quantities):
         parser.error(f"argument model: no orbit quantities to tune for {args.model!r}")
     quantities = dict(model.quantities)
+    defaults = model.tune
+    own = args.vary is None
+    if own and defaults is None:
+        parser.error(
+            f"argument --vary: required for {args.model!r} (it has no tuning "
+            "problem of its own)"
+        )
+    if own:  # the model's problem, where the options do not say otherwise
+        args.vary = ",".join(defaults.vary)
+        if not args.target:
+            args.target = [f"{k}={v}" for k, v in defaults.targets.items()]
+        if args.minimize is None:
+            args.minimize = defaults.minimize
+        if args.max_multiplier is None:
+            args.max_multiplier = defaults.max_multiplier
+    pick = lambda given, own_value, fallback: (  # noqa: E731
+        given if given is not None else own_value if own else fallback
+    )
+    args.tolerance = pick(args.tolerance, getattr(defaults, "tolerance", None), 1e-3)
+    args.max_steps = pick(args.max_steps, getattr(defaults, "max_steps", None), 200)
+    args.seek_steps = pick(args.seek_steps, getattr(defaults, "seek_steps", None), 0)
+    args.verify_steps = pick(
+        args.verify_steps, getattr(defaults, "verify_steps", None), 0
+    )
+    for name in ("seek_steps", "verify_steps"):
+        if getattr(args, name) < 0:
+            parser.error(
+                f"argument --{name.replace('_', '-')}: must be >= 0, got "
+                f"{getattr(args, name)}"
+            )
     targets = _parse_targets(parser, list(quantities), args.target)
     if args.minimize is not None and args.minimize not in quantities:
         parser.error(
@@ -132,7 +186,9 @@ def _run_tune(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         vary = [model.parameter(name) for name in vary_names]
     except ValueError as error:
         parser.error(f"argument --vary: {error}")
-    params = _cli._make_params(parser, model, _cli._parse_sets(parser, model, args.set))
+    values = _cli._parse_sets(parser, model, args.set, args.params)
+    start = dict(defaults.start) if own else {}
+    params = _cli._make_params(parser, model, {**start, **values})
 
     from ._misc import canonical_params
     from ._tune import tune
@@ -151,6 +207,11 @@ def _run_tune(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     ]
     objective = None if args.minimize is None else quantities[args.minimize]
 
+    scale = None
+    if own and defaults.scale is not None:
+        scale = np.broadcast_to(
+            np.asarray(defaults.scale, dtype=float), (len(vary_names),)
+        )
     print(f"{args.model}: tuning {', '.join(vary_names)}", end="")
     if targets:
         print(
@@ -174,6 +235,8 @@ def _run_tune(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
             max_multiplier=args.max_multiplier,
             max_steps=args.max_steps,
             progress=not args.no_progress,
+            scale=scale,
+            seek_steps=args.seek_steps,
         )
     except ValueError as error:  # no orbit at the start
         print(f"error: {error}", file=sys.stderr)
@@ -211,7 +274,17 @@ def _run_tune(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     )
     print(f"  converged {result.converged}, stable {result.stable}, targets met {met}")
 
+    verification = None
+    trajectory = None
+    if args.verify_steps and result.converged:
+        verification, trajectory = _verify(model, system, section, result, args)
     written = _figures(args, result, vary_names)
+    if trajectory is not None:
+        # The tuned motion: the last steps of the verifying walk, on the orbit.
+        last = min(6, len(trajectory.t_events))
+        written += _cli._stick_outputs(
+            model, _last_events(trajectory, last), result.params, args.out
+        )
     for path in written:
         print(f"wrote {path}")
     if args.json is not None:
@@ -237,9 +310,11 @@ def _run_tune(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
                     "converged": step.converged,
                     "status": step.status,
                     "best": step.best,
+                    "stage": step.stage,
                 }
                 for step in result.history
             ],
+            "verification": verification,
             "final": {
                 "params": _cli._params_dict(result.params),
                 "values": result.values,
@@ -248,21 +323,141 @@ def _run_tune(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
                 "converged": result.converged,
                 "stable": result.stable,
                 "targets_met": met,
+                "u": [float(v) for v in np.asarray(orbit.u)],
+                "state": [float(v) for v in np.asarray(orbit.state)],
                 **final_quantities,
             },
         }
         _cli._write_json(args.json, payload)
         print(f"wrote {args.json}")
-    return 0 if (result.converged and result.stable and met) else 1
+    verified = verification is None or verification["passed"]
+    return 0 if (result.converged and result.stable and met and verified) else 1
+
+
+def _last_events(trajectory, n: int):
+    """The last `n` phases and events of a `Trajectory`."""
+    import dataclasses
+
+    return dataclasses.replace(
+        trajectory,
+        **{
+            name: getattr(trajectory, name)[-n:]
+            for name in (
+                "t_phase",
+                "x_phase",
+                "phase_modes",
+                "t_events",
+                "event_kinds",
+                "x_before",
+                "x_after",
+                "T_c",
+                "T_a",
+            )
+        },
+    )
+
+
+# A verifying walk has come back to the orbit when its last section state is
+# this close to the orbit's (max norm), and the orbit found again from the model's
+# guess is the same one when their unknowns agree to this.
+_BACK_ON_ORBIT = 1e-6
+_SAME_ORBIT = 1e-8
+
+
+def _verify(model, system, section, result, args):
+    """Find the orbit again from the model's own guess (not the tuning's warm
+    start), and walk `--verify-steps` cycles from the orbit's state disturbed
+    as the model's first `"orbit_perturbations"` (else 1e-2 on the first
+    coordinate): every cycle must succeed and the last section state must be back
+    on the orbit. Prints the checks; returns `(dict, trajectory)`."""
+    import jax.numpy as jnp
+
+    from ._periodic import find_periodic_orbit
+    from ._simulate import simulate
+    from ._solution import status_name
+    from .plot import Trajectory
+
+    params = result.params
+    orbit = result.orbit
+    fresh = find_periodic_orbit(
+        system,
+        section,
+        jnp.asarray(model.orbit_guess(params), dtype=float),
+        params,
+        analyse=False,
+    )
+    refound = bool(fresh.converged)
+    distance = float(np.max(np.abs(np.asarray(fresh.u) - np.asarray(orbit.u))))
+    same = refound and distance < _SAME_ORBIT
+    state = np.asarray(orbit.state, dtype=float)
+    perturbations = model.hook("orbit_perturbations") or ((0, 1e-2, "x0 + 0.01"),)
+    index, size, label = perturbations[0]
+    start = state.copy()
+    start[index] += size
+    per_cycle = len(section.sequence)
+    solution = simulate(
+        system,
+        jnp.asarray(start),
+        params,
+        n_events=per_cycle * args.verify_steps,
+        n_save=20,
+    )
+    status = status_name(solution.result)[0]
+    cycles = int(np.asarray(solution.n_events)) // per_cycle
+    x_last = np.asarray(solution.x_after)[-1]
+    gaps = np.max(
+        np.abs(np.asarray(solution.x_after)[per_cycle - 1 :: per_cycle] - state),
+        axis=-1,
+    )
+    back = bool(np.isfinite(gaps[-1]) and gaps[-1] < _BACK_ON_ORBIT)
+    passed = same and status == "successful" and back
+    print()
+    print("verification:")
+    print(
+        f"  orbit found again from the model's guess: {refound} "
+        f"(max |u - u_tuned| = {distance:.2e})"
+    )
+    print(
+        f"  walk from the orbit disturbed by {label}: {cycles} of "
+        f"{args.verify_steps} cycles ({status}); distance to the orbit after each: "
+        f"{gaps[0]:.2e} ... {gaps[-1]:.2e}"
+    )
+    print(f"  passed: {passed}")
+    trajectory = Trajectory.from_solution(solution, system)
+    del x_last
+    return (
+        {
+            "orbit_refound": refound,
+            "refound_distance": distance,
+            "steps": args.verify_steps,
+            "steps_completed": cycles,
+            "status": status,
+            "disturbance": label,
+            "distance_to_orbit": [_cli._number(g) for g in gaps],
+            "back_on_orbit": back,
+            "passed": passed,
+        },
+        trajectory,
+    )
 
 
 def _figures(args, result, names) -> list[pathlib.Path]:
     from . import plot
 
     args.out.mkdir(parents=True, exist_ok=True)
+    tuned = [s for s in result.history if s.stage == "tune" and s.converged]
+    written = []
+    if tuned:
+        figure = plot.multiplier_history_figure(
+            [s.multipliers for s in tuned],
+            final=np.asarray(result.orbit.multipliers),
+            bound=args.max_multiplier,
+        )
+        written.append(args.out / "tune_multipliers.png")
+        figure.savefig(written[-1], dpi=150)
     path = args.out / "tune_path.png"
     history = [step for step in result.history if step.converged]
-    if len(names) == 2 and history:
+    if len(names) == 2 and history and len(history) == len(result.history):
         points = np.array([[s.values[n] for n in names] for s in history])
         points = np.concatenate([points, [[result.values[n] for n in names]]])
         low, high = points.min(axis=0), points.max(axis=0)
@@ -281,4 +476,4 @@ def _figures(args, result, names) -> list[pathlib.Path]:
             title="tuning history",
         )
     figure.savefig(path, dpi=150)
-    return [path]
+    return [path, *written]

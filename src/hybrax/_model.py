@@ -45,6 +45,35 @@ class ContinuationDefaults(eqx.Module):
     max_period: float = 1.5
 
 
+class TuneDefaults(eqx.Module):
+    """A model's defaults for `hybrax tune` without `--vary` (its headline
+    tuning problem).
+
+    - `vary`: the parameters tuned; `scale`: a typical size of each (one number
+      for all, or one each).
+    - `targets`: quantity name -> value; `tolerance`: of every target.
+    - `minimize`: the quantity minimised (or `None`); `max_multiplier`: the bound
+      on every nontrivial |multiplier| (or `None`).
+    - `start`: parameter values the tuning starts from (before `--params` and
+      `--set`), e.g. a controller under which the walker falls.
+    - `seek_steps`: the existence stage's most steps (see [`hybrax.tune`][]).
+    - `verify_steps`: steps of the forward simulation that checks the result
+      (0: none).
+    - `max_steps`: the most evaluations.
+    """
+
+    vary: tuple[str, ...]
+    targets: Mapping[str, float]
+    minimize: str | None = None
+    max_multiplier: float | None = None
+    tolerance: float = 1e-3
+    scale: float | tuple[float, ...] | None = None
+    start: Mapping[str, float] = eqx.field(default_factory=dict)
+    seek_steps: int = 0
+    verify_steps: int = 0
+    max_steps: int = 200
+
+
 class FigureSpec(eqx.Module):
     """What the generic figures of a model's simulations and orbits need.
 
@@ -89,6 +118,8 @@ class ModelBundle(eqx.Module):
     - `quantities`: name $\to$ `q(orbit, params)`, differentiable scalar quantities
       of an orbit (for `tune` and summaries).
     - `continuation`: [`hybrax.ContinuationDefaults`][].
+    - `tune`: [`hybrax.TuneDefaults`][], what `hybrax tune MODEL` does without
+      `--vary`.
     - `sweep_grids`: the default grids of `hybrax sweep` (`"NAME=START:STOP:N"`).
     - `labels`: parameter or state name $\to$ a figure label (TeX allowed).
     - `simulate_cycles`: the default `--cycles` of `hybrax simulate` (5; fewer for
@@ -129,6 +160,7 @@ class ModelBundle(eqx.Module):
         static=True, default=None
     )
     continuation: ContinuationDefaults | None = eqx.field(static=True, default=None)
+    tune: TuneDefaults | None = eqx.field(static=True, default=None)
     sweep_grids: tuple[str, ...] | None = eqx.field(static=True, default=None)
     labels: Mapping[str, str] | None = eqx.field(static=True, default=None)
     figures: FigureSpec | None = eqx.field(static=True, default=None)

@@ -27,9 +27,15 @@ from ._continuation import AbstractParameter, _as_parameter
 from ._custom_types import Params
 from ._hybrid import HybridSystem
 from ._misc import canonical_params, check_float64
-from ._periodic import PeriodicOrbit, PoincareSection, find_periodic_orbit
+from ._periodic import (
+    PeriodicOrbit,
+    PoincareSection,
+    cycle,
+    find_periodic_orbit,
+    resolve_sequence,
+)
 from ._settings import Settings, resolve_root_finder, resolve_settings
-from ._solution import status_name
+from ._solution import RESULTS, masked_nan, status_name
 
 
 @dataclasses.dataclass(frozen=True)
@@ -42,6 +48,9 @@ class TuneStep:
     - `converged`: whether an orbit was found; `status`: its status name.
     - `best`: whether this evaluation improved on every earlier one.
     - `u`: the orbit's reduced unknowns (a warm start for nearby points).
+    - `stage`: `"seek"` for a step of the existence stage (no orbit yet: the
+      objective is the squared periodicity defect and constraints, `converged`
+      says whether an orbit was found there), `"tune"` after.
     """
 
     step: int
@@ -53,6 +62,7 @@ class TuneStep:
     status: str
     best: bool
     u: np.ndarray
+    stage: str = "tune"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -213,6 +223,57 @@ class _ForwardProblem(eqx.Module):
         return _forward_gradient(y, args, self.problem)
 
 
+class _Seek(eqx.Module):
+    r"""The existence stage of [`hybrax.tune`][]: the residual
+    $r(u, y) = \big(P(u; p(y)) - u,\ c_i/\tau_i\big)$ of the periodicity defect
+    and the constraints (read on the open cycle from $u$), for
+    `optimistix.LevenbergMarquardt` over the unknowns and the varied parameters
+    together; NaN where the cycle fails (the solver's trust region then
+    shrinks)."""
+
+    problem: _Problem
+    settings: Settings
+    n_unknowns: int = eqx.field(static=True)
+
+    def __call__(self, z, width):
+        problem = self.problem
+        u, y = z[: self.n_unknowns], z[self.n_unknowns :]
+        params = problem.with_values(y)
+        sequence, _ = resolve_sequence(problem.system, problem.section)
+        state = problem.section.chart(u, params)
+        sol, _ = cycle(
+            problem.system, state, params, sequence, self.settings, dfx.ForwardMode()
+        )
+        ok = sol.result == RESULTS.successful
+        u_next = problem.section.coordinates(sol.x_after[-1], params)
+        defect = u_next - u
+        # The cycle as an open orbit, for the constraints' quantities (those of
+        # the multipliers are NaN: there is no periodic orbit yet).
+        open_orbit = PeriodicOrbit(
+            u=u,
+            u_next=u_next,
+            state=state,
+            cycle=sol,
+            phase_durations=sol.t_events
+            - jnp.concatenate([jnp.zeros(1, z.dtype), sol.t_events[:-1]]),
+            period=sol.t_events[-1],
+            reduced_jacobian=jnp.full((u.shape[0],) * 2, jnp.nan, z.dtype),
+            residual_norm=jnp.max(jnp.abs(defect)),
+            n_steps=jnp.zeros((), jnp.int32),
+            result=sol.result,
+        )
+        violations = [
+            jnp.asarray(c(open_orbit, params), dtype=z.dtype) / (width * tol)
+            for c, tol in zip(problem.constraints, problem.tolerances)
+        ]
+        residual = (
+            jnp.concatenate([defect, jnp.stack(violations)]) if violations else defect
+        )
+        residual = masked_nan(residual, ok)
+        aux = (jnp.max(jnp.abs(defect)), sol.result)
+        return residual, jax.lax.stop_gradient(aux)
+
+
 def tune(
     system: HybridSystem,
     section: PoincareSection,
@@ -235,6 +296,8 @@ def tune(
     fallback: optx.AbstractRootFinder | None = None,
     progress: bool = False,
     callback: Callable[[TuneStep], None] | None = None,
+    seek_steps: int = 0,
+    seek_tol: float = 0.1,
 ) -> TuneResult:
     r"""Minimise an objective of a periodic orbit over chosen parameters, by gradient.
 
@@ -281,11 +344,19 @@ def tune(
       `fallback`: for each orbit solve (see [`hybrax.find_periodic_orbit`][]).
     - `progress`: print one line per evaluation to stderr.
     - `callback`: called with each [`hybrax.TuneStep`][].
+    - `seek_steps`: where no orbit is found at the start, the most steps of an
+      existence stage before the tuning (0: none, an error as below). It
+      minimises $|P(u; p) - u|^2 + \sum_i (c_i/\tau_i)^2$ over the unknowns $u$
+      and the varied parameters together by `optimistix.LevenbergMarquardt`
+      (forward-mode Jacobians; the constraints read on the open cycle from $u$),
+      and ends where the periodicity defect $\max|P(u) - u|$ is below
+      `seek_tol` and an orbit is found from there. A controller whose walker
+      falls has no orbit to differentiate; this stage gives it one.
 
     **Returns:** a [`hybrax.TuneResult`][] with the history.
 
     **Raises:** `ValueError` for bad arguments, or when no orbit is found at the
-    starting parameters.
+    starting parameters (or, with `seek_steps`, by the existence stage).
 
     !!! example
 
@@ -317,6 +388,10 @@ def tune(
         raise ValueError(
             f"`stability_weight` must be non-negative; got {stability_weight}."
         )
+    if isinstance(seek_steps, bool) or int(seek_steps) < 0:
+        raise ValueError(f"`seek_steps` must be >= 0; got {seek_steps}.")
+    if not seek_tol > 0:
+        raise ValueError(f"`seek_tol` must be positive; got {seek_tol}.")
     if objective is not None and not callable(objective):
         raise ValueError("`objective` must be callable as J(orbit, params), or None.")
     constraints = tuple(constraints)
@@ -390,14 +465,30 @@ def tune(
     first_value, (_, (u_first, _, _, first_result, _)) = _value(
         problem, y, (u, jnp.asarray(widths[0]))
     )
+    tags = frozenset()
+    history: list[TuneStep] = []
+    if not math.isfinite(float(first_value)) and int(seek_steps) > 0:
+        y, u, first_value, u_first, first_result = _seek(
+            problem,
+            settings,
+            y,
+            u,
+            names,
+            scale,
+            int(seek_steps),
+            float(seek_tol),
+            widths[0],
+            history,
+            progress,
+            callback,
+        )
     if not math.isfinite(float(first_value)):
         raise ValueError(
             "no periodic orbit at the starting parameters from `u_guess` "
-            f"({status_name(first_result)[0]}): give a guess that finds one."
+            f"({status_name(first_result)[0]}): give a guess that finds one"
+            + (", or more `seek_steps`." if int(seek_steps) > 0 else ".")
         )
     u = u_first
-    tags = frozenset()
-    history: list[TuneStep] = []
     result_name = "max_steps_reached"
     run_time = 0.0
     for stage, width in enumerate(widths):
@@ -480,6 +571,73 @@ def tune(
     )
 
 
+def _seek(
+    problem,
+    settings,
+    y,
+    u,
+    names,
+    scale,
+    max_steps,
+    tol,
+    width,
+    history,
+    progress,
+    callback,
+):
+    """The existence stage (see [`hybrax.tune`][]): Levenberg-Marquardt steps on
+    [`hybrax._tune._Seek`][] until an orbit is found from a point whose
+    periodicity defect is below `tol`. Returns `(y, u, value, u_orbit, result)`
+    of the tuning's first evaluation there (NaN value if none was found)."""
+    seek = _Seek(
+        problem,
+        eqx.tree_at(lambda s: s.adjoint, settings, dfx.ForwardMode()),
+        int(u.shape[0]),
+    )
+    solver = optx.LevenbergMarquardt(rtol=1e-10, atol=1e-10)
+    z = jnp.concatenate([u, y])
+    width = jnp.asarray(width, z.dtype)
+    f_struct, aux_struct = jax.eval_shape(lambda: seek(z, width))
+    state = _init(solver, seek, z, width, f_struct, aux_struct, frozenset())
+    k = int(u.shape[0])
+    value, u_orbit, result = jnp.asarray(jnp.nan), u, RESULTS.shooting_failed
+    for _ in range(max_steps):
+        z_next, state, _ = _step(solver, seek, z, width, state, frozenset())
+        residual, (defect, cycle_result) = jax.device_get(_seek_value(seek, z, width))
+        found = False
+        if float(defect) < tol:
+            value, (_, (u_orbit, _, _, result, _)) = _value(
+                problem, z[k:], (z[:k], width)
+            )
+            found = math.isfinite(float(value))
+        record = TuneStep(
+            step=len(history),
+            values={n: float(v) for n, v in zip(names, np.asarray(z[k:]) * scale)},
+            objective=float(np.sum(np.asarray(residual) ** 2)),
+            spectral_radius=math.nan,
+            multipliers=np.full(k, np.nan + 0j),
+            converged=found,
+            status=status_name(cycle_result)[0],
+            best=False,
+            u=np.asarray(z[:k]),
+            stage="seek",
+        )
+        history.append(record)
+        if progress:
+            _print_step(record, -1, 0)
+        if callback is not None:
+            callback(record)
+        if found:
+            return z[k:], z[:k], value, u_orbit, result
+        z = z_next
+    return z[k:], z[:k], value, u_orbit, result
+
+
+@eqx.filter_jit
+def _seek_value(seek, z, width):
+    return seek(z, width)
+
+
 @eqx.filter_jit
 def _landscape(problem, y, u):
     def one(y_, u_):
@@ -525,6 +683,16 @@ def _terminate(minimiser, fn, y, args, state, tags):
 def _print_step(record: TuneStep, stage: int, n_stages: int) -> None:
     values = ", ".join(f"{k}={v:.6g}" for k, v in record.values.items())
     mark = "*" if record.best else " "
+    if record.stage == "seek":
+        values = ", ".join(f"{k}={v:.6g}" for k, v in record.values.items())
+        print(
+            f"  seek step {record.step:3d}  |defect|^2 + penalties = "
+            f"{record.objective:.6g}  {values}  ({record.status}"
+            + (", orbit found)" if record.converged else ")"),
+            file=sys.stderr,
+            flush=True,
+        )
+        return
     print(
         f"{mark} stage {stage + 1}/{n_stages} step {record.step:3d}  "
         f"J = {record.objective:.8g}  "

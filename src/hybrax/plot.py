@@ -1003,3 +1003,63 @@ def tune_history_figure(
     if title:
         ax.set_title(title)
     return fig
+
+
+def multiplier_history_figure(
+    multipliers,
+    *,
+    final=None,
+    bound: float | None = None,
+    title: str | None = "Floquet multipliers over the tuning",
+) -> Figure:
+    r"""The nontrivial Floquet multipliers $\nu$ of each evaluation of a tuning run
+    in the complex plane, coloured from the first evaluation (light) to the last
+    (dark), with the unit circle (the stability boundary), the bound
+    $|\nu| = \rho_{max}$ (`bound`, if given) and the final orbit's multipliers
+    (`final`, ringed).
+
+    **Arguments:** `multipliers`: one array of complex multipliers per
+    evaluation; `final`: the result's multipliers; `bound`: $\rho_{max}$.
+    """
+    fig = Figure(figsize=(5.6, 5.2), layout="constrained")
+    ax = fig.add_subplot()
+    angle = np.linspace(0.0, 2.0 * np.pi, 361)
+    ax.plot(np.cos(angle), np.sin(angle), color="0.3", lw=1.0, label=r"$|\nu| = 1$")
+    if bound is not None:
+        ax.plot(
+            bound * np.cos(angle),
+            bound * np.sin(angle),
+            color="tab:green",
+            lw=0.9,
+            ls="--",
+            label=rf"$|\nu| = {bound:g}$",
+        )
+    n = len(multipliers)
+    colours = _blues(np.linspace(0.3, 1.0, max(n, 1)))
+    for k, values in enumerate(multipliers):
+        values = np.asarray(values)
+        ax.scatter(values.real, values.imag, s=10, color=colours[k], lw=0)
+    if final is not None:
+        final = np.asarray(final)
+        ax.scatter(
+            final.real,
+            final.imag,
+            s=60,
+            facecolors="none",
+            edgecolors="tab:red",
+            label="result",
+        )
+    ax.set_aspect("equal")
+    ax.set_xlabel(r"Re $\nu$")
+    ax.set_ylabel(r"Im $\nu$")
+    ax.legend(loc="upper right", fontsize="small")
+    if title:
+        ax.set_title(title)
+    return fig
+
+
+def _blues(values):
+    """Colours of the `Blues` colormap (for figures drawn without pyplot)."""
+    from matplotlib import colormaps
+
+    return colormaps["Blues"](values)

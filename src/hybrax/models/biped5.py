@@ -779,6 +779,21 @@ def _speed(orbit, params):
     return step_length(orbit.state, params) / orbit.period
 
 
+def _total_mass(params):
+    return params.m_trunk + 2 * (params.m_thigh + params.m_shank)
+
+
+def _cost_of_transport(orbit, params):
+    r"""The specific cost of transport $c_t = W/(M g d)$: the torques' net work per
+    step over weight and step length. On a periodic level gait the net work
+    puts back the energy lost at heel strike, $W = T_c$ (tested), so
+    $c_t = T_c/(M g d)$."""
+    mass = _total_mass(params)
+    return orbit_energy_lost(orbit, params) / (
+        mass * params.g * step_length(orbit.state, params)
+    )
+
+
 #: Scalar quantities of a gait (differentiable, for `tune`).
 ORBIT_QUANTITIES = {
     "period": orbit_period,
@@ -786,6 +801,7 @@ ORBIT_QUANTITIES = {
     "speed": _speed,
     "energy_lost": orbit_energy_lost,
     "Tc_over_T": orbit_energy_lost_share,
+    "cost_of_transport": _cost_of_transport,
     "multiplier": orbit_spectral_radius,
 }
 
@@ -889,6 +905,22 @@ _LABELS = tuple(rf"$\theta_{j}$ [rad]" for j in range(1, 6)) + tuple(
 
 _DEFAULTS = Biped5Params()
 
+#: The controller numbers `hybrax tune biped5` shapes: the four set points (the
+#: references' first Bezier coefficients) and the swing leg's hip and knee
+#: reference shapes.
+TUNED = (
+    "hip_swing_ref",
+    "hip_stance_ref",
+    "knee_swing_ref",
+    "knee_stance_ref",
+    *(f"{joint}_shape_{k}" for joint in ("hip_swing", "knee_swing") for k in (1, 2, 3)),
+)
+#: A controller under which the walker falls: the swing hip's set point at 0 (the
+#: swing leg is not brought forward), from `default_state` it trips over its swing
+#: foot at the second step (status `armed_beyond_guard`). `hybrax tune biped5`
+#: starts from it.
+FALLING_START = {"hip_swing_ref": 0.0}
+
 
 def _bundle():
     from .._model import (
@@ -896,6 +928,7 @@ def _bundle():
         FigureSpec,
         ModelBundle,
         ModelForm,
+        TuneDefaults,
         field_parameters,
     )
 
@@ -933,6 +966,18 @@ def _bundle():
         quantities=ORBIT_QUANTITIES,
         continuation=ContinuationDefaults(
             "hip_swing_ref", start=0.5, stop=0.7, parameter_scale=1.0, max_period=1.5
+        ),
+        tune=TuneDefaults(
+            vary=TUNED,
+            targets={"speed": 0.8},
+            minimize="cost_of_transport",
+            max_multiplier=0.9,
+            tolerance=0.016,
+            scale=0.5,
+            start=dict(FALLING_START),
+            seek_steps=30,
+            verify_steps=50,
+            max_steps=60,
         ),
         sweep_grids=("hip_swing_ref=0.5:0.65:4", "kp_hip=350:500:4"),
         labels=dict(zip(names, _LABELS)),

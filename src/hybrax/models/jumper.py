@@ -83,13 +83,17 @@ in the seed's 400 s (it counts more than 830), at constant energy. With plastic
 contact it loses $T_c = M g h$, all its kinetic energy, and stands.
 """
 
+import dataclasses
 import math
+import time
 
+import diffrax as dfx
 import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .._control import bezier
 from .._hybrid import (
     AbstractReset,
     ContactForceGuard,
@@ -229,21 +233,13 @@ def potential(q, params):
     return params.g * sum(m * r[1] for m, r in zip(masses, points))
 
 
-def _bezier(coefficients, s):
-    n = len(coefficients) - 1
-    return sum(
-        a * math.comb(n, k) * s**k * (1 - s) ** (n - k)
-        for k, a in enumerate(coefficients)
-    )
-
-
 def joint_torques(t, params):
     r"""The knee and hip torques $(\tau_k, \tau_h)$ at time $t$: cubic Bézier curves
     over $[0, t_p]$, zero afterwards."""
     s = jnp.clip(t / params.t_push, 0.0, 1.0)
     on = (t >= 0) & (t <= params.t_push)
-    knee = _bezier((params.knee_0, params.knee_1, params.knee_2, params.knee_3), s)
-    hip = _bezier((params.hip_0, params.hip_1, params.hip_2, params.hip_3), s)
+    knee = bezier((params.knee_0, params.knee_1, params.knee_2, params.knee_3), s)
+    hip = bezier((params.hip_0, params.hip_1, params.hip_2, params.hip_3), s)
     return jnp.where(on, knee, 0.0), jnp.where(on, hip, 0.0)
 
 
@@ -477,6 +473,181 @@ def crouch_state(params: JumperParams | None = None):
     segments at `CROUCH`, at rest (a stance state)."""
     del params
     return jnp.array([0.0, 0.0, *CROUCH, 0.0, 0.0, 0.0, 0.0, 0.0])
+
+
+#: The Bezier coefficients that [`hybrax.models.jumper.best_jump`][] shapes (the
+#: first ones stay 0: the torques start from rest).
+JUMP_COEFFICIENTS = ("knee_1", "knee_2", "knee_3", "hip_1", "hip_2", "hip_3")
+
+
+def _first_flight_apex(params, state, settings):
+    """The centre of mass's apex in the flight after the first lift-off from
+    `state` (stance); NaN unless the jumper lifts off and lands."""
+    from .._simulate import simulate
+
+    system, _ = jumper()
+    solution = simulate(system, state, params, n_events=2, settings=settings, mode0=1)
+    liftoff = system.transition_index("liftoff")
+    touchdown = system.transition_index("touchdown")
+    ok = solution.succeeded & (solution.transitions[0] == liftoff)
+    ok = ok & (solution.transitions[1] == touchdown)
+    return jnp.where(ok, solution.phase_observables["com_apex"][1], jnp.nan)
+
+
+class _JumpProblem(eqx.Module):
+    """$-$apex as a function of the unbounded coefficients $w$, with the
+    coefficients $a = \tau_{max}\tanh w$."""
+
+    params: JumperParams
+    state: jax.Array
+    torque_limit: jax.Array
+    settings: object
+
+    def with_values(self, w):
+        values = self.torque_limit * jnp.tanh(w)
+        return eqx.tree_at(
+            lambda p: [getattr(p, name) for name in JUMP_COEFFICIENTS],
+            self.params,
+            list(values),
+        )
+
+    def evaluate(self, w, args):
+        del args
+        apex = _first_flight_apex(self.with_values(w), self.state, self.settings)
+        return -apex, jax.lax.stop_gradient(apex)
+
+
+@dataclasses.dataclass(frozen=True)
+class BestJump:
+    """The result of [`hybrax.models.jumper.best_jump`][].
+
+    - `params`: the jumper's parameters with the best torque profile;
+      `coefficients`: its Bezier coefficients, by name.
+    - `apex`: the centre of mass's highest point after lift-off [m];
+      `start_apex`: the same for the starting profile.
+    - `history`: the apex at every step (NaN where the jumper did not lift off
+      and land).
+    - `result`: the minimiser's status name; `n_steps`: its steps.
+    - `wall_time`, `compile_time` [s].
+    """
+
+    params: JumperParams
+    coefficients: dict
+    apex: float
+    start_apex: float
+    history: list
+    result: str
+    n_steps: int
+    wall_time: float
+    compile_time: float
+
+
+def best_jump(
+    params: JumperParams | None = None,
+    state=None,
+    *,
+    torque_limit: float = 800.0,
+    max_steps: int = 40,
+    tol: float = 1e-9,
+    progress: bool = False,
+) -> BestJump:
+    r"""The knee and hip torque profiles that lift the jumper's centre of mass
+    highest: $\max_a\ y_{apex}(a)$ over the Bezier coefficients
+    [`JUMP_COEFFICIENTS`][hybrax.models.jumper.JUMP_COEFFICIENTS] (the first of
+    each torque stays 0), from a stance start, with plastic contact released
+    where the ground force changes sign (the `"liftoff"` guard) and the apex of
+    the flight that follows (seed 001's optimal jump, by gradient).
+
+    **Torque limits.** Each coefficient is $a_j = 	au_{max}	anh w_j$ and the
+    minimiser moves the unbounded $w$: a cubic Bezier curve lies in the convex hull
+    of its coefficients, so $|	au(t)| < 	au_{max}$ throughout the push.
+
+    **Gradient.** $\partial y_{apex}/\partial w$ by forward-mode autodiff (six
+    tangents) through the stance phase, the lift-off event (its time by the
+    implicit function theorem) and the flight's apex (an interior maximum, whose
+    derivative is the height's at fixed time); `optimistix.BFGS` steps on it.
+
+    **Arguments:**
+
+    - `params`: the starting parameters (default
+      [`hybrax.models.jumper.jump_params`][], the demonstration jump: apex
+      0.934 m); the coefficients must lie inside the limit.
+    - `state`: the stance start (default [`hybrax.models.jumper.crouch_state`][]).
+    - `torque_limit`: $	au_{max}$ [N m] (default 800).
+    - `max_steps`: the most BFGS steps; `tol`: its rtol and atol.
+    - `progress`: print the apex at every step.
+
+    **Returns:** a [`hybrax.models.jumper.BestJump`][].
+
+    **Raises:** `ValueError` for a start outside the limit or one that does not
+    jump.
+    """
+    import optimistix as optx
+
+    from .._misc import canonical_params
+    from .._settings import Settings
+    from .._tune import _ForwardProblem, _init, _step, _terminate
+
+    params = canonical_params(jump_params() if params is None else params)
+    state = jnp.asarray(crouch_state(params) if state is None else state, float)
+    if not (math.isfinite(torque_limit) and torque_limit > 0):
+        raise ValueError(f"`torque_limit` must be positive; got {torque_limit}.")
+    if isinstance(max_steps, bool) or int(max_steps) < 1:
+        raise ValueError(f"`max_steps` must be a positive integer; got {max_steps}.")
+    start = np.array([float(getattr(params, name)) for name in JUMP_COEFFICIENTS])
+    if not np.all(np.abs(start) < torque_limit):
+        raise ValueError(
+            f"`params`: the coefficients {dict(zip(JUMP_COEFFICIENTS, start))} must "
+            f"lie inside the torque limit {torque_limit}."
+        )
+    settings = Settings(rtol=1e-10, atol=1e-10, t_max=2.0, adjoint=dfx.ForwardMode())
+    problem = _JumpProblem(params, state, jnp.asarray(float(torque_limit)), settings)
+    fn = _ForwardProblem(problem)
+    solver = optx.BFGS(rtol=tol, atol=tol)
+    w = jnp.asarray(np.arctanh(start / torque_limit))
+    began = time.perf_counter()
+    start_apex = float(_jump_apex(problem, w))
+    if not math.isfinite(start_apex):
+        raise ValueError("the starting profile does not lift the jumper off and land.")
+    f_struct, aux_struct = jax.eval_shape(lambda: fn(w, None))
+    state_ = _init(solver, fn, w, None, f_struct, aux_struct, frozenset())
+    history, run_time, result = [], 0.0, "max_steps_reached"
+    best_w, best = w, start_apex
+    for step in range(int(max_steps)):
+        t0 = time.perf_counter()
+        w_next, state_, apex = _step(solver, fn, w, None, state_, frozenset())
+        done, code = _terminate(solver, fn, w_next, None, state_, frozenset())
+        apex = float(apex)  # the apex at the step's evaluation point
+        if step:
+            run_time += time.perf_counter() - t0
+        history.append(apex)
+        if progress:
+            print(f"  step {step:3d}  apex {apex:.9f} m", flush=True)
+        w = w_next
+        if bool(done):
+            result = "successful" if code == optx.RESULTS.successful else str(code)
+            break
+    final_apex = float(_jump_apex(problem, w))
+    if math.isfinite(final_apex) and final_apex >= best:
+        best_w, best = w, final_apex
+    final = problem.with_values(best_w)
+    wall = time.perf_counter() - began
+    return BestJump(
+        params=final,
+        coefficients={name: float(getattr(final, name)) for name in JUMP_COEFFICIENTS},
+        apex=best,
+        start_apex=start_apex,
+        history=history,
+        result=result,
+        n_steps=len(history),
+        wall_time=wall,
+        compile_time=wall - run_time,
+    )
+
+
+@eqx.filter_jit
+def _jump_apex(problem, w):
+    return problem.evaluate(w, None)[1]
 
 
 def energies(x, params):
