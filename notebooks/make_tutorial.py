@@ -135,36 +135,6 @@ fig2 = hybrax.plot.branch_figure(
     title="Fig. 7: the nontrivial Floquet multiplier",
 )""",
     ),
-    (
-        "md",
-        """## 6. Tuning by gradient
-Every output of `find_periodic_orbit` is differentiable in the parameters (implicit
-function theorem at the orbit; reverse mode by default). `hx.tune` uses this to
-find the ground damping $d_G$ and stiffness $k$ whose upper mass hops to 1.15 m
-(to 1 mm) with the smallest nontrivial Floquet multiplier, starting from the
-paper's parameters.""",
-    ),
-    (
-        "code",
-        """def apex_error(orbit, p):
-    return orbit.cycle.phase_observables["apex_upper"][0] - 1.15
-
-
-result = hx.tune(
-    minimal, section_min, models.hopper.orbit_guess(params), params,
-    lambda orbit, p: orbit.spectral_radius,   # minimise the multiplier ...
-    vary=["d_G", "k"],
-    constraints=[(apex_error, 1e-3)],         # ... with the apex at 1.15 m
-)
-print(result.result, "after", result.n_evaluations, "evaluations:", result.values)
-print("apex:", float(result.orbit.cycle.phase_observables["apex_upper"][0]),
-      " multiplier:", float(result.orbit.spectral_radius))
-fig3 = hybrax.plot.tune_history_figure(
-    np.array([step.objective for step in result.history]),
-    np.array([step.spectral_radius for step in result.history]),
-    title="objective and multiplier per evaluation",
-)""",
-    ),
 ]
 
 

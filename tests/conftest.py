@@ -37,6 +37,7 @@ def getkey():
 # machine). pytest-xdist hands whole files to its two workers in collection order;
 # longest first keeps one long file from running alone at the end.
 _FILE_SECONDS = {
+    "test_tune_biped.py": 250,
     "test_events.py": 130,
     "test_gradients.py": 120,
     "test_notebook.py": 110,

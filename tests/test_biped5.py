@@ -178,9 +178,7 @@ def _joint_torques(theta, theta_dot, p):
     span = p["phase_end"] - p["phase_start"]
     s_raw = (math.atan2(x, z) - p["phase_start"]) / span
     s_rate = (z * x_dot - x * z_dot) / (x**2 + z**2) / span
-    s = min(max(s_raw, 0.0), 1.0)
-    if not 0 < s_raw < 1:
-        s_rate = 0.0
+    s = min(max(s_raw, 0.0), 1.0)  # the rate keeps the end slope outside [0, 1]
     joints = (  # (child, parent, kp, kd, joint)
         (0, 1, p["kp_knee"], p["kd_knee"], "knee_stance"),
         (2, 1, p["kp_hip"], p["kd_hip"], "hip_stance"),

@@ -31,7 +31,6 @@ def test_tutorial_executes(tmp_path):
     )
     assert "converged: True" in outputs
     assert "folds at D_G" in outputs
-    assert "successful after" in outputs and "apex: 1.14" in outputs
     errors = [
         out
         for cell in notebook.cells

@@ -67,11 +67,14 @@ def virtual_constraint_torques(
     references (see [`hybrax._control`][]):
 
     $$s_c = \min(\max(s, 0), 1),\quad e = y - h(s_c),\quad \dot e = \dot y -
-    h'(s_c)\,\dot s\,[0 < s < 1],$$
+    h'(s_c)\,\dot s,$$
     $$\tau = \operatorname{clip}(-K_p e - K_d\dot e, -\tau_{max}, \tau_{max}).$$
 
     Before the phase starts ($s < 0$) and after it ends ($s > 1$) the references
-    hold their end values.
+    hold their end values, and their rates keep their end slopes $h'(0)\dot s$,
+    $h'(1)\dot s$: the torques are then continuous in the state (a jump where $s$
+    leaves $[0, 1]$ would be a discontinuity of the vector field, which the
+    variational equations, and so the orbit's Jacobian, do not see).
 
     **Arguments:**
 
@@ -83,10 +86,9 @@ def virtual_constraint_torques(
 
     **Returns:** the torques $\tau$, shape `(n,)`.
     """
-    inside = (phase > 0) & (phase < 1)
     s = jnp.clip(phase, 0.0, 1.0)
     reference = bezier(coefficients, s)
-    reference_rate = bezier_rate(coefficients, s) * jnp.where(inside, phase_rate, 0.0)
+    reference_rate = bezier_rate(coefficients, s) * phase_rate
     error = outputs - reference
     error_rate = output_rates - reference_rate
     torque = -kp * error - kd * error_rate

@@ -162,7 +162,7 @@ class Biped5Params(eqx.Module):
     knee_swing_shape_2: float = 0.0
     knee_swing_shape_3: float = 0.0
     phase_start: float = -0.3
-    phase_end: float = 0.3
+    phase_end: float = 0.4
     torque_limit: float = 400.0
 
     def __check_init__(self):

@@ -1,0 +1,180 @@
+"""Tuning the five-link biped's gait controller by gradient: the tuning objective's
+reverse-mode gradient against central differences, and `hybrax tune biped5` from
+a walking (not yet target) controller to a stable gait at a new speed, checked by
+finding the gait again from scratch, a 50-step disturbed walk, and every command
+taking the tuned parameters back (`--params`)."""
+
+import dataclasses
+import json
+import os
+import pathlib
+import re
+
+import diffrax as dfx
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import nbformat
+import numpy as np
+import pytest
+from nbclient import NotebookClient
+
+import hybrax as hx
+from hybrax._cli import main
+from hybrax.models import biped5 as b5
+
+
+SYSTEM, DEFAULTS = b5.biped5()
+SECTION = b5.section()
+QUANTITIES = b5.ORBIT_QUANTITIES
+# A controller with phase-dependent references (every shape offset set), on
+# which the default gait's guess still finds a gait.
+SHAPES = {
+    "hip_swing_shape_1": 0.02,
+    "hip_swing_shape_2": 0.03,
+    "hip_swing_shape_3": -0.02,
+    "knee_swing_shape_1": 0.02,
+    "knee_swing_shape_2": -0.02,
+    "knee_swing_shape_3": 0.01,
+}
+PARAMS = hx.canonical_params(dataclasses.replace(DEFAULTS, **SHAPES))
+
+
+def _objective(values, u_guess, settings):
+    """The tuning's penalised objective (its final stage) over the ten tuned
+    controller numbers: cost of transport + ((speed - 0.8) / 0.016)^2 +
+    1e3 max(0, rho - 0.8991)^2."""
+    params = PARAMS
+    for name, value in zip(b5.TUNED, values):
+        params = eqx.tree_at(lambda p, name=name: getattr(p, name), params, value)
+    orbit = hx.find_periodic_orbit(
+        SYSTEM, SECTION, u_guess, params, analyse=False, settings=settings
+    )
+    speed = QUANTITIES["speed"](orbit, params)
+    excess = jnp.maximum(orbit.spectral_radius - 0.8991, 0.0)
+    return (
+        QUANTITIES["cost_of_transport"](orbit, params)
+        + ((speed - 0.8) / 0.016) ** 2
+        + 1e3 * excess**2
+    )
+
+
+def test_tuning_objective_gradient_matches_central_differences(getkey):
+    """The derivative of J along random directions of the ten controller numbers
+    (implicit-function derivatives of the orbit, through the virtual-constraint
+    torques and the heel strike; forward mode, as `hx.tune(mode="forward")` takes
+    it; reverse mode is the same rule transposed, tested on the hopper in
+    test_gradients.py) against central differences of converged orbits."""
+    values = jnp.array([float(getattr(PARAMS, n)) for n in b5.TUNED])
+    u_guess = jnp.asarray(b5.orbit_guess(PARAMS))
+    settings = hx.Settings(adjoint=dfx.ForwardMode())
+
+    @jax.jit
+    def derivative(direction):
+        return jax.jvp(
+            lambda v: _objective(v, u_guess, settings), (values,), (direction,)
+        )
+
+    objective = jax.jit(lambda v: _objective(v, u_guess, settings))
+    h = 1e-5
+    for _ in range(2):
+        direction = jax.random.normal(getkey(), values.shape)
+        direction = direction / jnp.linalg.norm(direction)
+        value, slope = derivative(direction)
+        assert np.isfinite(float(value))
+        plus = float(objective(values + h * direction))
+        minus = float(objective(values - h * direction))
+        np.testing.assert_allclose(float(slope), (plus - minus) / (2 * h), rtol=2e-5)
+
+
+def test_tune_command_from_a_falling_start_reaches_a_stable_gait(tmp_path):
+    """`hybrax tune biped5` on a test budget (five evaluations: the existence
+    stage): from the controller under which the biped falls, a gait exists and
+    is stable (every multiplier below 0.9); the command says the speed target is
+    not met yet (exit code 1, `targets_met` false). The gait is found again from
+    a cold start, a disturbed 50-step walk comes back to it as its multipliers
+    predict, and `orbit` and `simulate` with `--params` reproduce it."""
+    out = tmp_path / "tune"
+    code = main(
+        ["tune", "biped5", "--max-steps", "5", "--no-progress", "--out", str(out)]
+        + ["--json", str(tmp_path / "t.json")]
+    )
+    data = json.loads((tmp_path / "t.json").read_text())
+    final = data["final"]
+    assert code == 1 and not final["targets_met"]
+    assert final["converged"] and final["stable"]
+    assert max(abs(complex(*m)) for m in final["multipliers"]) < 0.9
+    stages = [step["stage"] for step in data["history"]]
+    assert stages == ["seek"] * len(stages) and data["history"][-1]["converged"]
+    check = data["verification"]
+    assert check["passed"] and check["orbit_refound"]
+    assert check["steps_completed"] == 50 and check["status"] == "successful"
+    gaps = check["distance_to_orbit"]
+    assert gaps[-1] < 10 * final["multiplier"] ** 49 * gaps[0]
+    for name in ("tune_path.png", "animation.gif"):
+        assert (out / name).stat().st_size > 0
+    # The tuned parameters, taken back by `orbit` (its guess from the file) ...
+    code = main(
+        ["orbit", "biped5", "--params", str(tmp_path / "t.json"), "--out"]
+        + [str(tmp_path / "orbit"), "--json", str(tmp_path / "o.json")]
+    )
+    assert code == 0
+    orbit = json.loads((tmp_path / "o.json").read_text())
+    np.testing.assert_allclose(orbit["speed"], final["speed"], rtol=1e-8)
+    np.testing.assert_allclose(orbit["state"], final["state"], atol=1e-8)
+    # ... and by `simulate`, which starts on the tuned gait's state.
+    code = main(
+        ["simulate", "biped5", "--params", str(tmp_path / "t.json"), "--cycles"]
+        + ["3", "--out", str(tmp_path / "sim"), "--json", str(tmp_path / "s.json")]
+    )
+    assert code == 0
+    walk = json.loads((tmp_path / "s.json").read_text())
+    assert walk["params"]["hip_swing_ref"] == final["params"]["hip_swing_ref"]
+    np.testing.assert_allclose(walk["x0"], final["state"], atol=1e-12)
+    for event in walk["events"]:
+        np.testing.assert_allclose(event["state_after"], final["state"], atol=1e-7)
+
+
+NOTEBOOK = pathlib.Path(__file__).parents[1] / "notebooks" / "biped_tuning.ipynb"
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+def test_biped_tuning_notebook_executes(tmp_path, monkeypatch):
+    """The tuning notebook runs top to bottom with the public API, on the test
+    budget (the existence stage; after the command-line test in this file, whose
+    compiled programs it finds in the compilation cache): from the falling start
+    to a stable gait, found again from the model's guess, a disturbed 50-step walk
+    coming back to it."""
+    notebook = nbformat.read(NOTEBOOK, as_version=4)
+    env_cache = os.environ.get("HYBRAX_TEST_CACHE", ".jax_cache")
+    monkeypatch.setenv("JAX_COMPILATION_CACHE_DIR", os.path.abspath(env_cache))
+    monkeypatch.setenv("HYBRAX_NOTEBOOK_BUDGET", "5")
+    client = NotebookClient(
+        notebook,
+        timeout=600,
+        kernel_name="python3",
+        resources={"metadata": {"path": str(tmp_path)}},
+    )
+    client.execute()
+    outputs = "".join(
+        out.get("text", "")
+        for cell in notebook.cells
+        if cell.cell_type == "code"
+        for out in cell.get("outputs", [])
+    )
+    errors = [
+        out
+        for cell in notebook.cells
+        if cell.cell_type == "code"
+        for out in cell.get("outputs", [])
+        if out.get("output_type") == "error"
+    ]
+    assert not errors
+    assert "armed_beyond_guard after 1 heel strike(s)" in outputs
+    assert "stable: True" in outputs
+    walk = re.search(
+        r"successful 50 steps; .* ([0-9.e+-]+) after the first, ([0-9.e+-]+) after",
+        outputs,
+    )
+    assert walk is not None
+    assert float(walk.group(2)) < 1e-2 * float(walk.group(1))
