@@ -558,6 +558,9 @@ def test_orbit_is_the_settled_walk(orbit):
         "energy_lost": data["T_c"],
         "Tc_over_T": data["Tc_over_T"],
         "multiplier": abs(complex(*data["multipliers_saltation"][0])),
+        # T_c / (M g d), the total mass summed from the seed's segments.
+        "cost_of_transport": data["T_c"]
+        / (sum(s[f"M{j}"] for j in range(1, 6)) * s["g"] * step),
     }
     assert set(bundle.quantities) == set(expected)
     for name, quantity in bundle.quantities.items():
