@@ -359,3 +359,33 @@ def test_plots_of_a_failed_run(solution):
     assert (
         len(hybrax.models.hopper_figures.energy_history(trajectory, params).axes) == 1
     )
+
+
+def test_params_file_gives_parameters_and_start(cli_run, tmp_path, capsys):
+    """`--params FILE` (a `hybrax tune` result's `final`: parameters and the
+    orbit's state) sets the parameters and the start, `--set` overrides the file;
+    a missing file or an unknown name is one line and exit 2."""
+    _, _, data = cli_run
+    start = [v + 0.01 for v in data["x0"]]
+    stored = {"final": {"params": {"k": 16000.0, "d_G": -70.0}, "state": start}}
+    path = tmp_path / "tuned.json"
+    path.write_text(json.dumps(stored))
+    code = main(
+        ["simulate", "hopper", "--hops", str(HOPS), "--params", str(path)]
+        + ["--set", "d_G=-75", "--out", str(tmp_path / "f")]
+        + ["--json", str(tmp_path / "run.json")]
+    )
+    assert code == 0
+    run = json.loads((tmp_path / "run.json").read_text())
+    assert run["params"]["k"] == 16000.0 and run["params"]["d_G"] == -75.0
+    assert run["x0"] == start
+    for bad, message in (
+        (tmp_path / "missing.json", "cannot read"),
+        (tmp_path / "unknown.json", "unknown hopper parameter 'spring'"),
+    ):
+        if bad.name == "unknown.json":
+            bad.write_text(json.dumps({"params": {"spring": 1.0}}))
+        with pytest.raises(SystemExit) as info:
+            main(["simulate", "hopper", "--params", str(bad)])
+        assert info.value.code == 2
+        assert message in capsys.readouterr().err.strip().splitlines()[-1]

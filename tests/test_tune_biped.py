@@ -69,21 +69,19 @@ def test_tuning_objective_gradient_matches_central_differences(getkey):
     u_guess = jnp.asarray(b5.orbit_guess(PARAMS))
     settings = hx.Settings(adjoint=dfx.ForwardMode())
 
+    # One compiled program for the derivative and the values on both sides.
     @jax.jit
-    def derivative(direction):
-        return jax.jvp(
-            lambda v: _objective(v, u_guess, settings), (values,), (direction,)
-        )
+    def derivative(at, direction):
+        return jax.jvp(lambda v: _objective(v, u_guess, settings), (at,), (direction,))
 
-    objective = jax.jit(lambda v: _objective(v, u_guess, settings))
     h = 1e-5
     for _ in range(2):
         direction = jax.random.normal(getkey(), values.shape)
         direction = direction / jnp.linalg.norm(direction)
-        value, slope = derivative(direction)
+        value, slope = derivative(values, direction)
         assert np.isfinite(float(value))
-        plus = float(objective(values + h * direction))
-        minus = float(objective(values - h * direction))
+        plus = float(derivative(values + h * direction, direction)[0])
+        minus = float(derivative(values - h * direction, direction)[0])
         np.testing.assert_allclose(float(slope), (plus - minus) / (2 * h), rtol=2e-5)
 
 
@@ -93,7 +91,8 @@ def test_tune_command_from_a_falling_start_reaches_a_stable_gait(tmp_path):
     is stable (every multiplier below 0.9); the command says the speed target is
     not met yet (exit code 1, `targets_met` false). The gait is found again from
     a cold start, a disturbed 50-step walk comes back to it as its multipliers
-    predict, and `orbit` and `simulate` with `--params` reproduce it."""
+    predict, and `orbit --params` finds it again (`simulate --params` is
+    tested on the hopper)."""
     out = tmp_path / "tune"
     code = main(
         ["tune", "biped5", "--max-steps", "5", "--no-progress", "--out", str(out)]
@@ -113,7 +112,8 @@ def test_tune_command_from_a_falling_start_reaches_a_stable_gait(tmp_path):
     assert gaps[-1] < 10 * final["multiplier"] ** 49 * gaps[0]
     for name in ("tune_path.png", "animation.gif"):
         assert (out / name).stat().st_size > 0
-    # The tuned parameters, taken back by `orbit` (its guess from the file) ...
+    # The tuned parameters and gait, taken back by `orbit` (Newton from the
+    # stored orbit: one iteration, the same gait).
     code = main(
         ["orbit", "biped5", "--params", str(tmp_path / "t.json"), "--out"]
         + [str(tmp_path / "orbit"), "--json", str(tmp_path / "o.json")]
@@ -122,17 +122,6 @@ def test_tune_command_from_a_falling_start_reaches_a_stable_gait(tmp_path):
     orbit = json.loads((tmp_path / "o.json").read_text())
     np.testing.assert_allclose(orbit["speed"], final["speed"], rtol=1e-8)
     np.testing.assert_allclose(orbit["state"], final["state"], atol=1e-8)
-    # ... and by `simulate`, which starts on the tuned gait's state.
-    code = main(
-        ["simulate", "biped5", "--params", str(tmp_path / "t.json"), "--cycles"]
-        + ["3", "--out", str(tmp_path / "sim"), "--json", str(tmp_path / "s.json")]
-    )
-    assert code == 0
-    walk = json.loads((tmp_path / "s.json").read_text())
-    assert walk["params"]["hip_swing_ref"] == final["params"]["hip_swing_ref"]
-    np.testing.assert_allclose(walk["x0"], final["state"], atol=1e-12)
-    for event in walk["events"]:
-        np.testing.assert_allclose(event["state_after"], final["state"], atol=1e-7)
 
 
 NOTEBOOK = pathlib.Path(__file__).parents[1] / "notebooks" / "biped_tuning.ipynb"
