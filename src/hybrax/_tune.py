@@ -467,8 +467,9 @@ def tune(
     )
     tags = frozenset()
     history: list[TuneStep] = []
+    seek_run_time = 0.0
     if not math.isfinite(float(first_value)) and int(seek_steps) > 0:
-        y, u, first_value, u_first, first_result = _seek(
+        y, u, first_value, u_first, first_result, seek_run_time = _seek(
             problem,
             settings,
             y,
@@ -490,7 +491,8 @@ def tune(
         )
     u = u_first
     result_name = "max_steps_reached"
-    run_time = 0.0
+    # (The existence stage's steps after its first are run time too.)
+    run_time = seek_run_time
     for stage, width in enumerate(widths):
         args = (u, jnp.asarray(width))
         f_struct, aux_struct = jax.eval_shape(lambda: fn(y, args))
@@ -587,8 +589,9 @@ def _seek(
 ):
     """The existence stage (see [`hybrax.tune`][]): Levenberg-Marquardt steps on
     [`hybrax._tune._Seek`][] until an orbit is found from a point whose
-    periodicity defect is below `tol`. Returns `(y, u, value, u_orbit, result)`
-    of the tuning's first evaluation there (NaN value if none was found)."""
+    periodicity defect is below `tol`. Returns `(y, u, value, u_orbit, result,
+    run_time)`: the tuning's first evaluation there (NaN value if none was found)
+    and the seconds of the steps after the first (run time, not compiling)."""
     seek = _Seek(
         problem,
         eqx.tree_at(lambda s: s.adjoint, settings, dfx.ForwardMode()),
@@ -601,7 +604,9 @@ def _seek(
     state = _init(solver, seek, z, width, f_struct, aux_struct, frozenset())
     k = int(u.shape[0])
     value, u_orbit, result = jnp.asarray(jnp.nan), u, RESULTS.shooting_failed
-    for _ in range(max_steps):
+    run_time = 0.0
+    for index in range(max_steps):
+        t0 = time.perf_counter()
         z_next, state, _ = _step(solver, seek, z, width, state, frozenset())
         residual, (defect, cycle_result) = jax.device_get(_seek_value(seek, z, width))
         found = False
@@ -627,10 +632,12 @@ def _seek(
             _print_step(record, -1, 0)
         if callback is not None:
             callback(record)
+        if index:
+            run_time += time.perf_counter() - t0
         if found:
-            return z[k:], z[:k], value, u_orbit, result
+            return z[k:], z[:k], value, u_orbit, result, run_time
         z = z_next
-    return z[k:], z[:k], value, u_orbit, result
+    return z[k:], z[:k], value, u_orbit, result, run_time
 
 
 @eqx.filter_jit
