@@ -3,9 +3,7 @@
 The notebook is executed by the test suite (tests/test_notebook_biped.py) with a
 small budget (the environment variable HYBRAX_NOTEBOOK_BUDGET)."""
 
-import pathlib
-
-import nbformat
+from make_tutorial import write_notebook
 
 
 CELLS = [
@@ -142,21 +140,7 @@ print("predicted by the multipliers:",
 
 
 def main() -> None:
-    notebook = nbformat.v4.new_notebook()
-    notebook.cells = [
-        nbformat.v4.new_markdown_cell(src)
-        if kind == "md"
-        else nbformat.v4.new_code_cell(src)
-        for kind, src in CELLS
-    ]
-    notebook.metadata["kernelspec"] = {
-        "name": "python3",
-        "display_name": "Python 3",
-        "language": "python",
-    }
-    path = pathlib.Path(__file__).with_name("biped_tuning.ipynb")
-    nbformat.write(notebook, path)
-    print(f"wrote {path}")
+    write_notebook(CELLS, "biped_tuning.ipynb")
 
 
 if __name__ == "__main__":

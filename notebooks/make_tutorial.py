@@ -138,22 +138,28 @@ fig2 = hybrax.plot.branch_figure(
 ]
 
 
-def main() -> None:
+def write_notebook(cells, name: str) -> None:
+    """Write `cells` ((kind, source) pairs) as the notebook `name` beside this
+    script."""
     notebook = nbformat.v4.new_notebook()
     notebook.cells = [
         nbformat.v4.new_markdown_cell(src)
         if kind == "md"
         else nbformat.v4.new_code_cell(src)
-        for kind, src in CELLS
+        for kind, src in cells
     ]
     notebook.metadata["kernelspec"] = {
         "name": "python3",
         "display_name": "Python 3",
         "language": "python",
     }
-    path = pathlib.Path(__file__).with_name("hopper_tutorial.ipynb")
+    path = pathlib.Path(__file__).with_name(name)
     nbformat.write(notebook, path)
     print(f"wrote {path}")
+
+
+def main() -> None:
+    write_notebook(CELLS, "hopper_tutorial.ipynb")
 
 
 if __name__ == "__main__":

@@ -20,3 +20,34 @@ def central_jacobian(fn, x, h=1e-6):
         e[i] = h
         J[..., i] = (np.asarray(fn(x + e)) - np.asarray(fn(x - e))) / (2 * h)
     return J
+
+
+def run_notebook(path, tmp_path, monkeypatch, **environment):
+    """Execute a notebook in a fresh kernel (working directory `tmp_path`, the
+    suite's compilation cache, `environment` set), and return its printed text and
+    its error outputs."""
+    import os
+
+    import nbformat
+    from nbclient import NotebookClient
+
+    notebook = nbformat.read(path, as_version=4)
+    cache = os.environ.get("HYBRAX_TEST_CACHE", ".jax_cache")
+    monkeypatch.setenv("JAX_COMPILATION_CACHE_DIR", os.path.abspath(cache))
+    for name, value in environment.items():
+        monkeypatch.setenv(name, value)
+    client = NotebookClient(
+        notebook,
+        timeout=600,
+        kernel_name="python3",
+        resources={"metadata": {"path": str(tmp_path)}},
+    )
+    client.execute()
+    outputs = [
+        out
+        for cell in notebook.cells
+        if cell.cell_type == "code"
+        for out in cell.get("outputs", [])
+    ]
+    text = "".join(out.get("text", "") for out in outputs)
+    return text, [out for out in outputs if out.get("output_type") == "error"]

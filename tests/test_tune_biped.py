@@ -6,7 +6,6 @@ taking the tuned parameters back (`--params`)."""
 
 import dataclasses
 import json
-import os
 import pathlib
 import re
 
@@ -14,12 +13,11 @@ import diffrax as dfx
 import equinox as eqx
 import jax
 import jax.numpy as jnp
-import nbformat
 import numpy as np
 import pytest
-from nbclient import NotebookClient
 
 import hybrax as hx
+from helpers import run_notebook
 from hybrax._cli import main
 from hybrax.models import biped5 as b5
 
@@ -134,30 +132,9 @@ def test_biped_tuning_notebook_executes(tmp_path, monkeypatch):
     compiled programs it finds in the compilation cache): from the falling start
     to a stable gait, found again from the model's guess, a disturbed 50-step walk
     coming back to it."""
-    notebook = nbformat.read(NOTEBOOK, as_version=4)
-    env_cache = os.environ.get("HYBRAX_TEST_CACHE", ".jax_cache")
-    monkeypatch.setenv("JAX_COMPILATION_CACHE_DIR", os.path.abspath(env_cache))
-    monkeypatch.setenv("HYBRAX_NOTEBOOK_BUDGET", "5")
-    client = NotebookClient(
-        notebook,
-        timeout=600,
-        kernel_name="python3",
-        resources={"metadata": {"path": str(tmp_path)}},
+    outputs, errors = run_notebook(
+        NOTEBOOK, tmp_path, monkeypatch, HYBRAX_NOTEBOOK_BUDGET="5"
     )
-    client.execute()
-    outputs = "".join(
-        out.get("text", "")
-        for cell in notebook.cells
-        if cell.cell_type == "code"
-        for out in cell.get("outputs", [])
-    )
-    errors = [
-        out
-        for cell in notebook.cells
-        if cell.cell_type == "code"
-        for out in cell.get("outputs", [])
-        if out.get("output_type") == "error"
-    ]
     assert not errors
     assert "armed_beyond_guard after 1 heel strike(s)" in outputs
     assert "stable: True" in outputs

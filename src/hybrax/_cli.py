@@ -638,20 +638,18 @@ def _stick_outputs(model, trajectory, params, out) -> list:
     return [*paths, plot.save_animation(frames, pathlib.Path(out) / "animation.gif")]
 
 
+def _events_slice(trajectory, events: slice):
+    """The phases and events of a `Trajectory` in `events` (a slice)."""
+    fields = ("t_phase", "x_phase", "phase_modes", "t_events", "event_kinds")
+    fields += ("x_before", "x_after", "T_c", "T_a")
+    return dataclasses.replace(
+        trajectory, **{name: getattr(trajectory, name)[events] for name in fields}
+    )
+
+
 def _first_period(trajectory, n_events: int):
     """The first `n_events` phases and events of a `Trajectory`."""
-    return dataclasses.replace(
-        trajectory,
-        t_phase=trajectory.t_phase[:n_events],
-        x_phase=trajectory.x_phase[:n_events],
-        phase_modes=trajectory.phase_modes[:n_events],
-        t_events=trajectory.t_events[:n_events],
-        event_kinds=trajectory.event_kinds[:n_events],
-        x_before=trajectory.x_before[:n_events],
-        x_after=trajectory.x_after[:n_events],
-        T_c=trajectory.T_c[:n_events],
-        T_a=trajectory.T_a[:n_events],
-    )
+    return _events_slice(trajectory, slice(None, n_events))
 
 
 def _format_complex(value) -> str:

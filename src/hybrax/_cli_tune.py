@@ -10,9 +10,9 @@ multiplier below `--max-multiplier`. Writes the history as JSON, a figure of
 the path over a contour map of the objective (two varied parameters) or of the
 objective per evaluation (more), and the multipliers over the iterations in the
 complex plane. With `--verify-steps N` the result is checked: the orbit is found
-again from the model's own guess, and a forward simulation from a disturbed
-start walks N steps and comes back to it (a model with a stick figure also
-writes the tuned motion's animation).
+again from cold starts (not the tuning's last orbit), and a forward simulation
+from a disturbed start walks N steps and comes back to it as the multipliers
+predict (a model with a stick figure also writes the tuned motion's animation).
 """
 
 import argparse
@@ -103,8 +103,8 @@ def add_parser(subparsers) -> None:
         type=int,
         default=None,
         metavar="N",
-        help="check the result: find the orbit again from the model's guess and "
-        "simulate N steps from a disturbed start (default: 0, or the model's)",
+        help="check the result: find the orbit again from cold starts and walk N "
+        "steps from a disturbed start (default: 0, or the model's)",
     )
     parser.add_argument(
         "--no-progress", action="store_true", help="do not print each evaluation"
@@ -285,7 +285,10 @@ def _run_tune(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         # The tuned motion: the last steps of the verifying walk, on the orbit.
         last = min(6, len(trajectory.t_events))
         written += _cli._stick_outputs(
-            model, _last_events(trajectory, last), result.params, args.out
+            model,
+            _cli._events_slice(trajectory, slice(-last, None)),
+            result.params,
+            args.out,
         )
     for path in written:
         print(f"wrote {path}")
@@ -334,29 +337,6 @@ def _run_tune(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         print(f"wrote {args.json}")
     verified = verification is None or verification["passed"]
     return 0 if (result.converged and result.stable and met and verified) else 1
-
-
-def _last_events(trajectory, n: int):
-    """The last `n` phases and events of a `Trajectory`."""
-    import dataclasses
-
-    return dataclasses.replace(
-        trajectory,
-        **{
-            name: getattr(trajectory, name)[-n:]
-            for name in (
-                "t_phase",
-                "x_phase",
-                "phase_modes",
-                "t_events",
-                "event_kinds",
-                "x_before",
-                "x_after",
-                "T_c",
-                "T_a",
-            )
-        },
-    )
 
 
 # An orbit found again is the tuned one when their unknowns agree to this.
