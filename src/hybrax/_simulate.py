@@ -549,6 +549,11 @@ def run_phase(
     fired = jnp.zeros((), jnp.int32)
     stage_result = RESULTS.successful
     stage_cause = jnp.asarray(-1, jnp.int32)
+    # (Static: the arming check is traced only where a transition asks for it.)
+    strict_arms = any(
+        strict and tr.arm is not None
+        for strict, tr in zip(system.strict_arming, system.transitions)
+    )
     hit = jnp.zeros((), bool)
     t_cur = t
     stages = []
@@ -597,19 +602,21 @@ def run_phase(
         stage_result = RESULTS.where(failed, step_result, stage_result)
         if entries.shape[0]:
             arms_now = running & occurred & arming_event
-            # Armed with its guard already past the crossing: the crossing came
-            # before the arming and would be missed (and, read through the minimum
-            # of the entries, it would hide every other guard's crossing).
-            guards_now = tables.guards(
-                mode, t_hit, jax.lax.stop_gradient(state_of(y_hit)), params
-            )
-            strict = jnp.asarray(system.strict_arming)[j]
-            missed = arms_now & strict & (guards_now[j] < -tol)
-            stage_result = RESULTS.where(
-                missed, RESULTS.armed_beyond_guard, stage_result
-            )
-            stage_cause = jnp.where(missed, j, stage_cause)
-            failed = failed | missed
+            if strict_arms:
+                # Armed with its guard already past the crossing: the crossing
+                # came before the arming and would be missed (and, read through
+                # the minimum of the entries, it would hide every other guard's
+                # crossing).
+                guards_now = tables.guards(
+                    mode, t_hit, jax.lax.stop_gradient(state_of(y_hit)), params
+                )
+                strict = jnp.asarray(system.strict_arming)[j]
+                missed = arms_now & strict & (guards_now[j] < -tol)
+                stage_result = RESULTS.where(
+                    missed, RESULTS.armed_beyond_guard, stage_result
+                )
+                stage_cause = jnp.where(missed, j, stage_cause)
+                failed = failed | missed
             armed = jnp.where(arms_now, armed.at[j].set(True), armed)
         fired = jnp.where(real_event, j, fired)
         hit = hit | real_event
