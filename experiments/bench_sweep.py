@@ -19,6 +19,13 @@ without orbits is much slower per point (under vmap every element waits for the
 chunk's slowest, and a point that does not converge runs all Newton iterations);
 `hybrax sweep hopper` reports that case.
 
+Then the largest batch again with `--infeasible` (default 0.1) of its parameter sets
+replaced by sets with D_G in [-0.2, 0.05] (most have no orbit: the hopper stops
+lifting off, or its cycle never returns), solved with compaction (rounds of
+`--round-iterations` Newton iterations, the default of `sweep_orbits`) and without
+(`round_iterations=None`, one round: the slowest element holds its chunk for all its
+iterations), against the clean batch's throughput of valid orbits.
+
 `--profile` adds, at `--profile-batch`, warm per-element timings of the pieces of
 one orbit solve under vmap (one return-map cycle, its forward-mode Jacobian, the
 variational cycle), the steps per phase, and the Newton iteration counts, to show
@@ -55,7 +62,10 @@ def parse_args():
     parser.add_argument("--scipy-orbits", type=int, default=5)
     parser.add_argument("--devices", type=int, default=1, help="host devices")
     parser.add_argument(
-        "--chunk", type=int, default=None, help="chunk size (default: the batch)"
+        "--chunk",
+        type=int,
+        default=None,
+        help="lanes per call",
     )
     parser.add_argument("--max-iterations", type=int, default=12, help="Newton")
     parser.add_argument("--map-iterations", type=int, default=0)
@@ -66,6 +76,8 @@ def parse_args():
     parser.add_argument(
         "--jacobian", choices=("autodiff", "variational"), default="autodiff"
     )
+    parser.add_argument("--infeasible", type=float, default=0.1)
+    parser.add_argument("--round-iterations", type=int, default=8)
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--profile-batch", type=int, default=1024)
     parser.add_argument("--json", action="store_true", help="write experiments/out/")
@@ -151,7 +163,8 @@ def main():
         f"settings: tol {args.tol:g}, t_max {args.t_max:g}, Newton <= "
         f"{args.max_iterations} (tol {args.newton_tol:g}), {args.map_iterations} "
         "return-map iterations, "
-        f"jacobian {args.jacobian}, chunk {args.chunk or 'the batch'}; batch mu in "
+        f"jacobian {args.jacobian}, chunk {args.chunk or 'default'}, rounds of "
+        f"{args.round_iterations}; batch mu in "
         f"{MU_RANGE}, D_G in {D_G_RANGE}"
     )
 
@@ -176,6 +189,7 @@ def main():
                 models.hopper.orbit_guess,
                 params,
                 chunk_size=args.chunk,
+                round_iterations=args.round_iterations,
                 **options,
             )
 
@@ -248,6 +262,10 @@ def main():
     )
 
     results = {"settings": vars(args), "scipy_s": scipy_times, "rows": rows}
+    if args.infeasible > 0:
+        results["infeasible"] = infeasible_batch(
+            args, np, eqx, jtu, hx, models, system, section, pool, options, rows[-1]
+        )
     if args.profile:
         results["profile"] = profile(args, jax, jtu, np, hx, models, pool, last)
     if args.json:
@@ -256,6 +274,66 @@ def main():
         path = folder / "bench_sweep.json"
         path.write_text(json.dumps(results, indent=2, default=str))
         print(f"\nwrote {path}")
+
+
+def infeasible_batch(
+    args, np, eqx, jtu, hx, models, system, section, pool, options, clean
+):
+    """The largest batch with a fraction of infeasible parameter sets, with and
+    without compaction; throughput of its valid orbits against the clean batch."""
+    n = clean["batch"]
+    params = take(jtu, np, pool, n)
+    rng = np.random.default_rng(SEED + 1)
+    bad = rng.choice(n, int(round(args.infeasible * n)), replace=False)
+    scale = 2 * np.sqrt(params.k * params.m)
+    d_G = np.array(params.d_G)
+    d_G[bad] = rng.uniform(-0.2, 0.05, bad.size) * scale
+    params = eqx.tree_at(lambda p: p.d_G, params, d_G)
+    print(
+        f"\nbatch {n} with {bad.size} parameter sets of D_G in [-0.2, 0.05] "
+        f"(clean batch: {clean['orbits_per_s']:.1f} valid orbits/s)"
+    )
+    rows = []
+    for label, rounds in (
+        (f"compaction, rounds of {args.round_iterations}", args.round_iterations),
+        ("no compaction (round_iterations=None)", None),
+    ):
+
+        def call(rounds=rounds):
+            return hx.sweep_orbits(
+                system,
+                section,
+                models.hopper.orbit_guess,
+                params,
+                chunk_size=args.chunk,
+                round_iterations=rounds,
+                **options,
+            )
+
+        t0 = time.perf_counter()
+        out = call()
+        first = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        out = call()
+        wall = time.perf_counter() - t0
+        valid = int(out.converged.sum())
+        row = {
+            "label": label,
+            "first_call_s": first,
+            "warm_s": wall,
+            "valid": valid,
+            "valid_per_s": valid / wall,
+            "vs_clean": valid / wall / clean["orbits_per_s"],
+            "statuses": dict(zip(*np.unique(out.status_names, return_counts=True))),
+        }
+        rows.append(row)
+        print(
+            f"  {label:40s} warm {wall:8.3f} s -> {row['valid_per_s']:8.1f} valid "
+            f"orbits/s ({row['vs_clean']:.2f} of clean); {valid} valid; statuses "
+            f"{row['statuses']}",
+            flush=True,
+        )
+    return rows
 
 
 def profile(args, jax, jtu, np, hx, models, pool, out):

@@ -179,6 +179,31 @@ def test_sweep_equals_loop_of_single_solves(swept, single_solves):
         np.testing.assert_allclose(swept.multipliers[i], eig, atol=1e-10)
 
 
+def test_rounds_resume_where_they_stopped(system_and_section, single_solves):
+    """Compaction: in rounds of one Newton iteration, on two lanes, every element
+    leaves its lane after each iteration and resumes from its last iterate; the
+    orbits and statuses are those of the single solves (Newton's iterates do not
+    depend on where a run is cut), and the iterations are counted over rounds."""
+    system, section = system_and_section
+    rounds = hx.sweep_orbits(
+        system,
+        section,
+        models.hopper.orbit_guess,
+        _params(),
+        chunk_size=2,
+        round_iterations=1,
+        **OPTIONS,
+    )
+    for i, orbit in enumerate(single_solves):
+        assert rounds.status_names[i] == hx.status_name(orbit.result)[0]
+        if i < N_ORBITS:
+            np.testing.assert_allclose(rounds.orbit.u[i], orbit.u, atol=EQUAL_TOL)
+            assert (
+                int(orbit.n_steps) <= rounds.orbit.n_steps[i] <= 2 * int(orbit.n_steps)
+            )
+    assert rounds.status_names[5] == "nonfinite_parameters"
+
+
 def _newton_sqrt(a):
     """A per-element while loop whose length depends on the element, and a status."""
 

@@ -82,12 +82,18 @@ class PeriodicOrbit(eqx.Module):
       converged, the residual is below tolerance and the cycle ran as declared;
       otherwise the cause (the failure of the cycle at the last iterate, e.g.
       `max_steps_reached`, or `shooting_failed` when every cycle ran).
+    - `last_iterate`: the root finder's last (finite) iterate, not a result but
+      the point to resume from: a solve that ran out of iterations (status
+      `shooting_failed` with `n_steps == max_iterations`) continues from it with
+      more; [`hybrax.sweep_orbits`][] resumes its unfinished elements so. It has
+      no derivative.
     - `floquet`: the [`hybrax.FloquetAnalysis`][] (monodromy by autodiff and by
       the saltation product, their discrepancy, the multipliers) when the orbit
       was found with `analyse=True`; `None` otherwise.
 
     Every floating value of an orbit that did not converge is NaN (and so is its
-    derivative): a failure never passes for a finite number.
+    derivative), `last_iterate` excepted: a failure never passes for a finite
+    number.
     """
 
     u: Float[Array, " k"]
@@ -100,6 +106,7 @@ class PeriodicOrbit(eqx.Module):
     residual_norm: Float[Array, ""]
     n_steps: Int[Array, ""]
     result: RESULTS
+    last_iterate: Float[Array, " k"]
     floquet: "FloquetAnalysis | None" = None
 
     @property
@@ -570,7 +577,9 @@ def _solve(
 ):
     """The shooting solve, without derivatives (the caller stops them): the root
     finder on the return map, and the diagnosed variational pass at its result.
-    Returns `(u, u_next, M, solution, monodromy, root_ok, last_result, n_steps)`."""
+    Returns `(u, u_next, M, solution, monodromy, root_ok, last_result, n_steps,
+    last_iterate)`; `last_iterate` is the root finder's newest iterate (finite: else
+    `u`), where a solve cut short resumes."""
     forward = dfx.ForwardMode()
     damped = isinstance(root_finder, optx.AbstractLeastSquaresSolver)
     if jacobian == "variational":
@@ -635,7 +644,18 @@ def _solve(
         )
         u = root.value
     root_ok = root.result == optx.RESULTS.successful
-    return u, u_next, M, sol, mono_s, root_ok, last_result, root.stats["num_steps"]
+    _, last_iterate = _finite_or(root.value, u)
+    return (
+        u,
+        u_next,
+        M,
+        sol,
+        mono_s,
+        root_ok,
+        last_result,
+        root.stats["num_steps"],
+        last_iterate,
+    )
 
 
 def _assemble(
@@ -661,6 +681,7 @@ def _assemble(
         residual_norm=residual_norm,
         n_steps=n_steps,
         result=result,
+        last_iterate=jax.lax.stop_gradient(u),
     )
     orbit = masked_nan(orbit, converged)
     if mono_ad is None:
@@ -722,7 +743,7 @@ class _Shooting(eqx.Module):
         if self.fallback is not None:
             # The damped solver takes over where the first one did not converge
             # (under `vmap`, both run for every element).
-            u, u_next, _, sol, _, root_ok, _, _ = solved
+            u, u_next, _, sol, _, root_ok, _, _, _ = solved
             ok = (
                 root_ok
                 & (sol.result == RESULTS.successful)
@@ -733,7 +754,8 @@ class _Shooting(eqx.Module):
                 lambda: solved,
                 lambda: self._solve_with(self.fallback, u_guess, params),
             )
-        u, u_next, M, sol, mono_s, root_ok, last_result, n_steps = solved
+        u, u_next, M, sol, mono_s, root_ok, last_result, n_steps, last_iterate = solved
+        _, last_iterate = _finite_or(last_iterate, u_guess)
         mono_ad = None
         if self.analyse:
             # The independent route: forward-mode AD through the composite flow.
@@ -756,6 +778,11 @@ class _Shooting(eqx.Module):
             mono_s,
             mono_ad,
             (root_ok, last_result, n_steps, self.residual_tol),
+        )
+        # Kept finite where the orbit is NaN: the point to resume a solve from.
+        outputs = (
+            eqx.tree_at(lambda o: o.last_iterate, outputs[0], last_iterate),
+            outputs[1],
         )
         J = M - jnp.eye(M.shape[0], dtype=M.dtype)
         info = (root_ok, last_result, n_steps, self.residual_tol, sol.t_events)

@@ -183,8 +183,8 @@ def resolve_root_finder(
     return root_finder
 
 
-def check_iterations(max_iterations) -> int:
+def check_iterations(max_iterations, name: str = "max_iterations") -> int:
     """`max_iterations` as a positive int, or a `ValueError` naming it."""
     if isinstance(max_iterations, bool) or int(max_iterations) < 1:
-        raise ValueError(f"`max_iterations` must be positive; got {max_iterations}.")
+        raise ValueError(f"`{name}` must be positive; got {max_iterations}.")
     return int(max_iterations)

@@ -100,7 +100,8 @@ class TuneResult:
         """The penalised objective (final stage) at a batch of values of the
         varied parameters, shape `(N, P)` in `values`' order: for contour maps.
         Each point's orbit is sought from the nearest evaluated one's; NaN where
-        none is found. One compiled batched evaluation."""
+        none is found. The orbits come from one [`hybrax.sweep_orbits`][] (its
+        compaction keeps points without an orbit from holding up the others)."""
         values = np.atleast_2d(np.asarray(values, dtype=float))
         problem = self.problem
         scale = np.asarray(problem.scale)
@@ -115,7 +116,21 @@ class TuneResult:
                 np.sum((y[:, None, :] - known[None, :, :]) ** 2, axis=-1), axis=1
             )
             guesses = np.stack([found[i].u for i in nearest])
-        return np.asarray(_landscape(problem, jnp.asarray(y), jnp.asarray(guesses)))
+        from ._sweep import sweep_orbits
+
+        params = _batched_values(problem, jnp.asarray(y))
+        orbits = sweep_orbits(
+            problem.system,
+            problem.section,
+            guesses,
+            params,
+            settings=problem.settings,
+            root_finder=problem.root_finder,
+            max_iterations=problem.max_iterations,
+            return_map_iterations=problem.return_map_iterations,
+            phase_observables=True,
+        ).orbit
+        return np.asarray(_values_of(problem, orbits, params))
 
 
 class _Problem(eqx.Module):
@@ -145,6 +160,28 @@ class _Problem(eqx.Module):
             params = parameter.set(params, y[i] * self.scale[i])
         return params
 
+    def value_of(self, orbit, params, widen):
+        """The objective with its penalties, and the constraints' violations, of
+        a found `orbit` at `params`."""
+        dtype = orbit.u.dtype
+        if self.objective is None:
+            value = jnp.zeros((), dtype)
+        else:
+            value = jnp.asarray(self.objective(orbit, params), dtype=dtype)
+        violations = jnp.stack(
+            [jnp.asarray(c(orbit, params), dtype=dtype) for c in self.constraints]
+            or [jnp.zeros((), dtype)]
+        )
+        if self.constraints:
+            value = value + jnp.sum((violations / (widen * self.tolerances)) ** 2)
+        if self.max_multiplier is not None:
+            # Aim a hair inside the bound (0.1%), so that the balance of the
+            # penalty against the objective leaves the result strictly below it.
+            bound = self.max_multiplier * (1 - 1e-3)
+            excess = jnp.maximum(orbit.spectral_radius - bound, 0.0)
+            value = value + self.stability_weight * excess**2
+        return value, violations
+
     def evaluate(self, y, args):
         u_guess, widen = args
         params = self.with_values(y)
@@ -160,22 +197,7 @@ class _Problem(eqx.Module):
             return_map_iterations=self.return_map_iterations,
             fallback=self.fallback,
         )
-        if self.objective is None:
-            value = jnp.zeros((), y.dtype)
-        else:
-            value = jnp.asarray(self.objective(orbit, params), dtype=y.dtype)
-        violations = jnp.stack(
-            [jnp.asarray(c(orbit, params), dtype=y.dtype) for c in self.constraints]
-            or [jnp.zeros((), y.dtype)]
-        )
-        if self.constraints:
-            value = value + jnp.sum((violations / (widen * self.tolerances)) ** 2)
-        if self.max_multiplier is not None:
-            # Aim a hair inside the bound (0.1%), so that the balance of the
-            # penalty against the objective leaves the result strictly below it.
-            bound = self.max_multiplier * (1 - 1e-3)
-            excess = jnp.maximum(orbit.spectral_radius - bound, 0.0)
-            value = value + self.stability_weight * excess**2
+        value, violations = self.value_of(orbit, params, widen)
         aux = (
             orbit.u,
             orbit.spectral_radius,
@@ -261,6 +283,7 @@ class _Seek(eqx.Module):
             residual_norm=jnp.max(jnp.abs(defect)),
             n_steps=jnp.zeros((), jnp.int32),
             result=sol.result,
+            last_iterate=u,
         )
         violations = [
             jnp.asarray(c(open_orbit, params), dtype=z.dtype) / (width * tol)
@@ -646,11 +669,16 @@ def _seek_value(seek, z, width):
 
 
 @eqx.filter_jit
-def _landscape(problem, y, u):
-    def one(y_, u_):
-        return problem.evaluate(y_, (u_, jnp.ones((), y_.dtype)))[0]
+def _batched_values(problem, y):
+    return jax.vmap(problem.with_values)(y)
 
-    return jax.vmap(one)(y, u)
+
+@eqx.filter_jit
+def _values_of(problem, orbits, params):
+    def one(orbit, params_):
+        return problem.value_of(orbit, params_, jnp.ones((), orbit.u.dtype))[0]
+
+    return jax.vmap(one)(orbits, params)
 
 
 def _host(aux):
