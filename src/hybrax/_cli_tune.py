@@ -355,10 +355,12 @@ def _verify(model, system, section, result, args):
     succeed and the distance to the orbit must shrink as the multipliers predict,
     $\rho^{N-1}$ (to a factor 10; by half at least). Prints the
     checks; returns `(dict, trajectory of the disturbed walk)`."""
+    import diffrax as dfx
     import jax
     import jax.numpy as jnp
 
     from ._periodic import find_periodic_orbit
+    from ._settings import Settings
     from ._simulate import simulate
     from ._solution import status_name
     from .plot import Trajectory
@@ -374,11 +376,21 @@ def _verify(model, system, section, result, args):
             system, x0, p, n_events=per_cycle * args.verify_steps, n_save=20
         )
 
+    # The tuning's own settings (forward-mode adjoint: primal values are the
+    # same), so that this solve reuses the tuning's compiled orbit program.
+    settings = Settings(adjoint=dfx.ForwardMode())
+
     def find(u):
         # Ten return-map iterations (ten steps of the walk) before Newton: a cold
         # start reaches the basin of an attracting gait.
         return find_periodic_orbit(
-            system, section, u, params, analyse=False, return_map_iterations=10
+            system,
+            section,
+            u,
+            params,
+            settings=settings,
+            analyse=False,
+            return_map_iterations=10,
         )
 
     # From scratch: the walk from the default start, then the orbit from its end.

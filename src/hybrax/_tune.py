@@ -485,8 +485,10 @@ def tune(
     u = jnp.atleast_1d(jnp.asarray(u_guess, dtype=y.dtype))
     widths = (100.0, 10.0, 1.0) if constraints else (1.0,)
     began = time.perf_counter()
+    # Widths as arrays of y's dtype everywhere (a weakly typed one would compile
+    # `_value` again).
     first_value, (_, (u_first, _, _, first_result, _)) = _value(
-        problem, y, (u, jnp.asarray(widths[0]))
+        problem, y, (u, jnp.asarray(widths[0], y.dtype))
     )
     tags = frozenset()
     history: list[TuneStep] = []
@@ -517,7 +519,7 @@ def tune(
     # (The existence stage's steps after its first are run time too.)
     run_time = seek_run_time
     for stage, width in enumerate(widths):
-        args = (u, jnp.asarray(width))
+        args = (u, jnp.asarray(width, y.dtype))
         f_struct, aux_struct = jax.eval_shape(lambda: fn(y, args))
         state = _init(minimiser, fn, y, args, f_struct, aux_struct, tags)
         best = math.inf
@@ -534,7 +536,7 @@ def tune(
                 best = float(f_value)
             if converged:
                 u = jnp.asarray(u_new)
-                args = (u, jnp.asarray(width))
+                args = (u, jnp.asarray(width, y.dtype))
             record = TuneStep(
                 step=len(history),
                 values={n: float(v) for n, v in zip(names, np.asarray(y) * scale)},
@@ -574,7 +576,7 @@ def tune(
         max_iterations=problem.max_iterations,
         analyse=False,
     )
-    value = float(_value(problem, y, (u, jnp.asarray(widths[-1])))[0])
+    value = float(_value(problem, y, (u, jnp.asarray(widths[-1], y.dtype)))[0])
     rho = float(orbit.spectral_radius)
     converged = bool(orbit.converged)
     bound = 1.0 if max_multiplier is None else min(1.0, float(max_multiplier))
