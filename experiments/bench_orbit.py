@@ -98,12 +98,16 @@ def bench_scipy(tol, repeats):
     }
 
 
-def bench_hybrax(jax, hx, system, section, guess, p, *, analyse, repeats, events):
+def bench_hybrax(
+    jax, hx, system, section, guess, p, *, analyse, repeats, events, **options
+):
     import jax.numpy as jnp
 
     def call():
         return jax.block_until_ready(
-            hx.find_periodic_orbit(system, section, guess, p, analyse=analyse)
+            hx.find_periodic_orbit(
+                system, section, guess, p, analyse=analyse, **options
+            )
         )
 
     events.start()
@@ -163,6 +167,15 @@ def profile_pieces(jax, hx, models, p, repeats, events, orbit_state):
     jitted_simulate = jax.jit(
         lambda x, params: hx.simulate(system, x, params, **kwargs).x_after[-1]
     )
+    from hybrax._periodic import _variational_map, resolve_sequence
+
+    sequence = resolve_sequence(system, section)[0]
+    u_orbit = section.coordinates(orbit_state, p)
+    jitted_variational = jax.jit(
+        lambda u, params: _variational_map(
+            system, section, sequence, hx.Settings(), u, params
+        )[:2]
+    )
     pieces = [
         (
             "simulate, one cycle (public call)",
@@ -171,6 +184,10 @@ def profile_pieces(jax, hx, models, p, repeats, events, orbit_state):
         ("simulate, one cycle (under jax.jit)", lambda: jitted_simulate(x0, p)),
         ("jax.jvp, ForwardMode (under jax.jit)", lambda: jitted_jvp(x0, p)),
         ("jax.jacfwd of cycle end state (jit)", lambda: jitted_jacfwd(x0, p)),
+        (
+            "variational pass: u', M (a Newton step)",
+            lambda: jitted_variational(u_orbit, p),
+        ),
         (
             "hybrax.monodromy at the orbit (AD+salt.)",
             lambda: hx.monodromy(system, section, orbit_state, p),
@@ -285,6 +302,35 @@ def main():
             )
             row["method"] = f"hybrax {form}: {label}"
             rows.append(row)
+        if form == "minimal":
+            # The Newton Jacobian by forward-mode AD through the solver instead
+            # of the variational equations, and chord iterations reusing the
+            # first one (a primal cycle per iteration).
+            for label, options in (
+                ("Newton, AD Jacobian", dict(jacobian="autodiff")),
+                (
+                    "Chord, AD Jacobian",
+                    dict(
+                        jacobian="autodiff",
+                        root_finder=optimistix.Chord(rtol=1e-11, atol=1e-11),
+                    ),
+                ),
+            ):
+                print(f"hybrax {form}, {label}: compiling ...", flush=True)
+                row = bench_hybrax(
+                    jax,
+                    hx,
+                    system,
+                    section,
+                    guess,
+                    p,
+                    analyse=True,
+                    repeats=args.repeats,
+                    events=events,
+                    **options,
+                )
+                row["method"] = f"hybrax {form}: all, {label}"
+                rows.append(row)
 
     print()
     print_table(rows, scipy_row)
@@ -343,14 +389,14 @@ def main():
                 f"{fmt_ms(row['median_s'])} {fmt_ms(row['min_s'])} "
                 f"{row['median_s'] / cycle:8.1f}"
             )
-        # optimistix's Newton evaluates the residual and materialises its Jacobian
-        # (jacfwd, 2 tangents) at every step; the analysis then runs one more
-        # jacfwd (4 tangents) and the saltation product, which `monodromy` times.
+        # The default Newton runs one variational pass per step (its last one
+        # also gives M and the saltation monodromy); the analysis adds the AD
+        # monodromy (jacfwd of the cycle, 4 tangents).
         steps = rows[1]["newton_steps"]
-        sim, jac, mono = (prof[i]["median_s"] for i in (1, 3, 4))
+        jac, variational = (prof[i]["median_s"] for i in (3, 4))
         print(
-            f"  rough estimate of the full orbit: {steps} Newton steps x (simulate + "
-            f"jacfwd) + monodromy = {1e3 * (steps * (sim + jac) + mono):.2f} ms "
+            f"  rough estimate of the full orbit: {steps} Newton steps x variational "
+            f"pass + jacfwd = {1e3 * (steps * variational + jac):.2f} ms "
             f"(measured {1e3 * rows[1]['median_s']:.2f} ms)"
         )
         results["profile"] = prof

@@ -381,16 +381,15 @@ def _verify(model, system, section, result, args):
     settings = Settings(adjoint=dfx.ForwardMode())
 
     def find(u):
-        # Ten return-map iterations (ten steps of the walk) before Newton: a cold
-        # start reaches the basin of an attracting gait.
+        # Ten return-map iterations before Newton, so that a cold start reaches
+        # the basin of an attracting gait: the first ten steps of a walk (the
+        # walk's compiled program; the last step that completed).
+        steps = walk(section.chart(u, params), params)
+        completed = min(10, int(np.asarray(steps.n_events)) // per_cycle)
+        if completed:
+            u = section.coordinates(steps.x_after[per_cycle * completed - 1], params)
         return find_periodic_orbit(
-            system,
-            section,
-            u,
-            params,
-            settings=settings,
-            analyse=False,
-            return_map_iterations=10,
+            system, section, u, params, settings=settings, analyse=False
         )
 
     # From scratch: the walk from the default start, then the orbit from its end.

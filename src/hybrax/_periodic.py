@@ -547,9 +547,8 @@ def _residual_or_identity(u, F, finite, result, damped=False):
 
 def _iterate_map(system, section, sequence, settings, u, params, iterations):
     r"""Iterate the return map $u \mapsto P(u)$ (which converges to a stable orbit)
-    `iterations` times from `u` (a Python int, or a traced one: then a while
-    loop); keeps the last iterate whose cycle ran."""
-    if isinstance(iterations, int) and iterations == 0:
+    `iterations` times from `u`; keeps the last iterate whose cycle ran."""
+    if iterations == 0:
         return u
     forward = dfx.ForwardMode()
 
@@ -706,9 +705,7 @@ class _Shooting(eqx.Module):
     analyse: bool = eqx.field(static=True)
     jacobian: str = eqx.field(static=True)
     phase_observables: bool = eqx.field(static=True)
-    # An array, not a static field: solves that differ only in it share one
-    # compiled program (e.g. a cold start and a warm start of the same orbit).
-    return_map_iterations: Int[Array, ""]
+    return_map_iterations: int = eqx.field(static=True)
     fallback: optx.AbstractRootFinder | None
 
     @property
@@ -1063,7 +1060,7 @@ def find_periodic_orbit(
         bool(analyse),
         jacobian,
         bool(phase_observables),
-        jnp.asarray(int(return_map_iterations), dtype=jnp.int32),
+        int(return_map_iterations),
         None if fallback is None else resolve_root_finder(fallback, "fallback"),
     )
     orbit, floquet = _find(shooting, u_guess, canonical_params(params), mode)
