@@ -99,16 +99,16 @@ def bench_scipy(tol, repeats):
 
 
 def bench_hybrax(
-    jax, hx, system, section, guess, p, *, analyse, repeats, events, **options
+    jax, hx, system, section, guess, p, *, analyse, repeats, events, call=None, **kw
 ):
     import jax.numpy as jnp
 
+    solve = call or (
+        lambda: hx.find_periodic_orbit(system, section, guess, p, analyse=analyse, **kw)
+    )
+
     def call():
-        return jax.block_until_ready(
-            hx.find_periodic_orbit(
-                system, section, guess, p, analyse=analyse, **options
-            )
-        )
+        return jax.block_until_ready(solve())
 
     events.start()
     start = time.perf_counter()
@@ -331,6 +331,27 @@ def main():
                 )
                 row["method"] = f"hybrax {form}: all, {label}"
                 rows.append(row)
+            # The default solve inside the caller's own `jax.jit`: without the
+            # public call's host work (argument checks, pytree flattening and
+            # dispatch of the system, section and settings).
+            print(f"hybrax {form}, under jax.jit: compiling ...", flush=True)
+            jitted = jax.jit(
+                lambda params: hx.find_periodic_orbit(system, section, guess, params)
+            )
+            row = bench_hybrax(
+                jax,
+                hx,
+                system,
+                section,
+                guess,
+                p,
+                analyse=True,
+                repeats=args.repeats,
+                events=events,
+                call=lambda: jitted(p),
+            )
+            row["method"] = f"hybrax {form}: all, under the caller's jax.jit"
+            rows.append(row)
 
     print()
     print_table(rows, scipy_row)
