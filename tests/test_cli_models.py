@@ -131,7 +131,9 @@ def test_wheel_sweep_finds_orbits_exactly_where_the_wheel_vaults(tmp_path):
 
 def test_wheel_tune_meets_a_speed_at_the_closed_form_slope(tmp_path):
     """The slope at which the wheel rolls at 1.3 rad/s after heel strike, by
-    gradient: sin(gamma) = omega^2 (1 - c) / (4 (g/l) sin(alpha) c)."""
+    gradient: sin(gamma) = omega^2 (1 - c) / (4 (g/l) sin(alpha) c). `orbit
+    --params` takes the result back: the tuned slope and its stored orbit (theta
+    = gamma - alpha after heel strike)."""
     code, out, _ = _run(
         ["tune", "rimless-wheel", "--vary", "gamma", "--target", "speed=1.3"]
         + ["--tolerance", "1e-7", "--no-progress", "--out", str(tmp_path)]
@@ -142,6 +144,16 @@ def test_wheel_tune_meets_a_speed_at_the_closed_form_slope(tmp_path):
     c = math.cos(2 * ALPHA) ** 2
     gamma = math.asin(1.3**2 * (1 - c) / (4 * G * math.sin(ALPHA) * c))
     np.testing.assert_allclose(final["values"]["gamma"], gamma, rtol=1e-6)
+    code, out, _ = _run(
+        ["orbit", "rimless-wheel", "--params", str(tmp_path / "tune.json")]
+        + ["--out", str(tmp_path / "orbit"), "--json", str(tmp_path / "orbit.json")]
+    )
+    assert code == 0, out
+    orbit = json.loads((tmp_path / "orbit.json").read_text())
+    np.testing.assert_allclose(orbit["state"], final["state"], atol=1e-8)
+    np.testing.assert_allclose(
+        orbit["state"][0], final["values"]["gamma"] - ALPHA, atol=1e-12
+    )
 
 
 def test_ball_simulate_is_the_closed_form(tmp_path):

@@ -141,3 +141,30 @@ def test_poincare_map_reverse_gradient_is_the_closed_form():
             / np.sqrt(omega**2 + 4 * 9.81 * np.sin(alpha) * np.sin(gamma))
         )
         np.testing.assert_allclose(row, [d_omega, d_gamma], rtol=1e-8)
+
+
+def test_tune_in_reverse_mode_finds_the_closed_form_slope():
+    """`hx.tune(mode="reverse")` (BFGS on reverse-mode implicit-function
+    gradients, the default for three or more parameters): the slope on which the
+    wheel rolls at omega* = 1.3 rad/s after heel strike, sin(gamma) = omega*^2
+    (1 - c) / (4 (g/l) sin(alpha) c) with c = cos^2(2 alpha)."""
+    params = hx.canonical_params(models.rimless_wheel.RimlessWheelParams())
+
+    def speed_error(orbit, p):
+        return orbit.u[0] - 1.3
+
+    result = hx.tune(
+        WHEEL,
+        WHEEL_SECTION,
+        jnp.array([1.0]),
+        params,
+        None,
+        vary=["gamma"],
+        constraints=[(speed_error, 1e-7)],
+        mode="reverse",
+    )
+    assert result.mode == "reverse" and bool(result.orbit.converged)
+    alpha = float(params.alpha)
+    c = np.cos(2 * alpha) ** 2
+    gamma = np.arcsin(1.3**2 * (1 - c) / (4 * 9.81 * np.sin(alpha) * c))
+    np.testing.assert_allclose(result.values["gamma"], gamma, rtol=1e-6)

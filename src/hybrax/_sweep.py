@@ -476,9 +476,9 @@ def _run_rounds(fn, static, dynamic, u, plan, bar, max_iterations):
     converged or failed leaves its lane, which the next element of the queue
     takes, and an element that ran out of the round's iterations stays, resuming
     from its last iterate while it has used fewer than `max_iterations` (so at
-    least that many, in whole rounds). Under `vmap`
-    a lane costs as much as the chunk's slowest, so a slow element holds its
-    chunk for one round only, not for all its iterations.
+    least that many, in whole rounds). Under `vmap` a lane costs as much as the
+    chunk's slowest, so a slow element holds its chunk for one round only, not
+    for all its iterations.
 
     `dynamic`: the parameters' arrays, `u`: the guesses (host arrays, rows in
     element order). Returns the outputs of `fn` (host arrays, element order) with

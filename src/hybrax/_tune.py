@@ -343,7 +343,9 @@ def tune(
     The gradient is the orbit's implicit-function derivative: in reverse mode
     (`mode="reverse"`, one backward pass whatever the number of parameters) or in
     forward mode (`"forward"`, one tangent per parameter); `"auto"` takes forward
-    for one parameter, reverse otherwise.
+    for up to two parameters, reverse otherwise (the forward program compiles
+    faster: tuning the hopper's `d_G, k`, 27 s against 35 s, with 0.7 s more
+    run time).
 
     **Arguments:**
 
@@ -447,7 +449,7 @@ def tune(
             f"`scale` must hold one positive number per varied parameter; got {scale}."
         )
     if mode == "auto":
-        mode = "forward" if len(vary) == 1 else "reverse"
+        mode = "forward" if len(vary) <= 2 else "reverse"
     settings = resolve_settings(settings)
     adjoint = (
         dfx.ForwardMode() if mode == "forward" else dfx.RecursiveCheckpointAdjoint()
