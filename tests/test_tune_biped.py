@@ -5,18 +5,14 @@ finding the gait again from scratch and a 50-step disturbed walk."""
 
 import dataclasses
 import json
-import pathlib
-import re
 
 import diffrax as dfx
 import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
-import pytest
 
 import hybrax as hx
-from helpers import run_notebook
 from hybrax._cli import main
 from hybrax.models import biped5 as b5
 
@@ -109,27 +105,3 @@ def test_tune_command_from_a_falling_start_reaches_a_stable_gait(tmp_path):
     assert gaps[-1] < 10 * final["multiplier"] ** 49 * gaps[0]
     for name in ("tune_path.png", "animation.gif"):
         assert (out / name).stat().st_size > 0
-
-
-NOTEBOOK = pathlib.Path(__file__).parents[1] / "notebooks" / "biped_tuning.ipynb"
-
-
-@pytest.mark.filterwarnings("ignore::DeprecationWarning")
-def test_biped_tuning_notebook_executes(tmp_path, monkeypatch):
-    """The tuning notebook runs top to bottom with the public API, on the test
-    budget (the existence stage; after the command-line test in this file, whose
-    compiled programs it finds in the compilation cache): from the falling start
-    to a stable gait, found again from the model's guess, a disturbed 50-step walk
-    coming back to it."""
-    outputs, errors = run_notebook(
-        NOTEBOOK, tmp_path, monkeypatch, HYBRAX_NOTEBOOK_BUDGET="5"
-    )
-    assert not errors
-    assert "armed_beyond_guard after 1 heel strike(s)" in outputs
-    assert "stable: True" in outputs
-    walk = re.search(
-        r"successful 50 steps; .* ([0-9.e+-]+) after the first, ([0-9.e+-]+) after",
-        outputs,
-    )
-    assert walk is not None
-    assert float(walk.group(2)) < 1e-2 * float(walk.group(1))
