@@ -25,6 +25,7 @@ import pytest
 from matplotlib.collections import QuadMesh
 
 import hybrax as hx
+import hybrax._sweep
 import hybrax.plot
 from hybrax import models
 from hybrax._cli import main
@@ -116,14 +117,14 @@ def swept(system_and_section):
 
 
 @pytest.fixture(scope="module")
-def single_solves(system_and_section):
-    """A loop of single solves: the same return-map iterations from the orbit guess
-    (a step is kept only if its cycle ran), then `find_periodic_orbit`."""
+def starts(system_and_section):
+    """Each finite element's parameters and start: the return-map iterations from
+    the orbit guess, a step kept only if its cycle ran (the NaN element is not
+    solved by the sweep either)."""
     system, section = system_and_section
     settings = OPTIONS["settings"]
-    solve = {k: v for k, v in OPTIONS.items() if k != "return_map_iterations"}
     results = []
-    for mu, D_G in POINTS[:-1]:  # the NaN element is not solved by the sweep either
+    for mu, D_G in POINTS[:-1]:
         p = hx.canonical_params(models.hopper.make_params(mu=mu, D_G=D_G))
         u = models.hopper.orbit_guess(p)
         for _ in range(OPTIONS["return_map_iterations"]):
@@ -132,11 +133,21 @@ def single_solves(system_and_section):
                 jnp.all(jnp.isfinite(u_next))
             ):
                 u = u_next
-        orbit = hx.find_periodic_orbit(
+        results.append((p, u))
+    return results
+
+
+@pytest.fixture(scope="module")
+def single_solves(system_and_section, starts):
+    """A loop of single solves, `find_periodic_orbit` from each start."""
+    system, section = system_and_section
+    solve = {k: v for k, v in OPTIONS.items() if k != "return_map_iterations"}
+    return [
+        hx.find_periodic_orbit(
             system, section, u, p, analyse=False, phase_observables=False, **solve
         )
-        results.append(orbit)
-    return results
+        for p, u in starts
+    ]
 
 
 def test_statuses_flag_failures(swept):
@@ -179,12 +190,24 @@ def test_sweep_equals_loop_of_single_solves(swept, single_solves):
         np.testing.assert_allclose(swept.multipliers[i], eig, atol=1e-10)
 
 
-def test_rounds_resume_where_they_stopped(system_and_section, single_solves):
+def test_rounds_resume_where_they_stopped(
+    system_and_section, starts, single_solves, monkeypatch
+):
     """Compaction: in rounds of one Newton iteration, on two lanes, every element
     leaves its lane after each iteration and resumes from its last iterate; the
     orbits and statuses are those of the single solves (Newton's iterates do not
-    depend on where a run is cut), and the iterations are counted over rounds."""
+    depend on where a run is cut, nor on the queue's order), and the iterations
+    are counted over rounds. The queue is ordered by each start's return-map
+    defect max|P(u0) - u0|, computed here by single `poincare_map` calls."""
     system, section = system_and_section
+    queues = []
+    queue_by_defect = hybrax._sweep._queue_by_defect
+
+    def spy(*args):
+        queues.append(queue_by_defect(*args))
+        return queues[-1]
+
+    monkeypatch.setattr(hybrax._sweep, "_queue_by_defect", spy)
     rounds = hx.sweep_orbits(
         system,
         section,
@@ -202,6 +225,19 @@ def test_rounds_resume_where_they_stopped(system_and_section, single_solves):
                 int(orbit.n_steps) <= rounds.orbit.n_steps[i] <= 2 * int(orbit.n_steps)
             )
     assert rounds.status_names[5] == "nonfinite_parameters"
+    defects = []
+    for p, u in starts:
+        u_next, _ = hx.poincare_map(system, section, u, p, settings=OPTIONS["settings"])
+        defect = float(jnp.max(jnp.abs(u_next - u)))
+        defects.append(defect if np.isfinite(defect) else np.inf)
+    defects.append(defects[0])  # the NaN element is solved as the first one
+    assert len(queues) == 1
+    # Sorted by the independent defects, up to their rounding (two elements at
+    # their orbits differ by 1e-14).
+    queued = np.asarray(defects)[queues[0]]
+    assert sorted(queues[0]) == list(range(len(POINTS)))
+    assert np.all(np.diff(queued[np.isfinite(queued)]) >= -1e-12)
+    assert queued[-1] == np.inf  # the element whose cycle fails comes last
 
 
 def _newton_sqrt(a):
@@ -365,5 +401,7 @@ def test_sweep_orbits_argument_errors(system_and_section):
     system, section = system_and_section
     with pytest.raises(ValueError, match="`u_guess`"):
         hx.sweep_orbits(system, section, np.zeros((3, 2)), _params())
+    with pytest.raises(ValueError, match="`order`"):
+        hx.sweep_orbits(system, section, np.zeros(2), _params(), order="cost")
     with pytest.raises(ValueError, match="`params_batch`"):
         hx.sweep_orbits(system, section, np.zeros(2), models.hopper.HopperParams())

@@ -10,6 +10,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import diffrax as dfx
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -26,6 +27,7 @@ from ._periodic import (
     PeriodicOrbit,
     PoincareSection,
     _iterate_map,
+    cycle,
     find_periodic_orbit,
     resolve_sequence,
 )
@@ -430,8 +432,9 @@ class _OrbitSolve(eqx.Module):
     phase_observables: bool = eqx.field(static=True)
     return_map_iterations: int = eqx.field(static=True)
 
-    def __call__(self, element):
-        params, u, fresh = element
+    def start(self, params, u, fresh):
+        """Where the element's root finder starts: a `fresh` element at its guess
+        after the return-map iterations, the others at `u`."""
         if self.guess is not None:
             guess = jnp.asarray(self.guess(params), dtype=jnp.result_type(float))
             u = jnp.where(fresh, guess, u)
@@ -447,6 +450,11 @@ class _OrbitSolve(eqx.Module):
                 self.return_map_iterations,
             )
             u = jnp.where(fresh, pulled, u)
+        return u
+
+    def __call__(self, element):
+        params, u, fresh = element
+        u = self.start(params, u, fresh)
         orbit = find_periodic_orbit(
             self.system,
             self.section,
@@ -470,7 +478,47 @@ class _OrbitSolve(eqx.Module):
         return orbit, eig
 
 
-def _run_rounds(fn, static, dynamic, u, plan, bar, max_iterations):
+class _StartDefect(eqx.Module):
+    r"""`fn` of [`hybrax.sweep`][] giving an orbit element's return-map defect at
+    its start $u_0$, $\max_i |P(u_0) - u_0|_i$ ($\infty$ where the cycle fails):
+    one forward cycle, a fraction of a Newton iteration's variational pass."""
+
+    solve: _OrbitSolve
+
+    def __call__(self, element):
+        params, u, fresh = element
+        solve = self.solve
+        u = solve.start(params, u, fresh)
+        sequence = resolve_sequence(solve.system, solve.section)[0]
+        sol, _ = cycle(
+            solve.system,
+            solve.section.chart(u, params),
+            params,
+            sequence,
+            solve.settings,
+            dfx.ForwardMode(),
+            diagnose=False,
+        )
+        defect = jnp.max(
+            jnp.abs(solve.section.coordinates(sol.x_after[-1], params) - u)
+        )
+        ok = (sol.result == RESULTS.successful) & jnp.isfinite(defect)
+        return jnp.where(ok, defect, jnp.inf)
+
+
+def _queue_by_defect(fn, static, dynamic, u, plan):
+    """This process's elements (positions `0 .. plan.n_local - 1`) ordered by their
+    start's return-map defect, smallest first (stable). Newton's iterations grow
+    with the defect, and parameter sets without an orbit have large ones or fail:
+    queued together they share chunks, instead of each holding a chunk of
+    converging elements for its slow round."""
+    quiet = _Progress(plan.n_local, False, "")
+    element = (dynamic, np.asarray(u), np.ones(u.shape[0], bool))
+    defect = _run_chunks(_StartDefect(fn), static, element, plan, quiet)
+    return np.argsort(np.asarray(defect), kind="stable")
+
+
+def _run_rounds(fn, static, dynamic, u, plan, bar, max_iterations, order=None):
     r"""Orbit solves in rounds of `fn.max_iterations` root-finder iterations, with
     compaction: a chunk of `plan.size` lanes runs one round; an element that
     converged or failed leaves its lane, which the next element of the queue
@@ -481,14 +529,15 @@ def _run_rounds(fn, static, dynamic, u, plan, bar, max_iterations):
     for all its iterations.
 
     `dynamic`: the parameters' arrays, `u`: the guesses (host arrays, rows in
-    element order). Returns the outputs of `fn` (host arrays, element order) with
+    element order); `order`: the queue (this process's element positions), by
+    default their order. Returns the outputs of `fn` (host arrays, element order) with
     `n_steps` counting the iterations of all rounds."""
     size, n_local = plan.size, plan.n_local
     per_round = fn.max_iterations
     u = np.array(u[plan.local_index])
     fresh = np.ones(n_local, bool)
     used = np.zeros(n_local, int)
-    queue = list(range(n_local))[::-1]
+    queue = list(np.arange(n_local) if order is None else order)[::-1]
     lanes = np.full(size, -1)
     rows = None  # the finished outputs, allocated from the first round's
     out_static = None
@@ -614,6 +663,7 @@ def sweep_orbits(
     jacobian: str = "variational",
     phase_observables: bool = False,
     round_iterations: int | None = 8,
+    order: str | None = "defect",
 ) -> OrbitSweep:
     r"""Periodic orbits and their multipliers for a batch of parameter sets, with
     [`hybrax.find_periodic_orbit`][] under one compiled `jit(vmap(...))` (see
@@ -665,6 +715,13 @@ def sweep_orbits(
       `t_max` 5), a batch of 1024 with 10% of parameter sets without an orbit:
       7.1 s in rounds against 9.9 s in one round (`experiments/bench_sweep.py`,
       64-lane chunks), and 72 s as one chunk of 1024 lanes in one round.
+    - `order`: the order in which elements take lanes when the batch is larger
+      than a chunk. `"defect"` (default): by the return-map defect
+      $\max_i |P(u_0) - u_0|_i$ at each element's start, smallest first (one
+      forward cycle per element, in chunks, before the solves): elements that
+      need many iterations or have no orbit share chunks instead of each slowing
+      a chunk of converging ones. `None`: batch order. The results do not depend
+      on it (lanes are independent); only the time does.
 
     **Returns:** an [`hybrax.OrbitSweep`][] (NumPy arrays, batch axis first).
 
@@ -698,6 +755,8 @@ def sweep_orbits(
         )
     if round_iterations is not None:
         round_iterations = check_iterations(round_iterations, "round_iterations")
+    if order not in ("defect", None):
+        raise ValueError(f"`order` must be 'defect' or None; got {order!r}.")
     per_round = max_iterations if round_iterations is None else round_iterations
     fn = _OrbitSolve(
         system,
@@ -734,8 +793,11 @@ def sweep_orbits(
     plan = _plan(n, chunk_size, devices, distributed)
     bar = _Progress(plan.n_local, progress and jax.process_index() == 0, "orbits")
     try:
+        queue = None
+        if order == "defect" and plan.n_local > plan.size:
+            queue = _queue_by_defect(fn, static, dynamic, u_batch, plan)
         orbit, multipliers = _run_rounds(
-            fn, static, dynamic, u_batch, plan, bar, max_iterations
+            fn, static, dynamic, u_batch, plan, bar, max_iterations, queue
         )
     finally:
         bar.close()
