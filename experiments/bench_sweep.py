@@ -22,9 +22,11 @@ chunk's slowest, and a point that does not converge runs all Newton iterations);
 Then the largest batch again with `--infeasible` (default 0.1) of its parameter sets
 replaced by sets with D_G in [-0.2, 0.05] (most have no orbit: the hopper stops
 lifting off, or its cycle never returns), solved with compaction (rounds of
-`--round-iterations` Newton iterations, the default of `sweep_orbits`) and without
-(`round_iterations=None`, one round: the slowest element holds its chunk for all its
-iterations), against the clean batch's throughput of valid orbits.
+`--round-iterations` Newton iterations, the default of `sweep_orbits`) with the
+queue ordered by each start's return-map defect (the default) and in batch order,
+and without compaction (`round_iterations=None`, one round: the slowest element
+holds its chunk for all its iterations), against the clean batch's throughput of
+valid orbits.
 
 `--profile` adds, at `--profile-batch`, warm per-element timings of the pieces of
 one orbit solve under vmap (one return-map cycle, its forward-mode Jacobian, the
@@ -294,12 +296,14 @@ def infeasible_batch(
         f"(clean batch: {clean['orbits_per_s']:.1f} valid orbits/s)"
     )
     rows = []
-    for label, rounds in (
-        (f"compaction, rounds of {args.round_iterations}", args.round_iterations),
-        ("no compaction (round_iterations=None)", None),
+    compaction = f"rounds of {args.round_iterations}"
+    for label, rounds, order in (
+        (f"{compaction}, queue by defect (default)", args.round_iterations, "defect"),
+        (f"{compaction}, queue in batch order", args.round_iterations, None),
+        ("one round, batch order", None, None),
     ):
 
-        def call(rounds=rounds):
+        def call(rounds=rounds, order=order):
             return hx.sweep_orbits(
                 system,
                 section,
@@ -307,6 +311,7 @@ def infeasible_batch(
                 params,
                 chunk_size=args.chunk,
                 round_iterations=rounds,
+                order=order,
                 **options,
             )
 
@@ -328,7 +333,7 @@ def infeasible_batch(
         }
         rows.append(row)
         print(
-            f"  {label:40s} warm {wall:8.3f} s -> {row['valid_per_s']:8.1f} valid "
+            f"  {label:45s} warm {wall:8.3f} s -> {row['valid_per_s']:8.1f} valid "
             f"orbits/s ({row['vs_clean']:.2f} of clean); {valid} valid; statuses "
             f"{row['statuses']}",
             flush=True,
