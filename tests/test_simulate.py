@@ -331,3 +331,30 @@ def test_reverse_mode_gradient_of_an_event_time():
     np.testing.assert_allclose(
         jax.grad(impact_time)(jnp.asarray(h)), 1 / np.sqrt(2 * params.g * h), rtol=1e-8
     )
+
+
+def test_host_helpers_compute_in_numpy():
+    """On NumPy inputs the hopper's energies and orbit guess compute in NumPy (the
+    command line's figures would otherwise compile a program per operation), with
+    the closed forms' values, and agree with their traced form."""
+    params = jax.device_get(hx.canonical_params(models.hopper.HopperParams()))
+    x = np.array([[1.1, 0.05, 0.5, -0.2], [1.0, 0.0, -1.0, 0.0]])
+    kinetic, potential, total = models.hopper.energies(x, params)
+    assert all(isinstance(e, np.ndarray) for e in (kinetic, potential, total))
+    m_U, m_L = params.mu * params.m, (1 - params.mu) * params.m
+    np.testing.assert_allclose(
+        kinetic, 0.5 * (m_U * x[:, 2] ** 2 + m_L * x[:, 3] ** 2), rtol=1e-15
+    )
+    spring = x[:, 0] - x[:, 1] - params.L0
+    np.testing.assert_allclose(
+        potential,
+        params.g * (m_U * x[:, 0] + m_L * x[:, 1]) + 0.5 * params.k * spring**2,
+        rtol=1e-15,
+    )
+    guess = models.hopper.orbit_guess(params)
+    assert isinstance(guess, np.ndarray)
+    traced = jax.jit(models.hopper.orbit_guess)(hx.canonical_params(params))
+    np.testing.assert_allclose(guess, traced, rtol=1e-15)
+    # On the lift-off surface: z_U = L0 + (m_L g - d_G v_U) / k at v_U = 1.7.
+    z_U = params.L0 + (m_L * params.g - params.d_G * 1.7) / params.k
+    np.testing.assert_allclose(guess, [z_U, 1.7], rtol=1e-15)

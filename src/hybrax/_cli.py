@@ -689,7 +689,8 @@ def _run_orbit(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
         parser.error(f"argument --form: no Poincaré section for {form_name!r}")
     section = form.section()
     tol = float(args.tol)
-    guess = jnp.asarray(model.orbit_guess(params), dtype=float)
+    # From NumPy parameters: no program per operation.
+    guess = jnp.asarray(model.orbit_guess(jax.device_get(params)), dtype=float)
     stored = _params_file_vector(args.params, "u", guess.shape[0])
     if stored is not None and form_name == model.default_form:
         guess = jnp.asarray(stored)  # a tuned gait's orbit

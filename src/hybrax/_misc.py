@@ -30,6 +30,16 @@ def canonical_params(params):
     return jax.tree_util.tree_map(convert, params)
 
 
+def array_module(*values):
+    """`jax.numpy` where any leaf of `values` is a JAX array or tracer, else NumPy.
+
+    For small helpers that serve both traced code and host-side post-processing:
+    on NumPy inputs they compute in NumPy, where each `jax.numpy` operation would
+    compile (or load from the cache) a program of its own."""
+    leaves = jax.tree_util.tree_leaves(values)
+    return jnp if any(isinstance(leaf, jax.Array) for leaf in leaves) else np
+
+
 def check_float64(where: str) -> None:
     """Warn when JAX runs in float32: analysis needs float64."""
     if not jax.config.jax_enable_x64:

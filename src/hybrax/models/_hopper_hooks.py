@@ -19,6 +19,8 @@ def simulate_figures(trajectory, params, out: pathlib.Path) -> list[pathlib.Path
     from .. import plot
     from . import hopper_figures
 
+    params = jax.device_get(params)  # NumPy: no program per operation
+
     figures = {
         "phase_portraits.png": hopper_figures.phase_portraits(trajectory, params),
         "energy.png": hopper_figures.energy_history(trajectory, params),
@@ -33,6 +35,8 @@ def orbit_figures(
     then the figures of `simulate_figures` for `trajectory` (several periods)."""
     from .. import plot
     from . import hopper_figures
+
+    params = jax.device_get(params)  # NumPy: no program per operation
 
     orbit = hopper_figures.orbit_figure(
         cycle, params, perturbed=perturbed, labels=labels

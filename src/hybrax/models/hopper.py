@@ -33,6 +33,7 @@ from .._hybrid import (
     mechanical_mode,
 )
 from .._mechanics import AbstractLagrangianModel
+from .._misc import array_module
 from .._model import orbit_energy_lost_share, orbit_period, orbit_spectral_radius
 from .._periodic import PoincareSection
 
@@ -396,8 +397,9 @@ def to_minimal(x_con):
 def energies(x_min, params: HopperParams):
     r"""Kinetic, potential and total energy of a minimal state (batched on the last
     axis): $T = \tfrac12(m_U\dot z_U^2 + m_L\dot z_L^2)$,
-    $V = g(m_U z_U + m_L z_L) + \tfrac12 k(z_U - z_L - L_0)^2$."""
-    x_min = jnp.asarray(x_min)
+    $V = g(m_U z_U + m_L z_L) + \tfrac12 k(z_U - z_L - L_0)^2$. NumPy in (state and
+    parameters), NumPy out."""
+    x_min = array_module(x_min, params).asarray(x_min)
     zU, zL, vU, vL = (x_min[..., i] for i in range(4))
     kinetic = 0.5 * (params.m_U * vU**2 + params.m_L * vL**2)
     potential = (
@@ -409,11 +411,13 @@ def energies(x_min, params: HopperParams):
 
 def liftoff_state(v_U, params: HopperParams):
     r"""The state on the lift-off section with upper velocity $v_U$: $z_L = \dot z_L =
-    0$ and $\lambda_g = 0$, i.e. $z_U = L_0 + (m_L g - d_G v_U)/k$."""
-    v_U = jnp.asarray(v_U, dtype=jnp.result_type(float))
+    0$ and $\lambda_g = 0$, i.e. $z_U = L_0 + (m_L g - d_G v_U)/k$. NumPy in, NumPy
+    out."""
+    xp = array_module(v_U, params)
+    v_U = xp.asarray(v_U, dtype=jnp.result_type(float))
     z_U = params.L0 + (params.m_L * params.g - params.d_G * v_U) / params.k
-    zero = jnp.zeros_like(v_U)
-    return jnp.stack([z_U, zero, v_U, zero])
+    zero = xp.zeros_like(v_U)
+    return xp.stack([z_U, zero, v_U, zero])
 
 
 def default_initial_state(params: HopperParams | None = None):
@@ -465,9 +469,10 @@ def section(form: str = "minimal") -> PoincareSection:
 
 def orbit_guess(params: HopperParams, v_U: float = 1.7):
     r"""A guess of the reduced unknowns $(z_U, \dot z_U)$ on the lift-off surface
-    $\lambda_g = 0$ (so Newton's first step starts on the section)."""
+    $\lambda_g = 0$ (so Newton's first step starts on the section). NumPy in, NumPy
+    out."""
     x = liftoff_state(v_U, params)
-    return jnp.stack([x[0], x[2]])
+    return array_module(x).stack([x[0], x[2]])
 
 
 def scan_orbit_guess(
