@@ -245,9 +245,11 @@ def test_float32_warns_and_bad_arguments_raise():
         hx.find_periodic_orbit(system, section, jnp.ones(2), PARAMS, fallback="lm")
 
 
-def test_least_squares_solver_finds_the_reference_orbit(reference):
+def test_least_squares_solver_finds_the_reference_orbit(reference, minimal_orbit):
     """A damped least-squares solver (Levenberg-Marquardt) as the shooting solver:
-    the same orbit as the semi-analytic reference."""
+    the same orbit as the semi-analytic reference. Without the analysis its
+    variational passes carry only the section's two tangent columns (of the four
+    of the full fundamental matrix): the reduced Jacobian is the full pass's."""
     import optimistix as optx
 
     orbit = hx.find_periodic_orbit(
@@ -263,6 +265,9 @@ def test_least_squares_solver_finds_the_reference_orbit(reference):
     )
     assert orbit.converged
     np.testing.assert_allclose(orbit.period, reference["period"], atol=1e-9)
+    np.testing.assert_allclose(
+        orbit.reduced_jacobian, minimal_orbit[0].reduced_jacobian, rtol=0, atol=1e-9
+    )
 
 
 def test_phase_fundamental_matrix_is_the_matrix_exponential():
