@@ -355,14 +355,14 @@ def _zero_tangent(leaf):
 
 
 def _variational_return_map(
-    system, section, sequence, settings, phase_observables, full=True, diagnose=True
+    system, section, sequence, settings, phase_observables, full=True
 ):
     r"""The return map $u \mapsto (u', \text{info})$ whose derivative in $u$ is the
     variational Jacobian $M$ (a `jax.custom_jvp`): Newton then needs one augmented
     solve per iteration instead of forward-mode AD through the solver. `info` is
-    `(M, solution, monodromy)` of that cycle (diagnosed unless `diagnose=False`), so
-    that the last iteration can already hold the analysis of the orbit (`monodromy`
-    only if `full`)."""
+    `(M, solution, monodromy)` of that (diagnosed) cycle, so that the last
+    iteration already holds the analysis of the orbit (`monodromy` only if
+    `full`)."""
 
     def evaluate(u, params):
         u_next, M, sol, monodromy = _variational_map(
@@ -374,7 +374,6 @@ def _variational_return_map(
             params,
             phase_observables=phase_observables,
             full=full,
-            diagnose=diagnose,
         )
         return u_next, (M, sol, monodromy)
 
@@ -608,17 +607,8 @@ def _solve(
     if jacobian == "variational":
         # Newton's passes carry the section's k tangent columns only (on the
         # hopper's minimal form 0.64 ms a pass against 1.55 ms with all n).
-        # With the analysis, the final full pass is the diagnosed one, so the
-        # iterations skip the viability and grazing checks (as the AD Jacobian's
-        # iterations do).
         return_map = _variational_return_map(
-            system,
-            section,
-            sequence,
-            settings,
-            phase_observables,
-            full=False,
-            diagnose=not full,
+            system, section, sequence, settings, phase_observables, full=False
         )
 
         def residual(u, args):
