@@ -423,13 +423,15 @@ def main():
         # the AD monodromy (jacfwd of the cycle, n tangents); without it, the
         # passes carry the section's k tangent columns only.
         jac, tangent, full = (prof[i]["median_s"] for i in (3, 4, 5))
-        for row, pass_time, what in ((rows[1], full, "full"), (rows[2], tangent, "k")):
+        estimates = (
+            (rows[1], full, "full-column pass + jacfwd", jac),
+            (rows[2], tangent, "k-column pass", 0.0),
+        )
+        for row, pass_time, what, extra in estimates:
             steps = row["newton_steps"]
-            extra = jac if row is rows[1] else 0.0
             print(
-                f"  rough estimate, {row['method']}: {steps} Newton steps x {what}-"
-                f"column pass{' + jacfwd' if extra else ''} = "
-                f"{1e3 * (steps * pass_time + extra):.2f} ms (measured "
+                f"  rough estimate, {row['method']}: {steps} Newton steps x {what} "
+                f"= {1e3 * (steps * pass_time + extra):.2f} ms (measured "
                 f"{1e3 * row['median_s']:.2f} ms)"
             )
         results["profile"] = prof

@@ -254,6 +254,8 @@ def cycle(
     `diagnose=False` skips the viability and grazing checks: for the iterations of
     a solver whose result a diagnosed pass checks."""
     augmentation = Variational() if variational else None
+    if augmentation is not None and tangents is None:
+        tangents = augmentation.initial(x0)
     solution, extra, records = run_events(
         system,
         x0,
@@ -264,13 +266,7 @@ def cycle(
         t0=jnp.zeros((), x0.dtype),
         sequence=sequence,
         augmentation=augmentation,
-        extra0=(
-            None
-            if augmentation is None
-            else augmentation.initial(x0)
-            if tangents is None
-            else tangents
-        ),
+        extra0=tangents,
         phase_observables=phase_observables,
         diagnose=diagnose,
     )
@@ -340,12 +336,11 @@ def _variational_map(
     field_after = system.modes[system.targets[sequence[-1]]].vector_field
     f_plus = field_after(sol.t_events[-1], x_end, params)
     coord_jac = jax.jacfwd(section.coordinates)(x_end, params)
-    if full:
-        M = coord_jac @ (monodromy + jnp.outer(f_plus, dt_dx0)) @ chart_jac
-        return section.coordinates(x_end, params), M, sol, monodromy
-    # Here `monodromy` is Phi~ chi_u and `dt_dx0` is d t_e / d u.
+    # Without `full`, `monodromy` is already Phi~ chi_u and `dt_dx0` is d t_e / d u.
     M = coord_jac @ (monodromy + jnp.outer(f_plus, dt_dx0))
-    return section.coordinates(x_end, params), M, sol, None
+    if not full:
+        return section.coordinates(x_end, params), M, sol, None
+    return section.coordinates(x_end, params), M @ chart_jac, sol, monodromy
 
 
 def _zero_tangent(leaf):
