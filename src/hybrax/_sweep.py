@@ -713,8 +713,9 @@ def sweep_orbits(
       forward cycle per element, in chunks, before the solves): elements that
       need many iterations or have no orbit share chunks instead of each slowing
       a chunk of converging ones (on the batch above: 2.2-2.5 s against 5.1-5.4
-      s; on the clean batch the extra cycle costs up to 0.07 s of 1.0 s). `None`: batch order. The results do not
-      depend on it (lanes are independent); only the time does.
+      s; on the clean batch the extra cycle costs up to 0.07 s of 1.0 s).
+      `None`: batch order. The results do not depend on it (lanes are
+      independent); only the time does.
 
     **Returns:** an [`hybrax.OrbitSweep`][] (NumPy arrays, batch axis first).
 
