@@ -6,6 +6,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
+import optimistix as optx
 import pytest
 
 import hybrax as hx
@@ -296,3 +297,46 @@ def test_phase_fundamental_matrix_is_the_matrix_exponential():
         settings=SETTINGS,
     )
     np.testing.assert_allclose(Phi, scipy.linalg.expm(A * duration), atol=1e-9)
+
+
+def test_stopped_lanes_run_idle_evaluations_whose_results_are_discarded():
+    # Under vmap the root finder's loop runs every lane until the last stops;
+    # `_IdleWhenDone` flags the evaluations of stopped lanes (the shooting residual
+    # then runs a zero-length cycle). Here an idle evaluation returns NaN: had the
+    # loop kept one, the batched roots would differ from the single solves.
+    from hybrax._periodic import _IdleWhenDone
+
+    seen = []
+
+    def residual(y, args):
+        target, _, idle = args
+        jax.debug.callback(lambda i, t: seen.append((float(t), bool(i))), idle, target)
+        return jnp.where(idle, jnp.nan, y**3 - target), None
+
+    solver = optx.Newton(rtol=1e-12, atol=1e-12)
+    targets = jnp.array([1.0, 8.0, 1e6, -1.0])  # different iteration counts
+
+    def solve(target, wrapped):
+        return optx.root_find(
+            residual,
+            _IdleWhenDone(solver) if wrapped else solver,
+            jnp.ones(()),
+            args=(target, None, jnp.asarray(False)),
+            has_aux=True,
+            max_steps=60,
+            throw=False,
+        )
+
+    singles = [solve(t, wrapped=False) for t in targets]
+    steps = np.array([int(s.stats["num_steps"]) for s in singles])
+    assert len(set(steps)) > 1
+    seen.clear()
+    batched = jax.vmap(lambda t: solve(t, wrapped=True))(targets)
+    np.testing.assert_array_equal(batched.value, [s.value for s in singles])
+    np.testing.assert_array_equal(batched.stats["num_steps"], steps)
+    np.testing.assert_allclose(batched.value**3, targets, rtol=1e-12)
+    # Each lane is idle in exactly the iterations after its own last one.
+    for target, n in zip(np.asarray(targets), steps):
+        flags = [i for t, i in seen if t == target]
+        assert len(flags) == steps.max()
+        assert flags == [False] * n + [True] * (steps.max() - n)
