@@ -19,6 +19,9 @@ without orbits is much slower per point (under vmap every element waits for the
 chunk's slowest, and a point that does not converge runs all Newton iterations);
 `hybrax sweep hopper` reports that case.
 
+Then the largest batch with `warm_start=True` (each element after the first
+converged ones starts from the nearest converged orbit) against the cold batch.
+
 Then the largest batch again with `--infeasible` (default 0.1) of its parameter sets
 replaced by sets with D_G in [-0.2, 0.05] (most have no orbit: the hopper stops
 lifting off, or its cycle never returns), solved with compaction (rounds of
@@ -264,6 +267,9 @@ def main():
     )
 
     results = {"settings": vars(args), "scipy_s": scipy_times, "rows": rows}
+    results["warm_start"] = warm_start(
+        args, np, jtu, hx, models, system, section, pool, options, rows[-1], last
+    )
     if args.infeasible > 0:
         results["infeasible"] = infeasible_batch(
             args, np, eqx, jtu, hx, models, system, section, pool, options, rows[-1]
@@ -276,6 +282,54 @@ def main():
         path = folder / "bench_sweep.json"
         path.write_text(json.dumps(results, indent=2, default=str))
         print(f"\nwrote {path}")
+
+
+def warm_start(args, np, jtu, hx, models, system, section, pool, options, cold, out):
+    """The largest batch again with `warm_start=True`: elements start from the
+    nearest converged orbit; throughput and Newton iterations against the cold
+    batch, and the largest difference of their orbits and multipliers."""
+    n = cold["batch"]
+    params = take(jtu, np, pool, n)
+
+    def call():
+        return hx.sweep_orbits(
+            system,
+            section,
+            models.hopper.orbit_guess,
+            params,
+            chunk_size=args.chunk,
+            round_iterations=args.round_iterations,
+            warm_start=True,
+            **options,
+        )
+
+    warm = call()
+    walls = []
+    for _ in range(2):
+        t0 = time.perf_counter()
+        warm = call()
+        walls.append(time.perf_counter() - t0)
+    wall = min(walls)
+    row = {
+        "batch": n,
+        "warm_s": wall,
+        "orbits_per_s": n / wall,
+        "vs_cold": n / wall / cold["orbits_per_s"],
+        "newton_mean": float(np.mean(warm.orbit.n_steps)),
+        "newton_mean_cold": float(np.mean(out.orbit.n_steps)),
+        "max_du": float(np.nanmax(np.abs(warm.orbit.u - out.orbit.u))),
+        "max_dmult": float(np.nanmax(np.abs(warm.multipliers - out.multipliers))),
+        "converged": int(warm.converged.sum()),
+    }
+    print(
+        f"\nbatch {n} with warm_start=True: {wall:.3f} s -> "
+        f"{row['orbits_per_s']:.1f} orbits/s ({row['vs_cold']:.2f}x cold); Newton "
+        f"mean {row['newton_mean']:.2f} (cold {row['newton_mean_cold']:.2f}); "
+        f"converged {row['converged']}/{n}; max |du| {row['max_du']:.1e}, max "
+        f"|d multiplier| {row['max_dmult']:.1e} against cold",
+        flush=True,
+    )
+    return row
 
 
 def infeasible_batch(

@@ -240,6 +240,61 @@ def test_rounds_resume_where_they_stopped(
     assert queued[-1] == np.inf  # the element whose cycle fails comes last
 
 
+def test_warm_starts_from_the_nearest_converged_orbit(system_and_section):
+    """With `warm_start`, elements entering a lane after the first orbits have
+    converged start from the nearest converged orbit: the same orbits (a region
+    with one orbit per parameter set) as cold starts from the guess, in fewer
+    Newton iterations. Rounds of one iteration on two lanes, as above
+    (one compilation)."""
+    system, section = system_and_section
+    mu = np.linspace(0.78, 0.82, 8)
+    params = eqx.tree_at(
+        lambda p: (p.mu, p.d_G),
+        models.hopper.HopperParams(),
+        (np.append(mu, 0.8), np.append(np.full(8, -0.0377), 0.01) * SCALE),
+    )
+    runs = {
+        warm: hx.sweep_orbits(
+            system,
+            section,
+            models.hopper.orbit_guess,
+            params,
+            chunk_size=2,
+            round_iterations=1,
+            warm_start=warm,
+            **OPTIONS,
+        )
+        for warm in (False, True)
+    }
+    cold, warm = runs[False], runs[True]
+    # The set without an orbit fails either way (its cause depends on the start).
+    assert list(cold.converged) == list(warm.converged) == [True] * 8 + [False]
+    np.testing.assert_allclose(warm.orbit.u[:8], cold.orbit.u[:8], atol=1e-9)
+    np.testing.assert_allclose(warm.multipliers[:8], cold.multipliers[:8], atol=1e-9)
+    assert np.all(warm.orbit.residual_norm[:8] <= 1e-8)  # the default residual_tol
+    assert warm.orbit.n_steps[:8].sum() < cold.orbit.n_steps[:8].sum()
+
+
+def test_nearest_converged_orbit_in_scaled_parameters():
+    from hybrax._sweep import _nearest_solved, _parameter_features
+
+    # Two float leaves on very different scales and a constant one: each column
+    # is scaled to unit spread, the constant dropped.
+    dynamic = {
+        "a": np.array([0.0, 1.0, 2.0, 3.0]),
+        "b": np.array([0.0, 3000.0, 0.0, 3000.0]),
+        "c": np.full(4, 5.0),
+    }
+    features = _parameter_features(dynamic, 4)
+    assert features.shape == (4, 2)
+    np.testing.assert_allclose(np.std(features, axis=0), 1.0)
+    solved_u = [np.array([10.0]), np.array([30.0])]
+    # Element 1 is nearer element 3 (same b) than element 0 once b is scaled.
+    np.testing.assert_array_equal(
+        _nearest_solved(features, [1, 2], [0, 3], solved_u), [[30.0], [10.0]]
+    )
+
+
 def _newton_sqrt(a):
     """A per-element while loop whose length depends on the element, and a status."""
 

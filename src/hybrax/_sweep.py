@@ -414,11 +414,15 @@ class OrbitSweep(eqx.Module):
         return np.asarray(self.multipliers)[:, 0]
 
 
+# Where an orbit element's solve starts (see `_OrbitSolve`).
+_RESUME, _FROM_GUESS, _FROM_U = 0, 1, 2
+
+
 class _OrbitSolve(eqx.Module):
     """`fn` of [`hybrax.sweep`][] for [`hybrax.sweep_orbits`][]: one orbit from one
-    `(params, u, fresh)` element. A `fresh` element starts from its guess (after
-    the return-map iterations); the others resume from `u`, the last iterate of
-    an earlier round."""
+    `(params, u, start)` element. `start` is `_FROM_GUESS` (the guess, then the
+    return-map iterations), `_FROM_U` (`u`, a warm start, then the return-map
+    iterations) or `_RESUME` (`u`, the last iterate of an earlier round)."""
 
     system: HybridSystem
     section: PoincareSection
@@ -432,12 +436,11 @@ class _OrbitSolve(eqx.Module):
     phase_observables: bool = eqx.field(static=True)
     return_map_iterations: int = eqx.field(static=True)
 
-    def start(self, params, u, fresh):
-        """Where the element's root finder starts: a `fresh` element at its guess
-        after the return-map iterations, the others at `u`."""
+    def start(self, params, u, start):
+        """Where the element's root finder starts (see the class)."""
         if self.guess is not None:
             guess = jnp.asarray(self.guess(params), dtype=jnp.result_type(float))
-            u = jnp.where(fresh, guess, u)
+            u = jnp.where(start == _FROM_GUESS, guess, u)
         if self.return_map_iterations:
             sequence = resolve_sequence(self.system, self.section)[0]
             pulled = _iterate_map(
@@ -449,12 +452,12 @@ class _OrbitSolve(eqx.Module):
                 params,
                 self.return_map_iterations,
             )
-            u = jnp.where(fresh, pulled, u)
+            u = jnp.where(start == _RESUME, u, pulled)
         return u
 
     def __call__(self, element):
-        params, u, fresh = element
-        u = self.start(params, u, fresh)
+        params, u, start = element
+        u = self.start(params, u, start)
         orbit = find_periodic_orbit(
             self.system,
             self.section,
@@ -486,9 +489,9 @@ class _StartDefect(eqx.Module):
     solve: _OrbitSolve
 
     def __call__(self, element):
-        params, u, fresh = element
+        params, u, start = element
         solve = self.solve
-        u = solve.start(params, u, fresh)
+        u = solve.start(params, u, start)
         # NaN where the cycle failed.
         u_next, _ = _poincare_map(
             solve.system, solve.section, u, params, solve.settings, dfx.ForwardMode()
@@ -504,12 +507,43 @@ def _queue_by_defect(fn, static, dynamic, u, plan):
     queued together they share chunks, instead of each holding a chunk of
     converging elements for its slow round."""
     quiet = _Progress(plan.n_local, False, "")
-    element = (dynamic, np.asarray(u), np.ones(u.shape[0], bool))
+    element = (dynamic, np.asarray(u), np.full(u.shape[0], _FROM_GUESS, np.int8))
     defect = _run_chunks(_StartDefect(fn), static, element, plan, quiet)
     return np.argsort(np.asarray(defect), kind="stable")
 
 
-def _run_rounds(fn, static, dynamic, u, plan, bar, max_iterations, order=None):
+# The converged orbits (the newest) among which a warm start looks for the nearest:
+# bounds the host work per round for any batch size.
+_WARM_POOL = 4096
+
+
+def _parameter_features(dynamic, n) -> np.ndarray:
+    """Each element's float parameters as a row, every column scaled to unit spread
+    over the batch (constant columns dropped): the metric of the warm starts."""
+    columns = [
+        np.asarray(leaf, float).reshape(n, -1)
+        for leaf in _leaves(dynamic)
+        if np.issubdtype(np.asarray(leaf).dtype, np.floating)
+    ]
+    if not columns:
+        return np.zeros((n, 0))
+    features = np.concatenate(columns, axis=1)
+    spread = np.std(features, axis=0)
+    keep = spread > 0
+    return features[:, keep] / spread[keep]
+
+
+def _nearest_solved(features, elements, solved, solved_u):
+    """For each of `elements`, the orbit `u` of the nearest `solved` element."""
+    solved = np.asarray(solved[-_WARM_POOL:])
+    candidates = np.asarray(solved_u[-_WARM_POOL:])
+    gaps = features[np.asarray(elements)][:, None, :] - features[solved][None]
+    return candidates[np.argmin(np.sum(gaps**2, axis=-1), axis=1)]
+
+
+def _run_rounds(
+    fn, static, dynamic, u, plan, bar, max_iterations, order=None, warm_start=False
+):
     r"""Orbit solves in rounds of `fn.max_iterations` root-finder iterations, with
     compaction: a chunk of `plan.size` lanes runs one round; an element that
     converged or failed leaves its lane, which the next element of the queue
@@ -521,29 +555,41 @@ def _run_rounds(fn, static, dynamic, u, plan, bar, max_iterations, order=None):
 
     `dynamic`: the parameters' arrays, `u`: the guesses (host arrays, rows in
     element order); `order`: the queue (this process's element positions), by
-    default their order. Returns the outputs of `fn` (host arrays, element order) with
-    `n_steps` counting the iterations of all rounds."""
+    default their order. With `warm_start`, an element that takes a lane once some
+    have converged starts from the orbit of the converged element nearest in
+    parameters (`_parameter_features`) instead of its guess (then the return-map
+    iterations, as from the guess). Returns the outputs
+    of `fn` (host arrays, element order) with `n_steps` counting the iterations of
+    all rounds."""
     size, n_local = plan.size, plan.n_local
     per_round = fn.max_iterations
     u = np.array(u[plan.local_index])
-    fresh = np.ones(n_local, bool)
+    start = np.full(n_local, _FROM_GUESS, np.int8)
     used = np.zeros(n_local, int)
     queue = list(np.arange(n_local) if order is None else order)[::-1]
     lanes = np.full(size, -1)
     rows = None  # the finished outputs, allocated from the first round's
     out_static = None
+    if warm_start:
+        features = _parameter_features(_take(dynamic, plan.local_index), n_local)
+    solved, solved_u = [], []  # converged elements and their orbits, oldest first
     while True:
+        entering = []
         for lane in np.flatnonzero(lanes < 0):
             if not queue:
                 break
             lanes[lane] = queue.pop()
+            entering.append(lanes[lane])
+        if warm_start and entering and solved:
+            u[entering] = _nearest_solved(features, entering, solved, solved_u)
+            start[entering] = _FROM_U
         live = lanes >= 0
         if not live.any():
             break
         # Idle lanes repeat a live element (their results are dropped).
         elements = np.where(live, lanes, lanes[live][0])
         chunk = jax.device_put(
-            (_take(dynamic, plan.local_index[elements]), u[elements], fresh[elements]),
+            (_take(dynamic, plan.local_index[elements]), u[elements], start[elements]),
             plan.target,
         )
         out = jtu.tree_map(
@@ -564,15 +610,19 @@ def _run_rounds(fn, static, dynamic, u, plan, bar, max_iterations, order=None):
         unfinished = np.asarray(orbit.result == RESULTS.shooting_failed) & (
             steps >= per_round
         )
+        converged = np.asarray(orbit.result == RESULTS.successful)
         finished_lanes = []
         for lane in np.flatnonzero(live):
             element = lanes[lane]
             used[element] += int(steps[lane])
             if unfinished[lane] and used[element] < max_iterations:
                 u[element] = np.asarray(orbit.last_iterate)[lane]
-                fresh[element] = False
+                start[element] = _RESUME
                 continue
             finished_lanes.append(lane)
+            if warm_start and converged[lane]:
+                solved.append(element)
+                solved_u.append(np.asarray(orbit.u)[lane])
         if finished_lanes:
             finished_lanes = np.asarray(finished_lanes)
             targets = lanes[finished_lanes]
@@ -655,6 +705,7 @@ def sweep_orbits(
     phase_observables: bool = False,
     round_iterations: int | None = 8,
     order: str | None = "defect",
+    warm_start: bool = False,
 ) -> OrbitSweep:
     r"""Periodic orbits and their multipliers for a batch of parameter sets, with
     [`hybrax.find_periodic_orbit`][] under one compiled `jit(vmap(...))` (see
@@ -716,6 +767,17 @@ def sweep_orbits(
       s; on the clean batch the extra cycle costs up to 0.07 s of 1.0 s).
       `None`: batch order. The results do not depend on it (lanes are
       independent); only the time does.
+    - `warm_start`: each element that takes a lane after some orbits have
+      converged starts from the orbit of the converged element nearest to it in
+      parameters (float leaves, each scaled to unit spread over the batch; among
+      the newest 4096) instead of `u_guess` (the return-map iterations still
+      apply). Without return-map iterations this saves Newton iterations on
+      dense grids and small boxes (hopper batch of 1024 above: 3.5 against 4.1 on
+      average, 1.08x the orbits/s); the orbits
+      agree with the default's to the root finder's tolerance, but no longer
+      bitwise, and depend on the batch (its order, chunks and processes). Where
+      several orbits coexist a neighbour's may pull an element to another branch
+      than its guess would: use continuation to follow one branch. Default off.
 
     **Returns:** an [`hybrax.OrbitSweep`][] (NumPy arrays, batch axis first).
 
@@ -779,7 +841,7 @@ def sweep_orbits(
     if u_batch is None:
         u_batch = np.zeros((n, _guess_size(guess, params_batch)))
     dynamic, static = eqx.partition(params_batch, eqx.is_array)
-    static = (static, None, None)  # an element is (params, u, fresh)
+    static = (static, None, None)  # an element is (params, u, start)
     if chunk_size is None:
         devices = list(jax.local_devices() if devices is None else devices)
         if devices[0].platform == "cpu":
@@ -791,7 +853,15 @@ def sweep_orbits(
         if order == "defect" and plan.n_local > plan.size:
             queue = _queue_by_defect(fn, static, dynamic, u_batch, plan)
         orbit, multipliers = _run_rounds(
-            fn, static, dynamic, u_batch, plan, bar, max_iterations, queue
+            fn,
+            static,
+            dynamic,
+            u_batch,
+            plan,
+            bar,
+            max_iterations,
+            queue,
+            bool(warm_start),
         )
     finally:
         bar.close()
