@@ -753,18 +753,19 @@ def sweep_orbits(
       `max_iterations` (so they get at least `max_iterations`, in whole rounds,
       plus one per resumption to re-check convergence). Under `vmap` an element costs
       its chunk as much as its slowest lane, so a slow element holds lanes for
-      one round instead of all its iterations. On the hopper (these defaults,
-      `t_max` 5), a batch of 1024 with 10% of parameter sets without an orbit:
-      5.1 s in rounds against 8.0 s in one round, both in batch order
-      (`experiments/bench_sweep.py`, 64-lane chunks; an earlier version took 72 s
-      as one chunk of 1024 lanes in one round).
+      one round instead of all its iterations; within a round, a lane whose
+      root finder has stopped runs zero-length cycles. On the hopper (these
+      defaults, `t_max` 5), a batch of 1024 with 10% of parameter sets without an
+      orbit: 2.7-3.0 s in rounds against 4.0-4.1 s in one round, both in batch
+      order (`experiments/bench_sweep.py`, 64-lane chunks; 5.1 and 8.2 s before
+      stopped lanes ran zero-length cycles, 72 s as one chunk of 1024 lanes).
     - `order`: the order in which elements take lanes when the batch is larger
       than a chunk. `"defect"` (default): by the return-map defect
       $\max_i |P(u_0) - u_0|_i$ at each element's start, smallest first (one
       forward cycle per element, in chunks, before the solves): elements that
       need many iterations or have no orbit share chunks instead of each slowing
-      a chunk of converging ones (on the batch above: 2.2-2.5 s against 5.1-5.4
-      s; on the clean batch the extra cycle costs up to 0.07 s of 1.0 s).
+      a chunk of converging ones (on the batch above: 1.9-2.0 s against 2.7-3.0
+      s; on the clean batch the extra cycle costs up to 0.11 s of 1.0 s).
       `None`: batch order. The results do not depend on it (lanes are
       independent); only the time does.
     - `warm_start`: each element that takes a lane after some orbits have
@@ -773,11 +774,13 @@ def sweep_orbits(
       the newest 4096) instead of `u_guess` (the return-map iterations still
       apply). Without return-map iterations this saves Newton iterations on
       dense grids and small boxes (hopper batch of 1024 above: 3.5 against 4.1 on
-      average, 1.08x the orbits/s); the orbits
-      agree with the default's to the root finder's tolerance, but no longer
-      bitwise, and depend on the batch (its order, chunks and processes). Where
-      several orbits coexist a neighbour's may pull an element to another branch
-      than its guess would: use continuation to follow one branch. Default off.
+      average, 1.08-1.13x the orbits/s); the orbits agree with the default's to
+      the root finder's tolerance, but no longer bitwise, and depend on the batch
+      (its order, chunks and processes). Where several orbits coexist a
+      neighbour's may pull an element to another branch than its guess would
+      (on a 32 x 32 hopper grid it found 868 orbits against 660, some of them the
+      other orbit of their parameter set): use continuation to follow one branch.
+      Default off.
 
     **Returns:** an [`hybrax.OrbitSweep`][] (NumPy arrays, batch axis first).
 
