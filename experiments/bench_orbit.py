@@ -13,6 +13,10 @@ In one run, at rtol = atol = 1e-10:
    is then the leading eigenvalue of M).
 4. The constrained (descriptor) form, unless `--skip-constrained`.
 
+Every hybrax row does the baseline's work, `phase_observables=False` (no apex
+heights: SciPy computes none); one more row runs the library's default, which
+records the phase observables (dense output and extrema in every Newton pass).
+
 `--profile` adds warm timings of the pieces of one cycle (simulate; its JVP with
 `diffrax.ForwardMode()`; `jax.jacfwd` of the cycle end state; `hybrax.monodromy` at
 the orbit) to show what bounds the orbit time. `--json` writes the numbers to
@@ -35,6 +39,10 @@ HERE = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import scipy_hopper  # noqa: E402
+
+
+# The baseline's work: orbit, monodromy and multipliers, no phase observables.
+SAME_WORK = dict(phase_observables=False)
 
 
 class CompileEvents:
@@ -307,8 +315,24 @@ def main():
                 analyse=analyse,
                 repeats=args.repeats,
                 events=events,
+                **SAME_WORK,
             )
             row["method"] = f"hybrax {form}: {label}"
+            rows.append(row)
+        if form == "minimal":
+            print(f"hybrax {form}, default (phase observables): compiling ...")
+            row = bench_hybrax(
+                jax,
+                hx,
+                system,
+                section,
+                guess,
+                p,
+                analyse=True,
+                repeats=args.repeats,
+                events=events,
+            )
+            row["method"] = f"hybrax {form}: all + apexes (default)"
             rows.append(row)
         if form == "minimal":
             # The Newton Jacobian by forward-mode AD through the solver instead
@@ -336,6 +360,7 @@ def main():
                     repeats=args.repeats,
                     events=events,
                     **options,
+                    **SAME_WORK,
                 )
                 row["method"] = f"hybrax {form}: all, {label}"
                 rows.append(row)
@@ -344,7 +369,9 @@ def main():
             # dispatch of the system, section and settings).
             print(f"hybrax {form}, under jax.jit: compiling ...", flush=True)
             jitted = jax.jit(
-                lambda params: hx.find_periodic_orbit(system, section, guess, params)
+                lambda params: hx.find_periodic_orbit(
+                    system, section, guess, params, **SAME_WORK
+                )
             )
             row = bench_hybrax(
                 jax,
