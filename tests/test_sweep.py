@@ -418,6 +418,33 @@ def test_cli_writes_table_and_heatmap(tmp_path, swept):
     assert png[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def test_cli_warm_start_reaches_the_sweep(tmp_path, swept, monkeypatch):
+    """`--warm-start` is passed to `sweep_orbits` (whose warm starts are tested
+    above); on this grid, one chunk, the table is that of the cold sweep."""
+    del swept  # compiled the same program first
+    calls = []
+    sweep_orbits = hybrax._sweep.sweep_orbits
+
+    def spy(*args, **kwargs):
+        calls.append(kwargs["warm_start"])
+        return sweep_orbits(*args, **kwargs)
+
+    monkeypatch.setattr(hybrax._sweep, "sweep_orbits", spy)
+    tables = []
+    for flags in ([], ["--warm-start"]):
+        folder = tmp_path / str(len(flags))
+        with contextlib.redirect_stdout(io.StringIO()):
+            code = main(
+                ["sweep", "hopper", "--grid", "mu=0.75:0.8:2", "--grid"]
+                + ["D_G=-0.04:0:3", "--out", str(folder), "--no-progress"]
+                + flags
+            )
+        assert code == 0
+        tables.append((folder / "sweep.csv").read_text())
+    assert calls == [False, True]
+    assert tables[0] == tables[1]
+
+
 @pytest.mark.parametrize(
     "grid, message",
     [

@@ -155,6 +155,15 @@ def add_parser(subparsers) -> None:
         ),
     )
     parser.add_argument(
+        "--warm-start",
+        action="store_true",
+        help=(
+            "start each point, once orbits have converged, from the orbit of the "
+            "nearest converged point (fewer Newton iterations on fine grids; where "
+            "orbits coexist it may find another one)"
+        ),
+    )
+    parser.add_argument(
         "--no-progress", action="store_true", help="do not show the progress bar"
     )
     parser.set_defaults(run=_run_sweep, command_parser=parser)
@@ -368,6 +377,7 @@ def _run_sweep(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
         progress=not args.no_progress,
         # A mapped quantity may read phase observables (the hopper's apex heights).
         phase_observables=args.quantity is not None,
+        warm_start=args.warm_start,
         **_sweep_options(
             tol=args.tol,
             t_max=args.t_max,
