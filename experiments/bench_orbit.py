@@ -302,8 +302,8 @@ def main():
     rows = [scipy_row]
     for form, system in forms:
         section = models.hopper.section(form)
-        for analyse in (True, False):
-            label = "orbit+Phi(AD,S)+mult" if analyse else "orbit+M only"
+
+        def run(label, analyse=True, **options):
             print(f"hybrax {form}, {label}: compiling ...", flush=True)
             row = bench_hybrax(
                 jax,
@@ -315,78 +315,35 @@ def main():
                 analyse=analyse,
                 repeats=args.repeats,
                 events=events,
-                **SAME_WORK,
+                **options,
             )
             row["method"] = f"hybrax {form}: {label}"
             rows.append(row)
+
+        run("orbit+Phi(AD,S)+mult", **SAME_WORK)
+        run("orbit+M only", analyse=False, **SAME_WORK)
         if form == "minimal":
-            print(f"hybrax {form}, default (phase observables): compiling ...")
-            row = bench_hybrax(
-                jax,
-                hx,
-                system,
-                section,
-                guess,
-                p,
-                analyse=True,
-                repeats=args.repeats,
-                events=events,
-            )
-            row["method"] = f"hybrax {form}: all + apexes (default)"
-            rows.append(row)
-        if form == "minimal":
+            run("all + apexes (default)")
             # The Newton Jacobian by forward-mode AD through the solver instead
             # of the variational equations, and chord iterations reusing the
             # first one (a primal cycle per iteration).
-            for label, options in (
-                ("Newton, AD Jacobian", dict(jacobian="autodiff")),
-                (
-                    "Chord, AD Jacobian",
-                    dict(
-                        jacobian="autodiff",
-                        root_finder=optimistix.Chord(rtol=1e-11, atol=1e-11),
-                    ),
-                ),
-            ):
-                print(f"hybrax {form}, {label}: compiling ...", flush=True)
-                row = bench_hybrax(
-                    jax,
-                    hx,
-                    system,
-                    section,
-                    guess,
-                    p,
-                    analyse=True,
-                    repeats=args.repeats,
-                    events=events,
-                    **options,
-                    **SAME_WORK,
-                )
-                row["method"] = f"hybrax {form}: all, {label}"
-                rows.append(row)
-            # The default solve inside the caller's own `jax.jit`: without the
+            run("all, Newton, AD Jacobian", jacobian="autodiff", **SAME_WORK)
+            chord = optimistix.Chord(rtol=1e-11, atol=1e-11)
+            run(
+                "all, Chord, AD Jacobian",
+                jacobian="autodiff",
+                root_finder=chord,
+                **SAME_WORK,
+            )
+            # The same-work solve inside the caller's own `jax.jit`: without the
             # public call's host work (argument checks, pytree flattening and
             # dispatch of the system, section and settings).
-            print(f"hybrax {form}, under jax.jit: compiling ...", flush=True)
             jitted = jax.jit(
                 lambda params: hx.find_periodic_orbit(
                     system, section, guess, params, **SAME_WORK
                 )
             )
-            row = bench_hybrax(
-                jax,
-                hx,
-                system,
-                section,
-                guess,
-                p,
-                analyse=True,
-                repeats=args.repeats,
-                events=events,
-                call=lambda: jitted(p),
-            )
-            row["method"] = f"hybrax {form}: all, under the caller's jax.jit"
-            rows.append(row)
+            run("all, under the caller's jax.jit", call=lambda: jitted(p))
 
     print()
     print_table(rows, scipy_row)

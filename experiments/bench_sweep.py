@@ -163,6 +163,8 @@ def main():
         return_map_iterations=args.map_iterations,
         jacobian=args.jacobian,
         root_finder=optx.Newton(rtol=args.newton_tol, atol=args.newton_tol),
+        chunk_size=args.chunk,
+        round_iterations=args.round_iterations,
     )
     print(
         f"settings: tol {args.tol:g}, t_max {args.t_max:g}, Newton <= "
@@ -189,13 +191,7 @@ def main():
 
         def call(params=params):
             return hx.sweep_orbits(
-                system,
-                section,
-                models.hopper.orbit_guess,
-                params,
-                chunk_size=args.chunk,
-                round_iterations=args.round_iterations,
-                **options,
+                system, section, models.hopper.orbit_guess, params, **options
             )
 
         events.start()
@@ -297,10 +293,7 @@ def warm_start(args, np, jtu, hx, models, system, section, pool, options, cold, 
             section,
             models.hopper.orbit_guess,
             params,
-            chunk_size=args.chunk,
-            round_iterations=args.round_iterations,
-            warm_start=True,
-            **options,
+            **dict(options, warm_start=True),
         )
 
     warm = call()
@@ -363,10 +356,7 @@ def infeasible_batch(
                 section,
                 models.hopper.orbit_guess,
                 params,
-                chunk_size=args.chunk,
-                round_iterations=rounds,
-                order=order,
-                **options,
+                **dict(options, round_iterations=rounds, order=order),
             )
 
         t0 = time.perf_counter()

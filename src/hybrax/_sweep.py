@@ -5,6 +5,7 @@ a failed element spoils no other. See [`hybrax.sweep`][] for running one sweep o
 several hosts.
 """
 
+import collections
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -535,10 +536,8 @@ def _parameter_features(dynamic, n) -> np.ndarray:
 
 def _nearest_solved(features, elements, solved, solved_u):
     """For each of `elements`, the orbit `u` of the nearest `solved` element."""
-    solved = np.asarray(solved[-_WARM_POOL:])
-    candidates = np.asarray(solved_u[-_WARM_POOL:])
-    gaps = features[np.asarray(elements)][:, None, :] - features[solved][None]
-    return candidates[np.argmin(np.sum(gaps**2, axis=-1), axis=1)]
+    gaps = features[np.asarray(elements)][:, None, :] - features[list(solved)][None]
+    return np.asarray(solved_u)[np.argmin(np.sum(gaps**2, axis=-1), axis=1)]
 
 
 def _run_rounds(
@@ -572,7 +571,9 @@ def _run_rounds(
     out_static = None
     if warm_start:
         features = _parameter_features(_take(dynamic, plan.local_index), n_local)
-    solved, solved_u = [], []  # converged elements and their orbits, oldest first
+    # The newest converged elements and their orbits.
+    solved = collections.deque(maxlen=_WARM_POOL)
+    solved_u = collections.deque(maxlen=_WARM_POOL)
     while True:
         entering = []
         for lane in np.flatnonzero(lanes < 0):
