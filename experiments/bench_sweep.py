@@ -6,11 +6,12 @@ In one run, at rtol = atol = 1e-10 (`--tol`):
 1. SciPy (`experiments/scipy_hopper.py`: solve_ivp DOP853 with events, root "hybr",
    central finite differences): `--scipy-orbits` orbits, timed one by one.
 2. hybrax: `sweep_orbits` on batches of 1, 16, 64, 256, 1024, 4096 parameter sets
-   (up to `--max-batch`), each batch one chunk (one compilation per batch size).
+   (`--batches`, up to `--max-batch`), in the library's default chunks (64 lanes on
+   CPU, the whole batch on an accelerator; one compilation per chunk size).
    Compilation (trace / lower / XLA, from `jax.monitoring`) is reported apart from
    the warm time; orbits/s = batch / warm time. CPU seconds per orbit (process
    time, all threads) are reported too: they are less sensitive to other load on
-   the machine than wall time.
+   the machine than wall time. On an accelerator, the device's peak memory.
 
 The batch: random (seed 0) mu in [0.79, 0.81], D_G in [-0.039, -0.035] around the
 paper's case (mu 0.8, D_G -0.0377), where every point has a stable orbit that
@@ -19,8 +20,9 @@ without orbits is much slower per point (under vmap every element waits for the
 chunk's slowest, and a point that does not converge runs all Newton iterations);
 `hybrax sweep hopper` reports that case.
 
-Then the largest batch with `warm_start=True` (each element after the first
-converged ones starts from the nearest converged orbit) against the cold batch.
+Then (unless `--no-warm-start`) the largest batch with `warm_start=True` (each
+element after the first converged ones starts from the nearest converged orbit)
+against the cold batch.
 
 Then the largest batch again with `--infeasible` (default 0.1) of its parameter sets
 replaced by sets with D_G in [-0.2, 0.05] (most have no orbit: the hopper stops
@@ -38,7 +40,9 @@ what bounds the throughput. `--devices N` splits each batch over N host devices
 (sets XLA_FLAGS before JAX starts). `--json` writes
 `experiments/out/bench_sweep.json` (git-ignored).
 
-Usage: `python experiments/bench_sweep.py [--max-batch 1024] [--profile] [--json]`.
+Usage: `python experiments/bench_sweep.py [--max-batch 1024] [--profile] [--json]`;
+on a GPU, `--max-batch 1000000 --batches 1e3,1e4,1e5,1e6 --infeasible 0
+--no-warm-start` for the scaling with batch size.
 """
 
 import argparse
@@ -63,6 +67,16 @@ D_G_RANGE = (-0.039, -0.035)
 def parse_args():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--max-batch", type=int, default=4096)
+    parser.add_argument(
+        "--batches",
+        type=lambda text: tuple(int(float(b)) for b in text.split(",")),
+        default=BATCHES,
+        help="comma-separated batch sizes (e.g. 1e3,1e4,1e5); default "
+        + ",".join(map(str, BATCHES)),
+    )
+    parser.add_argument(
+        "--no-warm-start", action="store_true", help="skip the warm-start row"
+    )
     parser.add_argument("--tol", type=float, default=1e-10, help="rtol = atol")
     parser.add_argument("--scipy-orbits", type=int, default=5)
     parser.add_argument("--devices", type=int, default=1, help="host devices")
@@ -154,7 +168,7 @@ def main():
     events = CompileEvents()
     jax.monitoring.register_event_duration_secs_listener(events)
 
-    sizes = [b for b in BATCHES if b <= args.max_batch]
+    sizes = [b for b in args.batches if b <= args.max_batch]
     pool, mu, D_G = batch_params(np, eqx, models, max(sizes + [args.profile_batch]))
     system, section = models.hopper.minimal()[0], models.hopper.section()
     options = dict(
@@ -198,6 +212,7 @@ def main():
         t0 = time.perf_counter()
         out = call()
         first = time.perf_counter() - t0
+        peak = peak_device_bytes(jax)
         parts = events.stop()
         repeats = 3 if n <= 64 else 2 if n <= 1024 else 1
         walls, cpus = [], []
@@ -221,6 +236,7 @@ def main():
             "newton_max": int(iterations.max()),
             "newton_mean": float(iterations.mean()),
             "max_residual": float(np.max(out.orbit.residual_norm)),
+            "peak_device_bytes": peak,
         }
         rows.append(row)
         last = out
@@ -228,7 +244,8 @@ def main():
             f"  batch {n:5d}: compile {row['compile_s']:6.1f} s, warm {wall:8.3f} s "
             f"-> {row['orbits_per_s']:8.1f} orbits/s ({row['cpu_ms_per_orbit']:.2f} "
             f"CPU ms/orbit), converged {row['converged']}/{n}, Newton max "
-            f"{row['newton_max']}, max |F| {row['max_residual']:.1e}",
+            f"{row['newton_max']}, max |F| {row['max_residual']:.1e}"
+            + (f", device memory peak {peak / 2**30:.2f} GiB" if peak else ""),
             flush=True,
         )
 
@@ -263,9 +280,10 @@ def main():
     )
 
     results = {"settings": vars(args), "scipy_s": scipy_times, "rows": rows}
-    results["warm_start"] = warm_start(
-        args, np, jtu, hx, models, system, section, pool, options, rows[-1], last
-    )
+    if not args.no_warm_start:
+        results["warm_start"] = warm_start(
+            args, np, jtu, hx, models, system, section, pool, options, rows[-1], last
+        )
     if args.infeasible > 0:
         results["infeasible"] = infeasible_batch(
             args, np, eqx, jtu, hx, models, system, section, pool, options, rows[-1]
@@ -278,6 +296,13 @@ def main():
         path = folder / "bench_sweep.json"
         path.write_text(json.dumps(results, indent=2, default=str))
         print(f"\nwrote {path}")
+
+
+def peak_device_bytes(jax):
+    """The first device's peak memory in use so far (accelerators report it; the
+    CPU device does not: None)."""
+    stats = jax.devices()[0].memory_stats() or {}
+    return stats.get("peak_bytes_in_use")
 
 
 def warm_start(args, np, jtu, hx, models, system, section, pool, options, cold, out):

@@ -472,10 +472,24 @@ def _by_modulus(eig: Complex[Array, " k"]) -> Complex[Array, " k"]:
     return eig[jnp.argsort(key)]
 
 
+def _eigenvalues(matrix: Float[Array, "k k"]) -> Complex[Array, " k"]:
+    """The eigenvalues of a small real matrix by LAPACK's `geev` (differentiable).
+
+    LAPACK on every backend: on GPUs `jnp.linalg.eigvals` runs cuSOLVER's `geev`
+    one matrix after another (0.32 ms per 3 x 3 matrix on an H100, 32 s for a
+    batch of 1e5), while JAX's LAPACK path copies the batch to the host once."""
+    return jax.lax.linalg.eig(
+        matrix,
+        compute_left_eigenvectors=False,
+        compute_right_eigenvectors=False,
+        implementation=jax.lax.linalg.EigImplementation.LAPACK,
+    )[0]
+
+
 def sorted_multipliers(matrix: Float[Array, "k k"]) -> Complex[Array, " k"]:
     r"""The eigenvalues of `matrix` by decreasing modulus, a complex pair with its
     positive imaginary part first (differentiable; the order is not)."""
-    return _by_modulus(jnp.linalg.eigvals(matrix))
+    return _by_modulus(_eigenvalues(matrix))
 
 
 def floquet_multipliers(
@@ -492,7 +506,7 @@ def floquet_multipliers(
     """
     if tangent_basis is not None:
         monodromy = tangent_basis.T @ monodromy @ tangent_basis
-    eig = jnp.linalg.eigvals(monodromy)
+    eig = _eigenvalues(monodromy)
     trivial_index = jnp.argmin(jnp.abs(eig - 1.0))
     trivial = eig[trivial_index]
     others = jnp.delete(eig, trivial_index, assume_unique_indices=True)
