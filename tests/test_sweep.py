@@ -240,6 +240,50 @@ def test_rounds_resume_where_they_stopped(
     assert queued[-1] == np.inf  # the element whose cycle fails comes last
 
 
+def test_remaining_elements_move_to_a_smaller_chunk(
+    system_and_section, single_solves, monkeypatch
+):
+    """Once the queue is empty, the elements still iterating run in a chunk
+    smaller by a power of 8 (here down to one lane per device): the chunks
+    shrink from 8 lanes to 1 for the last element, and the orbits and statuses
+    are those of the single solves."""
+    system, section = system_and_section
+    monkeypatch.setattr(hybrax._sweep, "_TAIL_LANES", 1)
+    lanes = []
+    evaluate = hybrax._sweep._evaluate
+
+    def spy(fn, static, chunk, sharding):
+        lanes.append(chunk[1].shape[0])
+        return evaluate(fn, static, chunk, sharding)
+
+    monkeypatch.setattr(hybrax._sweep, "_evaluate", spy)
+    # Eight elements: the six, then the second and third orbits again.
+    params = jax.tree_util.tree_map(
+        lambda leaf: np.concatenate([leaf, leaf[1:3]]) if np.ndim(leaf) else leaf,
+        _params(),
+    )
+    out = hx.sweep_orbits(
+        system,
+        section,
+        models.hopper.orbit_guess,
+        params,
+        chunk_size=8,
+        round_iterations=1,
+        **OPTIONS,
+    )
+    assert lanes[0] == 8 and lanes[-1] == 1
+    assert all(a >= b for a, b in zip(lanes, lanes[1:]))
+    for i, orbit in enumerate(single_solves):
+        assert out.status_names[i] == hx.status_name(orbit.result)[0]
+        if i < N_ORBITS:
+            np.testing.assert_allclose(out.orbit.u[i], orbit.u, atol=EQUAL_TOL)
+            np.testing.assert_allclose(
+                out.orbit.period[i], orbit.period, atol=EQUAL_TOL
+            )
+    assert out.status_names[5] == "nonfinite_parameters"
+    np.testing.assert_array_equal(out.orbit.u[6:], out.orbit.u[1:3])
+
+
 def test_warm_starts_from_the_nearest_converged_orbit(system_and_section):
     """With `warm_start`, elements entering a lane after the first orbits have
     converged start from the nearest converged orbit: the same orbits (a region
