@@ -37,11 +37,11 @@ def getkey():
 # machine). pytest-xdist hands whole files to its two workers in collection order;
 # longest first keeps one long file from running alone at the end.
 _FILE_SECONDS = {
+    "test_sweep.py": 92,
     "test_events.py": 87,
     "test_tune_biped.py": 87,
     "test_gradients.py": 86,
     "test_notebook.py": 81,
-    "test_sweep.py": 66,
     "test_periodic.py": 57,
     "test_tune.py": 49,
     "test_simulate.py": 49,
