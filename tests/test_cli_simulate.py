@@ -9,12 +9,14 @@ no backend needs choosing.
 import json
 import subprocess
 import sys
+import threading
 
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
 import hybrax
+import hybrax._cli
 import hybrax.models.hopper_figures
 import hybrax.plot
 from helpers import ORACLE_TOL
@@ -243,6 +245,43 @@ def test_python_dash_m():
     )
     assert result.returncode == 0
     assert result.stdout.strip() == f"hybrax {hybrax.__version__}"
+
+
+def test_console_exits_with_the_code_once_threads_are_done(monkeypatch):
+    """The `hybrax` entry point ends the process with `main`'s exit code (after
+    flushing), or a `SystemExit`'s; while a non-daemon thread still works it
+    exits the ordinary way (which waits for the thread)."""
+    exits = []
+    monkeypatch.setattr(hybrax._cli.os, "_exit", exits.append)
+    for outcome, code in ((lambda: 0, 0), (lambda: 1, 1), (lambda: sys.exit(2), 2)):
+        monkeypatch.setattr(hybrax._cli, "main", lambda outcome=outcome: outcome())
+        hybrax._cli.console()
+        assert exits[-1] == code
+    release = threading.Event()
+    worker = threading.Thread(target=release.wait)
+    worker.start()
+    try:
+        with pytest.raises(SystemExit) as info:
+            hybrax._cli.console()
+        assert info.value.code == 2 and len(exits) == 3
+    finally:
+        release.set()
+        worker.join()
+
+
+def test_python_dash_m_bad_argument_exits_2():
+    result = subprocess.run(
+        [sys.executable, "-m", "hybrax", "orbit", "no-such-model"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 2
+    assert (
+        result.stderr.strip()
+        .splitlines()[-1]
+        .startswith("hybrax orbit: error: argument model")
+    )
 
 
 def _labels(ax):

@@ -1,6 +1,6 @@
 """`python -m hybrax`: the command line (see `hybrax --help`)."""
 
-from ._cli import main
+from ._cli import console
 
 
-raise SystemExit(main())
+console()

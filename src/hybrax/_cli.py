@@ -21,6 +21,7 @@ import math
 import os
 import pathlib
 import sys
+import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -988,6 +989,33 @@ def _build_parser() -> argparse.ArgumentParser:
     for module_name in ("_cli_continue", "_cli_sweep", "_cli_tune"):
         importlib.import_module(f"hybrax.{module_name}").add_parser(subparsers)
     return parser
+
+
+def console() -> None:
+    """The `hybrax` command and `python -m hybrax`: [`main`][hybrax._cli.main] on
+    the process's arguments, then the process ends with its exit code.
+
+    Once a command is done, the interpreter's teardown (XLA's CPU client and the
+    thousands of loaded modules) takes another 0.45 s; everything the command wrote
+    is closed by then, so the process ends at once (`os._exit`) after flushing the
+    standard streams. A Python thread still working (a program that a command which
+    ended early was compiling in the background) gets the ordinary exit instead,
+    which waits for it, so that no cache entry is cut short. Exceptions other than
+    `SystemExit` propagate as usual."""
+    try:
+        code = main()
+    except SystemExit as exit_:
+        code = exit_.code
+    others_busy = any(
+        thread.is_alive() and not thread.daemon
+        for thread in threading.enumerate()
+        if thread is not threading.main_thread()
+    )
+    if others_busy or not (code is None or isinstance(code, int)):
+        raise SystemExit(code)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code or 0)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
