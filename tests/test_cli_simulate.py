@@ -6,6 +6,7 @@ one compilation. `hybrax.plot` draws on `matplotlib.figure.Figure` (no pyplot), 
 no backend needs choosing.
 """
 
+import io
 import json
 import subprocess
 import sys
@@ -249,21 +250,35 @@ def test_python_dash_m():
 
 def test_console_exits_with_the_code_once_threads_are_done(monkeypatch):
     """The `hybrax` entry point ends the process with `main`'s exit code (after
-    flushing), or a `SystemExit`'s; while a non-daemon thread still works it
-    exits the ordinary way (which waits for the thread)."""
+    flushing), or a `SystemExit`'s, or 1 when its output pipe closed; while a
+    non-daemon thread still works it exits the ordinary way (which waits for
+    the thread)."""
     exits = []
     monkeypatch.setattr(hybrax._cli.os, "_exit", exits.append)
     for outcome, code in ((lambda: 0, 0), (lambda: 1, 1), (lambda: sys.exit(2), 2)):
         monkeypatch.setattr(hybrax._cli, "main", lambda outcome=outcome: outcome())
         hybrax._cli.console()
         assert exits[-1] == code
+    # A closed output pipe: stdout goes to the null device, exit code 1.
+    redirected = []
+    monkeypatch.setattr(hybrax._cli.os, "dup2", lambda *a: redirected.append(a))
+    monkeypatch.setattr(hybrax._cli.sys, "stdout", io.StringIO())
+
+    def broken_pipe():
+        raise BrokenPipeError
+
+    monkeypatch.setattr(hybrax._cli, "main", broken_pipe)
+    monkeypatch.setattr(hybrax._cli.sys.stdout, "fileno", lambda: 1, raising=False)
+    hybrax._cli.console()
+    assert exits[-1] == 1 and len(redirected) == 1
+    monkeypatch.setattr(hybrax._cli, "main", lambda: sys.exit(2))
     release = threading.Event()
     worker = threading.Thread(target=release.wait)
     worker.start()
     try:
         with pytest.raises(SystemExit) as info:
             hybrax._cli.console()
-        assert info.value.code == 2 and len(exits) == 3
+        assert info.value.code == 2 and len(exits) == 4
     finally:
         release.set()
         worker.join()

@@ -1000,12 +1000,18 @@ def console() -> None:
     is closed by then, so the process ends at once (`os._exit`) after flushing the
     standard streams. A Python thread still working (a program that a command which
     ended early was compiling in the background) gets the ordinary exit instead,
-    which waits for it, so that no cache entry is cut short. Exceptions other than
-    `SystemExit` propagate as usual."""
+    which waits for it, so that no cache entry is cut short. A closed output pipe
+    exits 1 quietly; other exceptions propagate as usual."""
     try:
         code = main()
     except SystemExit as exit_:
         code = exit_.code
+    except BrokenPipeError:
+        # The reader of the output went away (`hybrax ... | head -1`): exit 1
+        # without a traceback; what is left to flush goes nowhere (Python's
+        # documented recipe for SIGPIPE).
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        code = 1
     others_busy = any(
         thread.is_alive() and not thread.daemon
         for thread in threading.enumerate()
@@ -1013,8 +1019,11 @@ def console() -> None:
     )
     if others_busy or not (code is None or isinstance(code, int)):
         raise SystemExit(code)
-    sys.stdout.flush()
-    sys.stderr.flush()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed pipe (`hybrax ... | head -1`)
+            pass
     os._exit(code or 0)
 
 
