@@ -6,7 +6,6 @@ one compilation. `hybrax.plot` draws on `matplotlib.figure.Figure` (no pyplot), 
 no backend needs choosing.
 """
 
-import io
 import json
 import subprocess
 import sys
@@ -248,7 +247,7 @@ def test_python_dash_m():
     assert result.stdout.strip() == f"hybrax {hybrax.__version__}"
 
 
-def test_console_exits_with_the_code_once_threads_are_done(monkeypatch):
+def test_console_exits_with_the_code_once_threads_are_done(monkeypatch, tmp_path):
     """The `hybrax` entry point ends the process with `main`'s exit code (after
     flushing), or a `SystemExit`'s, or 1 when its output pipe closed; while a
     non-daemon thread still works it exits the ordinary way (which waits for
@@ -262,15 +261,16 @@ def test_console_exits_with_the_code_once_threads_are_done(monkeypatch):
     # A closed output pipe: stdout goes to the null device, exit code 1.
     redirected = []
     monkeypatch.setattr(hybrax._cli.os, "dup2", lambda *a: redirected.append(a))
-    monkeypatch.setattr(hybrax._cli.sys, "stdout", io.StringIO())
+    stdout = (tmp_path / "stdout").open("w")
+    monkeypatch.setattr(hybrax._cli.sys, "stdout", stdout)
 
     def broken_pipe():
         raise BrokenPipeError
 
     monkeypatch.setattr(hybrax._cli, "main", broken_pipe)
-    monkeypatch.setattr(hybrax._cli.sys.stdout, "fileno", lambda: 1, raising=False)
     hybrax._cli.console()
-    assert exits[-1] == 1 and len(redirected) == 1
+    assert exits[-1] == 1 and redirected[0][1] == stdout.fileno()
+    stdout.close()
     monkeypatch.setattr(hybrax._cli, "main", lambda: sys.exit(2))
     release = threading.Event()
     worker = threading.Thread(target=release.wait)

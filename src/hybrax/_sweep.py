@@ -554,7 +554,7 @@ def _tail_size(size: int, n_live: int, n_devices: int) -> int:
     per_device = size // n_devices
     while per_device // 8 >= _TAIL_LANES and (per_device // 8) * n_devices >= n_live:
         per_device //= 8
-    return min(size, per_device * n_devices)
+    return per_device * n_devices
 
 
 def _run_rounds(
