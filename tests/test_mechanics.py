@@ -8,6 +8,7 @@ import pytest
 
 import hybrax as hx
 from hybrax import models
+from hybrax._mechanics import symmetric_solve
 
 
 class CartesianPendulum(hx.AbstractLagrangianModel):
@@ -180,8 +181,6 @@ def _kkt_matrix(rng, n, m):
 def test_symmetric_solve_matches_pivoted_lu(n, m):
     # The unpivoted elimination (orders up to 12) and its fallback (order 14)
     # against LAPACK's pivoted LU through NumPy.
-    from hybrax._mechanics import symmetric_solve
-
     rng = np.random.default_rng(n + 10 * m)
     A = _kkt_matrix(rng, n, m)
     b = rng.normal(size=n + m)
@@ -200,8 +199,6 @@ def test_symmetric_solve_derivatives_match_central_differences():
     # x(s) = A(s)^{-1} b(s) along a symmetric direction: forward and reverse mode
     # against central differences, and against the closed form
     # dx/ds = A^{-1}(db - dA x).
-    from hybrax._mechanics import symmetric_solve
-
     rng = np.random.default_rng(3)
     A0 = _kkt_matrix(rng, 5, 2)
     dA = rng.normal(size=A0.shape)

@@ -218,7 +218,7 @@ class Variational(eqx.Module):
     A $\Phi$ of more than 8 entries with columns of at most 8 travels through
     the solver as a tuple of its columns. On a CPU, diffrax's step (stages, error
     estimate, dense output) costs several times more per step for a leaf of ten or
-    more entries than for one of four (measured on plain diffrax solves), so that
+    more entries than for one of four (`experiments/bench_leaf_size.py`), so that
     for the hopper's 4x4 $\Phi$ a full variational pass took 1.5 ms as one leaf
     against 0.9-1.0 ms as four columns, and the constrained form's orbit without
     analysis (8x2) 11.7 ms against 8.1 ms. Otherwise $\Phi$ stays one leaf: as two
@@ -737,12 +737,13 @@ def _solve(
 
     if jacobian == "variational":
         # Without the analysis, Newton's passes carry the section's k tangent
-        # columns only (on the hopper's minimal form 0.63 ms a pass against 1.5
+        # columns only (on the hopper's minimal form 0.63 ms a pass against 1.0
         # ms with all n). With it they carry all n, so that the last one holds the
         # saltation monodromy: k-column passes and a final full one ran an
-        # analysed orbit in 6.0 ms against 8.2 ms, but the two kinds of pass took
-        # 4 s more to compile (XLA 10 s against 7 s) and made a larger program
-        # for the command line to load.
+        # analysed orbit in 6.0 ms against 8.2 ms (measured while a full pass
+        # took 1.5 ms; all-n passes now run it in 6.9 ms), but the two kinds of
+        # pass took 4 s more to compile (XLA 10 s against 7 s) and made a larger
+        # program for the command line to load.
         return_map = _variational_return_map(
             system,
             section,
