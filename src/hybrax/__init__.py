@@ -4,12 +4,21 @@ systems in JAX.
 The public names below are imported on first use (PEP 562), so that `import hybrax`
 is cheap and the command line can configure equinox (its `EQX_ON_ERROR`, read once
 when equinox is imported) before anything imports it. Type checkers and
-documentation see the plain re-exports of the `TYPE_CHECKING` block."""
+documentation see the plain re-exports of the `TYPE_CHECKING` block.
+
+Importing hybrax raises XLA's CPU limit for compiling a loop into one kernel (see
+`hybrax._xla_cpu`: diffrax's solves run about 4x faster on CPU) unless `XLA_FLAGS`
+sets `xla_backend_extra_options` already; it applies when hybrax is imported before
+the process's first JAX computation."""
 
 import importlib
 import importlib.metadata
 from typing import TYPE_CHECKING
 
+from ._xla_cpu import raise_small_loop_limit
+
+
+raise_small_loop_limit()
 
 if TYPE_CHECKING:
     from . import models as models, plot as plot
