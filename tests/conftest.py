@@ -6,15 +6,20 @@ import pytest
 
 
 # The suite's time is XLA compilation of many small programs, each run for
-# milliseconds: compile them with XLA CPU's classic loop emitters, which compile
-# faster (the hopper's analysed orbit: XLA 4.1 s against 4.8 s) and run as fast
-# with the small-loop limit that importing hybrax raises (`hybrax._xla_cpu`).
-# Not with `--xla_backend_optimization_level=0` as well: it undoes the loops'
-# speed-up (5.5 ms against 1.4 ms an orbit), and the two together moved a
-# reverse-mode apex derivative of `test_events.py` by 1.5e-7. Child processes (the
+# milliseconds: compile them with XLA CPU's classic loop emitters and without LLVM
+# optimisation, which halves compile time (measured per test with jax.monitoring)
+# and leaves results equal to the printed digits, and with XLA's own small-loop
+# limit (1024 bytes): the 1 GB that importing hybrax sets otherwise
+# (`hybrax._xla_cpu`) makes programs run faster but compile slower
+# (tests/test_gradients.py 81 s against 68 s), and together with optimisation level
+# 0 it moved a reverse-mode apex derivative by 1.5e-7. `tests/test_xla_cpu.py`
+# runs the library's own setting in a fresh process. Child processes (the
 # notebook's kernel, command-line runs) inherit the flags. XLA reads them when the
 # CPU backend starts, at the first computation, after this file is loaded.
-_FAST_COMPILE = "--xla_cpu_use_fusion_emitters=false"
+_FAST_COMPILE = (
+    "--xla_cpu_use_fusion_emitters=false --xla_backend_optimization_level=0 "
+    "--xla_backend_extra_options=xla_cpu_small_while_loop_byte_threshold=1024"
+)
 os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {_FAST_COMPILE}".strip()
 
 

@@ -1,6 +1,7 @@
 """Importing hybrax raises XLA's CPU limit for compiling a loop into one kernel
-(`hybrax._xla_cpu`), and leaves a user's own setting alone. Each case runs in a
-fresh process: XLA reads `XLA_FLAGS` once, when the process's backend starts."""
+(`hybrax._xla_cpu`), and leaves a user's own setting alone. The library's setting
+is checked in a fresh process (XLA reads `XLA_FLAGS` once, when the process's
+backend starts; this suite's own flags keep XLA's default limit)."""
 
 import os
 import subprocess
@@ -8,24 +9,42 @@ import sys
 
 import pytest
 
+from hybrax._xla_cpu import SMALL_LOOP_BYTES, SMALL_LOOP_OPTION, raise_small_loop_limit
 
-# A diffrax solve (a while loop) compiled after importing hybrax: prints XLA_FLAGS
-# as hybrax left them and whether XLA compiled a loop into one kernel (the
-# compiled program marks such calls `xla_cpu_small_call`).
+
+# After importing hybrax: XLA_FLAGS as hybrax left them; whether XLA compiled a
+# diffrax loop into one kernel (the compiled program marks such calls
+# `xla_cpu_small_call`); and d(apex_1)/dh of a bouncing ball dropped from h, by
+# reverse mode through an impact and an extremum, whose closed form is e^2.
 _PROBE = """
 import os
-import hybrax
+import hybrax as hx
 import diffrax as dfx
 import jax
 import jax.numpy as jnp
+from hybrax import models
+
+jax.config.update("jax_enable_x64", True)
 
 def solve(y0):
     term = dfx.ODETerm(lambda t, y, args: -y)
     return dfx.diffeqsolve(term, dfx.Tsit5(), 0.0, 1.0, 0.1, y0).ys
 
 text = jax.jit(solve).lower(jnp.ones(4)).compile().as_text()
+
+ball = models.bouncing_ball.bouncing_ball()[0]
+apex = hx.Extremum(lambda t, x, p: x[0])
+air = hx.Mode(ball.modes[0].vector_field, "air", observables={"apex": apex})
+system = hx.HybridSystem([air], list(ball.transitions), n_states=2)
+params = hx.canonical_params(models.bouncing_ball.BallParams(e=0.7))
+
+def second_apex(h):
+    x0 = jnp.stack([h, jnp.zeros_like(h)])
+    return hx.simulate(system, x0, params, n_events=2).phase_observables["apex"][1]
+
 print(os.environ.get("XLA_FLAGS", ""))
 print("xla_cpu_small_call" in text)
+print(float(jax.grad(second_apex)(jnp.asarray(1.3))) / 0.7**2 - 1)
 """
 
 
@@ -41,24 +60,37 @@ def _probe(xla_flags):
         timeout=120,
         check=True,
     )
-    flags, small_call = out.stdout.strip().splitlines()[-2:]
-    return flags, small_call == "True"
+    flags, small_call, gradient_error = out.stdout.strip().splitlines()[-3:]
+    return flags, small_call == "True", float(gradient_error)
+
+
+def test_import_raises_the_small_loop_limit():
+    flags, small_call, gradient_error = _probe(None)
+    assert flags == (
+        "--xla_backend_extra_options=xla_cpu_small_while_loop_byte_threshold=1000000000"
+    )
+    assert small_call
+    # Compiled as one kernel, reverse mode through events stays exact.
+    assert abs(gradient_error) < 1e-9
 
 
 @pytest.mark.parametrize(
-    "user_flags", [None, "--xla_force_host_platform_device_count=2"]
+    "user_flags, expected",
+    [
+        ("", f"--xla_backend_extra_options={SMALL_LOOP_OPTION}={SMALL_LOOP_BYTES}"),
+        (
+            "--xla_force_host_platform_device_count=2",
+            "--xla_force_host_platform_device_count=2 "
+            f"--xla_backend_extra_options={SMALL_LOOP_OPTION}={SMALL_LOOP_BYTES}",
+        ),
+        # The user's own map of backend options (here XLA's default limit) is kept.
+        (
+            "--xla_backend_extra_options=xla_cpu_small_while_loop_byte_threshold=1024",
+            "--xla_backend_extra_options=xla_cpu_small_while_loop_byte_threshold=1024",
+        ),
+    ],
 )
-def test_import_raises_the_small_loop_limit(user_flags):
-    flags, small_call = _probe(user_flags)
-    assert "xla_cpu_small_while_loop_byte_threshold=1000000000" in flags
-    if user_flags is not None:
-        assert user_flags in flags  # kept, the option appended
-    assert small_call
-
-
-def test_a_users_own_setting_is_kept():
-    # Threshold 0 turns XLA's small-loop compilation off.
-    own = "--xla_backend_extra_options=xla_cpu_small_while_loop_byte_threshold=0"
-    flags, small_call = _probe(own)
-    assert flags == own
-    assert not small_call
+def test_xla_flags_are_appended_to_or_kept(monkeypatch, user_flags, expected):
+    monkeypatch.setenv("XLA_FLAGS", user_flags)
+    assert raise_small_loop_limit() == (user_flags != expected)
+    assert os.environ["XLA_FLAGS"] == expected

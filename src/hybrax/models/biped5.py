@@ -88,7 +88,12 @@ import numpy as np
 
 from .._control import virtual_constraint_torques
 from .._hybrid import AbstractReset, HybridSystem, Mode, Transition, mechanical_mode
-from .._mechanics import LagrangianModel, plastic_impact, point_velocity
+from .._mechanics import (
+    LagrangianModel,
+    plastic_impact,
+    point_velocity,
+    symmetric_solve,
+)
 from .._model import (
     orbit_energy_lost,
     orbit_energy_lost_share,
@@ -409,7 +414,7 @@ def _single_support(t, x, params):
     theta, theta_dot = x[:5], x[5:]
     H = MINIMAL.mass_matrix(theta, params)
     C = MINIMAL.forces(theta, theta_dot, params, t)
-    return jnp.concatenate([theta_dot, jnp.linalg.solve(H, -C)])
+    return jnp.concatenate([theta_dot, symmetric_solve(H, -C)])
 
 
 @jax.jit
@@ -450,7 +455,7 @@ def _momentum_field(t, x, params):
     partial derivative of $T$ at fixed $\dot\theta$)."""
     theta, P = x[:5], x[5:]
     H = MINIMAL.mass_matrix(theta, params)
-    theta_dot = jnp.linalg.solve(H, P)
+    theta_dot = symmetric_solve(H, P)
     dT = jax.grad(MINIMAL.kinetic, argnums=0)(theta, theta_dot, params)
     dV = jax.grad(MINIMAL.potential)(theta, params)
     Gamma = MINIMAL.generalized_forces(t, theta, theta_dot, params)

@@ -36,7 +36,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._hybrid import HybridSystem, ImpactRelabel, Mode, Transition
-from .._mechanics import LagrangianModel, point_velocity
+from .._mechanics import LagrangianModel, point_velocity, symmetric_solve
 from .._model import (
     orbit_energy_lost,
     orbit_energy_lost_share,
@@ -132,7 +132,7 @@ def _single_support(t, x, params):
     q, qd = _descriptor(x)
     H = _MECHANICS.mass_matrix(q, params)[2:, 2:]
     C = _MECHANICS.forces(q, qd, params)[2:]
-    return jnp.concatenate([x[2:], jnp.linalg.solve(H, -C)])
+    return jnp.concatenate([x[2:], symmetric_solve(H, -C)])
 
 
 def _along_and_above(point, params):
