@@ -202,11 +202,6 @@ def resolve_sequence(system: HybridSystem, section: PoincareSection):
     return sequence, mode0
 
 
-# The variational part is carried as columns when it has more entries than this and
-# its columns have at most as many (see Variational).
-_COLUMNS_ABOVE = 8
-
-
 class Variational(eqx.Module):
     r"""The augmentation of a phase by its first variational equation (Zana et al.
     2018 eq. 35): the solve carries $(x, \Phi)$ with $\dot\Phi = f_x\Phi$ (step
@@ -215,44 +210,25 @@ class Variational(eqx.Module):
     $\partial t_e/\partial x_0 = -h_x\Phi^- / (h_x f^- + h_t)$. After a cycle,
     $\Phi$ is the fixed-duration monodromy $\tilde\Phi = S_N\Phi_N\cdots S_1\Phi_1$.
 
-    A $\Phi$ of more than 8 entries with columns of at most 8 travels through
-    the solver as a tuple of its columns. On a CPU, diffrax's step (stages, error
-    estimate, dense output) costs several times more per step for a leaf of ten or
-    more entries than for one of four (`experiments/bench_leaf_size.py`), so that
-    for the hopper's 4x4 $\Phi$ a full variational pass took 1.5 ms as one leaf
-    against 0.9-1.0 ms as four columns, and the constrained form's orbit without
-    analysis (8x2) 11.7 ms against 8.1 ms. Otherwise $\Phi$ stays one leaf: as two
-    columns the hopper's 4x2 Newton passes took 4.1 ms per orbit against 3.2 ms
-    (and 1.4x longer under `vmap`), and the five-link biped's columns of 10
-    entries gained nothing (its orbit 5-8% slower).
+    $\Phi$ is one leaf of the solver's state. On XLA's CPU backend with its
+    default small-loop limit a diffrax step had cost several times more for a leaf
+    of ten or more entries than for one of four, and $\Phi$ had travelled as a
+    tuple of its columns; with the limit hybrax sets (`hybrax._xla_cpu`) the loop
+    is one kernel, the leaf's size matters little and columns cost more
+    (`experiments/bench_leaf_size.py`: 16 entries 0.26 us a step as one leaf, 0.66
+    us as four; the hopper's analysed orbit under `jax.jit` 1.0 ms against 1.3
+    ms).
     """
 
     def initial(self, x0):
         return jnp.eye(x0.shape[0], dtype=x0.dtype)
 
-    @staticmethod
-    def split(Phi):
-        """`Phi` in the form the solver carries: its columns if it has more than
-        `_COLUMNS_ABOVE` entries and they have at most as many, else itself."""
-        if Phi.size <= _COLUMNS_ABOVE or Phi.shape[0] > _COLUMNS_ABOVE:
-            return Phi
-        return tuple(Phi[:, j] for j in range(Phi.shape[1]))
-
-    @staticmethod
-    def join(carried):
-        """The matrix $\\Phi$ of its carried form."""
-        if isinstance(carried, tuple):
-            return jnp.stack(carried, axis=1)
-        return carried
-
     def field(self, field, t, y):
-        x, carried = y
+        x, Phi = y
         fx, jvp_fn = jax.linearize(lambda z: field(t, z), x)
-        return fx, self.split(
-            jax.vmap(jvp_fn, in_axes=1, out_axes=1)(self.join(carried))
-        )
+        return fx, jax.vmap(jvp_fn, in_axes=1, out_axes=1)(Phi)
 
-    def at_event(self, system, k, t, x_minus, carried, params):
+    def at_event(self, system, k, t, x_minus, Phi, params):
         def transport(j):
             def apply(t, x_minus, Phi, params):
                 S, h_x, h_t, f_minus = saltation_parts(system, j, t, x_minus, params)
@@ -261,13 +237,12 @@ class Variational(eqx.Module):
 
             return apply
 
-        Phi = self.join(carried)
         if isinstance(k, int):
             Phi_plus, dt_dx0 = transport(k)(t, x_minus, Phi, params)
         else:
             branches = [transport(j) for j in range(len(system.transitions))]
             Phi_plus, dt_dx0 = jax.lax.switch(k, branches, t, x_minus, Phi, params)
-        return self.split(Phi_plus), dt_dx0
+        return Phi_plus, dt_dx0
 
 
 def cycle(
@@ -291,10 +266,8 @@ def cycle(
     `diagnose=False` skips the viability and grazing checks: for the iterations of
     a solver whose result a diagnosed pass checks."""
     augmentation = Variational() if variational else None
-    if augmentation is not None:
-        if tangents is None:
-            tangents = augmentation.initial(x0)
-        tangents = augmentation.split(tangents)
+    if augmentation is not None and tangents is None:
+        tangents = augmentation.initial(x0)
     solution, extra, records = run_events(
         system,
         x0,
@@ -311,7 +284,7 @@ def cycle(
     )
     if augmentation is None:
         return solution, None
-    return solution, (augmentation.join(extra), records[-1])
+    return solution, (extra, records[-1])
 
 
 def _cycle_jacobian(system, x0, params, sequence, settings):
