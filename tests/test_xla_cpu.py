@@ -1,5 +1,5 @@
-"""Importing hybrax raises XLA's CPU limit for compiling a loop into one kernel
-(`hybrax._xla_cpu`), and leaves a user's own setting alone. The library's setting
+"""Importing hybrax sets XLA's CPU options so that a loop compiles into one kernel
+(`hybrax._xla_cpu`), and leaves a user's own settings alone. The library's setting
 is checked in a fresh process (XLA reads `XLA_FLAGS` once, when the process's
 backend starts; this suite's own flags keep XLA's default limit)."""
 
@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from hybrax._xla_cpu import SMALL_LOOP_BYTES, SMALL_LOOP_OPTION, raise_small_loop_limit
+from hybrax._xla_cpu import NO_YNN_FUSION_FLAG, SMALL_LOOP_FLAG, configure_xla_cpu
 
 
 # After importing hybrax: XLA_FLAGS as hybrax left them; whether XLA compiled a
@@ -66,31 +66,31 @@ def _probe(xla_flags):
 
 def test_import_raises_the_small_loop_limit():
     flags, small_call, gradient_error = _probe(None)
-    assert flags == (
-        "--xla_backend_extra_options=xla_cpu_small_while_loop_byte_threshold=1000000000"
-    )
+    assert flags == f"{SMALL_LOOP_FLAG} {NO_YNN_FUSION_FLAG}"
     assert small_call
     # Compiled as one kernel, reverse mode through events stays exact.
     assert abs(gradient_error) < 1e-9
 
 
+_OWN_LIMIT = "--xla_backend_extra_options=xla_cpu_small_while_loop_byte_threshold=1024"
+_OWN_YNN = "--xla_cpu_experimental_ynn_fusion_type=individual_dot"
+
+
 @pytest.mark.parametrize(
-    "user_flags, expected",
+    "user_flags, added",
     [
-        ("", f"--xla_backend_extra_options={SMALL_LOOP_OPTION}={SMALL_LOOP_BYTES}"),
+        ("", [SMALL_LOOP_FLAG, NO_YNN_FUSION_FLAG]),
         (
             "--xla_force_host_platform_device_count=2",
-            "--xla_force_host_platform_device_count=2 "
-            f"--xla_backend_extra_options={SMALL_LOOP_OPTION}={SMALL_LOOP_BYTES}",
+            [SMALL_LOOP_FLAG, NO_YNN_FUSION_FLAG],
         ),
-        # The user's own map of backend options (here XLA's default limit) is kept.
-        (
-            "--xla_backend_extra_options=xla_cpu_small_while_loop_byte_threshold=1024",
-            "--xla_backend_extra_options=xla_cpu_small_while_loop_byte_threshold=1024",
-        ),
+        # A user's own option is kept, the other one added.
+        (_OWN_LIMIT, [NO_YNN_FUSION_FLAG]),
+        (_OWN_YNN, [SMALL_LOOP_FLAG]),
+        (f"{_OWN_LIMIT} {_OWN_YNN}", []),
     ],
 )
-def test_xla_flags_are_appended_to_or_kept(monkeypatch, user_flags, expected):
+def test_xla_flags_are_appended_to_or_kept(monkeypatch, user_flags, added):
     monkeypatch.setenv("XLA_FLAGS", user_flags)
-    assert raise_small_loop_limit() == (user_flags != expected)
-    assert os.environ["XLA_FLAGS"] == expected
+    assert configure_xla_cpu() == added
+    assert os.environ["XLA_FLAGS"] == " ".join([user_flags, *added]).strip()

@@ -6,19 +6,19 @@ is cheap and the command line can configure equinox (its `EQX_ON_ERROR`, read on
 when equinox is imported) before anything imports it. Type checkers and
 documentation see the plain re-exports of the `TYPE_CHECKING` block.
 
-Importing hybrax raises XLA's CPU limit for compiling a loop into one kernel (see
-`hybrax._xla_cpu`: diffrax's solves run about 4x faster on CPU) unless `XLA_FLAGS`
-sets `xla_backend_extra_options` already; it applies when hybrax is imported before
-the process's first JAX computation."""
+Importing hybrax sets XLA's CPU options so that a solver's loop compiles into one
+kernel (see `hybrax._xla_cpu`: diffrax's solves run about 4x faster on CPU), except
+where `XLA_FLAGS` sets them already; they apply when hybrax is imported before the
+process's first JAX computation."""
 
 import importlib
 import importlib.metadata
 from typing import TYPE_CHECKING
 
-from ._xla_cpu import raise_small_loop_limit
+from ._xla_cpu import configure_xla_cpu
 
 
-raise_small_loop_limit()
+configure_xla_cpu()
 
 if TYPE_CHECKING:
     from . import models as models, plot as plot

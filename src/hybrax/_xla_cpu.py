@@ -1,22 +1,35 @@
-"""XLA's CPU compiler option for small loops, set when hybrax is imported.
+"""XLA's CPU compiler options for small loops, set when hybrax is imported.
 
 XLA's CPU backend runs a program as a sequence of kernels ("thunks"), one call per
 fused operation, and a `while` loop as a thunk that calls its body's thunks once per
 iteration. A diffrax solve is such a loop around a few hundred small operations, so
 the calls, not the arithmetic, set its cost. XLA compiles a loop whose buffers are
-smaller than `xla_cpu_small_while_loop_byte_threshold` (1 kB by default) into one
-kernel instead. hybrax raises that limit to 1 GB, unless `XLA_FLAGS` already sets
-`xla_backend_extra_options` (the map that holds it): then the user's setting is
-kept as it is. Measured on the hopper's orbit with the analysis (minimal form, one
-orbit under `jax.jit`, 2-core CPU): 5.5 ms with XLA's default, 1.4 ms with the
-raised limit, same compile time and the same multipliers to the last digit
-(`experiments/bench_orbit.py`).
+smaller than `xla_cpu_small_while_loop_byte_threshold` (1024 bytes by default) into
+one kernel instead, unless the loop holds an operation that XLA hands to a library:
+a LAPACK call, or a YNNPACK fusion (the `xla_cpu_experimental_ynn_fusion_type`
+rewrites of dots, such as the constrained form's stage products under `jacfwd`).
 
-XLA reads `XLA_FLAGS` once, when JAX first starts a backend: the option applies
-when `hybrax` is imported before the first JAX computation of the process (as the
-command line does), and changes nothing afterwards. It only concerns the CPU
-backend. To keep XLA's default, set it yourself, e.g.
-`XLA_FLAGS="--xla_backend_extra_options=xla_cpu_small_while_loop_byte_threshold=1024"`.
+On import hybrax adds to `XLA_FLAGS`, each only where `XLA_FLAGS` does not set it
+already (a user's own setting is kept as it is):
+
+- `--xla_backend_extra_options=xla_cpu_small_while_loop_byte_threshold=1000000000`
+  (the limit raised to 1 GB; added unless `xla_backend_extra_options` is set);
+- `--xla_cpu_experimental_ynn_fusion_type=` (no YNNPACK fusions: dots go to XLA's
+  own emitters, as before YNNPACK; added unless that option is set).
+
+Measured on the hopper (one orbit with its Floquet analysis under `jax.jit`, 2-core
+CPU): minimal form 5.5 ms with XLA's defaults, 1.4 ms with the raised limit, same
+compile time and the same multipliers to the last digit; constrained form 13 ms
+with the raised limit alone (its stage loops held YNNPACK fusions), 3.7 ms with
+both (`experiments/bench_orbit.py`).
+
+XLA reads `XLA_FLAGS` once, when JAX first starts a backend: the options apply when
+`hybrax` is imported before the first JAX computation of the process (as the
+command line does), and change nothing afterwards. They concern the CPU backend
+only. To keep XLA's defaults, set the options yourself: e.g.
+`--xla_backend_extra_options=xla_cpu_small_while_loop_byte_threshold=1024` (XLA's
+default limit) in `XLA_FLAGS`, and `--xla_cpu_experimental_ynn_fusion_type=` with
+the fusion types you want.
 """
 
 import os
@@ -24,14 +37,23 @@ import os
 
 SMALL_LOOP_OPTION = "xla_cpu_small_while_loop_byte_threshold"
 SMALL_LOOP_BYTES = 1_000_000_000
+SMALL_LOOP_FLAG = f"--xla_backend_extra_options={SMALL_LOOP_OPTION}={SMALL_LOOP_BYTES}"
+NO_YNN_FUSION_FLAG = "--xla_cpu_experimental_ynn_fusion_type="
 
 
-def raise_small_loop_limit() -> bool:
-    """Add the raised small-loop limit to `XLA_FLAGS` unless it sets
-    `xla_backend_extra_options` already; returns whether it was added."""
+def configure_xla_cpu() -> list[str]:
+    """Add the raised small-loop limit and the YNNPACK fusions' switch-off to
+    `XLA_FLAGS`, each unless `XLA_FLAGS` sets its option already; returns the
+    flags added."""
     flags = os.environ.get("XLA_FLAGS", "")
-    if "xla_backend_extra_options" in flags:
-        return False
-    option = f"--xla_backend_extra_options={SMALL_LOOP_OPTION}={SMALL_LOOP_BYTES}"
-    os.environ["XLA_FLAGS"] = f"{flags} {option}".strip()
-    return True
+    added = [
+        flag
+        for option, flag in (
+            ("xla_backend_extra_options", SMALL_LOOP_FLAG),
+            ("xla_cpu_experimental_ynn_fusion_type", NO_YNN_FUSION_FLAG),
+        )
+        if option not in flags
+    ]
+    if added:
+        os.environ["XLA_FLAGS"] = " ".join([flags, *added]).strip()
+    return added
