@@ -1148,11 +1148,11 @@ def find_periodic_orbit(
       (default): the first variational equation integrated with the state and the
       saltation matrices at the events (one augmented solve per iteration, whose
       last one also holds the orbit's analysis). `"autodiff"`: forward-mode AD
-      through diffrax, then a variational pass at the solution. On the hopper the
-      variational program compiles in about half the time (6 s against 10.5 s for
-      orbit and reduced Jacobian; 18 s against 26 s for a gradient) and the
-      autodiff one runs in about half the time (4.8 ms against 8.9 ms warm). The
-      outputs and their derivatives do not depend on this choice.
+      through diffrax, then a variational pass at the solution. On the hopper's
+      analysed orbit (`experiments/bench_orbit.py`, CPU) the variational program
+      compiles in 9.3 s against 9.1 s and runs in 1.8 ms against 2.4 ms warm (for
+      a gradient it had compiled in 18 s against 26 s). The outputs and their
+      derivatives do not depend on this choice.
     - `phase_observables`: record the phase observables of the orbit's cycle
       (e.g. apex heights, `orbit.cycle.phase_observables`); `False` saves their
       cost (they need the cycle's dense output) when they are not wanted. Event
