@@ -218,7 +218,9 @@ def symmetric_solve(
     12 the inverse comes from an unrolled Gauss-Jordan elimination in plain XLA
     operations (Golub & Van Loan, *Matrix Computations*, 4th ed., sec. 3.2): on a
     CPU one LAPACK call costs about 1.3 us for a 7x7 system, twenty times the rest
-    of a vector field, and the field runs at every stage of every integrator step.
+    of a vector field, and the field runs at every stage of every integrator step;
+    a LAPACK call in a solver's loop also keeps XLA from compiling the loop into one
+    kernel (`hybrax._xla_cpu`).
     Derivatives follow the implicit rule of `jax.lax.custom_linear_solve`,
     $\dot x = A^{-1}(\dot b - \dot A x)$, with the same inverse (no
     differentiation through the elimination). A singular matrix gives non-finite

@@ -710,11 +710,11 @@ def _solve(
 
     if jacobian == "variational":
         # Without the analysis, Newton's passes carry the section's k tangent
-        # columns only (on the hopper's minimal form 0.63 ms a pass against 1.0
-        # ms with all n). With it they carry all n, so that the last one holds the
-        # saltation monodromy: k-column passes and a final full one ran an
-        # analysed orbit in 6.0 ms against 8.2 ms (measured while a full pass
-        # took 1.5 ms; all-n passes now run it in 6.9 ms), but the two kinds of
+        # columns only (on the hopper's minimal form 0.23 ms a pass against 0.26
+        # ms with all n, with the XLA options of `hybrax._xla_cpu`). With it they
+        # carry all n, so that the last one holds the saltation monodromy:
+        # k-column passes and a final full one had run an analysed orbit in 6.0
+        # ms against 8.2 ms (while a full pass took 1.5 ms), but the two kinds of
         # pass took 4 s more to compile (XLA 10 s against 7 s) and made a larger
         # program for the command line to load.
         return_map = _variational_return_map(
