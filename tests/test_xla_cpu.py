@@ -9,6 +9,7 @@ import sys
 
 import pytest
 
+from hybrax import _xla_cpu as xla_cpu
 from hybrax._xla_cpu import NO_YNN_FUSION_FLAG, SMALL_LOOP_FLAG, configure_xla_cpu
 
 
@@ -94,3 +95,20 @@ def test_xla_flags_are_appended_to_or_kept(monkeypatch, user_flags, added):
     monkeypatch.setenv("XLA_FLAGS", user_flags)
     assert configure_xla_cpu() == added
     assert os.environ["XLA_FLAGS"] == " ".join([user_flags, *added]).strip()
+
+
+def test_no_ynn_flag_for_a_jaxlib_that_does_not_know_it(monkeypatch):
+    # XLA stops the process on an unknown flag: before jaxlib 0.10.1 only the
+    # small-loop limit is added.
+    monkeypatch.setenv("XLA_FLAGS", "")
+    monkeypatch.setattr(xla_cpu, "_jaxlib_version", lambda: (0, 9, 0))
+    assert configure_xla_cpu() == [SMALL_LOOP_FLAG]
+
+
+@pytest.mark.parametrize(
+    "version, expected",
+    [("0.10.2", (0, 10, 2)), ("0.11.2+cpu", (0, 11, 2)), ("0.10.1rc1", (0, 10, 1))],
+)
+def test_jaxlib_version_is_read_from_its_metadata(monkeypatch, version, expected):
+    monkeypatch.setattr(xla_cpu.importlib.metadata, "version", lambda name: version)
+    assert xla_cpu._jaxlib_version() == expected

@@ -15,7 +15,9 @@ already (a user's own setting is kept as it is):
 - `--xla_backend_extra_options=xla_cpu_small_while_loop_byte_threshold=1000000000`
   (the limit raised to 1 GB; added unless `xla_backend_extra_options` is set);
 - `--xla_cpu_experimental_ynn_fusion_type=` (no YNNPACK fusions: dots go to XLA's
-  own emitters, as before YNNPACK; added unless that option is set).
+  own emitters, as before YNNPACK, which jaxlib enables by default from 0.10.2;
+  added unless that option is set, and only with jaxlib 0.10.1 or later, whose XLA
+  knows the option: XLA stops the process on a flag it does not know).
 
 Measured on the hopper (one orbit with its Floquet analysis under `jax.jit`, 2-core
 CPU): minimal form 5.5 ms with XLA's defaults, 1.4 ms with the raised limit, same
@@ -32,7 +34,9 @@ default limit) in `XLA_FLAGS`, and `--xla_cpu_experimental_ynn_fusion_type=` wit
 the fusion types you want.
 """
 
+import importlib.metadata
 import os
+import re
 
 
 SMALL_LOOP_OPTION = "xla_cpu_small_while_loop_byte_threshold"
@@ -46,14 +50,26 @@ def configure_xla_cpu() -> list[str]:
     `XLA_FLAGS`, each unless `XLA_FLAGS` sets its option already; returns the
     flags added."""
     flags = os.environ.get("XLA_FLAGS", "")
-    added = [
-        flag
-        for option, flag in (
-            ("xla_backend_extra_options", SMALL_LOOP_FLAG),
-            ("xla_cpu_experimental_ynn_fusion_type", NO_YNN_FUSION_FLAG),
-        )
-        if option not in flags
-    ]
+    options = [("xla_backend_extra_options", SMALL_LOOP_FLAG)]
+    if _jaxlib_version() >= (0, 10, 1):
+        options.append(("xla_cpu_experimental_ynn_fusion_type", NO_YNN_FUSION_FLAG))
+    added = [flag for option, flag in options if option not in flags]
     if added:
         os.environ["XLA_FLAGS"] = " ".join([flags, *added]).strip()
     return added
+
+
+def _jaxlib_version() -> tuple[int, ...]:
+    """The installed jaxlib's version as integers (`(0,)` when unknown), read from
+    its metadata without importing it."""
+    try:
+        version = importlib.metadata.version("jaxlib")
+    except importlib.metadata.PackageNotFoundError:
+        return (0,)
+    parts = []
+    for part in version.split(".")[:3]:
+        leading = re.match(r"\d+", part)
+        if leading is None:
+            break
+        parts.append(int(leading.group()))
+    return tuple(parts) or (0,)
