@@ -39,7 +39,8 @@ def main():
     args = parser.parse_args()
     if args.xla_default:
         limit = "xla_cpu_small_while_loop_byte_threshold=1024"
-        os.environ["XLA_FLAGS"] = f"--xla_backend_extra_options={limit}"
+        flags = os.environ.get("XLA_FLAGS", "")
+        os.environ["XLA_FLAGS"] = f"{flags} --xla_backend_extra_options={limit}".strip()
     import diffrax as dfx
     import jax
     import jax.numpy as jnp

@@ -13,7 +13,8 @@ import pytest
 # (`hybrax._xla_cpu`) makes programs run faster but compile slower
 # (tests/test_gradients.py 81 s against 68 s), and together with optimisation level
 # 0 it moved a reverse-mode apex derivative by 1.5e-7. `tests/test_xla_cpu.py`
-# runs the library's own setting in a fresh process. Child processes (the
+# runs the library's own setting in a fresh process (hybrax still adds its other
+# option here, YNNPACK fusions off). Child processes (the
 # notebook's kernel, command-line runs) inherit the flags. XLA reads them when the
 # CPU backend starts, at the first computation, after this file is loaded.
 _FAST_COMPILE = (

@@ -228,7 +228,10 @@ def symmetric_solve(
     """
     if A.shape[0] > _UNROLLED_MAX_ORDER:
         return jnp.linalg.solve(A, b)
-    inverse = _gauss_jordan_inverse(A)
+    # The implicit rule never uses the inverse's derivative: stopped, so that
+    # forward mode does not build one to discard (XLA removed it anyway: the
+    # constrained hopper's analysed orbit compiles and runs in the same time).
+    inverse = _gauss_jordan_inverse(jax.lax.stop_gradient(A))
     return jax.lax.custom_linear_solve(
         lambda x: A @ x, b, lambda _, r: inverse @ r, symmetric=True
     )

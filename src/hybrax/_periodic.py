@@ -238,11 +238,9 @@ class Variational(eqx.Module):
             return apply
 
         if isinstance(k, int):
-            Phi_plus, dt_dx0 = transport(k)(t, x_minus, Phi, params)
-        else:
-            branches = [transport(j) for j in range(len(system.transitions))]
-            Phi_plus, dt_dx0 = jax.lax.switch(k, branches, t, x_minus, Phi, params)
-        return Phi_plus, dt_dx0
+            return transport(k)(t, x_minus, Phi, params)
+        branches = [transport(j) for j in range(len(system.transitions))]
+        return jax.lax.switch(k, branches, t, x_minus, Phi, params)
 
 
 def cycle(
