@@ -190,6 +190,40 @@ def test_sweep_equals_loop_of_single_solves(swept, single_solves):
         np.testing.assert_allclose(swept.multipliers[i], eig, atol=1e-10)
 
 
+def test_host_multipliers_equal_closed_form_and_device_routine():
+    """The sweep's host eigenvalues (`sorted_multipliers_batch`, threaded over
+    pieces) against matrices built from known eigenvalues, in the library's one
+    order, and against the differentiable device routine."""
+    from hybrax._periodic import (
+        _EIG_PIECE,
+        sorted_multipliers,
+        sorted_multipliers_batch,
+    )
+
+    rng = np.random.default_rng(7)
+    n = 2 * _EIG_PIECE + 3  # several pieces
+    radius, angle = rng.uniform(0.1, 0.9, n), rng.uniform(0.2, 2.5, n)
+    real = rng.uniform(-0.05, 0.05, n)  # smaller than every pair's modulus
+    # M = V blockdiag([[a, -b], [b, a]], r) V^-1: eigenvalues a +- ib and r.
+    a, b = radius * np.cos(angle), radius * np.sin(angle)
+    blocks = np.zeros((n, 3, 3))
+    blocks[:, 0, 0] = blocks[:, 1, 1] = a
+    blocks[:, 0, 1], blocks[:, 1, 0] = -b, b
+    blocks[:, 2, 2] = real
+    # Well-conditioned eigenvectors (condition number at most 4).
+    Q = np.linalg.qr(rng.standard_normal((n, 3, 3)))[0]
+    V = Q * rng.uniform(0.5, 2.0, (n, 1, 3))
+    matrices = V @ blocks @ np.linalg.inv(V)
+    matrices[5] = np.nan
+    expected = np.stack([a + 1j * b, a - 1j * b, real + 0j], axis=1)
+    got = sorted_multipliers_batch(matrices)
+    assert np.all(np.isnan(got[5]))
+    keep = np.arange(n) != 5
+    np.testing.assert_allclose(got[keep], expected[keep], rtol=0, atol=1e-9)
+    on_device = jax.vmap(sorted_multipliers)(matrices[:64])
+    np.testing.assert_allclose(got[:64][keep[:64]], on_device[keep[:64]], atol=1e-13)
+
+
 def test_rounds_resume_where_they_stopped(
     system_and_section, starts, single_solves, monkeypatch
 ):

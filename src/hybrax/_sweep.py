@@ -31,6 +31,7 @@ from ._periodic import (
     _poincare_map,
     find_periodic_orbit,
     resolve_sequence,
+    sorted_multipliers_batch,
 )
 from ._settings import (
     Settings,
@@ -479,14 +480,9 @@ class _OrbitSolve(eqx.Module):
             jacobian=self.jacobian,
             phase_observables=self.phase_observables,
         )
-        # A failed orbit is NaN already (eigenvalues of a NaN matrix too).
-        M = orbit.reduced_jacobian
-        finite = jnp.all(jnp.isfinite(M))
-        safe = eqx.tree_at(
-            lambda o: o.reduced_jacobian, orbit, jnp.where(finite, M, 0.0)
-        )
-        eig = jnp.where(orbit.converged & finite, safe.multipliers, jnp.nan)
-        return orbit, eig
+        # The multipliers are computed on the host once the batch is back
+        # (`sorted_multipliers_batch`).
+        return orbit
 
 
 class _StartDefect(eqx.Module):
@@ -583,7 +579,9 @@ def _run_rounds(
     u = np.array(u[plan.local_index])
     start = np.full(n_local, _FROM_GUESS, np.int8)
     used = np.zeros(n_local, int)
-    queue = list(np.arange(n_local) if order is None else order)[::-1]
+    # Elements take lanes in queue order; `queue[head:]` are still waiting.
+    queue = np.arange(n_local) if order is None else np.asarray(order)
+    head = 0
     lanes = np.full(size, -1)
     n_devices = 1 if plan.sharding is None else len(plan.sharding.device_set)
     rows = None  # the finished outputs, allocated from the first round's
@@ -594,19 +592,19 @@ def _run_rounds(
     solved = collections.deque(maxlen=_WARM_POOL)
     solved_u = collections.deque(maxlen=_WARM_POOL)
     while True:
-        entering = []
-        for lane in np.flatnonzero(lanes < 0):
-            if not queue:
-                break
-            lanes[lane] = queue.pop()
-            entering.append(lanes[lane])
-        if warm_start and entering and solved:
+        # Array operations throughout, not loops over lanes: on an accelerator a
+        # chunk holds the whole batch (1e5 lanes and more).
+        free = np.flatnonzero(lanes < 0)[: queue.size - head]
+        entering = queue[head : head + free.size]
+        lanes[free] = entering
+        head += free.size
+        if warm_start and entering.size and solved:
             u[entering] = _nearest_solved(features, entering, solved, solved_u)
             start[entering] = _FROM_U
         live = lanes >= 0
         if not live.any():
             break
-        if not queue:
+        if head == queue.size:
             n_live = int(live.sum())
             smaller = _tail_size(lanes.size, n_live, n_devices)
             if smaller < lanes.size:
@@ -618,39 +616,32 @@ def _run_rounds(
             (_take(dynamic, plan.local_index[elements]), u[elements], start[elements]),
             plan.target,
         )
-        out = jtu.tree_map(
-            lambda leaf: (
-                np.asarray(jax.device_get(leaf)) if eqx.is_array(leaf) else leaf
-            ),
-            _evaluate(fn, static, chunk, plan.sharding),
-        )
-        out_dynamic, static_part = eqx.partition(out, eqx.is_array)
+        # One transfer of all leaves (NumPy arrays back).
+        orbit = jax.device_get(_evaluate(fn, static, chunk, plan.sharding))
+        out_dynamic, static_part = eqx.partition(orbit, eqx.is_array)
         if rows is None:
             out_static = static_part
             rows = jtu.tree_map(
                 lambda leaf: np.empty((n_local,) + leaf.shape[1:], leaf.dtype),
                 out_dynamic,
             )
-        orbit = out[0]
         steps = np.asarray(orbit.n_steps)
         unfinished = np.asarray(orbit.result == RESULTS.shooting_failed) & (
             steps >= per_round
         )
         converged = np.asarray(orbit.result == RESULTS.successful)
-        finished_lanes = []
-        for lane in np.flatnonzero(live):
-            element = lanes[lane]
-            used[element] += int(steps[lane])
-            if unfinished[lane] and used[element] < max_iterations:
-                u[element] = np.asarray(orbit.last_iterate)[lane]
-                start[element] = _RESUME
-                continue
-            finished_lanes.append(lane)
-            if warm_start and converged[lane]:
-                solved.append(element)
-                solved_u.append(np.asarray(orbit.u)[lane])
-        if finished_lanes:
-            finished_lanes = np.asarray(finished_lanes)
+        live_lanes = np.flatnonzero(live)
+        elements = lanes[live_lanes]  # distinct
+        used[elements] += steps[live_lanes]
+        resume = unfinished[live_lanes] & (used[elements] < max_iterations)
+        u[elements[resume]] = np.asarray(orbit.last_iterate)[live_lanes[resume]]
+        start[elements[resume]] = _RESUME
+        finished_lanes = live_lanes[~resume]
+        if warm_start:
+            newly_solved = finished_lanes[converged[finished_lanes]]
+            solved.extend(lanes[newly_solved])
+            solved_u.extend(np.asarray(orbit.u)[newly_solved])
+        if finished_lanes.size:
             targets = lanes[finished_lanes]
 
             def store(row, leaf, targets=targets, finished_lanes=finished_lanes):
@@ -658,7 +649,7 @@ def _run_rounds(
                 return row
 
             rows = jtu.tree_map(store, rows, out_dynamic)
-            rows[0].n_steps[targets] = used[targets]
+            rows.n_steps[targets] = used[targets]
             lanes[finished_lanes] = -1
             bar.update(len(finished_lanes))
     return eqx.combine(rows, out_static)
@@ -885,7 +876,7 @@ def sweep_orbits(
         queue = None
         if order == "defect" and plan.n_local > plan.size:
             queue = _queue_by_defect(fn, static, dynamic, u_batch, plan)
-        orbit, multipliers = _run_rounds(
+        orbit = _run_rounds(
             fn,
             static,
             dynamic,
@@ -898,7 +889,7 @@ def sweep_orbits(
         )
     finally:
         bar.close()
-    orbit, multipliers = _gathered((orbit, multipliers), n, distributed)
+    orbit = _gathered(orbit, n, distributed)
     if not ok.all():
         bad = ~ok
 
@@ -915,7 +906,10 @@ def sweep_orbits(
             orbit.result,
             RESULTS.nonfinite_parameters,
         )
-        orbit, multipliers = jtu.tree_map(blank, (orbit, multipliers))
-        orbit = eqx.tree_at(lambda o: o.result, orbit, result)
+        orbit = eqx.tree_at(lambda o: o.result, jtu.tree_map(blank, orbit), result)
     code = status_code(orbit.result)
+    converged = (code == 0)[:, None, None]
+    multipliers = sorted_multipliers_batch(
+        np.where(converged, np.asarray(orbit.reduced_jacobian), np.nan)
+    )
     return OrbitSweep(orbit=orbit, multipliers=multipliers, status=code)
