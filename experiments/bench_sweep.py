@@ -96,7 +96,7 @@ def parse_args():
         "--jacobian", choices=("autodiff", "variational"), default="autodiff"
     )
     parser.add_argument("--infeasible", type=float, default=0.1)
-    parser.add_argument("--round-iterations", type=int, default=8)
+    parser.add_argument("--round-iterations", type=int, default=5)
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--profile-batch", type=int, default=1024)
     parser.add_argument("--json", action="store_true", help="write experiments/out/")

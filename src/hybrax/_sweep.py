@@ -720,7 +720,7 @@ def sweep_orbits(
     residual_tol: float = 1e-8,
     jacobian: str = "variational",
     phase_observables: bool = False,
-    round_iterations: int | None = 8,
+    round_iterations: int | None = 5,
     order: str | None = "defect",
     warm_start: bool = False,
 ) -> OrbitSweep:
@@ -761,8 +761,9 @@ def sweep_orbits(
       the slowest element sets the pace: smaller `settings.t_max`,
       `settings.max_steps` and `max_iterations` bound what a hopeless element
       costs. Failed elements are NaN with their status.
-    - `round_iterations`: the root-finder iterations of one round (default 8;
-      `None`: one round of `max_iterations`). The solves run in rounds with
+    - `round_iterations`: the root-finder iterations of one round (default 5,
+      what Newton's method takes from a fair guess; `None`: one round of
+      `max_iterations`). The solves run in rounds with
       compaction: after each round the elements that converged or failed leave
       their lanes to the next elements of the batch, and those that ran out of
       the round's iterations resume from their last iterate (Newton's iterates
@@ -773,20 +774,26 @@ def sweep_orbits(
       one round instead of all its iterations; within a round, a lane whose
       root finder has stopped runs zero-length cycles. On the hopper (these
       defaults, `t_max` 5), a batch of 1024 with 10% of parameter sets without an
-      orbit: 2.7-3.0 s in rounds against 4.0-4.1 s in one round, both in batch
-      order (`experiments/bench_sweep.py`, 64-lane chunks; 5.1 and 8.2 s before
-      stopped lanes ran zero-length cycles, 72 s as one chunk of 1024 lanes).
+      orbit: 2.0 s in rounds of 5 (2.5 s in rounds of 8) against 3.6 s in one
+      round, both in batch order (`experiments/bench_sweep.py`, 64-lane chunks,
+      2-core CPU; 72 s as one chunk of 1024 lanes).
       Once the queue is empty, the elements still iterating move to a chunk
       smaller by a power of 8 where one of at least 4096 lanes per device holds
       them (on an H100, one chunk of 1e5 lanes with 10% of sets without an
-      orbit: 17.5 s in rounds against 32.1 s in one round).
+      orbit: 17.5 s in rounds of 8 against 32.1 s in one round). A round as long
+      as most elements need sends the few that need more to that smaller chunk:
+      on an H100, a clean batch of 1e6 hopper orbits (most converge in 4-5
+      iterations, a few need 8) ran at 107,605 orbits/s in rounds of 5 against
+      72,216 in rounds of 8; on the CPU (64-lane chunks) 5 and 8 gave the same
+      throughput, clean (1203 orbits/s) and with 10% infeasible sets (601 and
+      591 valid orbits/s).
     - `order`: the order in which elements take lanes when the batch is larger
       than a chunk. `"defect"` (default): by the return-map defect
       $\max_i |P(u_0) - u_0|_i$ at each element's start, smallest first (one
       forward cycle per element, in chunks, before the solves): elements that
       need many iterations or have no orbit share chunks instead of each slowing
-      a chunk of converging ones (on the batch above: 1.9-2.0 s against 2.7-3.0
-      s; on the clean batch the extra cycle costs up to 0.11 s of 1.0 s).
+      a chunk of converging ones (on the batch above: 1.55 s against 2.0 s;
+      on the clean batch the extra cycle costs up to 0.11 s of 1.0 s).
       `None`: batch order. The results do not depend on it (lanes are
       independent); only the time does.
     - `warm_start`: each element that takes a lane after some orbits have
