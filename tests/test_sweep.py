@@ -16,6 +16,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import threading
 
 import equinox as eqx
 import jax
@@ -272,6 +273,55 @@ def test_rounds_resume_where_they_stopped(
     assert sorted(queues[0]) == list(range(len(POINTS)))
     assert np.all(np.diff(queued[np.isfinite(queued)]) >= -1e-12)
     assert queued[-1] == np.inf  # the element whose cycle fails comes last
+
+
+def test_concurrent_streams_equal_single_solves(
+    system_and_section, single_solves, monkeypatch
+):
+    """On a CPU the rounds run in several chunks at once, each from its own
+    thread (here three streams of two lanes, whatever the core count): the
+    orbits and statuses are those of the single solves, and the program is traced
+    once (JAX's jit makes the other threads wait for the first one's compile)."""
+    system, section = system_and_section
+    monkeypatch.setattr(
+        hybrax._sweep, "_streams", lambda plan, n_chunks, rounds=False: 3
+    )
+    threads, traces = set(), []
+    evaluate = hybrax._sweep._evaluate
+
+    def spy(fn, static, chunk, sharding):
+        threads.add(threading.get_ident())
+        return evaluate(fn, static, chunk, sharding)
+
+    vmapped = hybrax._sweep._vmapped
+
+    def counting(fn, static, out_static):
+        traces.append(threading.get_ident())  # runs while tracing only
+        return vmapped(fn, static, out_static)
+
+    monkeypatch.setattr(hybrax._sweep, "_evaluate", spy)
+    monkeypatch.setattr(hybrax._sweep, "_vmapped", counting)
+    out = hx.sweep_orbits(
+        system,
+        section,
+        models.hopper.orbit_guess,
+        _params(),
+        chunk_size=2,
+        round_iterations=1,
+        order=None,
+        **OPTIONS,
+    )
+    assert len(threads) == 3
+    assert len(traces) <= 1  # 0 where an earlier test compiled it already
+    for i, orbit in enumerate(single_solves):
+        assert out.status_names[i] == hx.status_name(orbit.result)[0]
+        if i < N_ORBITS:
+            np.testing.assert_allclose(out.orbit.u[i], orbit.u, atol=EQUAL_TOL)
+            np.testing.assert_allclose(
+                out.multipliers[i],
+                np.asarray(orbit.multipliers),
+                atol=1e-10,
+            )
 
 
 def test_remaining_elements_move_to_a_smaller_chunk(

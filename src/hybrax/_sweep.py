@@ -215,6 +215,11 @@ def sweep(
     slowly costs the whole chunk that time. Give `fn` bounded work (step and
     iteration limits) and report failures through status codes, not exceptions.
 
+    On a single CPU device, as many chunks as the process has cores run at once,
+    each called from its own host thread (XLA runs one call on one thread); on
+    accelerators chunks run one after another, the next one prepared while the
+    last runs.
+
     `sweep` is an eager driver (a Python loop over chunks), not itself traceable;
     `fn` is traced once per chunk shape and reused by later calls with an equal
     `fn` (equal `eqx.Module`s or the same function).
@@ -334,24 +339,6 @@ def _plan(n, chunk_size, devices, distributed) -> _Plan:
     return _Plan(local_index, n_local, size, target, sharding)
 
 
-class _CompileOnce:
-    """Calls of a jitted function from several threads: the first call for each
-    `key` (the chunk's lanes, hence its program) runs alone, so that a program is
-    traced and compiled once; later calls run concurrently."""
-
-    def __init__(self):
-        self._lock = threading.Lock()
-        self._ready = set()
-
-    def __call__(self, key, fn, *args):
-        if key in self._ready:
-            return fn(*args)
-        with self._lock:
-            out = fn(*args)
-            self._ready.add(key)
-        return out
-
-
 def _streams(plan, n_chunks: int, rounds: bool = False) -> int:
     """How many chunks run at once, each called from its own host thread.
 
@@ -362,7 +349,8 @@ def _streams(plan, n_chunks: int, rounds: bool = False) -> int:
     call already uses the whole device (or every device of a sharded chunk):
     two chunk calls, so that one is prepared and fetched while the other runs
     (`rounds`: one, since the elements of a round's chunk depend on the last).
-    Never more than `n_chunks`."""
+    Never more than `n_chunks`. JAX compiles a program once when several threads
+    first call it together (the others wait for it)."""
     if plan.sharding is None and plan.target.platform == "cpu":
         cores = (
             len(os.sched_getaffinity(0))
@@ -383,12 +371,11 @@ def _run_chunks(fn, static, dynamic, plan, bar):
     padded = np.concatenate(
         [plan.local_index, np.full(n_chunks * size - n_local, plan.local_index[-1])]
     ).astype(int)
-    once = _CompileOnce()
 
     def run(c):
         index = padded[c * size : (c + 1) * size]
         chunk = jax.device_put(_take(dynamic, index), plan.target)
-        out = jax.device_get(once(size, _evaluate, fn, static, chunk, plan.sharding))
+        out = jax.device_get(_evaluate(fn, static, chunk, plan.sharding))
         bar.update(min(size, n_local - c * size))
         return out
 
@@ -629,7 +616,6 @@ def _run_rounds(
     solved = collections.deque(maxlen=_WARM_POOL)
     solved_u = collections.deque(maxlen=_WARM_POOL)
     lock = threading.Lock()
-    once = _CompileOnce()
 
     def run_stream(queue):
         """The rounds of the elements of `queue`, in their own chunk. Streams
@@ -670,9 +656,7 @@ def _run_rounds(
                 plan.target,
             )
             # One transfer of all leaves (NumPy arrays back).
-            orbit = jax.device_get(
-                once(lanes.size, _evaluate, fn, static, chunk, plan.sharding)
-            )
+            orbit = jax.device_get(_evaluate(fn, static, chunk, plan.sharding))
             out_dynamic, static_part = eqx.partition(orbit, eqx.is_array)
             with lock:
                 if results[0] is None:
