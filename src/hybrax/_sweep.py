@@ -46,16 +46,18 @@ from ._solution import RESULTS, status_code, status_name
 
 
 _AXIS = "batch"
-# The default lanes per device of an orbit sweep's compiled call on CPU: under
-# `vmap` larger chunks gained nothing on the hopper (778 orbits/s at 64 lanes
-# against 712 at 1024) and a slow element holds every lane of its chunk.
-_CPU_LANES = 64
+# The default lanes per device of an orbit sweep's compiled call on CPU. Under
+# `vmap` a slow element holds every lane of its chunk, and larger chunks gain
+# little: a hopper batch of 1024 on 2 cores (one chunk per core at once) ran
+# 1518 / 2155 / 2204 / 2272 orbits/s in chunks of 16 / 32 / 64 / 128 lanes, and
+# with 10% of sets without an orbit 1063 / 1202 / 786 / 523 valid orbits/s.
+_CPU_LANES = 32
 # Once the queue is empty, the elements still iterating after a round (those that
 # did not finish in it, usually a few) move to a chunk smaller by a power of 8,
 # of at least this many lanes per device (so that a batch compiles few sizes),
 # instead of running in the full chunk whose idle lanes repeat them. On an H100 a
 # variational pass over 1e5 lanes takes 264 ms and over 1e4 lanes 62 ms (bound
-# by kernel launches below that). CPU chunks of the default 64 lanes never shrink.
+# by kernel launches below that). CPU chunks of the default 32 lanes never shrink.
 _TAIL_LANES = 4096
 
 
@@ -796,7 +798,7 @@ def sweep_orbits(
       applied to each element's parameters (e.g. `hybrax.models.hopper.orbit_guess`).
     - `params_batch`: the parameter PyTree with float leaves of leading axis $B$;
       scalar leaves are shared by all elements (broadcast).
-    - `chunk_size`: the lanes of one compiled call (see below); default 64 per
+    - `chunk_size`: the lanes of one compiled call (see below); default 32 per
       device on CPU (where larger chunks gain little and a slow element holds
       more lanes), the whole batch on accelerators.
     - `progress`, `devices`, `distributed`: see [`hybrax.sweep`][].
