@@ -826,9 +826,9 @@ def sweep_orbits(
       one round instead of all its iterations; within a round, a lane whose
       root finder has stopped runs zero-length cycles. On the hopper (these
       defaults, `t_max` 5), a batch of 1024 with 10% of parameter sets without an
-      orbit: 2.0 s in rounds of 5 (2.5 s in rounds of 8) against 3.6 s in one
-      round, both in batch order (`experiments/bench_sweep.py`, 64-lane chunks,
-      2-core CPU; 72 s as one chunk of 1024 lanes).
+      orbit: 0.98 s in rounds of 5 against 1.34 s in one round, both in batch
+      order (`experiments/bench_sweep.py`, the default 32-lane chunks, two at
+      once on a 2-core CPU; 72 s as one chunk of 1024 lanes).
       Once the queue is empty, the elements still iterating move to a chunk
       smaller by a power of 8 where one of at least 4096 lanes per device holds
       them (on an H100, one chunk of 1e5 lanes with 10% of sets without an
@@ -836,16 +836,16 @@ def sweep_orbits(
       as most elements need sends the few that need more to that smaller chunk:
       on an H100, a clean batch of 1e6 hopper orbits (most converge in 4-5
       iterations, a few need 8) ran at 107,605 orbits/s in rounds of 5 against
-      72,216 in rounds of 8; on the CPU (64-lane chunks) 5 and 8 gave the same
-      throughput, clean (1203 orbits/s) and with 10% infeasible sets (601 and
-      591 valid orbits/s).
+      72,216 in rounds of 8; on the CPU (64-lane chunks, one at a time) 5 and 8
+      gave the same throughput, clean (1203 orbits/s) and with 10% infeasible
+      sets (601 and 591 valid orbits/s).
     - `order`: the order in which elements take lanes when the batch is larger
       than a chunk. `"defect"` (default): by the return-map defect
       $\max_i |P(u_0) - u_0|_i$ at each element's start, smallest first (one
       forward cycle per element, in chunks, before the solves): elements that
       need many iterations or have no orbit share chunks instead of each slowing
-      a chunk of converging ones (on the batch above: 1.55 s against 2.0 s;
-      on the clean batch the extra cycle costs up to 0.11 s of 1.0 s).
+      a chunk of converging ones (on the batch above: 0.82 s against 0.98 s;
+      on the clean batch the extra cycle costs about 0.04 s of 0.46 s).
       `None`: batch order. The results do not depend on it (lanes are
       independent); only the time does.
     - `warm_start`: each element that takes a lane after some orbits have
