@@ -324,6 +324,23 @@ def test_concurrent_streams_equal_single_solves(
             )
 
 
+def test_streams_one_per_core_on_a_cpu_device():
+    """One chunk per core at once on a single CPU device, at most one per chunk;
+    on an accelerator or a sharded chunk, one round at a time (two chunks in
+    flight for plain sweeps, so that one is prepared while the other runs)."""
+    from types import SimpleNamespace
+
+    cores = len(os.sched_getaffinity(0))
+    cpu = SimpleNamespace(sharding=None, target=SimpleNamespace(platform="cpu"))
+    gpu = SimpleNamespace(sharding=None, target=SimpleNamespace(platform="gpu"))
+    sharded = SimpleNamespace(sharding=object(), target=None)
+    streams = hybrax._sweep._streams
+    assert streams(cpu, 1000) == cores
+    assert streams(cpu, 1) == 1
+    assert streams(gpu, 1000) == 2 and streams(gpu, 1000, rounds=True) == 1
+    assert streams(sharded, 1000, rounds=True) == 1
+
+
 def test_remaining_elements_move_to_a_smaller_chunk(
     system_and_section, single_solves, monkeypatch
 ):
