@@ -324,13 +324,54 @@ def test_concurrent_streams_equal_single_solves(
             )
 
 
+def test_a_failing_stream_stops_the_others(system_and_section, monkeypatch):
+    """An error in one stream's chunk call (here the third call) reaches the
+    caller, and the other streams stop after the call they are running instead of
+    working through their queues (as after Ctrl-C)."""
+    system, section = system_and_section
+    monkeypatch.setattr(
+        hybrax._sweep, "_streams", lambda plan, n_chunks, rounds=False: 3
+    )
+    calls = []
+    evaluate = hybrax._sweep._evaluate
+
+    def failing(fn, static, chunk, sharding):
+        calls.append(None)
+        if len(calls) == 3:
+            raise RuntimeError("chunk failed")
+        return evaluate(fn, static, chunk, sharding)
+
+    monkeypatch.setattr(hybrax._sweep, "_evaluate", failing)
+    # Four copies of the six elements: eight a stream, several rounds each.
+    params = jax.tree_util.tree_map(
+        lambda leaf: np.tile(leaf, 4) if np.ndim(leaf) else leaf, _params()
+    )
+    with pytest.raises(RuntimeError, match="chunk failed"):
+        hx.sweep_orbits(
+            system,
+            section,
+            models.hopper.orbit_guess,
+            params,
+            chunk_size=2,
+            round_iterations=1,
+            order=None,
+            **OPTIONS,
+        )
+    # Without the stop, the other streams would work through their queues.
+    assert len(calls) <= 3 + 2
+
+
 def test_streams_one_per_core_on_a_cpu_device():
     """One chunk per core at once on a single CPU device, at most one per chunk;
     on an accelerator or a sharded chunk, one round at a time (two chunks in
     flight for plain sweeps, so that one is prepared while the other runs)."""
     from types import SimpleNamespace
 
-    cores = len(os.sched_getaffinity(0))
+    cores = (
+        len(os.sched_getaffinity(0))
+        if hasattr(os, "sched_getaffinity")
+        else os.cpu_count()
+    )
     cpu = SimpleNamespace(sharding=None, target=SimpleNamespace(platform="cpu"))
     gpu = SimpleNamespace(sharding=None, target=SimpleNamespace(platform="gpu"))
     sharded = SimpleNamespace(sharding=object(), target=None)

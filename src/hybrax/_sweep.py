@@ -7,6 +7,7 @@ several hosts.
 
 import collections
 import concurrent.futures
+import functools
 import os
 import sys
 import threading
@@ -364,6 +365,23 @@ def _streams(plan, n_chunks: int, rounds: bool = False) -> int:
     return max(1, min(cores, n_chunks))
 
 
+def _in_threads(tasks, n_threads: int, stop: threading.Event | None = None) -> list:
+    """The results of `tasks` (callables without arguments), run on `n_threads`
+    host threads, in order. If one raises, or the caller is interrupted
+    (Ctrl-C), the tasks not started are dropped and `stop` is set (for tasks
+    that loop), the error is raised once the running ones have returned."""
+    pool = concurrent.futures.ThreadPoolExecutor(n_threads)
+    futures = [pool.submit(task) for task in tasks]
+    try:
+        return [future.result() for future in futures]
+    except BaseException:
+        if stop is not None:
+            stop.set()
+        raise
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
 def _run_chunks(fn, static, dynamic, plan, bar):
     """`fn` on this process's elements in chunks (the last one padded by
     repeating its last element), `_streams` of them at once; host arrays in
@@ -381,8 +399,9 @@ def _run_chunks(fn, static, dynamic, plan, bar):
         bar.update(min(size, n_local - c * size))
         return out
 
-    with concurrent.futures.ThreadPoolExecutor(_streams(plan, n_chunks)) as pool:
-        outputs = list(pool.map(run, range(n_chunks)))
+    outputs = _in_threads(
+        [functools.partial(run, c) for c in range(n_chunks)], _streams(plan, n_chunks)
+    )
     out_static = eqx.filter(outputs[0], eqx.is_array, inverse=True)
     stacked = jtu.tree_map(
         lambda *parts: np.concatenate(parts)[:n_local],
@@ -618,13 +637,14 @@ def _run_rounds(
     solved = collections.deque(maxlen=_WARM_POOL)
     solved_u = collections.deque(maxlen=_WARM_POOL)
     lock = threading.Lock()
+    stop = threading.Event()  # set when a stream failed or the caller interrupted
 
     def run_stream(queue):
         """The rounds of the elements of `queue`, in their own chunk. Streams
         share the element arrays above but no element (their writes are disjoint)."""
         head = 0  # `queue[head:]` are still waiting
         lanes = np.full(size, -1)
-        while True:
+        while not stop.is_set():
             # Array operations throughout, not loops over lanes: on an accelerator a
             # chunk holds the whole batch (1e5 lanes and more).
             free = np.flatnonzero(lanes < 0)[: queue.size - head]
@@ -699,11 +719,11 @@ def _run_rounds(
 
     # Several streams take turns in the queue's order, each a chunk of its own.
     n_streams = _streams(plan, -(-n_local // size), rounds=True)
-    with concurrent.futures.ThreadPoolExecutor(n_streams) as pool:
-        for done in [
-            pool.submit(run_stream, queue[i::n_streams]) for i in range(n_streams)
-        ]:
-            done.result()
+    _in_threads(
+        [functools.partial(run_stream, queue[i::n_streams]) for i in range(n_streams)],
+        n_streams,
+        stop,
+    )
     return eqx.combine(results[0], results[1])
 
 
