@@ -361,6 +361,27 @@ def test_a_failing_stream_stops_the_others(system_and_section, monkeypatch):
     assert len(calls) <= 3 + 2
 
 
+def test_a_failing_chunk_drops_the_chunks_not_started(monkeypatch):
+    """`sweep` in threads: an error in one chunk's call reaches the caller as soon
+    as it happens, and the chunks not started are dropped."""
+    monkeypatch.setattr(
+        hybrax._sweep, "_streams", lambda plan, n_chunks, rounds=False: 2
+    )
+    calls = []
+    evaluate = hybrax._sweep._evaluate
+
+    def failing(fn, static, chunk, sharding):
+        calls.append(None)
+        if len(calls) == 2:
+            raise RuntimeError("chunk failed")
+        return evaluate(fn, static, chunk, sharding)
+
+    monkeypatch.setattr(hybrax._sweep, "_evaluate", failing)
+    with pytest.raises(RuntimeError, match="chunk failed"):
+        hx.sweep(_newton_sqrt, np.arange(1.0, 41.0), chunk_size=2)
+    assert len(calls) <= 4  # of 20 chunks
+
+
 def test_streams_one_per_core_on_a_cpu_device():
     """One chunk per core at once on a single CPU device, at most one per chunk;
     on an accelerator or a sharded chunk, one round at a time (two chunks in

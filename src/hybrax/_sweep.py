@@ -367,12 +367,25 @@ def _streams(plan, n_chunks: int, rounds: bool = False) -> int:
 
 def _in_threads(tasks, n_threads: int, stop: threading.Event | None = None) -> list:
     """The results of `tasks` (callables without arguments), run on `n_threads`
-    host threads, in order. If one raises, or the caller is interrupted
-    (Ctrl-C), the tasks not started are dropped and `stop` is set (for tasks
-    that loop), the error is raised once the running ones have returned."""
+    host threads, in order. As soon as one raises, or the caller is interrupted
+    (Ctrl-C), `stop` is set (for tasks that loop) and the tasks not started are
+    dropped; the error is raised once the running ones have returned."""
+
+    def guarded(task):
+        try:
+            return task()
+        except BaseException:
+            if stop is not None:
+                stop.set()
+            raise
+
     pool = concurrent.futures.ThreadPoolExecutor(n_threads)
-    futures = [pool.submit(task) for task in tasks]
+    futures = [pool.submit(guarded, task) for task in tasks]
     try:
+        concurrent.futures.wait(futures, return_when=concurrent.futures.FIRST_EXCEPTION)
+        for future in futures:  # the failure first, not the tasks queued before it
+            if future.done() and future.exception() is not None:
+                raise future.exception()
         return [future.result() for future in futures]
     except BaseException:
         if stop is not None:
