@@ -501,9 +501,10 @@ def sorted_multipliers_batch(matrices: np.ndarray) -> np.ndarray:
     leave the device anyway.
 
     Why not on the device: JAX's LAPACK path on a GPU copies the batch to the
-    host and runs `geev` one matrix after another in one thread (0.26 s of a 1.3 s
-    sweep of 1e5 hopper orbits on an H100), and cuSOLVER's `geev` is slower still
-    (see `_eigenvalues`)."""
+    host and runs `geev` one matrix after another in one thread, and cuSOLVER's
+    `geev` is slower still (see `_eigenvalues`). On an H100 a sweep of 1e5 hopper
+    orbits took 1.285 s with the eigenvalues in its program and 1.238 s with them
+    here."""
     matrices = np.asarray(matrices, dtype=float)
     out = np.full(matrices.shape[:-1], np.nan, dtype=complex)
     rows = np.flatnonzero(np.all(np.isfinite(matrices), axis=(-2, -1)))
