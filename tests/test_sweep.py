@@ -225,6 +225,21 @@ def test_host_multipliers_equal_closed_form_and_device_routine():
     np.testing.assert_allclose(got[:64][keep[:64]], on_device[keep[:64]], atol=1e-13)
 
 
+def _rounds_of_one(system, section, params, **options):
+    """`sweep_orbits` in rounds of one Newton iteration on two lanes, with the
+    command's settings (one compilation shared by the tests that use it)."""
+    return hx.sweep_orbits(
+        system,
+        section,
+        models.hopper.orbit_guess,
+        params,
+        chunk_size=2,
+        round_iterations=1,
+        **options,
+        **OPTIONS,
+    )
+
+
 def test_rounds_resume_where_they_stopped(
     system_and_section, starts, single_solves, monkeypatch
 ):
@@ -243,15 +258,7 @@ def test_rounds_resume_where_they_stopped(
         return queues[-1]
 
     monkeypatch.setattr(hybrax._sweep, "_queue_by_defect", spy)
-    rounds = hx.sweep_orbits(
-        system,
-        section,
-        models.hopper.orbit_guess,
-        _params(),
-        chunk_size=2,
-        round_iterations=1,
-        **OPTIONS,
-    )
+    rounds = _rounds_of_one(system, section, _params())
     for i, orbit in enumerate(single_solves):
         assert rounds.status_names[i] == hx.status_name(orbit.result)[0]
         if i < N_ORBITS:
@@ -301,16 +308,7 @@ def test_concurrent_streams_equal_single_solves(
 
     monkeypatch.setattr(hybrax._sweep, "_evaluate", spy)
     monkeypatch.setattr(hybrax._sweep, "_vmapped", counting)
-    out = hx.sweep_orbits(
-        system,
-        section,
-        models.hopper.orbit_guess,
-        _params(),
-        chunk_size=2,
-        round_iterations=1,
-        order=None,
-        **OPTIONS,
-    )
+    out = _rounds_of_one(system, section, _params(), order=None)
     assert len(threads) == 3
     assert len(traces) <= 1  # 0 where an earlier test compiled it already
     for i, orbit in enumerate(single_solves):
@@ -324,39 +322,37 @@ def test_concurrent_streams_equal_single_solves(
             )
 
 
+def _failing_call(monkeypatch, n_streams: int, failing: int) -> list:
+    """Run chunks in `n_streams` threads, and make the `failing`-th chunk call
+    raise; returns the list that counts the calls."""
+    monkeypatch.setattr(
+        hybrax._sweep, "_streams", lambda plan, n_chunks, rounds=False: n_streams
+    )
+    calls = []
+    evaluate = hybrax._sweep._evaluate
+
+    def fail(fn, static, chunk, sharding):
+        calls.append(None)
+        if len(calls) == failing:
+            raise RuntimeError("chunk failed")
+        return evaluate(fn, static, chunk, sharding)
+
+    monkeypatch.setattr(hybrax._sweep, "_evaluate", fail)
+    return calls
+
+
 def test_a_failing_stream_stops_the_others(system_and_section, monkeypatch):
     """An error in one stream's chunk call (here the third call) reaches the
     caller, and the other streams stop after the call they are running instead of
     working through their queues (as after Ctrl-C)."""
     system, section = system_and_section
-    monkeypatch.setattr(
-        hybrax._sweep, "_streams", lambda plan, n_chunks, rounds=False: 3
-    )
-    calls = []
-    evaluate = hybrax._sweep._evaluate
-
-    def failing(fn, static, chunk, sharding):
-        calls.append(None)
-        if len(calls) == 3:
-            raise RuntimeError("chunk failed")
-        return evaluate(fn, static, chunk, sharding)
-
-    monkeypatch.setattr(hybrax._sweep, "_evaluate", failing)
+    calls = _failing_call(monkeypatch, n_streams=3, failing=3)
     # Four copies of the six elements: eight a stream, several rounds each.
     params = jax.tree_util.tree_map(
         lambda leaf: np.tile(leaf, 4) if np.ndim(leaf) else leaf, _params()
     )
     with pytest.raises(RuntimeError, match="chunk failed"):
-        hx.sweep_orbits(
-            system,
-            section,
-            models.hopper.orbit_guess,
-            params,
-            chunk_size=2,
-            round_iterations=1,
-            order=None,
-            **OPTIONS,
-        )
+        _rounds_of_one(system, section, params, order=None)
     # Without the stop, the other streams would work through their queues.
     assert len(calls) <= 3 + 2
 
@@ -364,19 +360,7 @@ def test_a_failing_stream_stops_the_others(system_and_section, monkeypatch):
 def test_a_failing_chunk_drops_the_chunks_not_started(monkeypatch):
     """`sweep` in threads: an error in one chunk's call reaches the caller as soon
     as it happens, and the chunks not started are dropped."""
-    monkeypatch.setattr(
-        hybrax._sweep, "_streams", lambda plan, n_chunks, rounds=False: 2
-    )
-    calls = []
-    evaluate = hybrax._sweep._evaluate
-
-    def failing(fn, static, chunk, sharding):
-        calls.append(None)
-        if len(calls) == 2:
-            raise RuntimeError("chunk failed")
-        return evaluate(fn, static, chunk, sharding)
-
-    monkeypatch.setattr(hybrax._sweep, "_evaluate", failing)
+    calls = _failing_call(monkeypatch, n_streams=2, failing=2)
     with pytest.raises(RuntimeError, match="chunk failed"):
         hx.sweep(_newton_sqrt, np.arange(1.0, 41.0), chunk_size=2)
     assert len(calls) <= 4  # of 20 chunks
@@ -461,16 +445,7 @@ def test_warm_starts_from_the_nearest_converged_orbit(system_and_section):
         (np.append(mu, 0.8), np.append(np.full(8, -0.0377), 0.01) * SCALE),
     )
     runs = {
-        warm: hx.sweep_orbits(
-            system,
-            section,
-            models.hopper.orbit_guess,
-            params,
-            chunk_size=2,
-            round_iterations=1,
-            warm_start=warm,
-            **OPTIONS,
-        )
+        warm: _rounds_of_one(system, section, params, warm_start=warm)
         for warm in (False, True)
     }
     cold, warm = runs[False], runs[True]
