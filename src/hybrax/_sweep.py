@@ -884,8 +884,8 @@ def sweep_orbits(
       forward cycle per element, in chunks, before the solves): the elements
       that need many iterations or have no orbit start first, and their last
       rounds do not hold chunks of idle lanes at the end (on the batch above:
-      0.73 s against 0.98 s; on the clean batch the extra cycle costs about 0.04
-      s of 0.46 s).
+      0.77 s against 1.0 s; on the clean batch the extra cycle costs about 0.04
+      s of 0.5 s).
       `None`: batch order. The results do not depend on it (lanes are
       independent); only the time does.
     - `warm_start`: each element that takes a lane after some orbits have
