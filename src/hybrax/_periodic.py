@@ -1185,7 +1185,7 @@ def find_periodic_orbit(
       last one also holds the orbit's analysis). `"autodiff"`: forward-mode AD
       through diffrax, then a variational pass at the solution. On the hopper's
       analysed orbit (`experiments/bench_orbit.py`, CPU) the variational program
-      compiles in 9.3 s against 9.1 s and runs in 1.8 ms against 2.4 ms warm (for
+      compiles in 8.5 s against 8.8 s and runs in 1.8 ms against 2.3 ms warm (for
       a gradient it had compiled in 18 s against 26 s). The outputs and their
       derivatives do not depend on this choice.
     - `phase_observables`: record the phase observables of the orbit's cycle
