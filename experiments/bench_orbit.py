@@ -425,7 +425,7 @@ def main():
         out.mkdir(exist_ok=True)
         path = out / "bench_orbit.json"
         path.write_text(json.dumps(results, indent=2, default=str))
-        print(f"\nwrote {path}")
+        print(f"\nwrote {path.relative_to(HERE.parent)}")
 
 
 if __name__ == "__main__":

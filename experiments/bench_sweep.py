@@ -296,7 +296,7 @@ def main():
         folder.mkdir(exist_ok=True)
         path = folder / "bench_sweep.json"
         path.write_text(json.dumps(results, indent=2, default=str))
-        print(f"\nwrote {path}")
+        print(f"\nwrote {path.relative_to(HERE.parent)}")
 
 
 def peak_device_bytes(jax):
