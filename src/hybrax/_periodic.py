@@ -18,9 +18,7 @@ fixed duration of one period, started on the section. It is computed two ways:
 Its eigenvalues are the Floquet multipliers, one of them the trivial 1.
 """
 
-import concurrent.futures
 import dataclasses
-import os
 from collections.abc import Callable
 
 import diffrax as dfx
@@ -488,35 +486,6 @@ def _modulus_key(eig, xp=jnp):
 def _by_modulus(eig: Complex[Array, " k"]) -> Complex[Array, " k"]:
     """`eig` sorted by `_modulus_key`."""
     return eig[jnp.argsort(jax.lax.stop_gradient(_modulus_key(eig)))]
-
-
-# Matrices per host thread in `sorted_multipliers_batch` (below this, one thread).
-_EIG_PIECE = 4096
-
-
-def sorted_multipliers_batch(matrices: np.ndarray) -> np.ndarray:
-    r"""`sorted_multipliers` of a batch of small real matrices `(B, k, k)`, on the
-    host: NumPy's LAPACK `geev` in threads (NumPy releases the GIL), NaN rows for
-    non-finite matrices. Not differentiable: for the results of a sweep, which
-    leave the device anyway.
-
-    Why not on the device: JAX's LAPACK path on a GPU copies the batch to the
-    host and runs `geev` one matrix after another in one thread, and cuSOLVER's
-    `geev` is slower still (see `_eigenvalues`). On an H100 a sweep of 1e5 hopper
-    orbits took 1.285 s with the eigenvalues in its program and 1.238 s with them
-    here."""
-    matrices = np.asarray(matrices, dtype=float)
-    out = np.full(matrices.shape[:-1], np.nan, dtype=complex)
-    rows = np.flatnonzero(np.all(np.isfinite(matrices), axis=(-2, -1)))
-    n_pieces = max(1, min(os.cpu_count() or 1, rows.size // _EIG_PIECE))
-    pieces = np.array_split(rows, n_pieces)
-    with concurrent.futures.ThreadPoolExecutor(n_pieces) as pool:
-        for piece, eig in zip(
-            pieces, pool.map(lambda r: np.linalg.eigvals(matrices[r]), pieces)
-        ):
-            order = np.argsort(_modulus_key(eig, np), axis=-1, kind="stable")
-            out[piece] = np.take_along_axis(eig, order, axis=-1)
-    return out
 
 
 @jax.jit
