@@ -2,6 +2,7 @@
 (section 4.1, written with NumPy/SciPy in reference_hopper.py), autodiff against the
 saltation product, and constrained against minimal coordinates."""
 
+import diffrax as dfx
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -340,3 +341,43 @@ def test_stopped_lanes_run_idle_evaluations_whose_results_are_discarded():
         flags = [i for t, i in seen if t == target]
         assert len(flags) == steps.max()
         assert flags == [False] * n + [True] * (steps.max() - n)
+
+
+def test_scanned_and_unrolled_sequence_loops_agree(minimal_orbit):
+    """The declared event sequence runs as a `lax.scan` over one traced phase (the
+    AD monodromy, the return map) or as a Python loop with static modes (the
+    variational pass): the hopper's flight and stance from a state on its orbit
+    and from one perturbed off it, and a start from which the flight cannot begin
+    (the body below the ground: `mode_not_viable`), give the same events, states
+    and statuses."""
+    from hybrax._periodic import resolve_sequence
+    from hybrax._simulate import run_events
+
+    system, section = models.hopper.minimal()[0], models.hopper.section("minimal")
+    sequence, mode0 = resolve_sequence(system, section)
+    state = minimal_orbit[0].state
+    starts = jnp.stack([state, state * 1.05, state.at[0].set(-1.0)])
+
+    def run(x0, unroll):
+        solution, _, _ = run_events(
+            system,
+            x0,
+            PARAMS,
+            SETTINGS,
+            dfx.ForwardMode(),
+            mode0=mode0,
+            t0=jnp.zeros(()),
+            sequence=sequence,
+            unroll=unroll,
+        )
+        return solution
+
+    scanned = jax.jit(jax.vmap(lambda x: run(x, False)))(starts)
+    unrolled = jax.jit(jax.vmap(lambda x: run(x, True)))(starts)
+    statuses = hx.status_name(scanned.result)
+    assert statuses[:2] == ["successful"] * 2 and statuses[2] != "successful"
+    assert hx.status_name(unrolled.result) == statuses
+    for name in ("t_events", "x_before", "x_after", "transitions", "modes"):
+        np.testing.assert_allclose(
+            getattr(scanned, name), getattr(unrolled, name), rtol=1e-13, atol=1e-13
+        )

@@ -140,7 +140,14 @@ def test_poincare_map_reverse_gradient_is_the_closed_form():
             * np.cos(gamma)
             / np.sqrt(omega**2 + 4 * 9.81 * np.sin(alpha) * np.sin(gamma))
         )
-        np.testing.assert_allclose(row, [d_omega, d_gamma], rtol=1e-8)
+        # Each gradient alone agrees to 1.2e-9 (with this suite's flags too). The
+        # batch agrees to 1e-15 with the single ones under the library's XLA
+        # options, but to 2e-8 under this suite's (optimisation level 0, classic
+        # emitters, XLA's small-loop limit: `conftest.py`; measured with each
+        # flag alone and in pairs: only all three move it), which compile the
+        # vmapped reverse pass to other roundings. A wrong event-time term would
+        # be of order 1.
+        np.testing.assert_allclose(row, [d_omega, d_gamma], rtol=1e-7)
 
 
 def test_tune_in_reverse_mode_finds_the_closed_form_slope():

@@ -16,7 +16,8 @@ first two time derivatives $\dot h$, $\ddot h$ along the flow); during the phase
 step-size controller catches guard dips inside one step; at each event the
 crossing is classified transversal or grazing. The same phase primitive serves the
 general loop (`lax.scan` over events, modes chosen at run time) and the declared
-event sequence of a periodic orbit (a Python loop over static modes).
+event sequence of a periodic orbit (a `lax.scan` whose phase i has the sequence's
+i-th mode, or a Python loop over static modes).
 """
 
 from typing import Any
@@ -785,10 +786,13 @@ def run_events(
     n_save: int = 0,
     phase_observables: bool = True,
     diagnose: bool = True,
+    unroll: bool = False,
 ):
     """The one event loop: `n_events` phases with modes chosen at run time
-    (`lax.scan`), or the phases of a declared `sequence` of transitions with
-    static modes (a Python loop; each phase must fire its declared transition).
+    (`lax.scan`), or the phases of a declared `sequence` of transitions (each
+    phase must fire its declared transition): a `lax.scan` over one traced phase,
+    or with `unroll` a Python loop with each phase traced apart with its static
+    mode (a longer compile, no dispatch on the mode inside the solver's steps).
     Returns `(solution, extra, records)`: a [`hybrax.HybridSolution`][], the
     augmentation's state after the last event and what its `at_event` recorded at
     each event (`None` without an augmentation).
@@ -826,12 +830,12 @@ def run_events(
         cause=jnp.asarray(-1, jnp.int32),
     )
 
-    def step(carry, static_mode, expected, initial):
+    def step(carry, static_mode, mode, expected, initial):
         active = jnp.logical_not(carry["done"])
         phase = run_phase(
             system,
             static_mode,
-            carry["mode"] if static_mode is None else static_mode,
+            mode,
             carry["t"],
             carry["x"],
             carry["extra"],
@@ -900,9 +904,7 @@ def run_events(
             x_before=record(phase.x_minus, nan),
             x_after=record(phase.x_plus, nan),
             transition=record(phase.transition, -1),
-            mode=record(
-                carry["mode"] if static_mode is None else static_mode, -1
-            ).astype(jnp.int32),
+            mode=record(mode, -1).astype(jnp.int32),
             observables={k: record(v, nan) for k, v in phase.observables.items()},
             crossing_rate=record(phase.crossing_rate, nan),
             guard_at_start=record(phase.guard_at_start, nan),
@@ -920,15 +922,36 @@ def run_events(
             raise ValueError("`n_events` must be a positive integer.")
 
         def body(carry, index):
-            return step(carry, None, None, index == 0)
+            return step(carry, None, carry["mode"], None, index == 0)
 
         carry, records = jax.lax.scan(body, carry, jnp.arange(n_events))
-    else:
+    elif unroll:
         records_list = []
         for index, k in enumerate(sequence):
-            carry, rec = step(carry, system.sources[k], k, index == 0)
+            mode = system.sources[k]
+            carry, rec = step(carry, mode, mode, k, index == 0)
             records_list.append(rec)
         records = jtu.tree_map(lambda *r: jnp.stack(r), *records_list)
+    else:
+        # Phase i's mode and transition are known from i alone (a lane that fires
+        # another transition is done), so under `vmap` the dispatch on them stays
+        # a conditional, not a `select` of every mode.
+        sources = tuple(system.sources[k] for k in sequence)
+        static_mode = sources[0] if len(set(sources)) == 1 else None
+        static_expected = sequence[0] if len(set(sequence)) == 1 else None
+        modes = jnp.asarray(sources, jnp.int32)
+        expected = jnp.asarray(sequence, jnp.int32)
+
+        def body(carry, index):
+            return step(
+                carry,
+                static_mode,
+                modes[index] if static_mode is None else static_mode,
+                expected[index] if static_expected is None else static_expected,
+                index == 0,
+            )
+
+        carry, records = jax.lax.scan(body, carry, jnp.arange(len(sequence)))
 
     solution = HybridSolution(
         t_events=records["t"],
