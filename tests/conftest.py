@@ -42,34 +42,39 @@ def getkey():
     return _getkey
 
 
-# Cold-cache seconds per test file (measured with --durations on the 2-core
-# machine). pytest-xdist hands whole files to its two workers in collection order;
-# longest first keeps one long file from running alone at the end.
+# Cold-cache seconds per test file (setup, call and teardown summed from
+# `--durations=0` of one cold run on the 2-core machine). pytest-xdist hands whole
+# files to its two workers in collection order (`--no-loadscope-reorder` in
+# pyproject.toml: by default it reorders files by their number of tests, which
+# left the workers' sums at 563 and 519 s); longest first keeps one long file from
+# running alone at the end.
 _FILE_SECONDS = {
-    "test_sweep.py": 92,
-    "test_events.py": 87,
-    "test_tune_biped.py": 87,
-    "test_gradients.py": 86,
-    "test_notebook.py": 81,
-    "test_periodic.py": 57,
+    "test_notebook.py": 116,
+    "test_simulate.py": 98,
+    "test_gradients.py": 92,
+    "test_tune_biped.py": 88,
+    "test_sweep.py": 85,
+    "test_periodic.py": 67,
+    "test_events.py": 67,
+    "test_biped5.py": 56,
     "test_tune.py": 49,
-    "test_simulate.py": 49,
-    "test_biped5.py": 48,
-    "test_simplest_walker.py": 41,
-    "test_cli_orbit.py": 40,
-    "test_cli_models.py": 40,
-    "test_wheel_gradients.py": 39,
-    "test_jumper.py": 37,
-    "test_continuation.py": 24,
-    "test_distributed.py": 20,
-    "test_compass_gait.py": 19,
-    "test_cli_simulate.py": 15,
-    "test_continuation_maps.py": 15,
-    "test_impact_energy.py": 8,
-    "test_hybrid.py": 7,
-    "test_program_cache.py": 6,
-    "test_mechanics.py": 4,
+    "test_cli_models.py": 49,
+    "test_wheel_gradients.py": 47,
+    "test_simplest_walker.py": 44,
+    "test_cli_orbit.py": 44,
+    "test_jumper.py": 44,
+    "test_continuation.py": 28,
+    "test_compass_gait.py": 24,
+    "test_xla_cpu.py": 18,
+    "test_cli_simulate.py": 16,
+    "test_continuation_maps.py": 13,
+    "test_distributed.py": 9,
+    "test_impact_energy.py": 9,
+    "test_mechanics.py": 5,
+    "test_program_cache.py": 5,
+    "test_hybrid.py": 4,
     "test_plot_generic.py": 2,
+    "test_floquet.py": 2,
     "test_lagrangian.py": 1,
 }
 
