@@ -917,15 +917,7 @@ def run_events(
         )
         return new_carry, rec
 
-    if sequence is None:
-        if n_events is None or n_events < 1:
-            raise ValueError("`n_events` must be a positive integer.")
-
-        def body(carry, index):
-            return step(carry, None, carry["mode"], None, index == 0)
-
-        carry, records = jax.lax.scan(body, carry, jnp.arange(n_events))
-    elif unroll:
+    if sequence is not None and unroll:
         records_list = []
         for index, k in enumerate(sequence):
             mode = system.sources[k]
@@ -933,25 +925,36 @@ def run_events(
             records_list.append(rec)
         records = jtu.tree_map(lambda *r: jnp.stack(r), *records_list)
     else:
-        # Phase i's mode and transition are known from i alone (a lane that fires
-        # another transition is done), so under `vmap` the dispatch on them stays
-        # a conditional, not a `select` of every mode.
-        sources = tuple(system.sources[k] for k in sequence)
-        static_mode = sources[0] if len(set(sources)) == 1 else None
-        static_expected = sequence[0] if len(set(sequence)) == 1 else None
-        modes = jnp.asarray(sources, jnp.int32)
-        expected = jnp.asarray(sequence, jnp.int32)
+        if sequence is None:
+            if n_events is None or n_events < 1:
+                raise ValueError("`n_events` must be a positive integer.")
+            n_phases = n_events
+
+            def phase(carry, index):
+                return None, carry["mode"], None
+
+        else:
+            # Phase i's mode and transition are known from i alone (a lane that
+            # fires another transition is done), so under `vmap` the dispatch on
+            # them stays a conditional, not a `select` of every mode.
+            n_phases = len(sequence)
+            sources = tuple(system.sources[k] for k in sequence)
+            static_mode = sources[0] if len(set(sources)) == 1 else None
+            static_expected = sequence[0] if len(set(sequence)) == 1 else None
+            modes = jnp.asarray(sources, jnp.int32)
+            expected = jnp.asarray(sequence, jnp.int32)
+
+            def phase(carry, index):
+                return (
+                    static_mode,
+                    modes[index] if static_mode is None else static_mode,
+                    expected[index] if static_expected is None else static_expected,
+                )
 
         def body(carry, index):
-            return step(
-                carry,
-                static_mode,
-                modes[index] if static_mode is None else static_mode,
-                expected[index] if static_expected is None else static_expected,
-                index == 0,
-            )
+            return step(carry, *phase(carry, index), index == 0)
 
-        carry, records = jax.lax.scan(body, carry, jnp.arange(len(sequence)))
+        carry, records = jax.lax.scan(body, carry, jnp.arange(n_phases))
 
     solution = HybridSolution(
         t_events=records["t"],
