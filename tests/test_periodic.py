@@ -302,15 +302,15 @@ def test_phase_fundamental_matrix_is_the_matrix_exponential():
 
 def test_stopped_lanes_run_idle_evaluations_whose_results_are_discarded():
     # Under vmap the root finder's loop runs every lane until the last stops;
-    # `_IdleWhenDone` flags the evaluations of stopped lanes (the shooting residual
-    # then runs a zero-length cycle). Here an idle evaluation returns NaN: had the
-    # loop kept one, the batched roots would differ from the single solves.
-    from hybrax._periodic import _IdleWhenDone
+    # `_ShootingRootFinder` flags the evaluations of stopped lanes (the shooting
+    # residual then runs a zero-length cycle). Here an idle evaluation returns NaN:
+    # had the loop kept one, the batched roots would differ from the single solves.
+    from hybrax._periodic import _ShootingRootFinder
 
     seen = []
 
     def residual(y, args):
-        target, _, idle = args
+        target, _, idle, _ = args
         jax.debug.callback(lambda i, t: seen.append((float(t), bool(i))), idle, target)
         return jnp.where(idle, jnp.nan, y**3 - target), None
 
@@ -320,9 +320,9 @@ def test_stopped_lanes_run_idle_evaluations_whose_results_are_discarded():
     def solve(target, wrapped):
         return optx.root_find(
             residual,
-            _IdleWhenDone(solver) if wrapped else solver,
+            _ShootingRootFinder(solver, None, 1.0) if wrapped else solver,
             jnp.ones(()),
-            args=(target, None, jnp.asarray(False)),
+            args=(target, None, jnp.asarray(False), jnp.ones(())),
             has_aux=True,
             max_steps=60,
             throw=False,
@@ -381,3 +381,69 @@ def test_scanned_and_unrolled_sequence_loops_agree(minimal_orbit):
         np.testing.assert_allclose(
             getattr(scanned, name), getattr(unrolled, name), rtol=1e-13, atol=1e-13
         )
+
+
+def test_shooting_tightens_the_tolerance_and_stops_only_at_it():
+    # `_ShootingRootFinder` tells the residual how loosely to integrate: the
+    # first evaluation at the loosest tolerance, then by the size of the last step,
+    # and it stops only after an evaluation at the settings' own. A model residual
+    # whose error grows with the loosening (as a cycle's does with the tolerance)
+    # shows both: the root is that of the exact residual's tolerance, not of a
+    # loose one, and earlier evaluations did run loosened.
+    from hybrax._periodic import _LOOSE_TOL, _ShootingRootFinder
+
+    base_tol = 1e-10
+    error = 0.7 * base_tol  # the residual's error at loosen = 1
+    seen = []
+
+    def residual(y, args):
+        target, _, _, loosen = args
+        jax.debug.callback(lambda value: seen.append(float(value)), loosen)
+        return y**3 - target + error * loosen, None
+
+    solver = _ShootingRootFinder(
+        optx.Newton(rtol=1e-13, atol=1e-13), base_tol, _LOOSE_TOL / base_tol
+    )
+    target = 2.0
+    root = optx.root_find(
+        residual,
+        solver,
+        jnp.asarray(1.0),
+        args=(target, None, jnp.asarray(False), jnp.asarray(jnp.inf)),  # loosest
+        has_aux=True,
+        max_steps=60,
+        throw=False,
+    )
+    assert root.result == optx.RESULTS.successful
+    np.testing.assert_allclose(root.value, np.cbrt(target - error), rtol=1e-14)
+    assert seen[0] == _LOOSE_TOL / base_tol
+    assert seen[-1] == 1.0
+    assert any(1.0 < value < _LOOSE_TOL / base_tol for value in seen)
+    assert seen == sorted(seen, reverse=True)  # a converging Newton only tightens
+
+
+def test_loosened_iterations_find_the_fixed_tolerance_orbit(minimal_orbit, monkeypatch):
+    # The loosened Newton iterations (`_ShootingRootFinder`, the library's default)
+    # and Newton at the settings' tolerance throughout find the same orbit, with
+    # the same Jacobian, in no more iterations: the same root to the root finder's
+    # tolerance (the default Newton's 1e-11; the iterates' paths differ).
+    import hybrax._periodic as periodic
+
+    monkeypatch.setattr(periodic, "_LOOSE_TOL", TOL)
+    system, section = models.hopper.minimal()[0], models.hopper.section("minimal")
+    fixed = hx.find_periodic_orbit(
+        system,
+        section,
+        models.hopper.orbit_guess(PARAMS),
+        PARAMS,
+        settings=SETTINGS,
+        analyse=False,
+        phase_observables=False,
+    )
+    orbit = minimal_orbit[0]
+    assert fixed.converged and orbit.converged
+    np.testing.assert_allclose(orbit.u, fixed.u, rtol=0, atol=1e-11)
+    np.testing.assert_allclose(
+        orbit.reduced_jacobian, fixed.reduced_jacobian, rtol=0, atol=1e-9
+    )
+    assert int(orbit.n_steps) <= int(fixed.n_steps)

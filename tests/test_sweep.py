@@ -12,6 +12,7 @@ the module so that it compiles while this process does.
 import contextlib
 import csv
 import io
+import math
 import os
 import subprocess
 import sys
@@ -31,6 +32,7 @@ import hybrax.plot
 from hybrax import models
 from hybrax._cli import main
 from hybrax._cli_sweep import _sweep_options
+from hybrax._periodic import _LOOSE_TOL
 
 
 EQUAL_TOL = 1e-12  # a sweep against single solves of the same problem
@@ -140,12 +142,22 @@ def starts(system_and_section):
 
 @pytest.fixture(scope="module")
 def single_solves(system_and_section, starts):
-    """A loop of single solves, `find_periodic_orbit` from each start."""
+    """A loop of single solves, `find_periodic_orbit` from each start (as the
+    sweep: the first iteration at the loosest tolerance from a rough guess, at
+    the settings' after the return-map iterations)."""
     system, section = system_and_section
     solve = {k: v for k, v in OPTIONS.items() if k != "return_map_iterations"}
+    first_loosening = 1.0 if OPTIONS["return_map_iterations"] else math.inf
     return [
         hx.find_periodic_orbit(
-            system, section, u, p, analyse=False, phase_observables=False, **solve
+            system,
+            section,
+            u,
+            p,
+            analyse=False,
+            phase_observables=False,
+            first_loosening=first_loosening,
+            **solve,
         )
         for p, u in starts
     ]
@@ -256,6 +268,8 @@ def test_rounds_resume_where_they_stopped(
         return queues[-1]
 
     monkeypatch.setattr(hybrax._sweep, "_queue_by_defect", spy)
+    settings = OPTIONS["settings"]
+    assert settings.stepsize_controller.rtol == settings.stepsize_controller.atol
     rounds = _rounds_of_one(system, section, _params())
     for i, orbit in enumerate(single_solves):
         assert rounds.status_names[i] == hx.status_name(orbit.result)[0]
@@ -265,9 +279,12 @@ def test_rounds_resume_where_they_stopped(
                 int(orbit.n_steps) <= rounds.orbit.n_steps[i] <= 2 * int(orbit.n_steps)
             )
     assert rounds.status_names[5] == "nonfinite_parameters"
+    # The sweep orders by defects at the loosest tolerance of a shooting
+    # iteration (they only order the queue).
+    loosest = hx.Settings(rtol=_LOOSE_TOL, atol=_LOOSE_TOL, t_max=settings.t_max)
     defects = []
     for p, u in starts:
-        u_next, _ = hx.poincare_map(system, section, u, p, settings=OPTIONS["settings"])
+        u_next, _ = hx.poincare_map(system, section, u, p, settings=loosest)
         defect = float(jnp.max(jnp.abs(u_next - u)))
         defects.append(defect if np.isfinite(defect) else np.inf)
     defects.append(defects[0])  # the NaN element is solved as the first one
@@ -278,6 +295,52 @@ def test_rounds_resume_where_they_stopped(
     assert sorted(queues[0]) == list(range(len(POINTS)))
     assert np.all(np.diff(queued[np.isfinite(queued)]) <= 1e-12)  # largest first
     assert queued[0] == np.inf  # the element whose cycle fails comes first
+
+
+def test_rounds_resume_with_the_loosening_where_they_stopped(system_and_section):
+    """From the rough guess (no return-map iterations) the first Newton iteration
+    integrates at the loosest tolerance and the later ones tighten with the step
+    (`find_periodic_orbit`'s inexact Newton). Cut into rounds of one iteration,
+    each solve resumes with the loosening where it stopped (`next_loosening`),
+    so its iterates are those of the uncut single solve: the same orbit and the
+    same number of iterations."""
+    system, section = system_and_section
+    options = dict(OPTIONS, return_map_iterations=0)
+    # The first and third orbits (the second needs the return-map iterations).
+    params = jax.tree_util.tree_map(
+        lambda leaf: leaf[[0, 2]] if np.ndim(leaf) else leaf, _params()
+    )
+    out = hx.sweep_orbits(
+        system,
+        section,
+        models.hopper.orbit_guess,
+        params,
+        chunk_size=2,
+        round_iterations=1,
+        **options,
+    )
+    solve = {k: v for k, v in options.items() if k != "return_map_iterations"}
+    for i in range(2):
+        p = jax.tree_util.tree_map(
+            lambda leaf: leaf[i] if np.ndim(leaf) else leaf, params
+        )
+        orbit = hx.find_periodic_orbit(
+            system,
+            section,
+            models.hopper.orbit_guess(p),
+            hx.canonical_params(p),
+            analyse=False,
+            phase_observables=False,
+            first_loosening=math.inf,
+            **solve,
+        )
+        assert orbit.converged and out.converged[i]
+        assert out.orbit.n_steps[i] == int(orbit.n_steps) > 1
+        np.testing.assert_allclose(out.orbit.u[i], orbit.u, rtol=0, atol=EQUAL_TOL)
+    with pytest.raises(ValueError, match="first_loosening"):
+        hx.find_periodic_orbit(
+            system, section, orbit.u, hx.canonical_params(p), first_loosening=0.5
+        )
 
 
 def test_concurrent_streams_equal_single_solves(

@@ -32,6 +32,8 @@ from ._periodic import (
     PeriodicOrbit,
     PoincareSection,
     _iterate_map,
+    _loosen_max,
+    _loosened,
     _modulus_key,
     _poincare_map,
     find_periodic_orbit,
@@ -522,9 +524,11 @@ _RESUME, _FROM_GUESS, _FROM_U = 0, 1, 2
 
 class _OrbitSolve(eqx.Module):
     """`fn` of [`hybrax.sweep`][] for [`hybrax.sweep_orbits`][]: one orbit from one
-    `(params, u, start)` element. `start` is `_FROM_GUESS` (the guess, then the
-    return-map iterations), `_FROM_U` (`u`, a warm start, then the return-map
-    iterations) or `_RESUME` (`u`, the last iterate of an earlier round)."""
+    `(params, u, start, loosening)` element. `start` is `_FROM_GUESS` (the
+    guess, then the return-map iterations), `_FROM_U` (`u`, a warm start, then
+    the return-map iterations) or `_RESUME` (`u`, the last iterate of an earlier
+    round); `loosening` is the first iteration's (`find_periodic_orbit`'s
+    `first_loosening`)."""
 
     system: HybridSystem
     section: PoincareSection
@@ -558,7 +562,7 @@ class _OrbitSolve(eqx.Module):
         return u
 
     def __call__(self, element):
-        params, u, start = element
+        params, u, start, loosening = element
         u = self.start(params, u, start)
         orbit = find_periodic_orbit(
             self.system,
@@ -572,6 +576,9 @@ class _OrbitSolve(eqx.Module):
             analyse=self.analyse,
             jacobian=self.jacobian,
             phase_observables=self.phase_observables,
+            # See `_run_rounds`: for a resumed solve where it stopped, so that
+            # cutting a solve into rounds changes none of its iterates.
+            first_loosening=loosening,
         )
         # The multipliers are computed on the host once the batch is back
         # (`sorted_multipliers_batch`).
@@ -581,17 +588,22 @@ class _OrbitSolve(eqx.Module):
 class _StartDefect(eqx.Module):
     r"""`fn` of [`hybrax.sweep`][] giving an orbit element's return-map defect at
     its start $u_0$, $\max_i |P(u_0) - u_0|_i$ ($\infty$ where the cycle fails):
-    one forward cycle, a fraction of a Newton iteration's variational pass."""
+    one forward cycle at the loosest tolerance of a shooting iteration
+    (`_periodic._LOOSE_TOL`), a fraction of a Newton iteration's variational
+    pass."""
 
     solve: _OrbitSolve
 
     def __call__(self, element):
-        params, u, start = element
+        params, u, start, _ = element
         solve = self.solve
         u = solve.start(params, u, start)
+        # At the loosest tolerance of a Newton iteration: the defect only orders
+        # the queue.
+        loose = _loosened(solve.settings, _loosen_max(solve.settings))
         # NaN where the cycle failed.
         u_next, _ = _poincare_map(
-            solve.system, solve.section, u, params, solve.settings, dfx.ForwardMode()
+            solve.system, solve.section, u, params, loose, dfx.ForwardMode()
         )
         defect = jnp.max(jnp.abs(u_next - u))
         return jnp.where(jnp.isfinite(defect), defect, jnp.inf)
@@ -610,7 +622,13 @@ def _queue_by_defect(fn, static, dynamic, u, plan):
     orbit ran 1163 valid orbits/s queued smallest first and 1280 largest first
     (clean: 1999 and 2097 orbits/s)."""
     quiet = _Progress(plan.n_local, False, "")
-    element = (dynamic, np.asarray(u), np.full(u.shape[0], _FROM_GUESS, np.int8))
+    n = u.shape[0]
+    element = (
+        dynamic,
+        np.asarray(u),
+        np.full(n, _FROM_GUESS, np.int8),
+        np.full(n, np.inf),
+    )
     defect = _run_chunks(_StartDefect(fn), static, element, plan, quiet)
     return np.argsort(-np.asarray(defect), kind="stable")
 
@@ -678,6 +696,11 @@ def _run_rounds(
     per_round = fn.max_iterations
     u = np.array(u[plan.local_index])
     start = np.full(n_local, _FROM_GUESS, np.int8)
+    # The first iteration's loosening (`find_periodic_orbit(first_loosening=)`):
+    # none from a warm start, where it stopped for a resumed solve, and from the
+    # guess the loosest, unless the return-map iterations have pulled the start
+    # near its orbit (a loose cycle's error would spoil the first step there).
+    loosening = np.full(n_local, 1.0 if fn.return_map_iterations else np.inf)
     used = np.zeros(n_local, int)
     queue = np.arange(n_local) if order is None else np.asarray(order)
     n_devices = 1 if plan.sharding is None else len(plan.sharding.device_set)
@@ -711,6 +734,7 @@ def _run_rounds(
                             features, entering, solved, solved_u
                         )
                         start[entering] = _FROM_U
+                        loosening[entering] = 1.0
             live = lanes >= 0
             if not live.any():
                 return
@@ -727,6 +751,7 @@ def _run_rounds(
                     _take(dynamic, plan.local_index[elements]),
                     u[elements],
                     start[elements],
+                    loosening[elements],
                 ),
                 plan.target,
             )
@@ -752,6 +777,9 @@ def _run_rounds(
             resume = unfinished[live_lanes] & (used[elements] < max_iterations)
             u[elements[resume]] = np.asarray(orbit.last_iterate)[live_lanes[resume]]
             start[elements[resume]] = _RESUME
+            loosening[elements[resume]] = np.asarray(orbit.next_loosening)[
+                live_lanes[resume]
+            ]
             finished_lanes = live_lanes[~resume]
             if warm_start:
                 newly_solved = finished_lanes[converged[finished_lanes]]
@@ -854,14 +882,17 @@ def sweep_orbits(
     [`hybrax.sweep`][] for chunks, devices and processes).
 
     Element $i$ solves exactly what `find_periodic_orbit(system, section, u_i,
-    params_i, analyse=analyse, ...)` solves, so the sweep equals a loop of single
-    solves; its multipliers are the eigenvalues of the reduced Jacobian $M$ sorted
-    by decreasing modulus (with `analyse=True` the full
-    [`hybrax.FloquetAnalysis`][] too, several times slower). Each element carries
-    its status; a failed element is flagged and affects no other. An element with
-    non-finite parameters or guess is not solved: its status is
-    `nonfinite_parameters` and its values NaN (solving it would only hold up its
-    chunk until every step limit is spent).
+    params_i, analyse=analyse, first_loosening=L, ...)` solves, with `L =
+    math.inf` (the first Newton iteration at the loosest tolerance: the guess is
+    rough) or, with `return_map_iterations` (which pull the start near a stable
+    orbit) or for an element that `warm_start` starts from a neighbour's orbit,
+    `L = 1.0`; so the sweep equals a loop of single solves. Its multipliers are
+    the eigenvalues of the reduced Jacobian $M$ sorted by decreasing modulus
+    (with `analyse=True` the full [`hybrax.FloquetAnalysis`][] too, several
+    times slower). Each element carries its status; a failed element is flagged
+    and affects no other. An element with non-finite parameters or guess is not
+    solved: its status is `nonfinite_parameters` and its values NaN (solving it
+    would only hold up its chunk until every step limit is spent).
 
     **Arguments:**
 
@@ -998,7 +1029,7 @@ def sweep_orbits(
     if u_batch is None:
         u_batch = np.zeros((n, _guess_size(guess, params_batch)))
     dynamic, static = eqx.partition(params_batch, eqx.is_array)
-    static = (static, None, None)  # an element is (params, u, start)
+    static = (static, None, None, None)  # an element is (params, u, start, loosening)
     if chunk_size is None:
         devices = list(jax.local_devices() if devices is None else devices)
         if devices[0].platform == "cpu":

@@ -284,6 +284,7 @@ class _Seek(eqx.Module):
             n_steps=jnp.zeros((), jnp.int32),
             result=sol.result,
             last_iterate=u,
+            next_loosening=jnp.ones((), z.dtype),
         )
         violations = [
             jnp.asarray(c(open_orbit, params), dtype=z.dtype) / (width * tol)
