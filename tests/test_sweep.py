@@ -142,25 +142,28 @@ def starts(system_and_section):
 
 @pytest.fixture(scope="module")
 def single_solves(system_and_section, starts):
-    """A loop of single solves, `find_periodic_orbit` from each start (as the
-    sweep: the first iteration at the loosest tolerance from a rough guess, at
-    the settings' after the return-map iterations)."""
+    """A loop of single solves, `find_periodic_orbit` from each start."""
     system, section = system_and_section
-    solve = {k: v for k, v in OPTIONS.items() if k != "return_map_iterations"}
-    first_loosening = 1.0 if OPTIONS["return_map_iterations"] else math.inf
-    return [
-        hx.find_periodic_orbit(
-            system,
-            section,
-            u,
-            p,
-            analyse=False,
-            phase_observables=False,
-            first_loosening=first_loosening,
-            **solve,
-        )
-        for p, u in starts
-    ]
+    return [_single_solve(system, section, u, p, OPTIONS) for p, u in starts]
+
+
+def _single_solve(system, section, u, params, options):
+    """`find_periodic_orbit` as `sweep_orbits` with `options` solves an element
+    from `u` (its start after the return-map iterations): the first iteration at
+    the loosest tolerance from a rough start, at the settings' after return-map
+    iterations."""
+    solve = {k: v for k, v in options.items() if k != "return_map_iterations"}
+    first_loosening = 1.0 if options["return_map_iterations"] else math.inf
+    return hx.find_periodic_orbit(
+        system,
+        section,
+        u,
+        params,
+        analyse=False,
+        phase_observables=False,
+        first_loosening=first_loosening,
+        **solve,
+    )
 
 
 def test_statuses_flag_failures(swept):
@@ -234,9 +237,10 @@ def test_host_multipliers_equal_closed_form_and_device_routine():
     np.testing.assert_allclose(got[:64][keep[:64]], on_device[keep[:64]], atol=1e-13)
 
 
-def _rounds_of_one(system, section, params, **options):
-    """`sweep_orbits` in rounds of one Newton iteration on two lanes, with the
-    command's settings (one compilation shared by the tests that use it)."""
+def _rounds_of_one(system, section, params, options=OPTIONS, **extra):
+    """`sweep_orbits` in rounds of one Newton iteration on two lanes, by default
+    with the command's settings (one compilation shared by the tests that use
+    it)."""
     return hx.sweep_orbits(
         system,
         section,
@@ -244,8 +248,8 @@ def _rounds_of_one(system, section, params, **options):
         params,
         chunk_size=2,
         round_iterations=1,
+        **extra,
         **options,
-        **OPTIONS,
     )
 
 
@@ -310,37 +314,19 @@ def test_rounds_resume_with_the_loosening_where_they_stopped(system_and_section)
     params = jax.tree_util.tree_map(
         lambda leaf: leaf[[0, 2]] if np.ndim(leaf) else leaf, _params()
     )
-    out = hx.sweep_orbits(
-        system,
-        section,
-        models.hopper.orbit_guess,
-        params,
-        chunk_size=2,
-        round_iterations=1,
-        **options,
-    )
-    solve = {k: v for k, v in options.items() if k != "return_map_iterations"}
+    out = _rounds_of_one(system, section, params, options)
     for i in range(2):
         p = jax.tree_util.tree_map(
             lambda leaf: leaf[i] if np.ndim(leaf) else leaf, params
         )
-        orbit = hx.find_periodic_orbit(
-            system,
-            section,
-            models.hopper.orbit_guess(p),
-            hx.canonical_params(p),
-            analyse=False,
-            phase_observables=False,
-            first_loosening=math.inf,
-            **solve,
-        )
+        p = hx.canonical_params(p)
+        # From the rough guess: the first iteration at the loosest tolerance.
+        orbit = _single_solve(system, section, models.hopper.orbit_guess(p), p, options)
         assert orbit.converged and out.converged[i]
         assert out.orbit.n_steps[i] == int(orbit.n_steps) > 1
         np.testing.assert_allclose(out.orbit.u[i], orbit.u, rtol=0, atol=EQUAL_TOL)
     with pytest.raises(ValueError, match="first_loosening"):
-        hx.find_periodic_orbit(
-            system, section, orbit.u, hx.canonical_params(p), first_loosening=0.5
-        )
+        hx.find_periodic_orbit(system, section, orbit.u, p, first_loosening=0.5)
 
 
 def test_concurrent_streams_equal_single_solves(
