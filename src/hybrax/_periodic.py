@@ -614,10 +614,15 @@ def _residual_or_identity(u, F, finite, result, damped=False):
 
 def _iterate_map(system, section, sequence, settings, u, params, iterations):
     r"""Iterate the return map $u \mapsto P(u)$ (which converges to a stable orbit)
-    `iterations` times from `u`; keeps the last iterate whose cycle ran."""
+    `iterations` times from `u`; keeps the last iterate whose cycle ran. The
+    cycles run at the loosest tolerance of a shooting iteration
+    (`_ShootingRootFinder`): they only pull the start towards the orbit, to
+    within that tolerance, and Newton's iterations at the settings' tolerance
+    take it from there."""
     if iterations == 0:
         return u
     forward = dfx.ForwardMode()
+    settings = _loosened(settings, _loosen_max(settings))
 
     def body(_, u):
         sol, _ = cycle(
@@ -887,12 +892,22 @@ def _solve(
         throw=False,
     )
     last_result, last_evaluation = root.aux
+    # A cycle at a loosened tolerance decides nothing: when the solve stopped
+    # after one (out of iterations), it is unfinished (`shooting_failed`, where a
+    # sweep's rounds resume it), not failed by that cycle's status.
+    confirmed = root.state[3] if idles else jnp.asarray(True)
+    last_result = RESULTS.where(confirmed, last_result, RESULTS.successful)
     if last_evaluation is not None:
         # The variational Newton's last evaluation is a diagnosed variational
         # pass: the orbit is reported at that iterate (its update was below the
         # root finder's tolerance), with its residual, Jacobian, cycle and
         # observables; no pass is compiled and run again.
         u, u_next, M, sol, mono_s = last_evaluation
+        sol = eqx.tree_at(
+            lambda s: s.result,
+            sol,
+            RESULTS.where(confirmed, sol.result, RESULTS.shooting_failed),
+        )
     else:
         # At the solution, the variational pass gives the residual, the reduced
         # Jacobian M = J + I (eqs. 32-33), the saltation-product monodromy (eq. 36)
