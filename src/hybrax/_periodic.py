@@ -1309,8 +1309,9 @@ def find_periodic_orbit(
       cost (they need the cycle's dense output) when they are not wanted. Event
       observables (`orbit.T_c`, ...) are always recorded.
     - `return_map_iterations`: iterate the return map this many times from the
-      guess before the root finder (cheap forward cycles that pull the guess
-      towards a stable orbit; an iteration whose cycle fails is not taken).
+      guess before the root finder (cheap forward cycles, at the loosest
+      tolerance of the inexact Newton below, that pull the guess towards a
+      stable orbit; an iteration whose cycle fails is not taken).
     - `fallback`: a second root finder, e.g. `optimistix.LevenbergMarquardt(rtol,
       atol)`, run from the same guess where the first one did not converge (the
       damped step recovers orbits from guesses where Newton overshoots into a
