@@ -122,12 +122,10 @@ def swept(system_and_section):
 @pytest.fixture(scope="module")
 def starts(system_and_section):
     """Each finite element's parameters and start: the return-map iterations from
-    the orbit guess (at the loosest tolerance of a shooting iteration, as the
-    library runs them), a step kept only if its cycle ran (the NaN element is not
+    the orbit guess, a step kept only if its cycle ran (the NaN element is not
     solved by the sweep either)."""
     system, section = system_and_section
-    t_max = OPTIONS["settings"].t_max
-    settings = hx.Settings(rtol=_LOOSE_TOL, atol=_LOOSE_TOL, t_max=t_max)
+    settings = OPTIONS["settings"]
     results = []
     for mu, D_G in POINTS[:-1]:
         p = hx.canonical_params(models.hopper.make_params(mu=mu, D_G=D_G))

@@ -614,15 +614,14 @@ def _residual_or_identity(u, F, finite, result, damped=False):
 
 def _iterate_map(system, section, sequence, settings, u, params, iterations):
     r"""Iterate the return map $u \mapsto P(u)$ (which converges to a stable orbit)
-    `iterations` times from `u`; keeps the last iterate whose cycle ran. The
-    cycles run at the loosest tolerance of a shooting iteration
-    (`_ShootingRootFinder`): they only pull the start towards the orbit, to
-    within that tolerance, and Newton's iterations at the settings' tolerance
-    take it from there."""
+    `iterations` times from `u`; keeps the last iterate whose cycle ran. At the
+    settings' tolerance: at the loosest tolerance of a shooting iteration the
+    hopper's sweep command (30 iterations, 1846 parameter sets) ran 2.7x faster
+    but lost small orbits near $d_G = 0$ (a loose cycle of a low hop pulled the
+    start where the flight cannot begin)."""
     if iterations == 0:
         return u
     forward = dfx.ForwardMode()
-    settings = _loosened(settings, _loosen_max(settings))
 
     def body(_, u):
         sol, _ = cycle(
@@ -1309,9 +1308,8 @@ def find_periodic_orbit(
       cost (they need the cycle's dense output) when they are not wanted. Event
       observables (`orbit.T_c`, ...) are always recorded.
     - `return_map_iterations`: iterate the return map this many times from the
-      guess before the root finder (cheap forward cycles, at the loosest
-      tolerance of the inexact Newton below, that pull the guess towards a
-      stable orbit; an iteration whose cycle fails is not taken).
+      guess before the root finder (cheap forward cycles that pull the guess
+      towards a stable orbit; an iteration whose cycle fails is not taken).
     - `fallback`: a second root finder, e.g. `optimistix.LevenbergMarquardt(rtol,
       atol)`, run from the same guess where the first one did not converge (the
       damped step recovers orbits from guesses where Newton overshoots into a

@@ -908,9 +908,8 @@ def sweep_orbits(
     - `progress`, `devices`, `distributed`: see [`hybrax.sweep`][].
     - `analyse`: also return the Floquet analysis (monodromy by AD and saltation).
     - `return_map_iterations`: iterate the return map this many times from the guess
-      before shooting (cheap, forward-only cycles at the loosest tolerance of a
-      shooting iteration, 1e-5, that pull the guess towards a stable orbit); 0
-      (default) shoots from the guess itself.
+      before shooting (cheap, forward-only cycles that pull the guess towards a
+      stable orbit); 0 (default) shoots from the guess itself.
     - `settings`, `root_finder`, `max_iterations`, `residual_tol`, `jacobian`,
       `phase_observables`: passed to `find_periodic_orbit` (same defaults, except
       `phase_observables=False`: the cycle's phase observables are recorded only
