@@ -95,8 +95,7 @@ class PeriodicOrbit(eqx.Module):
 
     Every floating value of an orbit that did not converge is NaN (and so is its
     derivative), `last_iterate` and `next_loosening` excepted: a failure never
-    passes for a finite
-    number.
+    passes for a finite number.
     """
 
     u: Float[Array, " k"]
@@ -638,12 +637,22 @@ def _with_horizon(settings: Settings, t_max) -> Settings:
     return eqx.tree_at(lambda s: s.t_max, settings, t_max)
 
 
+# The loosest integration tolerance of a shooting iteration (see
+# `_ShootingRootFinder`), and the rule that tightens it: an iteration whose last
+# step moved the unknowns by r (relative, `_relative_step`) is integrated at
+# tolerance `_TOLERANCE_RULE * r**4`, within [the settings' tolerance, _LOOSE_TOL].
+_LOOSE_TOL = 1e-5
+_TOLERANCE_RULE = 1.0
+
+
 def _for_iteration(settings: Settings, t_max, loosen) -> Settings:
     """`settings` with horizon `t_max` and tolerances loosened by `loosen`."""
     return _loosened(_with_horizon(settings, t_max), loosen)
 
 
 def _base_tol(settings: Settings) -> float | None:
+    """The default controller's tolerance, `max(rtol, atol)`; `None` for any
+    other controller (never loosened)."""
     controller = settings.stepsize_controller
     if not isinstance(controller, dfx.PIDController):
         return None
@@ -651,6 +660,7 @@ def _base_tol(settings: Settings) -> float | None:
 
 
 def _loosen_max(settings: Settings) -> float:
+    """The largest loosening: to `_LOOSE_TOL` (1 where that is not looser)."""
     tol = _base_tol(settings)
     return 1.0 if tol is None else max(1.0, _LOOSE_TOL / tol)
 
@@ -666,14 +676,6 @@ def _loosened(settings: Settings, loosen) -> Settings:
         settings,
         (controller.rtol * loosen, controller.atol * loosen),
     )
-
-
-# The loosest integration tolerance of a shooting iteration (see
-# `_ShootingRootFinder`), and the rule that tightens it: an iteration whose last
-# step moved the unknowns by r (relative, `_relative_step`) is integrated at
-# tolerance `_TOLERANCE_RULE * r**4`, within [the settings' tolerance, _LOOSE_TOL].
-_LOOSE_TOL = 1e-5
-_TOLERANCE_RULE = 1.0
 
 
 def _relative_step(new_y, y):
@@ -700,18 +702,18 @@ class _ShootingRootFinder(optx.AbstractRootFinder):
     as the residual's last argument (`_LOOSE_TOL` for a rough guess, none for a
     warm start, whose first step a loose cycle would spoil); each later one at
     $\max(\text{tol}, \min(\text{\_LOOSE\_TOL}, c\,r^4))$ ($c$ =
-    `_TOLERANCE_RULE`), where $r$ is the
-    relative size of the step just taken (an estimate of $e_k$ is $C r^2$, of the
-    next error $C^3 r^4$). The solver may stop only after an evaluation at the
-    settings' own tolerance, so the reported orbit, its residual and its analysis
-    (from the last evaluation) are computed as in a fixed-tolerance solve, and the
-    two roots agree to the root finder's tolerance (the iterates' paths differ). The
-    default step-size controller (`diffrax.PIDController`) is loosened; with any
-    other the tolerance stays. On the hopper (tol 1e-10) a variational pass cost
-    40 / 75 / 165 us per lane at tolerances 1e-6 / 1e-8 / 1e-10 (32 lanes, CPU),
-    and Newton takes the same 3-5 iterations: `sweep_orbits` on the batch of
-    1024 ran 1929-2048 orbits/s before, 2727-2745 with the schedule (alternating
-    runs; see the README's Speed section).
+    `_TOLERANCE_RULE`), where $r$ is the relative size of the step just taken (an
+    estimate of $e_k$ is $C r^2$, of the next error $C^3 r^4$). The solver may stop
+    only after an evaluation at the settings' own tolerance, so the reported
+    orbit, its residual and its analysis (from the last evaluation) are computed
+    as in a fixed-tolerance solve, and the two roots agree to the root finder's
+    tolerance (the iterates' paths differ). The default step-size controller
+    (`diffrax.PIDController`) is loosened; with any other the tolerance stays.
+    On the hopper (tol 1e-10) a variational pass cost 40 / 75 / 165 us per lane
+    at tolerances 1e-6 / 1e-8 / 1e-10 (32 lanes, CPU), and Newton takes the same
+    3-5 iterations: `sweep_orbits` on the batch of 1024 ran 1929-2048 orbits/s
+    before, 2727-2745 with the schedule (alternating runs; see the README's Speed
+    section).
 
     **Idle lanes.** `idle` is `True` once the wrapped solver has stopped
     (converged, failed or at a non-finite iterate), so that the residual runs a
@@ -781,9 +783,10 @@ class _ShootingRootFinder(optx.AbstractRootFinder):
                 jnp.clip(need / self.base_tol, 1.0, self.loosen_max),
                 1.0,
             )
-        new_state = (new_inner, idle, next_loosen, loosen <= 1)
+        at_tolerance = loosen <= 1
+        new_state = (new_inner, idle, next_loosen, at_tolerance)
         stopped = self._stopped(fn, new_y, args, options, new_state, tags)
-        return new_y, (new_inner, stopped, next_loosen, loosen <= 1), aux
+        return new_y, (new_inner, stopped, next_loosen, at_tolerance), aux
 
     def terminate(self, fn, y, args, options, state, tags):
         return self._terminate(fn, y, args, options, state, tags)
