@@ -379,7 +379,8 @@ def _variational_return_map(
     the last iteration already holds the analysis of the orbit (`monodromy` only
     if `full`). $t_\max$ replaces `settings.t_max` (see `_ShootingRootFinder`).
 
-    The pass is traced once, at the `example` arguments `(u, p, t_max)`, and both
+    The pass is traced once, at the `example` arguments `(u, p, t_max, loosen)`
+    (`loosen` multiplies the default controller's tolerances), and both
     the primal and the derivative rule evaluate that trace: tracing the rule
     again took as long as the first trace (1.4 s of a 12.6 s compile on the
     hopper)."""
@@ -730,6 +731,8 @@ class _ShootingRootFinder(optx.AbstractRootFinder):
 
     solver: optx.AbstractRootFinder
     base_tol: float | None = eqx.field(static=True)  # None: never loosened
+    # `_loosen_max(settings)`, a field (not derived here from `_LOOSE_TOL`) so
+    # that the compiled program's key holds it.
     loosen_max: float = eqx.field(static=True)
 
     @property
@@ -761,11 +764,12 @@ class _ShootingRootFinder(optx.AbstractRootFinder):
         inner = self.solver.init(fn, y, args, options, f_struct, aux_struct, tags)
         # The first evaluation's loosening is the caller's (the last argument).
         loosen = jnp.clip(args[-1], 1.0, self.loosen_max)
+        at_tolerance = jnp.asarray(False)  # no evaluation yet
         # `(wrapped state, idle, loosen of the next evaluation, whether the last
         # evaluation was at the settings' tolerance)`.
-        state = (inner, jnp.asarray(False), loosen, jnp.asarray(False))
+        state = (inner, jnp.asarray(False), loosen, at_tolerance)
         stopped = self._stopped(fn, y, args, options, state, tags)
-        return (inner, stopped, loosen, state[3])
+        return (inner, stopped, loosen, at_tolerance)
 
     def step(self, fn, y, args, options, state, tags):
         inner, idle, loosen, _ = state
