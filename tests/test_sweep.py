@@ -262,7 +262,9 @@ def test_rounds_resume_where_they_stopped(
     depend on where a run is cut, nor on the queue's order), and the iterations
     are counted over rounds. The queue is ordered by each start's return-map
     defect max|P(u0) - u0|, largest first, computed here by single
-    `poincare_map` calls."""
+    `poincare_map` calls. A solve whose next iteration is at the settings'
+    tolerance leaves its lane for the queue's end: it runs again only once every
+    element has entered (one stream, so that the calls are in order)."""
     system, section = system_and_section
     queues = []
     queue_by_defect = hybrax._sweep._queue_by_defect
@@ -272,9 +274,27 @@ def test_rounds_resume_where_they_stopped(
         return queues[-1]
 
     monkeypatch.setattr(hybrax._sweep, "_queue_by_defect", spy)
+    monkeypatch.setattr(hybrax._sweep, "_streams", lambda *args, **kwargs: 1)
+    chunks = []  # each call's (start, loosening) per lane
+    evaluate = hybrax._sweep._evaluate
+
+    def spy_evaluate(fn, static, chunk, sharding):
+        if len(chunk) == 4 and not isinstance(fn, hybrax._sweep._StartDefect):
+            chunks.append((np.asarray(chunk[2]), np.asarray(chunk[3])))
+        return evaluate(fn, static, chunk, sharding)
+
+    monkeypatch.setattr(hybrax._sweep, "_evaluate", spy_evaluate)
     settings = OPTIONS["settings"]
     assert settings.stepsize_controller.rtol == settings.stepsize_controller.atol
     rounds = _rounds_of_one(system, section, _params())
+    resume, from_guess = hybrax._sweep._RESUME, hybrax._sweep._FROM_GUESS
+    fresh = [i for i, (start, _) in enumerate(chunks) if np.any(start == from_guess)]
+    tight = [
+        i
+        for i, (start, loosening) in enumerate(chunks)
+        if np.any((start == resume) & (loosening <= 1))
+    ]
+    assert fresh and tight and min(tight) >= max(fresh)
     for i, orbit in enumerate(single_solves):
         assert rounds.status_names[i] == hx.status_name(orbit.result)[0]
         if i < N_ORBITS:
@@ -430,12 +450,28 @@ def test_streams_one_per_core_on_a_cpu_device():
     assert streams(sharded, 1000, rounds=True) == 1
 
 
+def _rounds_of_four(system, section, params, **extra):
+    """`sweep_orbits` in rounds of four Newton iterations on eight lanes, from the
+    rough guesses (no return-map iterations, which would pull every start near
+    its orbit); one compilation shared by the tests that use it."""
+    return hx.sweep_orbits(
+        system,
+        section,
+        models.hopper.orbit_guess,
+        params,
+        chunk_size=8,
+        round_iterations=4,
+        **extra,
+        **dict(OPTIONS, return_map_iterations=0),
+    )
+
+
 def test_remaining_elements_move_to_a_smaller_chunk(system_and_section, monkeypatch):
     """Once the queue is empty, the elements still iterating run in a chunk
     smaller by a power of 8 (here down to one lane per device): the chunks
     shrink from 8 lanes to 1 for the last element, and the orbits and statuses
-    are those of the single solves. From the rough guesses (no return-map
-    iterations) the elements need different numbers of iterations."""
+    are those of the single solves. From the rough guesses the elements need
+    different numbers of iterations."""
     system, section = system_and_section
     monkeypatch.setattr(hybrax._sweep, "_TAIL_LANES", 1)
     lanes = []
@@ -447,61 +483,55 @@ def test_remaining_elements_move_to_a_smaller_chunk(system_and_section, monkeypa
 
     monkeypatch.setattr(hybrax._sweep, "_evaluate", spy)
     options = dict(OPTIONS, return_map_iterations=0)
-    # Eight elements: the six, then the first and third orbits again.
+    # Eight elements: the orbits and the sets without one (but D_G = 0, whose
+    # solve is as long as another's), the NaN set, then orbits again: the set
+    # whose Newton wanders (all its iterations) runs its last round alone.
+    rows = [0, 2, 3, 4, 5, 0, 2, 0]
     params = jax.tree_util.tree_map(
-        lambda leaf: np.concatenate([leaf, leaf[[0, 2]]]) if np.ndim(leaf) else leaf,
-        _params(),
+        lambda leaf: leaf[rows] if np.ndim(leaf) else leaf, _params()
     )
-    out = hx.sweep_orbits(
-        system,
-        section,
-        models.hopper.orbit_guess,
-        params,
-        chunk_size=8,
-        round_iterations=1,
-        **options,
-    )
+    out = _rounds_of_four(system, section, params)
     assert lanes[0] == 8 and lanes[-1] == 1
     assert all(a >= b for a, b in zip(lanes, lanes[1:]))
-    for i, (mu, D_G) in enumerate(POINTS[:-1]):
+    for i, row in enumerate(rows[:4]):
+        mu, D_G = POINTS[row]
         p = hx.canonical_params(models.hopper.make_params(mu=mu, D_G=D_G))
         orbit = _single_solve(system, section, models.hopper.orbit_guess(p), p, options)
         assert out.status_names[i] == hx.status_name(orbit.result)[0]
         if orbit.converged:
+            assert out.orbit.n_steps[i] == int(orbit.n_steps)
             np.testing.assert_allclose(out.orbit.u[i], orbit.u, atol=EQUAL_TOL)
             np.testing.assert_allclose(
                 out.orbit.period[i], orbit.period, atol=EQUAL_TOL
             )
-    assert out.status_names[5] == "nonfinite_parameters"
-    np.testing.assert_array_equal(out.orbit.u[6:], out.orbit.u[[0, 2]])
+    assert out.status_names[4] == "nonfinite_parameters"
+    np.testing.assert_array_equal(out.orbit.u[5:], out.orbit.u[[0, 1, 0]])
 
 
 def test_warm_starts_from_the_nearest_converged_orbit(system_and_section):
     """With `warm_start`, elements entering a lane after the first orbits have
     converged start from the nearest converged orbit: the same orbits (a region
     with one orbit per parameter set) as cold starts from the guess, in fewer
-    Newton iterations. Rounds of one iteration on two lanes without return-map
-    iterations (which would pull every start near its orbit), as above (one
-    compilation)."""
+    Newton iterations. Sixteen sets with orbits and one without, on eight lanes
+    (the first eight enter cold)."""
     system, section = system_and_section
-    mu = np.linspace(0.78, 0.82, 8)
+    mu = np.linspace(0.78, 0.82, 16)
     params = eqx.tree_at(
         lambda p: (p.mu, p.d_G),
         models.hopper.HopperParams(),
-        (np.append(mu, 0.8), np.append(np.full(8, -0.0377), 0.01) * SCALE),
+        (np.append(mu, 0.8), np.append(np.full(16, -0.0377), 0.01) * SCALE),
     )
-    options = dict(OPTIONS, return_map_iterations=0)
     runs = {
-        warm: _rounds_of_one(system, section, params, options, warm_start=warm)
+        warm: _rounds_of_four(system, section, params, warm_start=warm)
         for warm in (False, True)
     }
     cold, warm = runs[False], runs[True]
     # The set without an orbit fails either way (its cause depends on the start).
-    assert list(cold.converged) == list(warm.converged) == [True] * 8 + [False]
-    np.testing.assert_allclose(warm.orbit.u[:8], cold.orbit.u[:8], atol=1e-9)
-    np.testing.assert_allclose(warm.multipliers[:8], cold.multipliers[:8], atol=1e-9)
-    assert np.all(warm.orbit.residual_norm[:8] <= 1e-8)  # the default residual_tol
-    assert warm.orbit.n_steps[:8].sum() < cold.orbit.n_steps[:8].sum()
+    assert list(cold.converged) == list(warm.converged) == [True] * 16 + [False]
+    np.testing.assert_allclose(warm.orbit.u[:16], cold.orbit.u[:16], atol=1e-9)
+    np.testing.assert_allclose(warm.multipliers[:16], cold.multipliers[:16], atol=1e-9)
+    assert np.all(warm.orbit.residual_norm[:16] <= 1e-8)  # the default residual_tol
+    assert warm.orbit.n_steps[:16].sum() < cold.orbit.n_steps[:16].sum()
 
 
 def test_nearest_converged_orbit_in_scaled_parameters():
@@ -714,5 +744,10 @@ def test_sweep_orbits_argument_errors(system_and_section):
         hx.sweep_orbits(system, section, np.zeros((3, 2)), _params())
     with pytest.raises(ValueError, match="`order`"):
         hx.sweep_orbits(system, section, np.zeros(2), _params(), order="cost")
+    for rounds in ("fast", 0):
+        with pytest.raises(ValueError, match="`round_iterations`"):
+            hx.sweep_orbits(
+                system, section, np.zeros(2), _params(), round_iterations=rounds
+            )
     with pytest.raises(ValueError, match="`params_batch`"):
         hx.sweep_orbits(system, section, np.zeros(2), models.hopper.HopperParams())
