@@ -10,9 +10,10 @@ In one run, at rtol = atol = 1e-10 (`--tol`):
    CPU, one chunk per core at once; the whole batch on an accelerator; one
    compilation per chunk size).
    Compilation (trace / lower / XLA, from `jax.monitoring`) is reported apart from
-   the warm time; orbits/s = batch / warm time. CPU seconds per orbit (process
-   time, all threads) are reported too: they are less sensitive to other load on
-   the machine than wall time. On an accelerator, the device's peak memory.
+   the warm time (the median of `--repeats` calls); orbits/s = batch / warm time.
+   CPU seconds per orbit (process time, all threads) are reported too: they are
+   less sensitive to other load on the machine than wall time. On an accelerator,
+   the device's peak memory.
 
 The batch: random (seed 0) mu in [0.79, 0.81], D_G in [-0.039, -0.035] around the
 paper's case (mu 0.8, D_G -0.0377), where every point has a stable orbit that
@@ -23,7 +24,7 @@ chunk's slowest, and a point that does not converge runs all Newton iterations);
 
 Then (unless `--no-warm-start`) the largest batch with `warm_start=True` (each
 element after the first converged ones starts from the nearest converged orbit)
-against the cold batch.
+against the cold batch (their calls alternating, medians).
 
 Then the largest batch again with `--infeasible` (default 0.1) of its parameter sets
 replaced by sets with D_G in [-0.2, 0.05] (most have no orbit: the hopper stops
@@ -32,7 +33,8 @@ lifting off, or its cycle never returns), solved with compaction (rounds of
 queue ordered by each start's return-map defect (the default) and in batch order,
 and without compaction (`round_iterations=None`, one round: the slowest element
 holds its chunk for all its iterations), against the clean batch's throughput of
-valid orbits.
+valid orbits (each configuration's calls alternating with the clean batch's, so that
+both see the same drift of a shared machine's speed; medians).
 
 `--profile` adds, at `--profile-batch`, warm per-element timings of the pieces of
 one orbit solve under vmap (one return-map cycle, its forward-mode Jacobian, the
@@ -103,6 +105,12 @@ def parse_args():
         default="auto",
         help="Newton iterations per round; 'auto' (default): the library's, 4 on "
         "a CPU and 5 on an accelerator",
+    )
+    parser.add_argument(
+        "--repeats",
+        type=int,
+        default=5,
+        help="warm calls per row, median reported (batches up to 4096)",
     )
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--profile-batch", type=int, default=1024)
@@ -221,15 +229,8 @@ def main():
         first = time.perf_counter() - t0
         peak = peak_device_bytes(jax)
         parts = events.stop()
-        repeats = 3 if n <= 64 else 2 if n <= 1024 else 1
-        walls, cpus = [], []
-        for _ in range(repeats):
-            t0, c0 = time.perf_counter(), time.process_time()
-            out = call()
-            walls.append(time.perf_counter() - t0)
-            cpus.append(time.process_time() - c0)
-        wall = statistics.median(walls)
-        cpu = statistics.median(cpus)
+        repeats = args.repeats if n <= 4096 else 1
+        wall, cpu, out = timed(call, repeats)
         iterations = np.asarray(out.orbit.n_steps)
         row = {
             "batch": n,
@@ -305,6 +306,28 @@ def main():
         print(f"\nwrote {path.relative_to(HERE.parent)}")
 
 
+def timed(call, repeats, other=None):
+    """Medians of the wall and CPU seconds of `repeats` calls of `call` (after
+    the caller's first), and its last output. With `other`, its calls alternate
+    with `call`'s (the same drift of the machine's speed for both): then also
+    `other`'s median wall seconds and last output."""
+    walls, cpus, other_walls = [], [], []
+    out = other_out = None
+    for _ in range(repeats):
+        if other is not None:
+            t0 = time.perf_counter()
+            other_out = other()
+            other_walls.append(time.perf_counter() - t0)
+        t0, c0 = time.perf_counter(), time.process_time()
+        out = call()
+        walls.append(time.perf_counter() - t0)
+        cpus.append(time.process_time() - c0)
+    medians = (statistics.median(walls), statistics.median(cpus), out)
+    if other is None:
+        return medians
+    return medians + (statistics.median(other_walls), other_out)
+
+
 def peak_device_bytes(jax):
     """The first device's peak memory in use so far (accelerators report it; the
     CPU device does not: None)."""
@@ -328,18 +351,19 @@ def warm_start(args, np, jtu, hx, models, system, section, pool, options, cold, 
             **dict(options, warm_start=True),
         )
 
+    def cold_call():
+        return hx.sweep_orbits(
+            system, section, models.hopper.orbit_guess, params, **options
+        )
+
     warm = call()
-    walls = []
-    for _ in range(2):
-        t0 = time.perf_counter()
-        warm = call()
-        walls.append(time.perf_counter() - t0)
-    wall = min(walls)
+    wall, _, warm, cold_wall, _ = timed(call, args.repeats, other=cold_call)
     row = {
         "batch": n,
         "warm_s": wall,
+        "cold_s": cold_wall,
         "orbits_per_s": n / wall,
-        "vs_cold": n / wall / cold["orbits_per_s"],
+        "vs_cold": cold_wall / wall,
         "newton_mean": float(np.mean(warm.orbit.n_steps)),
         "newton_mean_cold": float(np.mean(out.orbit.n_steps)),
         "max_du": float(np.nanmax(np.abs(warm.orbit.u - out.orbit.u))),
@@ -369,10 +393,18 @@ def infeasible_batch(
     scale = 2 * np.sqrt(params.k * params.m)
     d_G = np.array(params.d_G)
     d_G[bad] = rng.uniform(-0.2, 0.05, bad.size) * scale
+    clean_params = params
     params = eqx.tree_at(lambda p: p.d_G, params, d_G)
+
+    def clean_call():
+        return hx.sweep_orbits(
+            system, section, models.hopper.orbit_guess, clean_params, **options
+        )
+
     print(
-        f"\nbatch {n} with {bad.size} parameter sets of D_G in [-0.2, 0.05] "
-        f"(clean batch: {clean['orbits_per_s']:.1f} valid orbits/s)"
+        f"\nbatch {n} with {bad.size} parameter sets of D_G in [-0.2, 0.05], each "
+        f"configuration's calls alternating with the clean batch's (medians of "
+        f"{args.repeats})"
     )
     rows = []
     compaction = f"rounds of {args.round_iterations}"
@@ -394,23 +426,23 @@ def infeasible_batch(
         t0 = time.perf_counter()
         out = call()
         first = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        out = call()
-        wall = time.perf_counter() - t0
+        wall, _, out, clean_wall, _ = timed(call, args.repeats, other=clean_call)
         valid = int(out.converged.sum())
         row = {
             "label": label,
             "first_call_s": first,
             "warm_s": wall,
+            "clean_s": clean_wall,
             "valid": valid,
             "valid_per_s": valid / wall,
-            "vs_clean": valid / wall / clean["orbits_per_s"],
+            "vs_clean": valid / wall / (n / clean_wall),
             "statuses": dict(zip(*np.unique(out.status_names, return_counts=True))),
         }
         rows.append(row)
         print(
             f"  {label:45s} warm {wall:8.3f} s -> {row['valid_per_s']:8.1f} valid "
-            f"orbits/s ({row['vs_clean']:.2f} of clean); {valid} valid; statuses "
+            f"orbits/s ({row['vs_clean']:.2f} of clean: {n / clean_wall:.1f} "
+            f"orbits/s); {valid} valid; statuses "
             f"{row['statuses']}",
             flush=True,
         )

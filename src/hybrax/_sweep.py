@@ -1002,8 +1002,11 @@ def sweep_orbits(
       parameters (float leaves, each scaled to unit spread over the batch; among
       the newest 4096) instead of `u_guess` (the return-map iterations still
       apply). Without return-map iterations this saves Newton iterations on
-      dense grids and small boxes (hopper batch of 1024 above: 3.5 against 4.1 on
-      average, 1.08-1.13x the orbits/s); the orbits agree with the default's to
+      dense grids and small boxes (hopper batch of 1024 above: 3.7 against 4.1 on
+      average) but not time there: 0.87-0.90x the cold batch's orbits/s
+      (`experiments/bench_sweep.py`, calls alternating with the cold batch's),
+      since the iterations saved are the loose, cheap ones and a solve still
+      ends with two at the settings' tolerance; the orbits agree with the default's to
       the root finder's tolerance, but no longer bitwise, and depend on the batch
       (its order, chunks and processes). Where several orbits coexist a
       neighbour's may pull an element to another branch than its guess would
