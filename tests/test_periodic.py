@@ -310,7 +310,7 @@ def test_stopped_lanes_run_idle_evaluations_whose_results_are_discarded():
     seen = []
 
     def residual(y, args):
-        target, _, idle, _ = args
+        target, _, _, idle, _ = args
         jax.debug.callback(lambda i, t: seen.append((float(t), bool(i))), idle, target)
         return jnp.where(idle, jnp.nan, y**3 - target), None
 
@@ -322,7 +322,8 @@ def test_stopped_lanes_run_idle_evaluations_whose_results_are_discarded():
             residual,
             _ShootingRootFinder(solver, None, 1.0) if wrapped else solver,
             jnp.ones(()),
-            args=(target, None, jnp.asarray(False), jnp.ones(())),
+            # (target, guess, iteration budget, idle, first loosening)
+            args=(target, None, 60, jnp.asarray(False), jnp.ones(())),
             has_aux=True,
             max_steps=60,
             throw=False,
@@ -397,7 +398,7 @@ def test_shooting_tightens_the_tolerance_and_stops_only_at_it():
     seen = []
 
     def residual(y, args):
-        target, _, _, loosen = args
+        target, _, _, _, loosen = args
         jax.debug.callback(lambda value: seen.append(float(value)), loosen)
         return y**3 - target + error * loosen, None
 
@@ -405,21 +406,34 @@ def test_shooting_tightens_the_tolerance_and_stops_only_at_it():
         optx.Newton(rtol=1e-13, atol=1e-13), base_tol, _LOOSE_TOL / base_tol
     )
     target = 2.0
-    root = optx.root_find(
-        residual,
-        solver,
-        jnp.asarray(1.0),
-        args=(target, None, jnp.asarray(False), jnp.asarray(jnp.inf)),  # loosest
-        has_aux=True,
-        max_steps=60,
-        throw=False,
-    )
+
+    def solve(budget):
+        seen.clear()
+        return optx.root_find(
+            residual,
+            solver,
+            jnp.asarray(1.0),
+            # (target, guess, iteration budget, idle, first loosening: loosest)
+            args=(target, None, budget, jnp.asarray(False), jnp.asarray(jnp.inf)),
+            has_aux=True,
+            max_steps=60,
+            throw=False,
+        )
+
+    root = solve(60)
     assert root.result == optx.RESULTS.successful
     np.testing.assert_allclose(root.value, np.cbrt(target - error), rtol=1e-14)
     assert seen[0] == _LOOSE_TOL / base_tol
     assert seen[-1] == 1.0
     assert any(1.0 < value < _LOOSE_TOL / base_tol for value in seen)
     assert seen == sorted(seen, reverse=True)  # a converging Newton only tightens
+    # A budget below the iterations it takes stops it there, as max_steps would.
+    n_steps = int(root.stats["num_steps"])
+    iterations = list(seen)
+    root = solve(n_steps - 2)
+    assert root.result == optx.RESULTS.nonlinear_max_steps_reached
+    assert int(root.stats["num_steps"]) == n_steps - 2
+    assert seen == iterations[: n_steps - 2]
 
 
 def test_loosened_iterations_find_the_fixed_tolerance_orbit(minimal_orbit, monkeypatch):

@@ -694,7 +694,11 @@ def _relative_step(new_y, y):
 class _ShootingRootFinder(optx.AbstractRootFinder):
     r"""A root finder as shooting runs it: each residual evaluation is told how
     loosely to integrate, and whether the wrapped solver has stopped. The
-    residual's last two arguments are `(idle, loosen)`.
+    residual's last three arguments are `(budget, idle, loosen)`: the caller passes
+    its `budget` (may be traced), which stops the solve after that many
+    iterations as `max_steps` would (a resumed solve's share of its iterations,
+    so that a solve cut into rounds stops where the uncut one does), `False` and
+    the first evaluation's loosening; each evaluation then gets its own.
 
     **Inexact Newton.** Far from the root an iterate needs no cycle at the final
     tolerance: Newton's next error is about $C e_k^2$, so the residual need only be
@@ -748,10 +752,16 @@ class _ShootingRootFinder(optx.AbstractRootFinder):
         return self.solver.norm
 
     def _terminate(self, fn, y, args, options, state, tags):
-        inner, _, _, at_tolerance = state
+        inner, _, _, at_tolerance, left = state
         terminate, result = self.solver.terminate(fn, y, args, options, inner, tags)
         failed = result != optx.RESULTS.successful
-        return terminate & (at_tolerance | failed), result
+        done = terminate & (at_tolerance | failed)
+        # Out of the caller's budget: stopped as at `max_steps`.
+        spent = ~done & (left <= 0)
+        result = optx.RESULTS.where(
+            spent, optx.RESULTS.nonlinear_max_steps_reached, result
+        )
+        return done | spent, result
 
     def _stopped(self, fn, y, args, options, state, tags):
         terminate, result = self._terminate(fn, y, args, options, state, tags)
@@ -762,17 +772,20 @@ class _ShootingRootFinder(optx.AbstractRootFinder):
 
     def init(self, fn, y, args, options, f_struct, aux_struct, tags):
         inner = self.solver.init(fn, y, args, options, f_struct, aux_struct, tags)
-        # The first evaluation's loosening is the caller's (the last argument).
-        loosen = jnp.clip(args[-1], 1.0, self.loosen_max)
+        # The iteration budget and the first evaluation's loosening are the
+        # caller's (see the class).
+        budget, _, first = args[-3:]
+        budget = jnp.asarray(budget)
+        loosen = jnp.clip(first, 1.0, self.loosen_max)
         at_tolerance = jnp.asarray(False)  # no evaluation yet
         # `(wrapped state, idle, loosen of the next evaluation, whether the last
-        # evaluation was at the settings' tolerance)`.
-        state = (inner, jnp.asarray(False), loosen, at_tolerance)
+        # evaluation was at the settings' tolerance, iterations left)`.
+        state = (inner, jnp.asarray(False), loosen, at_tolerance, budget)
         stopped = self._stopped(fn, y, args, options, state, tags)
-        return (inner, stopped, loosen, at_tolerance)
+        return (inner, stopped, loosen, at_tolerance, budget)
 
     def step(self, fn, y, args, options, state, tags):
-        inner, idle, loosen, _ = state
+        inner, idle, loosen, _, left = state
         *rest, _, _ = args
         new_y, new_inner, aux = self.solver.step(
             fn, y, (*rest, idle, loosen), options, inner, tags
@@ -788,9 +801,9 @@ class _ShootingRootFinder(optx.AbstractRootFinder):
                 1.0,
             )
         at_tolerance = loosen <= 1
-        new_state = (new_inner, idle, next_loosen, at_tolerance)
+        new_state = (new_inner, idle, next_loosen, at_tolerance, left - 1)
         stopped = self._stopped(fn, new_y, args, options, new_state, tags)
-        return new_y, (new_inner, stopped, next_loosen, at_tolerance), aux
+        return new_y, (new_inner, stopped, next_loosen, at_tolerance, left - 1), aux
 
     def terminate(self, fn, y, args, options, state, tags):
         return self._terminate(fn, y, args, options, state, tags)
@@ -814,11 +827,14 @@ def _solve(
     phase_observables,
     full=True,
     first_loosening=1.0,
+    iterations_used=0,
 ):
     """The shooting solve, without derivatives (the caller stops them): the root
     finder on the return map, and the diagnosed variational pass at its result.
     `first_loosening` (may be traced): the first iteration's, clipped to
-    `_ShootingRootFinder`'s range.
+    `_ShootingRootFinder`'s range; `iterations_used` (may be traced): the
+    iterations a resumed solve has already taken (it stops after
+    `max_iterations - iterations_used` more, at least one).
     Returns `(u, u_next, M, solution, monodromy, root_ok, last_result, n_steps,
     last_iterate, next_loosening)`; `last_iterate` is the root finder's newest
     iterate (finite: else `u`), where a solve cut short resumes, with the
@@ -855,7 +871,7 @@ def _solve(
         )
 
         def residual(u, args):
-            p, guess, idle, loosen = args
+            p, guess, _, idle, loosen = args
             finite, u_eval = _finite_or(u, guess)
             u_next, (M, sol, monodromy) = return_map(u_eval, p, horizon(idle), loosen)
             F = _residual_or_identity(u, u_next - u_eval, finite, sol.result, damped)
@@ -864,7 +880,7 @@ def _solve(
     else:
 
         def residual(u, args):
-            p, guess, idle, loosen = args
+            p, guess, _, idle, loosen = args
             finite, u_eval = _finite_or(u, guess)
             sol, _ = cycle(
                 system,
@@ -890,6 +906,7 @@ def _solve(
         args=(
             params,
             u_guess,
+            jnp.maximum(max_iterations - jnp.asarray(iterations_used), 1),
             jnp.asarray(False),
             jnp.asarray(first_loosening, t_max.dtype),
         ),
@@ -998,6 +1015,7 @@ class _Shooting(eqx.Module):
     return_map_iterations: int = eqx.field(static=True)
     fallback: optx.AbstractRootFinder | None
     first_loosening: Float[Array, ""]
+    iterations_used: Int[Array, ""]
 
     @property
     def sequence(self):
@@ -1018,6 +1036,7 @@ class _Shooting(eqx.Module):
             # The saltation monodromy only for the Floquet analysis.
             full=self.analyse,
             first_loosening=self.first_loosening,
+            iterations_used=self.iterations_used,
         )
 
     def primal(self, params, u_guess):
@@ -1261,6 +1280,7 @@ def find_periodic_orbit(
     return_map_iterations: int = 0,
     fallback: optx.AbstractRootFinder | None = None,
     first_loosening: float | Float[Array, ""] = 1.0,
+    iterations_used: int | Int[Array, ""] = 0,
     throw: bool = False,
 ) -> PeriodicOrbit:
     r"""Find a periodic orbit by shooting and, by default, analyse its stability.
@@ -1328,6 +1348,12 @@ def find_periodic_orbit(
       step); `math.inf`, the loosest, a rough guess such as a model's
       `orbit_guess` ([`hybrax.sweep_orbits`][] starts its elements from the
       guess so). May be traced (one per element under `vmap`).
+    - `iterations_used`: for resuming a solve cut short (from `orbit.last_iterate`
+      with `first_loosening=orbit.next_loosening`), the iterations it has taken
+      so far, in $[0, \text{max\_iterations})$: this call stops after the rest of
+      `max_iterations` (with the default Newton root finder; a least-squares one
+      runs its `max_iterations`), so that the parts of a cut solve take the
+      iterations of the uncut one. `n_steps` counts this call's. May be traced.
     - `throw`: raise an error carrying the status message if no orbit was found.
 
     **Inexact Newton.** With the default step-size controller
@@ -1380,11 +1406,36 @@ def find_periodic_orbit(
         int(return_map_iterations),
         None if fallback is None else resolve_root_finder(fallback, "fallback"),
         _check_loosening(first_loosening),
+        _check_used(iterations_used, max_iterations),
     )
     orbit, floquet = _find(shooting, u_guess, canonical_params(params), mode)
     if throw:
         orbit = raise_if_failed(orbit, orbit.result)
     return dataclasses.replace(orbit, floquet=floquet)
+
+
+def _check_used(iterations_used, max_iterations: int) -> Int[Array, ""]:
+    """`iterations_used` as an int array (one compilation for every value)."""
+    if not isinstance(iterations_used, jax.core.Tracer):
+        value = np.asarray(iterations_used)
+        if (
+            value.shape != ()
+            or not np.issubdtype(value.dtype, np.integer)
+            or not 0 <= value < max_iterations
+        ):
+            raise ValueError(
+                "`iterations_used` must be an integer in [0, max_iterations); got "
+                f"{iterations_used!r} (max_iterations {max_iterations})."
+            )
+    elif jnp.shape(iterations_used) != () or not jnp.issubdtype(
+        jnp.result_type(iterations_used), jnp.integer
+    ):
+        raise ValueError(
+            "`iterations_used` must be an integer scalar; got shape "
+            f"{jnp.shape(iterations_used)}, dtype "
+            f"{jnp.result_type(iterations_used)}."
+        )
+    return jnp.asarray(iterations_used)
 
 
 def _check_loosening(first_loosening) -> Float[Array, ""]:

@@ -532,11 +532,13 @@ _RESUME, _FROM_GUESS, _FROM_U = 0, 1, 2
 
 class _OrbitSolve(eqx.Module):
     """`fn` of [`hybrax.sweep`][] for [`hybrax.sweep_orbits`][]: one orbit from one
-    `(params, u, start, loosening)` element. `start` is `_FROM_GUESS` (the
+    `(params, u, start, loosening, beyond)` element. `start` is `_FROM_GUESS` (the
     guess, then the return-map iterations), `_FROM_U` (`u`, a warm start, then
     the return-map iterations) or `_RESUME` (`u`, the last iterate of an earlier
     round); `loosening` is the first iteration's (`find_periodic_orbit`'s
-    `first_loosening`)."""
+    `first_loosening`), `beyond` the iterations of this round past the element's
+    share of the sweep's `max_iterations` (its `iterations_used`: a solve's last
+    round stops where the uncut solve would)."""
 
     system: HybridSystem
     section: PoincareSection
@@ -570,7 +572,7 @@ class _OrbitSolve(eqx.Module):
         return u
 
     def __call__(self, element):
-        params, u, start, loosening = element
+        params, u, start, loosening, beyond = element
         u = self.start(params, u, start)
         orbit = find_periodic_orbit(
             self.system,
@@ -587,6 +589,7 @@ class _OrbitSolve(eqx.Module):
             # See `_run_rounds`: for a resumed solve where it stopped, so that
             # cutting a solve into rounds changes none of its iterates.
             first_loosening=loosening,
+            iterations_used=beyond,
         )
         # The multipliers are computed on the host once the batch is back
         # (`sorted_multipliers_batch`).
@@ -603,7 +606,7 @@ class _StartDefect(eqx.Module):
     solve: _OrbitSolve
 
     def __call__(self, element):
-        params, u, start, _ = element
+        params, u, start, *_ = element
         solve = self.solve
         u = solve.start(params, u, start)
         # At the loosest tolerance of a Newton iteration: the defect only orders
@@ -636,6 +639,7 @@ def _queue_by_defect(fn, static, dynamic, u, plan):
         np.asarray(u),
         np.full(n, _FROM_GUESS, np.int8),
         np.full(n, np.inf),
+        np.zeros(n, int),
     )
     defect = _run_chunks(_StartDefect(fn), static, element, plan, quiet)
     return np.argsort(-np.asarray(defect), kind="stable")
@@ -685,13 +689,12 @@ def _run_rounds(
     compaction: a chunk of `plan.size` lanes runs one round; an element that
     converged or failed leaves its lane, which the next element of the queue
     takes, and an element that ran out of the round's iterations resumes from its
-    last iterate while it has used fewer than `max_iterations` (so at least that
-    many, in whole rounds): in its lane while its iterations are loosened, else
+    last iterate while it has used fewer than `max_iterations` (its last round
+    stops at that many): in its lane while its iterations are loosened, else
     from the queue's end (see `sweep_orbits`' `round_iterations`). Under `vmap` a
-    lane costs as much as the
-    chunk's slowest, so a slow element holds its chunk for one round only, not
-    for all its iterations. Once the queue is empty, the remaining elements run
-    in a smaller chunk where they fit one (`_tail_size`).
+    lane costs as much as the chunk's slowest, so a slow element holds its chunk
+    for one round only, not for all its iterations. Once the queue is empty, the
+    remaining elements run in a smaller chunk where they fit one (`_tail_size`).
 
     `dynamic`: the parameters' arrays, `u`: the guesses (host arrays, rows in
     element order); `order`: the queue (this process's element positions), by
@@ -778,6 +781,11 @@ def _run_rounds(
                     u[elements],
                     start[elements],
                     loosening[elements],
+                    # The round's iterations beyond the element's share of
+                    # `max_iterations` (`find_periodic_orbit`'s
+                    # `iterations_used`): its last round stops where an uncut
+                    # solve would.
+                    np.maximum(0, per_round - (max_iterations - used[elements])),
                 ),
                 plan.target,
             )
@@ -957,7 +965,8 @@ def sweep_orbits(
       their lanes to the next elements of the batch, and those that ran out of
       the round's iterations resume from their last iterate (Newton's iterates
       do not depend on where a run was cut) while they have used fewer than
-      `max_iterations` (so they get at least `max_iterations`, in whole rounds).
+      `max_iterations`, and stop at that many as an uncut solve does (with a
+      least-squares `root_finder`, in whole rounds: at least that many).
       A resumed solve still taking loose steps keeps its lane; one whose next
       iteration is at the settings' tolerance (near its orbit, usually one more)
       moves to the queue's end, so that such iterations run together once the
@@ -1086,7 +1095,8 @@ def sweep_orbits(
     if u_batch is None:
         u_batch = np.zeros((n, _guess_size(guess, params_batch)))
     dynamic, static = eqx.partition(params_batch, eqx.is_array)
-    static = (static, None, None, None)  # an element is (params, u, start, loosening)
+    # An element is (params, u, start, loosening, beyond).
+    static = (static, None, None, None, None)
     if chunk_size is None:
         devices = local_devices
         if on_cpu:
