@@ -1351,9 +1351,10 @@ def find_periodic_orbit(
     - `iterations_used`: for resuming a solve cut short (from `orbit.last_iterate`
       with `first_loosening=orbit.next_loosening`), the iterations it has taken
       so far, in $[0, \text{max\_iterations})$: this call stops after the rest of
-      `max_iterations` (with the default Newton root finder; a least-squares one
-      runs its `max_iterations`), so that the parts of a cut solve take the
-      iterations of the uncut one. `n_steps` counts this call's. May be traced.
+      `max_iterations` (with a root finder such as the default Newton; a
+      least-squares solver runs all its `max_iterations`), so that the parts of a
+      cut solve take the iterations of the uncut one. `n_steps` counts this
+      call's. May be traced.
     - `throw`: raise an error carrying the status message if no orbit was found.
 
     **Inexact Newton.** With the default step-size controller

@@ -704,9 +704,8 @@ def _run_rounds(
     iterations, as from the guess). On a CPU `_streams` chunks run at once, one
     per core, each with its own rounds, taking elements from one shared queue
     (dealt in turn, a stream that drew the slow elements had run alone at the
-    end). Returns the
-    outputs of `fn` (host arrays, element order) with `n_steps` counting the
-    iterations of all rounds."""
+    end). Returns the outputs of `fn` (host arrays, element order) with `n_steps`
+    counting the iterations of all rounds."""
     size, n_local = plan.size, plan.n_local
     per_round = fn.max_iterations
     u = np.array(u[plan.local_index])
