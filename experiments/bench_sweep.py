@@ -6,7 +6,7 @@ In one run, at rtol = atol = 1e-10 (`--tol`):
 1. SciPy (`experiments/scipy_hopper.py`: solve_ivp DOP853 with events, root "hybr",
    central finite differences): `--scipy-orbits` orbits, timed one by one.
 2. hybrax: `sweep_orbits` on batches of 1, 16, 64, 256, 1024, 4096 parameter sets
-   (`--batches`, up to `--max-batch`), in the library's default chunks (32 lanes on
+   (`--batches`, up to `--max-batch`), in the library's default chunks (64 lanes on
    CPU, one chunk per core at once; the whole batch on an accelerator; one
    compilation per chunk size).
    Compilation (trace / lower / XLA, from `jax.monitoring`) is reported apart from

@@ -50,17 +50,22 @@ from ._solution import RESULTS, status_code, status_name
 
 _AXIS = "batch"
 # The default lanes per device of an orbit sweep's compiled call on CPU. Under
-# `vmap` a slow element holds every lane of its chunk, and larger chunks gain
-# little: a hopper batch of 1024 on 2 cores (one chunk per core at once) ran
-# 1518 / 2155 / 2204 / 2272 orbits/s in chunks of 16 / 32 / 64 / 128 lanes, and
-# with 10% of sets without an orbit 1063 / 1202 / 786 / 523 valid orbits/s.
-_CPU_LANES = 32
+# `vmap` a slow element holds every lane of its chunk: a hopper batch of 1024 on
+# 2 cores (one chunk per core at once) had run 1518 / 2155 / 2204 / 2272
+# orbits/s in chunks of 16 / 32 / 64 / 128 lanes, and with 10% of sets without
+# an orbit 1063 / 1202 / 786 / 523 valid orbits/s. Since the fifth tight
+# iterations run together at the queue's end (rounds of 4), the chunks' lanes
+# finish their rounds alike, and wider chunks pay: medians of five alternating
+# calls in one process, 32 / 48 / 64 lanes, clean 2587 / 2970 / 3403 orbits/s,
+# infeasible 2068 / 2024 / 2134 valid orbits/s (64 against 128 in another:
+# clean 3442 / 3543, infeasible 2127 / 1236).
+_CPU_LANES = 64
 # Once the queue is empty, the elements still iterating after a round (those that
 # did not finish in it, usually a few) move to a chunk smaller by a power of 8,
 # of at least this many lanes per device (so that a batch compiles few sizes),
 # instead of running in the full chunk whose idle lanes repeat them. On an H100 a
 # variational pass over 1e5 lanes takes 264 ms and over 1e4 lanes 62 ms (bound
-# by kernel launches below that). CPU chunks of the default 32 lanes never shrink.
+# by kernel launches below that). CPU chunks of the default 64 lanes never shrink.
 _TAIL_LANES = 4096
 # The default Newton iterations of a round (`sweep_orbits`' `round_iterations`):
 # on a CPU 4, and a solve that needs a fifth tight iteration finishes it at the
@@ -941,9 +946,10 @@ def sweep_orbits(
       applied to each element's parameters (e.g. `hybrax.models.hopper.orbit_guess`).
     - `params_batch`: the parameter PyTree with float leaves of leading axis $B$;
       scalar leaves are shared by all elements (broadcast).
-    - `chunk_size`: the lanes of one compiled call (see below); default 32 per
-      device on CPU (where larger chunks gain little and a slow element holds
-      more lanes), the whole batch on accelerators.
+    - `chunk_size`: the lanes of one compiled call (see below); default 64 per
+      device on CPU (a slow element holds every lane of its chunk: wider ones
+      lost the throughput of batches with sets without an orbit), the whole batch
+      on accelerators.
     - `progress`, `devices`, `distributed`: see [`hybrax.sweep`][].
     - `analyse`: also return the Floquet analysis (monodromy by AD and saltation).
     - `return_map_iterations`: iterate the return map this many times from the guess
@@ -972,18 +978,18 @@ def sweep_orbits(
       fresh elements have entered (kept in its lane, its tight cycle set the pace
       of the chunk's fresh elements' loose first iterations). On the hopper
       batch of 1024 of `experiments/bench_sweep.py` (2-core CPU), rounds of 4
-      with these moves against rounds of 5 in place: 0.599 against 0.634 ms of
-      CPU per orbit clean, 0.705 against 0.797 with 10% of sets without an
-      orbit (medians of six alternating calls in one process). On an
+      with these moves against rounds of 5 in place (32-lane chunks): 0.599
+      against 0.634 ms of CPU per orbit clean, 0.705 against 0.797 with 10% of
+      sets without an orbit (medians of six alternating calls in one process).
+      On an
       accelerator, where the chunk is the whole batch, rounds of 4 had left
       more elements than an eighth of the chunk (below). Under `vmap` an
       element costs its chunk as much as its slowest lane, so a slow element
       holds lanes for one round instead of all its iterations; within a round,
       a lane whose root finder has stopped runs zero-length cycles. On the
-      hopper (these
-      defaults, `t_max` 5), a batch of 1024 with 10% of parameter sets without an
-      orbit: 0.98 s in rounds of 5 against 1.34 s in one round, both in batch
-      order (`experiments/bench_sweep.py`, the default 32-lane chunks, two at
+      hopper (these defaults, `t_max` 5), a batch of 1024 with 10% of parameter
+      sets without an orbit: 0.98 s in rounds of 5 against 1.34 s in one round,
+      both in batch order (`experiments/bench_sweep.py`, 32-lane chunks, two at
       once on a 2-core CPU; 72 s as one chunk of 1024 lanes).
       Once the queue is empty, the elements still iterating move to a chunk
       smaller by a power of 8 where one of at least 4096 lanes per device holds
