@@ -453,6 +453,15 @@ def test_streams_one_per_core_on_a_cpu_device():
     assert streams(sharded, 1000, rounds=True) == 1
 
 
+def test_cpu_chunks_are_wide_only_where_every_core_gets_two(monkeypatch):
+    """The default CPU chunk: 64 lanes per device where the batch fills two such
+    chunks per core, else 32 (a small batch still runs on every core)."""
+    monkeypatch.setattr(hybrax._sweep, "_host_cores", lambda: 2)
+    lanes = hybrax._sweep._cpu_lanes
+    assert lanes(255, 1) == 32 and lanes(256, 1) == 64
+    assert lanes(511, 2) == 32 and lanes(512, 2) == 64
+
+
 def _rounds_of_four(system, section, params, **extra):
     """`sweep_orbits` in rounds of four Newton iterations on eight lanes, from the
     rough guesses (no return-map iterations, which would pull every start near
