@@ -801,9 +801,10 @@ class _ShootingRootFinder(optx.AbstractRootFinder):
                 1.0,
             )
         at_tolerance = loosen <= 1
-        new_state = (new_inner, idle, next_loosen, at_tolerance, left - 1)
+        left = left - 1
+        new_state = (new_inner, idle, next_loosen, at_tolerance, left)
         stopped = self._stopped(fn, new_y, args, options, new_state, tags)
-        return new_y, (new_inner, stopped, next_loosen, at_tolerance, left - 1), aux
+        return new_y, (new_inner, stopped, next_loosen, at_tolerance, left), aux
 
     def terminate(self, fn, y, args, options, state, tags):
         return self._terminate(fn, y, args, options, state, tags)

@@ -772,12 +772,12 @@ def _run_rounds(
             entering, drained = take(free.size)
             free = free[: entering.size]
             lanes[free] = entering
-            # A warm start for the elements entering for the first time (a
-            # resumed one goes on from its last iterate).
-            fresh = entering[start[entering] == _FROM_GUESS]
-            if warm_start and fresh.size:
+            if warm_start:
+                # For the elements entering for the first time (a resumed one
+                # goes on from its last iterate).
+                fresh = entering[start[entering] == _FROM_GUESS]
                 with lock:
-                    if solved:
+                    if solved and fresh.size:
                         u[fresh] = _nearest_solved(features, fresh, solved, solved_u)
                         start[fresh] = _FROM_U
             live = lanes >= 0
