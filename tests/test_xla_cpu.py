@@ -10,7 +10,12 @@ import sys
 import pytest
 
 from hybrax import _xla_cpu as xla_cpu
-from hybrax._xla_cpu import NO_YNN_FUSION_FLAG, SMALL_LOOP_FLAG, configure_xla_cpu
+from hybrax._xla_cpu import (
+    CLASSIC_EMITTERS_FLAG,
+    NO_YNN_FUSION_FLAG,
+    SMALL_LOOP_FLAG,
+    configure_xla_cpu,
+)
 
 
 # After importing hybrax: XLA_FLAGS as hybrax left them; whether XLA compiled a
@@ -67,7 +72,7 @@ def _probe(xla_flags):
 
 def test_import_raises_the_small_loop_limit():
     flags, small_call, gradient_error = _probe(None)
-    assert flags == f"{SMALL_LOOP_FLAG} {NO_YNN_FUSION_FLAG}"
+    assert flags == f"{SMALL_LOOP_FLAG} {NO_YNN_FUSION_FLAG} {CLASSIC_EMITTERS_FLAG}"
     assert small_call
     # Compiled as one kernel, reverse mode through events stays exact.
     assert abs(gradient_error) < 1e-9
@@ -75,34 +80,44 @@ def test_import_raises_the_small_loop_limit():
 
 _OWN_LIMIT = "--xla_backend_extra_options=xla_cpu_small_while_loop_byte_threshold=1024"
 _OWN_YNN = "--xla_cpu_experimental_ynn_fusion_type=individual_dot"
+_OWN_EMITTERS = "--xla_cpu_use_fusion_emitters=true"
+_ALL = [SMALL_LOOP_FLAG, NO_YNN_FUSION_FLAG, CLASSIC_EMITTERS_FLAG]
 
 
 @pytest.mark.parametrize(
     "user_flags, added",
     [
-        ("", [SMALL_LOOP_FLAG, NO_YNN_FUSION_FLAG]),
-        (
-            "--xla_force_host_platform_device_count=2",
-            [SMALL_LOOP_FLAG, NO_YNN_FUSION_FLAG],
-        ),
-        # A user's own option is kept, the other one added.
-        (_OWN_LIMIT, [NO_YNN_FUSION_FLAG]),
-        (_OWN_YNN, [SMALL_LOOP_FLAG]),
-        (f"{_OWN_LIMIT} {_OWN_YNN}", []),
+        ("", _ALL),
+        ("--xla_force_host_platform_device_count=2", _ALL),
+        # A user's own option is kept, the others added.
+        (_OWN_LIMIT, [NO_YNN_FUSION_FLAG, CLASSIC_EMITTERS_FLAG]),
+        (_OWN_YNN, [SMALL_LOOP_FLAG, CLASSIC_EMITTERS_FLAG]),
+        (_OWN_EMITTERS, [SMALL_LOOP_FLAG, NO_YNN_FUSION_FLAG]),
+        (f"{_OWN_LIMIT} {_OWN_YNN} {_OWN_EMITTERS}", []),
     ],
 )
 def test_xla_flags_are_appended_to_or_kept(monkeypatch, user_flags, added):
     monkeypatch.setenv("XLA_FLAGS", user_flags)
+    monkeypatch.setattr(xla_cpu, "_jaxlib_version", lambda: (0, 10, 2))
     assert configure_xla_cpu() == added
     assert os.environ["XLA_FLAGS"] == " ".join([user_flags, *added]).strip()
 
 
-def test_no_ynn_flag_for_a_jaxlib_that_does_not_know_it(monkeypatch):
-    # XLA stops the process on an unknown flag: before jaxlib 0.10.1 only the
-    # small-loop limit is added.
+@pytest.mark.parametrize(
+    "version, added",
+    [
+        ((0, 9, 0), [SMALL_LOOP_FLAG, CLASSIC_EMITTERS_FLAG]),
+        ((0, 11, 0), [SMALL_LOOP_FLAG, NO_YNN_FUSION_FLAG]),
+        ((0,), [SMALL_LOOP_FLAG]),
+    ],
+)
+def test_flags_only_for_a_jaxlib_that_knows_them(monkeypatch, version, added):
+    # XLA stops the process on an unknown flag: the YNNPACK option from jaxlib
+    # 0.10.1, the emitters' from 0.8 to 0.10 (the releases checked to have it), and
+    # for a jaxlib of unknown version only the small-loop limit.
     monkeypatch.setenv("XLA_FLAGS", "")
-    monkeypatch.setattr(xla_cpu, "_jaxlib_version", lambda: (0, 9, 0))
-    assert configure_xla_cpu() == [SMALL_LOOP_FLAG]
+    monkeypatch.setattr(xla_cpu, "_jaxlib_version", lambda: version)
+    assert configure_xla_cpu() == added
 
 
 @pytest.mark.parametrize(

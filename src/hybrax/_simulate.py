@@ -770,6 +770,24 @@ def _params_finite(params):
     return jnp.all(jnp.stack(flags)) if flags else jnp.asarray(True)
 
 
+def _tangent_seed(x0, params):
+    """Zero, with the tangents of `x0` and of the parameters when differentiated.
+
+    JAX differentiates (and batches) a loop by transforming its body until the set
+    of carries with tangents stops growing, tracing the body again each time it
+    grows. The event loop's time and Zeno history gain tangents only at its first
+    event, so forward-mode AD through the scanned cycle had transformed the body
+    three times; seeded with this zero, they hold tangents from the start and one
+    pass suffices (the AD monodromy's trace took 1.4 s against 1.9 s on the
+    hopper). Zero also where an input is not finite (that run fails at its start)."""
+    total = sum(
+        jnp.sum(leaf)
+        for leaf in [x0, *jtu.tree_leaves(params)]
+        if eqx.is_array(leaf) and jnp.issubdtype(leaf.dtype, jnp.floating)
+    )
+    return jnp.where(jnp.isfinite(total), 0 * total, 0).astype(x0.dtype)
+
+
 def run_events(
     system: HybridSystem,
     x0,
@@ -817,16 +835,17 @@ def run_events(
         ),
         RESULTS.nonfinite_parameters,
     )
+    seed = _tangent_seed(x0, params)
     carry = dict(
-        t=t0,
+        t=t0 + seed,
         x=x0,
         extra=extra0,
         mode=jnp.asarray(mode0, jnp.int32),
         count=jnp.zeros((), jnp.int32),
         result=result0,
         done=result0 != RESULTS.successful,
-        history=jnp.full((3,), jnp.nan, dtype),
-        zeno_time=nan,
+        history=jnp.full((3,), jnp.nan, dtype) + seed,
+        zeno_time=nan + seed,
         cause=jnp.asarray(-1, jnp.int32),
     )
 

@@ -1,4 +1,5 @@
-"""XLA's CPU compiler options for small loops, set when hybrax is imported.
+"""XLA's CPU compiler options for small loops and compile time, set when hybrax is
+imported.
 
 XLA's CPU backend runs a program as a sequence of kernels ("thunks"), one call per
 fused operation, and a `while` loop as a thunk that calls its body's thunks once per
@@ -9,6 +10,10 @@ one kernel instead, unless the loop holds an operation that XLA hands to a libra
 a LAPACK call, or a YNNPACK fusion (the `xla_cpu_experimental_ynn_fusion_type`
 rewrites of dots, such as the constrained form's stage products under `jacfwd`).
 
+Compile time is XLA's too: its HLO passes, and the LLVM code of each fused
+operation. XLA's classic emitters of loop fusions produce that code faster than its
+newer fusion emitters (the default), for programs that run as fast.
+
 On import hybrax adds to `XLA_FLAGS`, each only where `XLA_FLAGS` does not set it
 already (a user's own setting is kept as it is):
 
@@ -17,21 +22,26 @@ already (a user's own setting is kept as it is):
 - `--xla_cpu_experimental_ynn_fusion_type=` (no YNNPACK fusions: dots go to XLA's
   own emitters, as before YNNPACK, which jaxlib enables by default from 0.10.2;
   added unless that option is set, and only with jaxlib 0.10.1 or later, whose XLA
-  knows the option: XLA stops the process on a flag it does not know).
+  knows the option: XLA stops the process on a flag it does not know);
+- `--xla_cpu_use_fusion_emitters=false` (the classic emitters; only with jaxlib
+  0.8 to 0.10, whose XLA has the option: a later XLA may drop it).
 
 Measured on the hopper (one orbit with its Floquet analysis under `jax.jit`, 2-core
 CPU): minimal form 5.5 ms with XLA's defaults, 1.4 ms with the raised limit, same
 compile time and the same multipliers to the last digit; constrained form 13 ms
 with the raised limit alone (its stage loops held YNNPACK fusions), 3.7 ms with
-both (`experiments/bench_orbit.py`).
+both (`experiments/bench_orbit.py`). The classic emitters compiled the minimal
+form's analysed orbit with XLA in 3.4-4.1 s against 4.7-5.5 s (three alternating
+process runs each), at the same warm time (1.8-2.1 ms against 1.8-2.0 ms) and
+multiplier (to the last digit).
 
 XLA reads `XLA_FLAGS` once, when JAX first starts a backend: the options apply when
 `hybrax` is imported before the first JAX computation of the process (as the
 command line does), and change nothing afterwards. They concern the CPU backend
 only. To keep XLA's defaults, set the options yourself: e.g.
 `--xla_backend_extra_options=xla_cpu_small_while_loop_byte_threshold=1024` (XLA's
-default limit) in `XLA_FLAGS`, and `--xla_cpu_experimental_ynn_fusion_type=` with
-the fusion types you want.
+default limit) in `XLA_FLAGS`, `--xla_cpu_experimental_ynn_fusion_type=` with the
+fusion types you want, and `--xla_cpu_use_fusion_emitters=true`.
 """
 
 import importlib.metadata
@@ -43,16 +53,21 @@ SMALL_LOOP_OPTION = "xla_cpu_small_while_loop_byte_threshold"
 SMALL_LOOP_BYTES = 1_000_000_000
 SMALL_LOOP_FLAG = f"--xla_backend_extra_options={SMALL_LOOP_OPTION}={SMALL_LOOP_BYTES}"
 NO_YNN_FUSION_FLAG = "--xla_cpu_experimental_ynn_fusion_type="
+CLASSIC_EMITTERS_FLAG = "--xla_cpu_use_fusion_emitters=false"
 
 
 def configure_xla_cpu() -> list[str]:
-    """Add the raised small-loop limit and the YNNPACK fusions' switch-off to
-    `XLA_FLAGS`, each unless `XLA_FLAGS` sets its option already; returns the
-    flags added."""
+    """Add the raised small-loop limit, the YNNPACK fusions' switch-off and the
+    classic fusion emitters to `XLA_FLAGS`, each unless `XLA_FLAGS` sets its
+    option already and only for a jaxlib whose XLA knows it; returns the flags
+    added."""
     flags = os.environ.get("XLA_FLAGS", "")
+    jaxlib = _jaxlib_version()
     options = [("xla_backend_extra_options", SMALL_LOOP_FLAG)]
-    if _jaxlib_version() >= (0, 10, 1):
+    if jaxlib >= (0, 10, 1):
         options.append(("xla_cpu_experimental_ynn_fusion_type", NO_YNN_FUSION_FLAG))
+    if (0, 8) <= jaxlib < (0, 11):
+        options.append(("xla_cpu_use_fusion_emitters", CLASSIC_EMITTERS_FLAG))
     added = [flag for option, flag in options if option not in flags]
     if added:
         os.environ["XLA_FLAGS"] = " ".join([flags, *added]).strip()
