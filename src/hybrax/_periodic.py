@@ -258,6 +258,7 @@ def cycle(
     phase_observables=False,
     diagnose=True,
     tangents=None,
+    seed_tangents=False,
 ):
     r"""One cycle of the declared `sequence` from `x0` at $t = 0$ (the engine's
     sequence loop). Returns `(solution, augmented)`; with `variational=True`,
@@ -265,7 +266,8 @@ def cycle(
     event), else `None`; with `tangents` (an `(n, k)` matrix $V$) the variational
     equation carries only $\Phi V$ and $\partial t_e/\partial x_0\,V$.
     `diagnose=False` skips the viability and grazing checks: for the iterations of
-    a solver whose result a diagnosed pass checks."""
+    a solver whose result a diagnosed pass checks. `seed_tangents`: for
+    forward-mode AD through the cycle (see `run_events`)."""
     augmentation = Variational() if variational else None
     if augmentation is not None and tangents is None:
         tangents = augmentation.initial(x0)
@@ -289,6 +291,7 @@ def cycle(
         # traced phase: the analysed hopper orbit compiled in 10.0-10.3 s against
         # 11.4-11.95 s (alternating runs).
         unroll=variational,
+        seed_tangents=seed_tangents,
     )
     if augmentation is None:
         return solution, None
@@ -302,7 +305,14 @@ def _cycle_jacobian(system, x0, params, sequence, settings):
 
     def flow(x):
         sol, _ = cycle(
-            system, x, params, sequence, settings, dfx.ForwardMode(), diagnose=False
+            system,
+            x,
+            params,
+            sequence,
+            settings,
+            dfx.ForwardMode(),
+            diagnose=False,
+            seed_tangents=True,
         )
         return (sol.x_after[-1], sol.t_events[-1]), sol
 
@@ -891,6 +901,8 @@ def _solve(
                 _for_iteration(settings, horizon(idle), loosen),
                 forward,
                 diagnose=False,
+                # Newton's Jacobian of this residual is forward-mode AD.
+                seed_tangents=True,
             )
             u_next = section.coordinates(sol.x_after[-1], p)
             F = _residual_or_identity(u, u_next - u_eval, finite, sol.result, damped)
