@@ -19,6 +19,13 @@ def canonical_params(params):
     dtype = jnp.result_type(float)
 
     def convert(leaf):
+        if (
+            isinstance(leaf, jax.Array)
+            and leaf.dtype == dtype
+            and not leaf.weak_type
+            and not isinstance(leaf, jax.core.Tracer)
+        ):
+            return leaf  # canonical already (as a second call's are)
         if isinstance(leaf, float | np.floating) or (
             isinstance(leaf, np.ndarray | jax.Array)
             and jnp.issubdtype(leaf.dtype, jnp.floating)

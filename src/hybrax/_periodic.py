@@ -1449,7 +1449,11 @@ def _check_used(iterations_used, max_iterations: int) -> Int[Array, ""]:
             f"{jnp.shape(iterations_used)}, dtype "
             f"{jnp.result_type(iterations_used)}."
         )
-    return jnp.asarray(iterations_used)
+    # NumPy where concrete: jit takes it as an array argument, without building a
+    # device array first (about 20 us).
+    if isinstance(iterations_used, jax.core.Tracer):
+        return iterations_used
+    return np.asarray(iterations_used, dtype=jnp.result_type(int))
 
 
 def _check_loosening(first_loosening) -> Float[Array, ""]:
@@ -1465,7 +1469,9 @@ def _check_loosening(first_loosening) -> Float[Array, ""]:
             "`first_loosening` must be a scalar; got shape "
             f"{jnp.shape(first_loosening)}."
         )
-    return jnp.asarray(first_loosening, dtype=jnp.result_type(float))
+    if isinstance(first_loosening, jax.core.Tracer):
+        return jnp.asarray(first_loosening, dtype=jnp.result_type(float))
+    return np.asarray(first_loosening, dtype=jnp.result_type(float))
 
 
 @eqx.filter_jit
