@@ -28,7 +28,7 @@ import jax.numpy as jnp
 import numpy as np
 import optimistix as optx
 from jax.custom_derivatives import SymbolicZero
-from jaxtyping import Array, Complex, Float, Int
+from jaxtyping import Array, ArrayLike, Complex, Float, Int
 
 from ._custom_types import Params
 from ._hybrid import HybridSystem, MechanicalVectorField
@@ -1030,8 +1030,8 @@ class _Shooting(eqx.Module):
     phase_observables: bool = eqx.field(static=True)
     return_map_iterations: int = eqx.field(static=True)
     fallback: optx.AbstractRootFinder | None
-    first_loosening: Float[Array, ""]
-    iterations_used: Int[Array, ""]
+    first_loosening: Float[ArrayLike, ""]
+    iterations_used: Int[ArrayLike, ""]
 
     @property
     def sequence(self):
@@ -1431,50 +1431,50 @@ def find_periodic_orbit(
     return dataclasses.replace(orbit, floquet=floquet)
 
 
-def _check_used(iterations_used, max_iterations: int) -> Int[Array, ""]:
-    """`iterations_used` as an int array (one compilation for every value)."""
-    if not isinstance(iterations_used, jax.core.Tracer):
-        value = np.asarray(iterations_used)
-        if (
-            value.shape != ()
-            or not np.issubdtype(value.dtype, np.integer)
-            or not 0 <= value < max_iterations
+def _check_used(iterations_used, max_iterations: int) -> Int[ArrayLike, ""]:
+    """`iterations_used` as an int array (one compilation for every value): NumPy
+    where concrete, which jit takes as an array argument without a device array
+    built first (about 20 us a call)."""
+    if isinstance(iterations_used, jax.core.Tracer):
+        if jnp.shape(iterations_used) != () or not jnp.issubdtype(
+            jnp.result_type(iterations_used), jnp.integer
         ):
             raise ValueError(
-                "`iterations_used` must be an integer in [0, max_iterations); got "
-                f"{iterations_used!r} (max_iterations {max_iterations})."
+                "`iterations_used` must be an integer scalar; got shape "
+                f"{jnp.shape(iterations_used)}, dtype "
+                f"{jnp.result_type(iterations_used)}."
             )
-    elif jnp.shape(iterations_used) != () or not jnp.issubdtype(
-        jnp.result_type(iterations_used), jnp.integer
+        return iterations_used
+    value = np.asarray(iterations_used)
+    if (
+        value.shape != ()
+        or not np.issubdtype(value.dtype, np.integer)
+        or not 0 <= value < max_iterations
     ):
         raise ValueError(
-            "`iterations_used` must be an integer scalar; got shape "
-            f"{jnp.shape(iterations_used)}, dtype "
-            f"{jnp.result_type(iterations_used)}."
+            "`iterations_used` must be an integer in [0, max_iterations); got "
+            f"{iterations_used!r} (max_iterations {max_iterations})."
         )
-    # NumPy where concrete: jit takes it as an array argument, without building a
-    # device array first (about 20 us).
-    if isinstance(iterations_used, jax.core.Tracer):
-        return iterations_used
-    return np.asarray(iterations_used, dtype=jnp.result_type(int))
+    return value.astype(jnp.result_type(int))
 
 
-def _check_loosening(first_loosening) -> Float[Array, ""]:
-    """`first_loosening` as a float array (one compilation for every value)."""
-    if not isinstance(first_loosening, jax.core.Tracer):
-        value = np.asarray(first_loosening)
-        if value.shape != () or value.dtype.kind not in "fiu" or not value >= 1:
-            raise ValueError(
-                f"`first_loosening` must be a number >= 1; got {first_loosening!r}."
-            )
-    elif jnp.shape(first_loosening) != ():
-        raise ValueError(
-            "`first_loosening` must be a scalar; got shape "
-            f"{jnp.shape(first_loosening)}."
-        )
+def _check_loosening(first_loosening) -> Float[ArrayLike, ""]:
+    """`first_loosening` as a float array (one compilation for every value), NumPy
+    where concrete (as `_check_used`)."""
+    dtype = jnp.result_type(float)
     if isinstance(first_loosening, jax.core.Tracer):
-        return jnp.asarray(first_loosening, dtype=jnp.result_type(float))
-    return np.asarray(first_loosening, dtype=jnp.result_type(float))
+        if jnp.shape(first_loosening) != ():
+            raise ValueError(
+                "`first_loosening` must be a scalar; got shape "
+                f"{jnp.shape(first_loosening)}."
+            )
+        return jnp.asarray(first_loosening, dtype=dtype)
+    value = np.asarray(first_loosening)
+    if value.shape != () or value.dtype.kind not in "fiu" or not value >= 1:
+        raise ValueError(
+            f"`first_loosening` must be a number >= 1; got {first_loosening!r}."
+        )
+    return value.astype(dtype)
 
 
 @eqx.filter_jit

@@ -846,17 +846,20 @@ def run_events(
         ),
         RESULTS.nonfinite_parameters,
     )
-    seed = _tangent_seed(x0, params) if seed_tangents else jnp.zeros((), dtype)
+    t, history, zeno_time = t0, jnp.full((3,), jnp.nan, dtype), nan
+    if seed_tangents:
+        seed = _tangent_seed(x0, params)
+        t, history, zeno_time = t + seed, history + seed, zeno_time + seed
     carry = dict(
-        t=t0 + seed,
+        t=t,
         x=x0,
         extra=extra0,
         mode=jnp.asarray(mode0, jnp.int32),
         count=jnp.zeros((), jnp.int32),
         result=result0,
         done=result0 != RESULTS.successful,
-        history=jnp.full((3,), jnp.nan, dtype) + seed,
-        zeno_time=nan + seed,
+        history=history,
+        zeno_time=zeno_time,
         cause=jnp.asarray(-1, jnp.int32),
     )
 

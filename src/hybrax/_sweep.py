@@ -994,9 +994,8 @@ def sweep_orbits(
       with these moves against rounds of 5 in place (32-lane chunks): 0.599
       against 0.634 ms of CPU per orbit clean, 0.705 against 0.797 with 10% of
       sets without an orbit (medians of six alternating calls in one process).
-      On an
-      accelerator, where the chunk is the whole batch, rounds of 4 had left
-      more elements than an eighth of the chunk (below). Under `vmap` an
+      On an accelerator, where the chunk is the whole batch, rounds of 4 had
+      left more elements than an eighth of the chunk (below). Under `vmap` an
       element costs its chunk as much as its slowest lane, so a slow element
       holds lanes for one round instead of all its iterations; within a round,
       a lane whose root finder has stopped runs zero-length cycles. On the
