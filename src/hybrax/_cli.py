@@ -674,7 +674,6 @@ def _run_orbit(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
     from ._settings import Settings
     from ._simulate import simulate
     from ._solution import status_message, status_name
-    from .plot import Trajectory
 
     model = _load_model(parser, args.model)
     if not model.has_orbits:
@@ -718,6 +717,10 @@ def _run_orbit(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
         params,
         cache_dir=_CACHE_DIR,
     )
+    # The plotting code (matplotlib, 0.3 s) is imported by that thread once its
+    # program is compiled, while XLA still compiles the orbit search: off the
+    # critical path.
+    pool.submit(importlib.import_module, "hybrax.plot")
     pool.shutdown(wait=False)
     orbit = cached_call(
         f"orbit-{args.model}-{form_name}-{tol:g}",
@@ -815,6 +818,8 @@ def _run_orbit(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
     # perturbed starts (their first period is drawn).
 
     def periods(x_min):
+        from .plot import Trajectory
+
         full = x_min if form.from_minimal is None else form.from_minimal(x_min)
         solution = periods_program.result()(jnp.asarray(full, dtype=float), params)
         trajectory = Trajectory.from_solution(
