@@ -110,7 +110,8 @@ def test_wheel_sweep_finds_orbits_exactly_where_the_wheel_vaults(tmp_path):
         + ["--quantity", "speed"]
     )
     assert code == 0, out
-    table = np.load(tmp_path / "sweep.npz")
+    with np.load(tmp_path / "sweep.npz") as npz:  # closed: no ResourceWarning
+        table = dict(npz)
     for i, gamma in enumerate(table["grid_gamma"]):
         for j, alpha in enumerate(table["grid_alpha"]):
             assert bool(table["converged"][i, j]) == _vaults(gamma, alpha)

@@ -48,7 +48,8 @@ def test_two_processes_solve_one_sweep(tmp_path):
     np.testing.assert_allclose(np.asarray(single.orbit.u)[:, 0], omega, rtol=1e-9)
     assert np.all(np.asarray(single.status) == 0)
     for i in range(2):
-        part = np.load(tmp_path / f"process{i}.npz")
+        with np.load(tmp_path / f"process{i}.npz") as npz:
+            part = dict(npz)
         # Every process ends with the whole table, in order.
         assert part["u"].shape == (slopes.size, 1)
         np.testing.assert_allclose(part["u"], np.asarray(single.orbit.u), rtol=1e-12)

@@ -286,6 +286,10 @@ def test_guard_never_reached_is_reported():
     )
     assert sol.result == hx.RESULTS.event_not_reached
     assert int(sol.n_events) == 0
+    # Without an event, the final fields are where the failed phase started.
+    assert float(sol.t_final) == 0.0
+    assert int(sol.mode_final) == 0
+    np.testing.assert_array_equal(sol.x_final, x0)
 
 
 def test_step_limit_is_reported():

@@ -57,7 +57,8 @@ SHARDED_SCRIPT = textwrap.dedent(
     from hybrax import models
     from hybrax._cli_sweep import _sweep_options
 
-    data = np.load(sys.argv[1])
+    with np.load(sys.argv[1]) as npz:
+        data = dict(npz)
     params = eqx.tree_at(
         lambda p: (p.mu, p.d_G), models.hopper.HopperParams(), (data["mu"], data["d_G"])
     )

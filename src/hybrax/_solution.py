@@ -168,8 +168,11 @@ class HybridSolution(eqx.Module):
     - `phase_observables`: extrema over each phase of the mode's
       `Mode(observables=...)` (e.g. an apex height), dict of `(E, ...)` arrays,
       NaN for phases of modes that do not define the key.
-    - `t_final`, `x_final`, `mode_final`: where the simulation stopped (for
-      `mode_not_viable`, `mode_final` is the mode that could not start).
+    - `t_final`, `x_final`, `mode_final`: the time, state and mode after the last
+      event (`t0`, `x0` and `mode0` without one): where the last phase started,
+      which for a failed simulation is the phase that failed (for
+      `mode_not_viable`, `mode_final` is the mode that could not start; for
+      `event_not_reached`, the phase ran to `t_max` from there).
     - `n_events`: how many events occurred; `result`: a [`hybrax.RESULTS`][].
     - `zeno_time`: the extrapolated accumulation time when `result` is `zeno`
       (Aitken's $\Delta^2$ on the last three event times), else NaN.
