@@ -334,6 +334,12 @@ class _Plan(eqx.Module):
     sharding: Any
 
 
+def _local_count(n: int, distributed: bool) -> int:
+    """The elements one process evaluates: all `n`, or with `distributed` its
+    padded share (every process evaluates as many, so the gathered shapes agree)."""
+    return -(-n // jax.process_count()) if distributed else n
+
+
 def _plan(n, chunk_size, devices, distributed) -> _Plan:
     if n == 0:
         raise ValueError("`batch` is empty (its leading axis has length 0).")
@@ -353,13 +359,11 @@ def _plan(n, chunk_size, devices, distributed) -> _Plan:
 
     if distributed:
         part = process_slice(n)
-        per = -(-n // jax.process_count())
+        n_local = _local_count(n, distributed)
         local_index = np.arange(part.start, part.stop)
-        # Every process evaluates `per` elements, so the gathered shapes agree.
         local_index = np.concatenate(
-            [local_index, np.full(per - local_index.size, max(part.stop - 1, 0))]
+            [local_index, np.full(n_local - local_index.size, max(part.stop - 1, 0))]
         ).astype(int)
-        n_local = per
     else:
         local_index = np.arange(n)
         n_local = n
@@ -1117,8 +1121,8 @@ def sweep_orbits(
     if chunk_size is None:
         devices = local_devices
         if on_cpu:
-            n_local = -(-n // jax.process_count()) if distributed else n
-            chunk_size = _cpu_lanes(n_local, len(devices)) * len(devices)
+            lanes = _cpu_lanes(_local_count(n, distributed), len(devices))
+            chunk_size = lanes * len(devices)
     plan = _plan(n, chunk_size, devices, distributed)
     bar = _Progress(plan.n_local, progress and jax.process_index() == 0, "orbits")
     try:
