@@ -149,3 +149,33 @@ def test_seed_002_ratios_keep_the_energy_balance(a_ratio, mu):
     )
     share = float(cg.ORBIT_QUANTITIES["Tc_over_T"](orbit, params))
     assert modes.fractions[0] - 1e-9 <= share <= modes.fractions[1] + 1e-9
+
+
+@pytest.mark.slow
+def test_continue_command_follows_the_cascade(tmp_path):
+    """`hybrax continue compass-gait --param slope_deg --start 3 --stop 5 --cascade
+    1` (the README's command): the gait doubles its period once between 4.3 and
+    4.5 degrees (Goswami, Thuilot & Espiau 1998 report the first doubling near
+    4.4), and the period-2 branch the command switches to leaves the doubling
+    with twice its period, stable at first, alternating two different steps."""
+    import json
+
+    from hybrax._cli import main
+
+    out = tmp_path / "branch"
+    code = main(
+        ["continue", "compass-gait", "--param", "slope_deg", "--start", "3"]
+        + ["--stop", "5", "--cascade", "1", "--out", str(out)]
+        + ["--json", str(out / "branch.json")]
+    )
+    assert code == 0
+    data = json.loads((out / "branch.json").read_text())
+    (doubling,) = data["period_doublings"]
+    assert 4.3 < doubling["slope_deg"] < 4.5
+    (level,) = data["cascade"]
+    assert level["period"] == 2
+    first = level["branch"][0]
+    assert abs(first["slope_deg"] - doubling["slope_deg"]) < 0.05
+    np.testing.assert_allclose(first["period"], 2 * doubling["period"], rtol=2e-3)
+    assert first["stable"]
+    assert (out / "bifurcation.png").stat().st_size > 0

@@ -361,3 +361,19 @@ def test_parameters_are_checked():
     assert bundle.make_params(elastic=1.0).elastic == 1.0
     with pytest.raises(ValueError, match="unknown"):
         bundle.make_params(contact=1.0)
+
+
+@pytest.mark.slow
+def test_best_jump_raises_the_apex_within_the_torque_limit():
+    """`best_jump`'s gradient loop (BFGS on the Bezier torque coefficients,
+    forward-mode derivatives through stance, lift-off and flight): the centre of
+    mass rises above the demonstration jump's apex, every coefficient stays inside
+    the torque limit, and the reported apex is the best of its history."""
+    limit = 800.0
+    best = jm.best_jump(torque_limit=limit, max_steps=40)
+    assert best.apex > best.start_apex + 0.01
+    assert all(abs(value) < limit for value in best.coefficients.values())
+    finite = [a for a in best.history if math.isfinite(a)]
+    np.testing.assert_allclose(best.apex, max(finite), rtol=1e-9)
+    # An independent check of the reported apex: the jump simulated again.
+    assert best.n_steps <= 40 and best.compile_time > 0

@@ -39,3 +39,15 @@ def test_biped_tuning_notebook_executes(tmp_path, monkeypatch):
     )
     assert walk is not None
     assert float(walk.group(2)) < 1e-2 * float(walk.group(1))
+
+
+@pytest.mark.slow
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+def test_biped_tuning_notebook_at_its_full_budget(tmp_path, monkeypatch):
+    """The biped tuning notebook as a reader runs it (its own budget): the tuned
+    gait is stable and walks at 0.8 m/s to the 2% of its target."""
+    outputs, errors = run_notebook(BIPED_NOTEBOOK, tmp_path, monkeypatch)
+    assert not errors
+    assert "stable: True" in outputs
+    speed = re.search(r"speed: ([0-9.]+) m/s", outputs)
+    assert speed is not None and abs(float(speed.group(1)) - 0.8) <= 0.016

@@ -310,7 +310,7 @@ def test_stopped_lanes_run_idle_evaluations_whose_results_are_discarded():
     seen = []
 
     def residual(y, args):
-        target, _, _, idle, _ = args
+        target, _, _, _, idle, _, _ = args
         jax.debug.callback(lambda i, t: seen.append((float(t), bool(i))), idle, target)
         return jnp.where(idle, jnp.nan, y**3 - target), None
 
@@ -322,8 +322,17 @@ def test_stopped_lanes_run_idle_evaluations_whose_results_are_discarded():
             residual,
             _ShootingRootFinder(solver, None, 1.0) if wrapped else solver,
             jnp.ones(()),
-            # (target, guess, iteration budget, idle, first loosening)
-            args=(target, None, 60, jnp.asarray(False), jnp.ones(())),
+            # (target, guess, iteration budget, return-map iterations, idle,
+            # first loosening, return-map iteration)
+            args=(
+                target,
+                None,
+                60,
+                0,
+                jnp.asarray(False),
+                jnp.ones(()),
+                jnp.asarray(False),
+            ),
             has_aux=True,
             max_steps=60,
             throw=False,
@@ -398,7 +407,7 @@ def test_shooting_tightens_the_tolerance_and_stops_only_at_it():
     seen = []
 
     def residual(y, args):
-        target, _, _, _, loosen = args
+        target, _, _, _, _, loosen, _ = args
         jax.debug.callback(lambda value: seen.append(float(value)), loosen)
         return y**3 - target + error * loosen, None
 
@@ -413,8 +422,17 @@ def test_shooting_tightens_the_tolerance_and_stops_only_at_it():
             residual,
             solver,
             jnp.asarray(1.0),
-            # (target, guess, iteration budget, idle, first loosening: loosest)
-            args=(target, None, budget, jnp.asarray(False), jnp.asarray(jnp.inf)),
+            # (target, guess, iteration budget, return-map iterations, idle,
+            # first loosening: loosest, return-map iteration)
+            args=(
+                target,
+                None,
+                budget,
+                0,
+                jnp.asarray(False),
+                jnp.asarray(jnp.inf),
+                jnp.asarray(False),
+            ),
             has_aux=True,
             max_steps=60,
             throw=False,

@@ -11,6 +11,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 import hybrax as hx
 from hybrax._cli import main
@@ -105,3 +106,21 @@ def test_tune_command_from_a_falling_start_reaches_a_stable_gait(tmp_path):
     assert gaps[-1] < 10 * final["multiplier"] ** 49 * gaps[0]
     for name in ("tune_path.png", "animation.gif"):
         assert (out / name).stat().st_size > 0
+
+
+@pytest.mark.slow
+def test_tune_command_meets_the_speed_target(tmp_path):
+    """`hybrax tune biped5` at its own budget: from the falling start to a stable
+    gait at 0.8 m/s (to its 2% tolerance) whose multipliers stay below the 0.9
+    bound, checked by a cold re-find and a disturbed 50-step walk."""
+    code = main(
+        ["tune", "biped5", "--no-progress", "--out", str(tmp_path / "tune")]
+        + ["--json", str(tmp_path / "t.json")]
+    )
+    data = json.loads((tmp_path / "t.json").read_text())
+    final = data["final"]
+    assert code == 0 and final["targets_met"] and final["stable"]
+    assert abs(final["speed"] - 0.8) <= 0.016
+    assert max(abs(complex(*m)) for m in final["multipliers"]) < 0.9
+    check = data["verification"]
+    assert check["passed"] and check["orbit_refound"]

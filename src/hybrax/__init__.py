@@ -95,7 +95,7 @@ if TYPE_CHECKING:
         monodromy as monodromy,
         poincare_map as poincare_map,
     )
-    from ._program_cache import (
+    from ._programs import (
         enable_compilation_cache as enable_compilation_cache,
     )
     from ._saltation import (
@@ -123,6 +123,7 @@ if TYPE_CHECKING:
         sweep_orbits as sweep_orbits,
     )
     from ._tune import (
+        QuantityTarget as QuantityTarget,
         TuneResult as TuneResult,
         TuneStep as TuneStep,
         tune as tune,
@@ -172,7 +173,7 @@ _EXPORTS = {
     "bezier_rate": "._control",
     "virtual_constraint_torques": "._control",
     "canonical_params": "._misc",
-    "enable_compilation_cache": "._program_cache",
+    "enable_compilation_cache": "._programs",
     "ContinuationDefaults": "._model",
     "FigureSpec": "._model",
     "TuneDefaults": "._model",
@@ -198,6 +199,7 @@ _EXPORTS = {
     "status_name": "._solution",
     "OrbitSweep": "._sweep",
     "process_slice": "._sweep",
+    "QuantityTarget": "._tune",
     "TuneResult": "._tune",
     "TuneStep": "._tune",
     "tune": "._tune",

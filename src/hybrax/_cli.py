@@ -41,30 +41,10 @@ def _enable_x64() -> None:
     jax.config.update("jax_enable_x64", True)
 
 
-def _runtime_checks_as_nan() -> None:
-    """Make runtime checks inside compiled code return NaN instead of raising, when
-    equinox is not imported yet (it reads `EQX_ON_ERROR` once, on import).
-
-    The command line is the program, not a library, and every command reports
-    failures through status codes, which already treat NaN as failure. Raising
-    checks compile to host callbacks (optimistix's implicit event-time derivative
-    carries one), and JAX refuses to store a computation with host callbacks in its
-    persistent cache, or to export it; without them the orbit search is cached and
-    a repeat run skips its tracing and XLA compilation. A user's own
-    `EQX_ON_ERROR` is kept; `main` called in a process that already imported
-    equinox changes nothing (its checks raise, its programs are not cached).
-    """
-    if "equinox" not in sys.modules:
-        os.environ.setdefault("EQX_ON_ERROR", "nan")
-
-
-#: The persistent cache directory of this run (None: no cache), set by `main`.
-_CACHE_DIR: str | None = None
-
-
 def _enable_cache() -> str | None:
-    """The library's persistent compilation cache, for the command line."""
-    from ._program_cache import enable_compilation_cache
+    """The library's cache of compiled programs between runs, for the command
+    line."""
+    from ._programs import enable_compilation_cache
 
     return enable_compilation_cache()
 
@@ -446,7 +426,6 @@ def _explain_stop(model, system, solution, params) -> str | None:
 
 
 def _run_simulate(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    from ._program_cache import cached_call
     from ._settings import Settings
     from ._simulate import simulate
     from ._solution import RESULTS
@@ -482,20 +461,13 @@ def _run_simulate(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
     params = jax.tree_util.tree_map(lambda v: jnp.asarray(v, dtype=float), params)
     state0 = x0 if form.from_minimal is None else form.from_minimal(x0)
 
-    solution = cached_call(
-        f"simulate-{args.model}-{form_name}-{n_events}",
-        lambda x, p, t_max: simulate(
-            system,
-            x,
-            p,
-            n_events=n_events,
-            settings=Settings(t_max=t_max),
-            n_save=200,
-        ),
+    solution = simulate(
+        system,
         jnp.asarray(state0, dtype=float),
         params,
-        jnp.asarray(args.t_max, dtype=float),
-        cache_dir=_CACHE_DIR,
+        n_events=n_events,
+        settings=Settings(t_max=args.t_max),
+        n_save=200,
     )
     trajectory = Trajectory.from_solution(solution, system, to_minimal=form.to_minimal)
     status, message = _status(solution.result)
@@ -670,7 +642,7 @@ def _format_matrix(matrix, indent: str = "  ") -> list[str]:
 def _run_orbit(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     from ._misc import canonical_params
     from ._periodic import find_periodic_orbit
-    from ._program_cache import cached_call, program
+    from ._programs import prepare
     from ._settings import Settings
     from ._simulate import simulate
     from ._solution import status_message, status_name
@@ -702,8 +674,8 @@ def _run_orbit(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
     n_cycle = len(sequence)
     pool = concurrent.futures.ThreadPoolExecutor(max_workers=1)
     periods_program = pool.submit(
-        program,
-        f"orbit-periods-{args.model}-{form_name}-{mode0}",
+        prepare,
+        "the simulation of the orbit's periods",
         lambda x, p: simulate(
             system,
             x,
@@ -713,32 +685,24 @@ def _run_orbit(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
             mode0=mode0,
             n_save=_ORBIT_SAMPLES,
         ),
-        jnp.zeros((system.n_states,), dtype=float),
-        params,
-        cache_dir=_CACHE_DIR,
+        (jnp.zeros((system.n_states,), dtype=float), params),
     )
     # The plotting code (matplotlib, 0.3 s) is imported by that thread once its
     # program is compiled, while XLA still compiles the orbit search: off the
     # critical path.
     pool.submit(importlib.import_module, "hybrax.plot")
     pool.shutdown(wait=False)
-    orbit = cached_call(
-        f"orbit-{args.model}-{form_name}-{tol:g}",
-        lambda u, p: find_periodic_orbit(
-            system,
-            section,
-            u,
-            p,
-            settings=Settings(rtol=tol, atol=tol),
-            # Newton on the variational return map: its last iteration holds
-            # the orbit's cycle, apexes and saltation monodromy, so the program
-            # needs no further pass (the smallest program, compiled once).
-            jacobian="variational",
-            phase_observables=False,
-        ),
+    orbit = find_periodic_orbit(
+        system,
+        section,
         guess,
         params,
-        cache_dir=_CACHE_DIR,
+        settings=Settings(rtol=tol, atol=tol),
+        # Newton on the variational return map: its last iteration holds the
+        # orbit's cycle, apexes and saltation monodromy, so the program needs
+        # no further pass (the smallest program, compiled once).
+        jacobian="variational",
+        phase_observables=False,
     )
     floquet = orbit.floquet
     converged = bool(orbit.converged)
@@ -1035,12 +999,13 @@ def console() -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line on `argv` (default `sys.argv[1:]`); returns the exit
     code. Argument errors raise `SystemExit(2)` with a one-line message."""
-    global _CACHE_DIR
-    _runtime_checks_as_nan()
     _enable_x64()
-    _CACHE_DIR = _enable_cache()
     parser = _build_parser()
     args = parser.parse_args(argv)
     # Errors found after parsing print the subcommand's usage: hand its parser on.
     _check_outputs(args.command_parser, args)
-    return args.run(args, args.command_parser)
+    from ._programs import announcing
+
+    _enable_cache()
+    with announcing(label=getattr(args, "model", None)):
+        return args.run(args, args.command_parser)

@@ -191,18 +191,18 @@ def _run_tune(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     params = _cli._make_params(parser, model, {**start, **values})
 
     from ._misc import canonical_params
-    from ._tune import tune
+    from ._tune import QuantityTarget, tune
 
     params = canonical_params(params)
     system = model.forms[model.default_form].system()
     section = model.forms[model.default_form].section()
 
-    def make_constraint(name, value):
-        fn = quantities[name]
-        return lambda orbit, p: fn(orbit, p) - value
-
+    # The targets' values as arrays: one compiled tuning program serves them all.
     constraints = [
-        (make_constraint(name, value), args.tolerance)
+        (
+            QuantityTarget(quantities[name], np.asarray(value, dtype=float)),
+            args.tolerance,
+        )
         for name, value in targets.items()
     ]
     objective = None if args.minimize is None else quantities[args.minimize]

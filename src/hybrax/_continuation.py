@@ -74,6 +74,7 @@ from ._periodic import (
     resolve_sequence,
     sorted_multipliers,
 )
+from ._programs import compiled
 from ._settings import (
     Settings,
     check_iterations,
@@ -529,7 +530,7 @@ class _Correction(eqx.Module):
     aux: Any
 
 
-@eqx.filter_jit
+@compiled("the continuation corrector")
 def _correct(residual: _AbstractResidual, z_pred, w, options: _Options):
     """Newton on $[F(z); w \\cdot (z - z_p)] = 0$ from $z_p$, then one forward-mode
     pass at the solution for $[F_u\\ F_\\lambda]$ and the auxiliary output. One
@@ -568,7 +569,7 @@ def _correct(residual: _AbstractResidual, z_pred, w, options: _Options):
     )
 
 
-@eqx.filter_jit
+@compiled("the continuation residual")
 def _residual_only(residual: _AbstractResidual, z):
     """$F(z)$ alone (compiled: the hybrid return map is slow to run eagerly)."""
     F, _, _ = residual(z)

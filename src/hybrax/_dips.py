@@ -69,7 +69,7 @@ class DipDetectingController(dfx.AbstractAdaptiveStepSizeController):
     inner: dfx.AbstractAdaptiveStepSizeController
     guard_and_rate: Callable[[Any, Any, Any], tuple[Any, Any]] | None
     state_of: Callable[[Any], Any] = eqx.field(static=True)
-    tol: float = eqx.field(static=True)
+    tol: Any
     rtol: Any
     atol: Any
     norm: Callable = eqx.field(static=True)

@@ -32,7 +32,8 @@ from jaxtyping import Array, ArrayLike, Complex, Float, Int
 
 from ._custom_types import Params
 from ._hybrid import HybridSystem, MechanicalVectorField
-from ._misc import canonical_params, check_float64
+from ._misc import canonical_params, check_float64, is_concrete
+from ._programs import call, compiled, system_label
 from ._saltation import saltation_parts
 from ._settings import (
     Settings,
@@ -607,6 +608,13 @@ def _finite_or(u, fallback):
 _FAILED_CYCLE_RESIDUAL = 1e3
 
 
+def _as_return_map_step(u, F, picard):
+    r"""`F` with, where `picard`, the Jacobian $-I$: Newton's step is then the
+    return map's, $u \leftarrow u + F = P(u)$."""
+    step = jax.lax.stop_gradient(F) - (u - jax.lax.stop_gradient(u))
+    return jnp.where(picard, step, F)
+
+
 def _residual_or_identity(u, F, finite, result, damped=False):
     """`F` where the cycle ran; where it failed, the residual of the identity map,
     $u - u$: zero at the iterate with a unit Jacobian. The root finder then stops
@@ -623,28 +631,6 @@ def _residual_or_identity(u, F, finite, result, damped=False):
     if damped:
         identity = identity + _FAILED_CYCLE_RESIDUAL
     return jnp.where(ok, F, identity)
-
-
-def _iterate_map(system, section, sequence, settings, u, params, iterations):
-    r"""Iterate the return map $u \mapsto P(u)$ (which converges to a stable orbit)
-    `iterations` times from `u`; keeps the last iterate whose cycle ran. At the
-    settings' tolerance: at the loosest tolerance of a shooting iteration the
-    hopper's sweep command (30 iterations, 1846 parameter sets) ran 2.7x faster
-    but lost small orbits near $d_G = 0$ (a loose cycle of a low hop pulled the
-    start where the flight cannot begin)."""
-    if iterations == 0:
-        return u
-    forward = dfx.ForwardMode()
-
-    def body(_, u):
-        sol, _ = cycle(
-            system, section.chart(u, params), params, sequence, settings, forward
-        )
-        u_next = section.coordinates(sol.x_after[-1], params)
-        ok = (sol.result == RESULTS.successful) & jnp.all(jnp.isfinite(u_next))
-        return jnp.where(ok, u_next, u)
-
-    return jax.lax.fori_loop(0, iterations, body, u)
 
 
 def _with_horizon(settings: Settings, t_max) -> Settings:
@@ -664,19 +650,19 @@ def _for_iteration(settings: Settings, t_max, loosen) -> Settings:
     return _loosened(_with_horizon(settings, t_max), loosen)
 
 
-def _base_tol(settings: Settings) -> float | None:
-    """The default controller's tolerance, `max(rtol, atol)`; `None` for any
-    other controller (never loosened)."""
+def _base_tol(settings: Settings):
+    """The default controller's tolerance, `max(rtol, atol)` (a run-time value);
+    `None` for any other controller (never loosened)."""
     controller = settings.stepsize_controller
     if not isinstance(controller, dfx.PIDController):
         return None
-    return max(float(controller.rtol), float(controller.atol))
+    return jnp.maximum(controller.rtol, controller.atol)
 
 
-def _loosen_max(settings: Settings) -> float:
+def _loosen_max(settings: Settings):
     """The largest loosening: to `_LOOSE_TOL` (1 where that is not looser)."""
     tol = _base_tol(settings)
-    return 1.0 if tol is None else max(1.0, _LOOSE_TOL / tol)
+    return 1.0 if tol is None else jnp.maximum(1.0, _LOOSE_TOL / tol)
 
 
 def _loosened(settings: Settings, loosen) -> Settings:
@@ -747,10 +733,8 @@ class _ShootingRootFinder(optx.AbstractRootFinder):
     idle evaluation is always one whose result the loop discards."""
 
     solver: optx.AbstractRootFinder
-    base_tol: float | None = eqx.field(static=True)  # None: never loosened
-    # `_loosen_max(settings)`, a field (not derived here from `_LOOSE_TOL`) so
-    # that the compiled program's key holds it.
-    loosen_max: float = eqx.field(static=True)
+    base_tol: ArrayLike | None  # None: never loosened
+    loosen_max: ArrayLike  # `_loosen_max(settings)`
 
     @property
     def rtol(self):
@@ -765,8 +749,14 @@ class _ShootingRootFinder(optx.AbstractRootFinder):
         return self.solver.norm
 
     def _terminate(self, fn, y, args, options, state, tags):
-        inner, _, _, at_tolerance, left = state
+        inner, _, _, at_tolerance, left, done, picards = state
         terminate, result = self.solver.terminate(fn, y, args, options, inner, tags)
+        # Return-map iterations (and the Newton step right after them, whose
+        # contraction estimate compares it with one of theirs) do not diverge:
+        # an unstable orbit's map moves away from it.
+        pulled = (result == optx.RESULTS.nonlinear_divergence) & (done <= picards)
+        terminate = terminate & ~pulled
+        result = optx.RESULTS.where(pulled, optx.RESULTS.successful, result)
         failed = result != optx.RESULTS.successful
         done = terminate & (at_tolerance | failed)
         # Out of the caller's budget: stopped as at `max_steps`.
@@ -785,23 +775,30 @@ class _ShootingRootFinder(optx.AbstractRootFinder):
 
     def init(self, fn, y, args, options, f_struct, aux_struct, tags):
         inner = self.solver.init(fn, y, args, options, f_struct, aux_struct, tags)
-        # The iteration budget and the first evaluation's loosening are the
-        # caller's (see the class).
-        budget, _, first = args[-3:]
+        # The iteration budget, the return-map iterations and the first
+        # evaluation's loosening are the caller's (see the class).
+        budget, picards, _, first, _ = args[-5:]
         budget = jnp.asarray(budget)
         loosen = jnp.clip(first, 1.0, self.loosen_max)
         at_tolerance = jnp.asarray(False)  # no evaluation yet
-        # `(wrapped state, idle, loosen of the next evaluation, whether the last
-        # evaluation was at the settings' tolerance, iterations left)`.
-        state = (inner, jnp.asarray(False), loosen, at_tolerance, budget)
+        done = jnp.zeros((), budget.dtype)
+        picards = jnp.asarray(picards, budget.dtype)
+        # `(wrapped state, idle, loosen of the next Newton evaluation, whether
+        # the last evaluation was at the settings' tolerance, iterations left,
+        # iterations done, return-map iterations)`.
+        state = (inner, jnp.asarray(False), loosen, at_tolerance, budget, done, picards)
         stopped = self._stopped(fn, y, args, options, state, tags)
-        return (inner, stopped, loosen, at_tolerance, budget)
+        return (inner, stopped, loosen, at_tolerance, budget, done, picards)
 
     def step(self, fn, y, args, options, state, tags):
-        inner, idle, loosen, _, left = state
-        *rest, _, _ = args
+        inner, idle, loosen, _, left, done, picards = state
+        *rest, _, _, _ = args
+        # A return-map iteration: at the settings' tolerance, and a fixed-point
+        # step u <- P(u) (the residual's Jacobian is then -I).
+        picard = done < picards
+        loosen_now = jnp.where(picard, jnp.ones_like(loosen), loosen)
         new_y, new_inner, aux = self.solver.step(
-            fn, y, (*rest, idle, loosen), options, inner, tags
+            fn, y, (*rest, idle, loosen_now, picard), options, inner, tags
         )
         if self.base_tol is None:
             next_loosen = loosen
@@ -813,11 +810,25 @@ class _ShootingRootFinder(optx.AbstractRootFinder):
                 jnp.clip(need / self.base_tol, 1.0, self.loosen_max),
                 1.0,
             )
-        at_tolerance = loosen <= 1
+            next_loosen = jnp.where(picard, loosen, next_loosen)
+        at_tolerance = loosen_now <= 1
         left = left - 1
-        new_state = (new_inner, idle, next_loosen, at_tolerance, left)
+        done = done + 1
+        new_state = (new_inner, idle, next_loosen, at_tolerance, left, done, picards)
         stopped = self._stopped(fn, new_y, args, options, new_state, tags)
-        return new_y, (new_inner, stopped, next_loosen, at_tolerance, left), aux
+        return (
+            new_y,
+            (
+                new_inner,
+                stopped,
+                next_loosen,
+                at_tolerance,
+                left,
+                done,
+                picards,
+            ),
+            aux,
+        )
 
     def terminate(self, fn, y, args, options, state, tags):
         return self._terminate(fn, y, args, options, state, tags)
@@ -842,13 +853,19 @@ def _solve(
     full=True,
     first_loosening=1.0,
     iterations_used=0,
+    return_map_iterations=0,
+    iteration_cap=None,
 ):
-    """The shooting solve, without derivatives (the caller stops them): the root
+    r"""The shooting solve, without derivatives (the caller stops them): the root
     finder on the return map, and the diagnosed variational pass at its result.
-    `first_loosening` (may be traced): the first iteration's, clipped to
+    `max_iterations` (may be traced; `iteration_cap`, static, bounds it);
+    `first_loosening` (may be traced): the first Newton iteration's, clipped to
     `_ShootingRootFinder`'s range; `iterations_used` (may be traced): the
     iterations a resumed solve has already taken (it stops after
-    `max_iterations - iterations_used` more, at least one).
+    `max_iterations - iterations_used` more, at least one);
+    `return_map_iterations` (may be traced): fixed-point iterations
+    $u \leftarrow P(u)$ at the settings' tolerance before Newton's, by the same
+    residual (no second program; they count apart from `max_iterations`).
     Returns `(u, u_next, M, solution, monodromy, root_ok, last_result, n_steps,
     last_iterate, next_loosening)`; `last_iterate` is the root finder's newest
     iterate (finite: else `u`), where a solve cut short resumes, with the
@@ -885,16 +902,17 @@ def _solve(
         )
 
         def residual(u, args):
-            p, guess, _, idle, loosen = args
+            p, guess, _, _, idle, loosen, picard = args
             finite, u_eval = _finite_or(u, guess)
             u_next, (M, sol, monodromy) = return_map(u_eval, p, horizon(idle), loosen)
-            F = _residual_or_identity(u, u_next - u_eval, finite, sol.result, damped)
+            F = _as_return_map_step(u, u_next - u_eval, picard)
+            F = _residual_or_identity(u, F, finite, sol.result, damped)
             return F, (sol.result, (u_eval, u_next, M, sol, monodromy))
 
     else:
 
         def residual(u, args):
-            p, guess, _, idle, loosen = args
+            p, guess, _, _, idle, loosen, picard = args
             finite, u_eval = _finite_or(u, guess)
             sol, _ = cycle(
                 system,
@@ -908,7 +926,8 @@ def _solve(
                 seed_tangents=True,
             )
             u_next = section.coordinates(sol.x_after[-1], p)
-            F = _residual_or_identity(u, u_next - u_eval, finite, sol.result, damped)
+            F = _as_return_map_step(u, u_next - u_eval, picard)
+            F = _residual_or_identity(u, F, finite, sol.result, damped)
             return F, (sol.result, None)
 
     root = optx.root_find(
@@ -922,11 +941,14 @@ def _solve(
         args=(
             params,
             u_guess,
-            jnp.maximum(max_iterations - jnp.asarray(iterations_used), 1),
+            jnp.maximum(max_iterations - jnp.asarray(iterations_used), 1)
+            + return_map_iterations,
+            return_map_iterations,
             jnp.asarray(False),
             jnp.asarray(first_loosening, t_max.dtype),
+            jnp.asarray(False),
         ),
-        max_steps=max_iterations,
+        max_steps=iteration_cap if idles else max_iterations,
         has_aux=True,
         throw=False,
     )
@@ -1023,15 +1045,21 @@ class _Shooting(eqx.Module):
     section: PoincareSection
     settings: Settings
     root_finder: optx.AbstractRootFinder
-    max_iterations: int = eqx.field(static=True)
-    residual_tol: float = eqx.field(static=True)
+    # Run-time values (one compiled program serves every value) ...
+    max_iterations: Int[ArrayLike, ""]
+    residual_tol: Float[ArrayLike, ""]
+    return_map_iterations: Int[ArrayLike, ""]
+    first_loosening: Float[ArrayLike, ""]
+    iterations_used: Int[ArrayLike, ""]
+    # ... and the program's structure.
     analyse: bool = eqx.field(static=True)
     jacobian: str = eqx.field(static=True)
     phase_observables: bool = eqx.field(static=True)
-    return_map_iterations: int = eqx.field(static=True)
     fallback: optx.AbstractRootFinder | None
-    first_loosening: Float[ArrayLike, ""]
-    iterations_used: Int[ArrayLike, ""]
+    # The root finder's loop bound (`max_iterations` stops it earlier), and a
+    # least-squares solver's iterations (which optimistix bounds itself).
+    iteration_cap: int = eqx.field(static=True)
+    least_squares_iterations: int = eqx.field(static=True)
 
     @property
     def sequence(self):
@@ -1046,28 +1074,23 @@ class _Shooting(eqx.Module):
             params,
             self.settings,
             root_finder,
-            self.max_iterations,
+            self.max_iterations
+            if isinstance(root_finder, optx.AbstractRootFinder)
+            else self.least_squares_iterations,
             self.jacobian,
             self.phase_observables,
             # The saltation monodromy only for the Floquet analysis.
             full=self.analyse,
             first_loosening=self.first_loosening,
             iterations_used=self.iterations_used,
+            return_map_iterations=self.return_map_iterations,
+            iteration_cap=self.iteration_cap,
         )
 
     def primal(self, params, u_guess):
         """The solve and its analysis, no derivatives: `(outputs, residuals)` with
         the residuals `(u, J, mono_ad, info, outputs)` the derivative rules need."""
         params = jax.lax.stop_gradient(params)
-        u_guess = _iterate_map(
-            self.system,
-            self.section,
-            self.sequence,
-            self.settings,
-            u_guess,
-            params,
-            self.return_map_iterations,
-        )
         solved = self._solve_with(self.root_finder, u_guess, params)
         if self.fallback is not None:
             # The damped solver takes over where the first one did not converge
@@ -1277,9 +1300,6 @@ def _shoot(shooting, u_guess, params, mode):
     return _orbit_reverse(params, u_guess, shooting)
 
 
-_find = eqx.filter_jit(_shoot)
-
-
 def find_periodic_orbit(
     system: HybridSystem,
     section: PoincareSection,
@@ -1396,7 +1416,7 @@ def find_periodic_orbit(
     mode = _derivative_mode(settings)
     root_finder = resolve_root_finder(root_finder)
     max_iterations = check_iterations(max_iterations)
-    if not residual_tol > 0:
+    if is_concrete(residual_tol) and not residual_tol > 0:
         raise ValueError(f"`residual_tol` must be positive; got {residual_tol}.")
     resolve_sequence(system, section)
     u_guess = jnp.atleast_1d(jnp.asarray(u_guess, dtype=jnp.result_type(float)))
@@ -1406,29 +1426,74 @@ def find_periodic_orbit(
         raise ValueError(
             f"`jacobian` must be 'variational' or 'autodiff'; got {jacobian!r}."
         )
-    if isinstance(return_map_iterations, bool) or int(return_map_iterations) < 0:
-        raise ValueError(
-            f"`return_map_iterations` must be >= 0; got {return_map_iterations}."
-        )
+    fallback = None if fallback is None else resolve_root_finder(fallback, "fallback")
     shooting = _Shooting(
         system,
         section,
         settings,
         root_finder,
-        int(max_iterations),
-        float(residual_tol),
-        bool(analyse),
-        jacobian,
-        bool(phase_observables),
-        int(return_map_iterations),
-        None if fallback is None else resolve_root_finder(fallback, "fallback"),
-        _check_loosening(first_loosening),
-        _check_used(iterations_used, max_iterations),
+        max_iterations=_as_input(max_iterations, int),
+        residual_tol=_as_input(residual_tol, float),
+        return_map_iterations=_check_map_iterations(return_map_iterations),
+        first_loosening=_check_loosening(first_loosening),
+        iterations_used=_check_used(iterations_used, max_iterations),
+        analyse=bool(analyse),
+        jacobian=jacobian,
+        phase_observables=bool(phase_observables),
+        fallback=fallback,
+        iteration_cap=iteration_cap(max_iterations),
+        least_squares_iterations=max_iterations
+        if any(
+            isinstance(solver, optx.AbstractLeastSquaresSolver)
+            for solver in (root_finder, fallback)
+        )
+        else 0,
     )
-    orbit, floquet = _find(shooting, u_guess, canonical_params(params), mode)
+    orbit, floquet = call(
+        "the orbit search" + (" with its Floquet analysis" if analyse else ""),
+        _shoot,
+        (shooting, u_guess, canonical_params(params), mode),
+        label=system_label(system),
+    )
     if throw:
         orbit = raise_if_failed(orbit, orbit.result)
     return dataclasses.replace(orbit, floquet=floquet)
+
+
+def _as_input(value, kind):
+    """`value` as a run-time input of the compiled program (an array of the
+    default `kind` dtype: NumPy where concrete, so that no device array is built
+    per call)."""
+    dtype = jnp.result_type(kind)
+    if isinstance(value, jax.core.Tracer):
+        return jnp.asarray(value, dtype)
+    return np.asarray(value, dtype)
+
+
+def iteration_cap(max_iterations: int) -> int:
+    """The static bound of a shooting root finder's loop for `max_iterations`
+    (a run-time value below it): one compiled program serves every
+    `max_iterations` up to 64, and each power of two above."""
+    return max(64, 1 << (int(max_iterations) - 1).bit_length())
+
+
+def _check_map_iterations(return_map_iterations) -> Int[ArrayLike, ""]:
+    """`return_map_iterations` as an int array (one compilation for every value),
+    NumPy where concrete; may be traced."""
+    if isinstance(return_map_iterations, jax.core.Tracer):
+        return jnp.asarray(return_map_iterations, jnp.result_type(int))
+    value = np.asarray(return_map_iterations)
+    if (
+        value.shape != ()
+        or isinstance(return_map_iterations, bool)
+        or not np.issubdtype(value.dtype, np.integer)
+        or value < 0
+    ):
+        raise ValueError(
+            f"`return_map_iterations` must be an integer >= 0; got "
+            f"{return_map_iterations!r}."
+        )
+    return value.astype(jnp.result_type(int))
 
 
 def _check_used(iterations_used, max_iterations: int) -> Int[ArrayLike, ""]:
@@ -1477,7 +1542,7 @@ def _check_loosening(first_loosening) -> Float[ArrayLike, ""]:
     return value.astype(dtype)
 
 
-@eqx.filter_jit
+@compiled("the monodromy", label=lambda system, *args: system_label(system))
 def _analyse_state(system, section, state, params, settings):
     sequence, mode0 = resolve_sequence(system, section)
     dx_dx0, dt_dx0, sol = _cycle_jacobian(system, state, params, sequence, settings)
@@ -1519,7 +1584,7 @@ def monodromy(
     return _analyse_state(system, section, state, canonical_params(params), settings)
 
 
-@eqx.filter_jit
+@compiled("the return map", label=lambda system, *args: system_label(system))
 def _poincare_map(system, section, u, params, settings, adjoint):
     sequence, _ = resolve_sequence(system, section)
     sol, _ = cycle(

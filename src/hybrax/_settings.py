@@ -66,9 +66,9 @@ class Settings(eqx.Module):
     adjoint: dfx.AbstractAdjoint | None
     max_steps: int = eqx.field(static=True)
     t_max: ArrayLike
-    guard_tol: float = eqx.field(static=True)
-    constraint_tol: float = eqx.field(static=True)
-    dip_tol: float | None = eqx.field(static=True)
+    guard_tol: ArrayLike
+    constraint_tol: ArrayLike
+    dip_tol: ArrayLike | None
 
     def __init__(
         self,
@@ -98,8 +98,8 @@ class Settings(eqx.Module):
                 ):
                     raise ValueError(f"`{name}` must be in (0, 1); got {value!r}.")
             stepsize_controller = dfx.PIDController(
-                rtol=1e-10 if rtol is None else float(rtol),
-                atol=1e-10 if atol is None else float(atol),
+                rtol=_run_time(1e-10 if rtol is None else rtol),
+                atol=_run_time(1e-10 if atol is None else atol),
             )
         elif rtol is not None or atol is not None:
             raise ValueError(
@@ -113,7 +113,9 @@ class Settings(eqx.Module):
                 f"{type(stepsize_controller).__name__}."
             )
         if event_root_finder is None:
-            event_root_finder = optx.Newton(rtol=1e-12, atol=1e-12)
+            event_root_finder = optx.Newton(
+                rtol=_run_time(1e-12), atol=_run_time(1e-12)
+            )
         if not isinstance(event_root_finder, optx.AbstractRootFinder):
             raise ValueError(
                 "`event_root_finder` must be an optimistix root finder; got "
@@ -146,9 +148,16 @@ class Settings(eqx.Module):
         self.adjoint = adjoint
         self.max_steps = int(max_steps)
         self.t_max = t_max
-        self.guard_tol = float(guard_tol)
-        self.constraint_tol = float(constraint_tol)
-        self.dip_tol = None if dip_tol is None else float(dip_tol)
+        self.guard_tol = _run_time(guard_tol)
+        self.constraint_tol = _run_time(constraint_tol)
+        self.dip_tol = None if dip_tol is None else _run_time(dip_tol)
+
+
+def _run_time(value) -> np.ndarray:
+    """A number as a float64 NumPy scalar array: an input of the compiled program
+    rather than a constant of it, so that another value compiles nothing
+    (`equinox`'s partition keeps Python floats static)."""
+    return np.asarray(value, dtype=np.float64)
 
 
 @functools.cache
@@ -180,7 +189,7 @@ def resolve_root_finder(
     accepted too: `optimistix.root_find` minimises $\frac12|F|^2$ with it, a damped
     step that recovers roots from guesses where Newton overshoots."""
     if root_finder is None:
-        return optx.Newton(rtol=1e-11, atol=1e-11)
+        return optx.Newton(rtol=_run_time(1e-11), atol=_run_time(1e-11))
     if not isinstance(
         root_finder, (optx.AbstractRootFinder, optx.AbstractLeastSquaresSolver)
     ):

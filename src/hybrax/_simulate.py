@@ -27,13 +27,13 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import jax.tree_util as jtu
-import optimistix as optx
 from jaxtyping import Array, Float
 
 from ._custom_types import ModeIndex, Params
 from ._dips import DipDetectingController, hermite_minimum
 from ._hybrid import HybridSystem, signed_guard
 from ._misc import canonical_params, is_concrete
+from ._programs import compiled, system_label
 from ._settings import Settings, resolve_settings
 from ._solution import RESULTS, HybridSolution
 
@@ -204,8 +204,8 @@ class _PhaseField(eqx.Module):
 
 
 # The `t1` of every phase's solve: a constant, beyond any horizon. The horizon
-# (`Settings.t_max`, a run-time value, or the stage's start for a lane with
-# nothing left to do) is an entry of the event condition instead. diffrax
+# (`Settings.t_max`, a run-time value) is an entry of the event condition
+# instead, and a lane with nothing left to do starts its solve at `t1`. diffrax
 # rounds a traced `t1` down by 100 ULPs, one `nextafter` after another, in every
 # solve: 600 operations of each solve's program, and 1.8 s of the analysed
 # hopper orbit's 9.1 s compile (trace 0.3 s, XLA 1.5 s).
@@ -253,142 +253,6 @@ class _GuardRate(eqx.Module):
             (t, x),
             (jnp.ones_like(t), f),
         )
-
-
-class LastStep(dfx.AbstractWrappedSolver):
-    """Wraps a diffrax solver and keeps its last accepted step's interpolant data
-    (`(t0, t1, dense_info)`) in the solver state, which the solve returns with
-    `diffrax.SaveAt(solver_state=True)`: the event is then located on that step's
-    dense output by [`_locate_event`][] (diffrax itself is asked only to stop at
-    the step in which the condition changes sign)."""
-
-    solver: dfx.AbstractSolver
-    # diffrax's adjoints set a Runge-Kutta solver's `scan_kind` (the loop over its
-    # stages) for the kind of differentiation they support, on the solver they
-    # are given: this one, which hands it on to the wrapped solver.
-    scan_kind: str | None = None
-
-    def _inner(self):
-        if self.scan_kind is None or getattr(self.solver, "scan_kind", 0) is not None:
-            return self.solver
-        return eqx.tree_at(
-            lambda s: s.scan_kind,
-            self.solver,
-            self.scan_kind,
-            is_leaf=lambda x: x is None,
-        )
-
-    @property
-    def term_structure(self):
-        return self.solver.term_structure
-
-    @property
-    def interpolation_cls(self):  # pyright: ignore
-        return self.solver.interpolation_cls
-
-    @property
-    def term_compatible_contr_kwargs(self):
-        return self.solver.term_compatible_contr_kwargs
-
-    def order(self, terms):
-        return self.solver.order(terms)
-
-    def strong_order(self, terms):
-        return self.solver.strong_order(terms)
-
-    def error_order(self, terms):
-        return self.solver.error_order(terms)
-
-    def init(self, terms, t0, t1, y0, args):
-        solver = self._inner()
-        inner = solver.init(terms, t0, t1, y0, args)
-        t0 = jnp.asarray(t0)
-        # The step's output structure, without running it.
-        _, _, info, _, _ = jax.eval_shape(
-            lambda: solver.step(terms, t0, t1, y0, args, inner, False)
-        )
-        info = jtu.tree_map(lambda s: jnp.zeros(s.shape, s.dtype), info)
-        return inner, t0, t0, info
-
-    def step(self, terms, t0, t1, y0, args, solver_state, made_jump):
-        inner, t_prev, _, _ = solver_state
-        y1, y_error, info, inner, result = self._inner().step(
-            terms, t0, t1, y0, args, inner, made_jump
-        )
-        t0 = jnp.asarray(t0, t_prev.dtype)
-        t1 = jnp.asarray(t1, t_prev.dtype)
-        return y1, y_error, info, (inner, t0, t1, info), result
-
-    def func(self, terms, t0, y0, args):
-        return self.solver.func(terms, t0, y0, args)
-
-
-def _locate_event(solver, condition, sol, args, root_finder, occurred, state_of):
-    r"""The event time and state of a solve that diffrax stopped at the end of the
-    step in which `condition` (of the state alone) changed sign (`occurred`;
-    elsewhere the solve's end).
-
-    The root $t^*$ of $g(t) = c(t, x_\theta(t), p)$ on the last step's interpolant
-    $x_\theta$ is found by the optimistix `root_finder` on values alone (no
-    derivative flows through its iterations), and its derivative is the implicit
-    function theorem's in closed form,
-    $\dot t^* = -(\partial_\theta g\,\dot\theta + \partial_p g\,\dot p)/g'(t^*)$,
-    attached as $t^* - (G - \lfloor G\rfloor)/\lfloor g'\rfloor$ with $G$ the
-    condition at the frozen root and $\lfloor\cdot\rfloor$ a stopped gradient:
-    diffrax's own event location (an `optimistix.root_find` differentiated with
-    `ImplicitAdjoint`, a lineax solve of a 1 x 1 system) gives the same numbers,
-    but its derivative rule traces the root find's problem again and puts a host
-    callback (lineax's runtime check) into every differentiated program, which
-    JAX will neither cache nor export. The state at the event is the interpolant
-    at $t^*$, so its derivative holds the event-time sensitivity
-    $\dot y + y'\,\dot t^*$. The root find sees the interpolant of the state
-    alone (`state_of`), not of an augmentation such as the variational matrix.
-
-    Returns `(t_event, y_event, located)`; `located` is false where an event
-    occurred but the root find failed."""
-    _, t_a, t_b, info = sol.solver_state
-    t_end = sol.ts[-1]
-    y_end = jtu.tree_map(lambda a: a[-1], sol.ys)
-    dtype = t_end.dtype
-    # Lanes without an event (or without a step) solve t_b - t = 0 on a unit step.
-    t_a = jnp.where(occurred, t_a, t_end - 1)
-    t_b = jnp.where(occurred, t_b, t_end)
-    interpolant = solver.interpolation_cls(t0=t_a, t1=t_b, **info)
-    state_interpolant = solver.interpolation_cls(
-        t0=t_a, t1=t_b, **{key: state_of(value) for key, value in info.items()}
-    )
-
-    def g(t, interp, args_):
-        value = condition(t, interp.evaluate(t), args_)
-        return jnp.where(occurred, value, t_b - t).astype(dtype)
-
-    frozen = jax.lax.stop_gradient((state_interpolant, args, t_a, t_b))
-    root = optx.root_find(
-        lambda t, z: g(t, z[0], z[1]),
-        root_finder,
-        frozen[3],
-        args=frozen[:2],
-        options=dict(lower=frozen[2], upper=frozen[3]),
-        throw=False,
-    )
-    t_star = jax.lax.stop_gradient(root.value)
-    located = root.result == optx.RESULTS.successful
-    # The implicit function theorem (see the docstring), from one JVP in time:
-    # its value is G (carrying the outer derivatives), its tangent g'(t*).
-    # NaN-safe where g' = 0 (a grazing crossing, reported as such) or where no
-    # event occurred.
-    G, rate = jax.jvp(
-        lambda s: g(s, state_interpolant, args), (t_star,), (jnp.ones_like(t_star),)
-    )
-    rate = jax.lax.stop_gradient(rate)
-    usable = occurred & (rate != 0) & jnp.isfinite(rate)
-    safe_rate = jnp.where(usable, rate, 1.0)
-    correction = jnp.where(usable, (G - jax.lax.stop_gradient(G)) / safe_rate, 0.0)
-    t_event = t_star - correction
-    y_event = interpolant.evaluate(t_event)
-    t_event = jnp.where(occurred, t_event, t_end)
-    y_event = jtu.tree_map(lambda a, b: jnp.where(occurred, a, b), y_event, y_end)
-    return t_event, y_event, located | jnp.logical_not(occurred)
 
 
 # ---------------------------------------------------------------------------
@@ -676,11 +540,11 @@ def run_phase(
     dense = n_save > 0 or phase_observables_wanted
 
     term = dfx.ODETerm(_PhaseField(tables, augmentation))
-    condition = _PhaseCondition(tables, augmented)
-    # diffrax stops at the end of the step in which the condition changes sign;
-    # `_locate_event` finds the crossing on that step's interpolant.
-    event = dfx.Event(condition, root_finder=None, direction=False)
-    solver = LastStep(settings.solver)
+    event = dfx.Event(
+        _PhaseCondition(tables, augmented),
+        root_finder=settings.event_root_finder,
+        direction=False,
+    )
     controller = settings.stepsize_controller
     detect_dips = diagnose and settings.dip_tol is not None
     if isinstance(controller, dfx.AbstractAdaptiveStepSizeController) and (
@@ -713,46 +577,40 @@ def run_phase(
         c_start = tables.condition(mode, t_cur, state_of(y), params, armed)
         on_surface = (c_start <= 0) & (c_start >= -tol)
         running = jnp.logical_not(finished)
-        # A lane with nothing left to do ends its stage at its start (one step).
-        horizon = jnp.where(running, t_end, t_cur)
-        stage_args = (params, mode, armed, t_cur, on_surface, horizon)
+        stage_args = (params, mode, armed, t_cur, on_surface, t_end)
         sol = dfx.diffeqsolve(
             term,
-            solver,
-            t0=t_cur,
+            settings.solver,
+            # A lane with nothing left to do runs a solve of zero length.
+            t0=jnp.where(running, t_cur, _FAR),
             t1=_FAR,
             dt0=None,
             y0=y,
             args=stage_args,
-            saveat=dfx.SaveAt(t1=True, dense=dense, solver_state=True),
+            saveat=dfx.SaveAt(t1=True, dense=dense),
             event=event,
             stepsize_controller=controller,
             max_steps=settings.max_steps,
             adjoint=adjoint,
             throw=False,
         )
-        occurred = sol.result == dfx.RESULTS.event_occurred
-        t_hit, y_hit, located = _locate_event(
-            settings.solver,
-            _PhaseCondition(tables, augmented=False),
-            sol,
-            stage_args,
-            settings.event_root_finder,
-            occurred,
-            state_of,
-        )
+        t_hit = sol.ts[-1]
+        y_hit = jtu.tree_map(lambda a: a[-1], sol.ys)
         stages.append((sol, t_cur, t_hit))
+        occurred = sol.result == dfx.RESULTS.event_occurred
         entries = tables.entries(
             mode, t_hit, jax.lax.stop_gradient(state_of(y_hit)), params, armed
         )
         j = jnp.argmin(entries).astype(jnp.int32) if entries.shape[0] else fired
         arming_event = jnp.logical_not(armed[j]) if entries.shape[0] else False
-        root_find_failed = occurred & jnp.logical_not(located)
+        root_find_failed = (sol.result == dfx.RESULTS.nonlinear_max_steps_reached) | (
+            sol.result == dfx.RESULTS.nonlinear_divergence
+        )
         # The horizon, not a guard, ended the stage (a guard at the same instant
         # wins).
         nearest_guard = jnp.min(entries) if entries.shape[0] else jnp.inf
-        at_horizon = jax.lax.stop_gradient(horizon - t_hit) < nearest_guard
-        occurred = occurred & located & jnp.logical_not(at_horizon)
+        at_horizon = jax.lax.stop_gradient(t_end - t_hit) < nearest_guard
+        occurred = occurred & jnp.logical_not(at_horizon)
         real_event = running & occurred & jnp.logical_not(arming_event)
         failed = running & jnp.logical_not(occurred)
         step_result = RESULTS.where(
@@ -1191,7 +1049,7 @@ def check_state(system: HybridSystem, x0, name: str = "x0") -> Array:
     return x0.astype(jnp.result_type(float))
 
 
-@eqx.filter_jit
+@compiled("the simulation", label=lambda system, *args: system_label(system))
 def _simulate(
     system, x0, params, mode0, t0, settings, adjoint, n_events, n_save, phases
 ):

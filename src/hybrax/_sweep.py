@@ -22,7 +22,7 @@ import jax.numpy as jnp
 import jax.tree_util as jtu
 import numpy as np
 import optimistix as optx
-from jaxtyping import Array, Complex, Int, PyTree
+from jaxtyping import Array, ArrayLike, Complex, Int, PyTree
 
 from ._custom_types import Params
 from ._hybrid import HybridSystem
@@ -31,14 +31,13 @@ from ._periodic import (
     FloquetAnalysis,
     PeriodicOrbit,
     PoincareSection,
-    _iterate_map,
     _loosen_max,
     _loosened,
     _modulus_key,
     _poincare_map,
     find_periodic_orbit,
-    resolve_sequence,
 )
+from ._programs import compiled
 from ._settings import (
     Settings,
     check_iterations,
@@ -202,7 +201,7 @@ def _vmapped(fn, static, out_static: list):
     return jax.vmap(one)
 
 
-@eqx.filter_jit
+@compiled("a sweep chunk")
 def _evaluate(fn, static, dynamic, sharding):
     """One chunk: `vmap(fn)` over the leading axis of `dynamic`. With a
     `NamedSharding` the chunk arrives split over its mesh along the batch axis and
@@ -556,10 +555,12 @@ class _OrbitSolve(eqx.Module):
     `(params, u, start, loosening, beyond)` element. `start` is `_FROM_GUESS` (the
     guess, then the return-map iterations), `_FROM_U` (`u`, a warm start, then
     the return-map iterations) or `_RESUME` (`u`, the last iterate of an earlier
-    round); `loosening` is the first iteration's (`find_periodic_orbit`'s
-    `first_loosening`), `beyond` the iterations of this round past the element's
-    share of the sweep's `max_iterations` (its `iterations_used`: a solve's last
-    round stops where the uncut solve would)."""
+    round, without them); `loosening` is the first Newton iteration's
+    (`find_periodic_orbit`'s `first_loosening`), `beyond` the iterations of this
+    round past the element's share of the sweep's `max_iterations` (its
+    `iterations_used`: a solve's last round stops where the uncut solve would).
+    The iteration counts and tolerances are run-time values (one program serves
+    them all)."""
 
     system: HybridSystem
     section: PoincareSection
@@ -567,29 +568,17 @@ class _OrbitSolve(eqx.Module):
     settings: Settings
     root_finder: optx.AbstractRootFinder
     max_iterations: int = eqx.field(static=True)
-    residual_tol: float = eqx.field(static=True)
+    residual_tol: ArrayLike
     analyse: bool = eqx.field(static=True)
     jacobian: str = eqx.field(static=True)
     phase_observables: bool = eqx.field(static=True)
-    return_map_iterations: int = eqx.field(static=True)
+    return_map_iterations: ArrayLike
 
     def start(self, params, u, start):
         """Where the element's root finder starts (see the class)."""
         if self.guess is not None:
             guess = jnp.asarray(self.guess(params), dtype=jnp.result_type(float))
             u = jnp.where(start == _FROM_GUESS, guess, u)
-        if self.return_map_iterations:
-            sequence = resolve_sequence(self.system, self.section)[0]
-            pulled = _iterate_map(
-                self.system,
-                self.section,
-                sequence,
-                self.settings,
-                u,
-                params,
-                self.return_map_iterations,
-            )
-            u = jnp.where(start == _RESUME, u, pulled)
         return u
 
     def __call__(self, element):
@@ -611,6 +600,9 @@ class _OrbitSolve(eqx.Module):
             # cutting a solve into rounds changes none of its iterates.
             first_loosening=loosening,
             iterations_used=beyond,
+            return_map_iterations=jnp.where(
+                start == _RESUME, 0, self.return_map_iterations
+            ),
         )
         # The multipliers are computed on the host once the batch is back
         # (`sorted_multipliers_batch`).
@@ -737,8 +729,10 @@ def _run_rounds(
     # cycle's error would spoil the first step there). A warm start from a
     # neighbour's orbit starts loosest too: on the hopper batch of 1024 it ran
     # 1.02-1.11x the cold batch so, 0.89-0.93x at the settings' tolerance.
-    loosening = np.full(n_local, 1.0 if fn.return_map_iterations else np.inf)
-    used = np.zeros(n_local, int)
+    loosening = np.full(n_local, 1.0 if int(fn.return_map_iterations) else np.inf)
+    used = np.zeros(n_local, int)  # Newton iterations
+    mapped = np.zeros(n_local, int)  # return-map iterations
+    map_iterations = int(fn.return_map_iterations)
     queue = np.arange(n_local) if order is None else np.asarray(order)
     n_devices = 1 if plan.sharding is None else len(plan.sharding.device_set)
     # The finished outputs, allocated from the first round's (`results[0]`), and
@@ -821,6 +815,11 @@ def _run_rounds(
                     results[1] = static_part
             rows = results[0]
             steps = np.asarray(orbit.n_steps)
+            # A fresh solve's first iterations are its return-map iterations
+            # (see `find_periodic_orbit`): they count apart from Newton's.
+            fresh = start[elements] != _RESUME
+            map_steps = np.where(fresh, np.minimum(steps, map_iterations), 0)
+            steps = steps - map_steps
             unfinished = np.asarray(orbit.result == RESULTS.shooting_failed) & (
                 steps >= per_round
             )
@@ -828,6 +827,7 @@ def _run_rounds(
             live_lanes = np.flatnonzero(live)
             elements = lanes[live_lanes]  # distinct
             used[elements] += steps[live_lanes]
+            mapped[elements] += map_steps[live_lanes]
             resume = unfinished[live_lanes] & (used[elements] < max_iterations)
             u[elements[resume]] = np.asarray(orbit.last_iterate)[live_lanes[resume]]
             start[elements[resume]] = _RESUME
@@ -859,7 +859,7 @@ def _run_rounds(
                     return row
 
                 jtu.tree_map(store, rows, out_dynamic)
-                rows.n_steps[targets] = used[targets]
+                rows.n_steps[targets] = used[targets] + mapped[targets]
                 lanes[finished_lanes] = -1
                 bar.update(len(finished_lanes))
 
@@ -1096,11 +1096,11 @@ def sweep_orbits(
         settings,
         root_finder,
         min(per_round, max_iterations),
-        float(residual_tol),
+        np.asarray(residual_tol, dtype=float),
         bool(analyse),
         jacobian,
         bool(phase_observables),
-        int(return_map_iterations),
+        np.asarray(int(return_map_iterations)),
     )
 
     # Non-finite elements are replaced by a finite one for the solve and flagged.

@@ -22,6 +22,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optimistix as optx
+from jaxtyping import ArrayLike
 
 from ._continuation import AbstractParameter, _as_parameter
 from ._custom_types import Params
@@ -34,6 +35,7 @@ from ._periodic import (
     find_periodic_orbit,
     resolve_sequence,
 )
+from ._programs import compiled
 from ._settings import Settings, resolve_root_finder, resolve_settings
 from ._solution import RESULTS, masked_nan, status_name
 
@@ -133,6 +135,19 @@ class TuneResult:
         return np.asarray(_values_of(problem, orbits, params))
 
 
+class QuantityTarget(eqx.Module):
+    """The constraint `quantity(orbit, params) - value` of [`hybrax.tune`][] with
+    `value` an array: a run-time input of the compiled tuning program, so that
+    another target compiles nothing (a target captured by a lambda is a
+    constant of the program: each value compiles its own)."""
+
+    quantity: Callable[[PeriodicOrbit, Params], Any]
+    value: ArrayLike
+
+    def __call__(self, orbit, params):
+        return self.quantity(orbit, params) - self.value
+
+
 class _Problem(eqx.Module):
     """The objective of [`hybrax.tune`][] as a function `f(y, args) -> (J, aux)`
     of the scaled values `y` of the varied parameters; `args` is the warm start.
@@ -146,12 +161,13 @@ class _Problem(eqx.Module):
     objective: Callable[[PeriodicOrbit, Params], Any] | None
     constraints: tuple[Callable[[PeriodicOrbit, Params], Any], ...]
     tolerances: jax.Array
-    max_multiplier: float | None = eqx.field(static=True)
-    stability_weight: float = eqx.field(static=True)
+    # Run-time values: another bound, weight or iteration count compiles nothing.
+    max_multiplier: ArrayLike | None
+    stability_weight: ArrayLike
     settings: Settings
     root_finder: optx.AbstractRootFinder
     max_iterations: int = eqx.field(static=True)
-    return_map_iterations: int = eqx.field(static=True)
+    return_map_iterations: ArrayLike
     fallback: optx.AbstractRootFinder | None
 
     def with_values(self, y):
@@ -358,7 +374,9 @@ def tune(
     - `vary`: the parameters to tune: names of fields, or
       [`hybrax.AbstractParameter`][]s (e.g. the hopper's `D_G` in scaled units).
     - `constraints`: pairs `(c, tolerance)` with `c(orbit, params) -> scalar` to
-      bring to zero (e.g. an apex height minus its target, to 1e-3 m).
+      bring to zero (e.g. an apex height minus its target, to 1e-3 m). A
+      [`hybrax.QuantityTarget`][] holds its target as an array, so that tuning
+      to another target compiles nothing.
     - `scale`: a typical size of each varied parameter (default: its starting
       magnitude, 1 if 0).
     - `max_multiplier`, `stability_weight`: the stability penalty above.
@@ -467,12 +485,12 @@ def tune(
         objective,
         tuple(c for c, _ in constraints),
         jnp.asarray([float(t) for _, t in constraints] or [1.0]),
-        None if max_multiplier is None else float(max_multiplier),
-        float(stability_weight),
+        None if max_multiplier is None else np.asarray(max_multiplier, dtype=float),
+        np.asarray(stability_weight, dtype=float),
         settings,
         resolve_root_finder(root_finder),
         int(max_iterations),
-        int(return_map_iterations),
+        np.asarray(int(return_map_iterations)),
         fallback,
     )
     fn = problem if mode == "reverse" else _ForwardProblem(problem)
@@ -668,17 +686,17 @@ def _seek(
     return z[k:], z[:k], value, u_orbit, result, run_time
 
 
-@eqx.filter_jit
+@compiled("the orbit seek step")
 def _seek_value(seek, z, width):
     return seek(z, width)
 
 
-@eqx.filter_jit
+@compiled("the tuning start values")
 def _batched_values(problem, y):
     return jax.vmap(problem.with_values)(y)
 
 
-@eqx.filter_jit
+@compiled("the tuning values")
 def _values_of(problem, orbits, params):
     def one(orbit, params_):
         return problem.value_of(orbit, params_, jnp.ones((), orbit.u.dtype))[0]
@@ -700,22 +718,22 @@ def _host(aux):
     )
 
 
-@eqx.filter_jit
+@compiled("the tuning objective")
 def _value(problem, y, args):
     return problem.evaluate(y, args)
 
 
-@eqx.filter_jit
+@compiled("the tuning start")
 def _init(minimiser, fn, y, args, f_struct, aux_struct, tags):
     return minimiser.init(fn, y, args, {}, f_struct, aux_struct, tags)
 
 
-@eqx.filter_jit
+@compiled("the tuning step")
 def _step(minimiser, fn, y, args, state, tags):
     return minimiser.step(fn, y, args, {}, state, tags)
 
 
-@eqx.filter_jit
+@compiled("the tuning stop test")
 def _terminate(minimiser, fn, y, args, state, tags):
     return minimiser.terminate(fn, y, args, {}, state, tags)
 

@@ -1,0 +1,286 @@
+"""Benchmark: what compiling costs, per model and program, cold and from the cache.
+
+For each model (the zoo's hopper in minimal and constrained coordinates, compass
+gait, simplest walker, five-link biped, jumper, and `runner_model.py`, a model
+written with the public API alone) and each program:
+
+- `simulate`: `hybrax.simulate` over a few cycles;
+- `orbit`: `hybrax.find_periodic_orbit` with the Floquet analysis;
+- `grad`: `jax.jit(jax.grad(...))` of an orbit quantity (the period) with respect
+  to one parameter (a user's own transformation of the library's orbit);
+- `tune`: one `hybrax.tune` step (its objective's value and gradient programs);
+- `sweep`: one `hybrax.sweep_orbits` chunk;
+- `continue`: `hybrax.continue_branch` to its first points;
+
+it runs the program in a fresh process with an empty cache directory
+(`hybrax.enable_compilation_cache`), then in a second fresh process with that
+cache, and reports the seconds of tracing, lowering and XLA compilation of each
+(hybrax's compile records; for `grad`, JAX's own monitoring events), the first
+call's wall time, and the warm run time (median of `--repeats` calls). Compile
+times are a first-class cost: the targets are in the README.
+
+Usage: `python experiments/bench_compile.py [--models hopper,compass-gait]
+[--programs orbit,simulate] [--repeats 5] [--json]`. Runs each measurement in
+its own process (2 per model and program); on a 2-core CPU the full table takes
+about half an hour. Prints the machine and its load first.
+"""
+
+import argparse
+import json
+import os
+import pathlib
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+
+HERE = pathlib.Path(__file__).resolve().parent
+MODELS = (
+    "hopper",
+    "hopper-constrained",
+    "compass-gait",
+    "simplest-walker",
+    "biped5",
+    "jumper",
+    "runner",
+)
+PROGRAMS = ("simulate", "orbit", "grad", "tune", "sweep", "continue")
+
+
+def _setup(model_name):
+    """`(system, section, guess, params, parameter name, quantity, x0, n_events)`
+    of a model."""
+    import jax.numpy as jnp
+
+    import hybrax as hx
+
+    if model_name == "runner":
+        sys.path.insert(0, str(HERE))
+        import runner_model
+
+        system, params = runner_model.runner()
+        section = runner_model.section()
+        guess = runner_model.orbit_guess(params)
+        x0 = section.chart(guess, params)
+        return system, section, guess, params, "push", x0, 9, "descent"
+    from hybrax import models
+
+    name, form_name = model_name, None
+    if model_name == "hopper-constrained":
+        name, form_name = "hopper", "constrained"
+    model = models.get_model(name)
+    form_name = form_name or model.default_form
+    form = model.forms[form_name]
+    system, section = form.system(), form.section()
+    params = hx.canonical_params(model.make_params())
+    guess = jnp.asarray(model.orbit_guess(params), dtype=float)
+    parameter = (
+        model.continuation.parameter
+        if model.continuation is not None
+        else model.tune.vary[0]
+    )
+    x0 = section.chart(guess, params)
+    sequence = tuple(system.transition_index(k) for k in section.sequence)
+    mode0 = system.targets[sequence[-1]]
+    return system, section, guess, params, parameter, x0, 3 * len(sequence), mode0
+
+
+def _program(model_name, program):
+    """A zero-argument function that runs the program once and blocks."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    import hybrax as hx
+
+    system, section, guess, params, parameter, x0, n_events, mode0 = _setup(model_name)
+    if model_name == "runner":
+        handle = hx.FieldParameter(parameter)
+    else:
+        from hybrax import models
+
+        handle = models.get_model(model_name.split("-constrained")[0]).parameter(
+            parameter
+        )
+
+    if program == "simulate":
+        return lambda: hx.simulate(system, x0, params, n_events=n_events, mode0=mode0)
+    if program == "orbit":
+        return lambda: hx.find_periodic_orbit(system, section, guess, params)
+    if program == "grad":
+
+        def period(value):
+            p = handle.set(params, value)
+            return hx.find_periodic_orbit(
+                system, section, guess, p, analyse=False
+            ).period
+
+        gradient = jax.jit(jax.grad(period))
+        value = jnp.asarray(handle.get(params), dtype=float)
+        return lambda: gradient(value)
+    if program == "tune":
+        return lambda: hx.tune(
+            system,
+            section,
+            guess,
+            params,
+            lambda orbit, p: orbit.period,
+            vary=[handle],
+            max_steps=1,
+        )
+    if program == "sweep":
+        value = float(handle.get(params))
+        values = value * (1 + 0.01 * np.linspace(-1, 1, 8))
+        batch = jax.vmap(lambda v: handle.set(params, v))(jnp.asarray(values))
+        return lambda: hx.sweep_orbits(
+            system, section, jnp.broadcast_to(guess, (8, guess.shape[0])), batch
+        )
+    if program == "continue":
+        value = float(handle.get(params))
+        return lambda: hx.continue_branch(
+            system,
+            section,
+            guess,
+            params,
+            handle,
+            start=value,
+            bounds=(value - 0.5 * abs(value) - 0.1, value + 0.5 * abs(value) + 0.1),
+            max_points=3,
+            throw=False,
+        )
+    raise ValueError(program)
+
+
+def worker(model_name, program, cache, repeats):
+    """One measurement in this (fresh) process; prints one line of JSON."""
+    import jax
+
+    jax.config.update("jax_enable_x64", True)
+    import hybrax as hx
+    from hybrax import _programs
+
+    hx.enable_compilation_cache(cache)
+    totals = {"trace": 0.0, "lower": 0.0, "xla": 0.0}
+    names = {
+        "/jax/core/compile/jaxpr_trace_duration": "trace",
+        "/jax/core/compile/jaxpr_to_mlir_module_duration": "lower",
+        "/jax/core/compile/backend_compile_duration": "xla",
+    }
+
+    def listen(event, duration, **kwargs):
+        if event in names:
+            totals[names[event]] += duration
+
+    jax.monitoring.register_event_duration_secs_listener(listen)
+    run = _program(model_name, program)
+    start = time.perf_counter()
+    jax.block_until_ready(run())
+    first = time.perf_counter() - start
+    warm = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        jax.block_until_ready(run())
+        warm.append(time.perf_counter() - start)
+    records = [r for r in _programs.COMPILATIONS]
+    print(
+        json.dumps(
+            {
+                "first": first,
+                "warm": statistics.median(warm) if warm else None,
+                "jax": totals,
+                "records": [
+                    dict(
+                        what=r.what,
+                        trace=r.trace,
+                        lower=r.lower,
+                        xla=r.xla,
+                        load=r.load,
+                        cached=r.cached,
+                    )
+                    for r in records
+                ],
+            }
+        )
+    )
+
+
+def measure(model_name, program, cache, repeats):
+    done = subprocess.run(
+        [
+            sys.executable,
+            __file__,
+            "--worker",
+            model_name,
+            program,
+            cache,
+            "--repeats",
+            str(repeats),
+        ],
+        capture_output=True,
+        text=True,
+    )
+    if done.returncode != 0:
+        return {"error": done.stderr.strip().splitlines()[-1]}
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _row(result):
+    if "error" in result:
+        return f"failed: {result['error'][:60]}"
+    jax_ = result["jax"]
+    return (
+        f"{result['first']:7.2f} {jax_['trace']:6.2f} {jax_['lower']:6.2f} "
+        f"{jax_['xla']:6.2f} {1000 * result['warm']:9.2f}"
+    )
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--models", default=",".join(MODELS))
+    parser.add_argument("--programs", default=",".join(PROGRAMS))
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--json", action="store_true")
+    parser.add_argument("--worker", nargs=3, metavar=("MODEL", "PROGRAM", "CACHE"))
+    args = parser.parse_args()
+    if args.worker:
+        worker(*args.worker, args.repeats)
+        return
+    models = [m for m in args.models.split(",") if m]
+    programs = [p for p in args.programs.split(",") if p]
+    print(
+        f"machine: {platform.machine()} {platform.processor() or ''}, "
+        f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} at the start; "
+        f"python {platform.python_version()}"
+    )
+    print(
+        "seconds: first call (compile + run), then JAX's trace / lower / XLA "
+        "within it; warm run in ms (median)"
+    )
+    header = f"{'model':<20} {'program':<9} {'process':<7} {'first':>7} {'trace':>6} "
+    header += f"{'lower':>6} {'XLA':>6} {'warm ms':>9}"
+    print(header)
+    table = []
+    for model_name in models:
+        for program in programs:
+            with tempfile.TemporaryDirectory() as cache:
+                cold = measure(model_name, program, cache, args.repeats)
+                cached = measure(model_name, program, cache, args.repeats)
+            for label, result in (("cold", cold), ("cached", cached)):
+                print(f"{model_name:<20} {program:<9} {label:<7} {_row(result)}")
+                table.append(
+                    dict(model=model_name, program=program, process=label, **result)
+                )
+            sys.stdout.flush()
+    print(f"load average {os.getloadavg()[0]:.2f} at the end")
+    if args.json:
+        out = HERE / "out"
+        out.mkdir(exist_ok=True)
+        (out / "bench_compile.json").write_text(json.dumps(table, indent=1))
+        print(f"wrote {out / 'bench_compile.json'}")
+
+
+if __name__ == "__main__":
+    main()

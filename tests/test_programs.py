@@ -1,0 +1,284 @@
+"""The one mechanism by which hybrax compiles (`hybrax._programs`): one program per
+model and routine whatever the run-time options, kept between processes by
+`hx.enable_compilation_cache()` in a user's own script, announced as it compiles;
+and the fingerprint that keys it."""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import hybrax as hx
+from hybrax import _programs, models
+from hybrax._fingerprint import Unfingerprintable, fingerprint
+
+
+WHEEL = models.rimless_wheel
+
+
+def _wheel():
+    system, params = WHEEL.rimless_wheel()
+    return system, WHEEL.section(), hx.canonical_params(params)
+
+
+class _Compilations:
+    """Counts XLA compilations (JAX's own monitoring events) while active."""
+
+    def __init__(self):
+        self.count = 0
+        self.active = False
+        jax.monitoring.register_event_duration_secs_listener(self._listen)
+
+    def _listen(self, event, duration, **kwargs):
+        if self.active and event == "/jax/core/compile/backend_compile_duration":
+            self.count += 1
+
+    def __enter__(self):
+        self.count, self.active = 0, True
+        return self
+
+    def __exit__(self, *exc):
+        self.active = False
+
+
+@pytest.fixture(scope="module")
+def compilations():
+    return _Compilations()
+
+
+def test_run_time_options_compile_nothing(compilations):
+    """A second orbit search with another horizon, tolerance, iteration count,
+    residual bound, number of return-map iterations or guard tolerance compiles
+    nothing, and each gives the closed-form fixed point of the rimless wheel."""
+    system, section, params = _wheel()
+    guess = jnp.array([1.0])
+
+    def solve(**options):
+        orbit = hx.find_periodic_orbit(
+            system, section, guess, params, analyse=False, **options
+        )
+        assert bool(orbit.converged), options
+        return orbit
+
+    first = solve()
+    c2 = np.cos(2 * params.alpha) ** 2
+    u_star = 4 * params.g / params.l * np.sin(params.alpha) * np.sin(params.gamma)
+    u_star *= c2 / (1 - c2)
+    np.testing.assert_allclose(first.u[0] ** 2, u_star, rtol=1e-8)
+    variants = [
+        dict(settings=hx.Settings(t_max=7.0)),
+        dict(settings=hx.Settings(rtol=1e-9, atol=1e-9)),
+        dict(settings=hx.Settings(guard_tol=1e-8, constraint_tol=1e-7, dip_tol=1e-11)),
+        dict(max_iterations=17),
+        dict(residual_tol=1e-9),
+        dict(return_map_iterations=3),
+    ]
+    with compilations as counted:
+        orbits = [solve(**options) for options in variants]
+    assert counted.count == 0
+    for orbit in orbits:
+        np.testing.assert_allclose(orbit.u[0] ** 2, u_star, rtol=1e-7)
+    # Return-map iterations count with the root finder's.
+    assert int(orbits[-1].n_steps) >= 3 + 1
+
+
+def test_simulation_horizon_is_a_run_time_value(compilations):
+    """`simulate` with another `t_max` compiles nothing; the ball's run that its
+    horizon cuts short reports `event_not_reached` and ends at the horizon."""
+    system, params = models.bouncing_ball.bouncing_ball()
+    params = hx.canonical_params(params)
+    x0 = jnp.array([1.0, 0.0])
+    full = hx.simulate(system, x0, params, n_events=3)
+    assert full.result == hx.RESULTS.successful
+    with compilations as counted:
+        cut = hx.simulate(
+            system, x0, params, n_events=3, settings=hx.Settings(t_max=0.6)
+        )
+    assert counted.count == 0
+    assert cut.result == hx.RESULTS.event_not_reached
+    # First impact at sqrt(2 h / g) = 0.4515 s; the horizon cuts the second
+    # (at 3 sqrt(2 h / g) e with restitution e).
+    np.testing.assert_allclose(cut.t_events[0], np.sqrt(2 / params.g), rtol=1e-10)
+    assert int(cut.n_events) == 1 and np.isnan(cut.t_events[1])
+    np.testing.assert_allclose(full.t_events[:1], cut.t_events[:1], rtol=1e-12)
+
+
+def test_announcements_name_the_program():
+    """Inside `announcing`, a compilation reports its start and its seconds."""
+    lines = []
+    ball, params = models.bouncing_ball.bouncing_ball()
+    # A mode of its own: a program no other test has compiled.
+    field = ball.modes[0].vector_field
+    falling = hx.Mode(lambda t, x, p: field(t, x, p), "air")
+    system = hx.HybridSystem([falling], list(ball.transitions), n_states=2)
+    with _programs.announcing(lines.append):
+        hx.simulate(
+            system, jnp.array([1.0, 0.0]), hx.canonical_params(params), n_events=5
+        )
+    assert lines[0].startswith("compiling the simulation for the system of modes air")
+    assert lines[-1].startswith("compiled the simulation")
+    assert " s (trace " in lines[-1] and "XLA" in lines[-1]
+
+
+# ---------------------------------------------------------------------------
+# Fingerprints
+# ---------------------------------------------------------------------------
+
+SCALE = 2.0
+
+
+def _field(t, x, p):
+    return jnp.stack([x[1], -SCALE * x[0]])
+
+
+def _other_field(t, x, p):
+    return jnp.stack([x[1], -3.0 * x[0]])
+
+
+def test_fingerprint_follows_what_functions_compute():
+    """Equal models built twice fingerprint alike; another constant in a
+    function, another global it reads, or another captured array does not."""
+    assert fingerprint(_wheel()) == fingerprint(_wheel())
+    assert fingerprint(_field) != fingerprint(_other_field)
+    before = fingerprint(_field)
+    globals()["SCALE"] = 2.5
+    try:
+        assert fingerprint(_field) != before
+    finally:
+        globals()["SCALE"] = 2.0
+    assert fingerprint(_field) == before
+
+    def capturing(value):
+        table = np.array([value, 1.0])
+        return lambda t, x, p: table[0] * x
+
+    assert fingerprint(capturing(1.0)) == fingerprint(capturing(1.0))
+    assert fingerprint(capturing(1.0)) != fingerprint(capturing(2.0))
+    # Arrays are inputs: only their shapes and dtypes count.
+    assert fingerprint(jnp.ones(3)) == fingerprint(jnp.zeros(3))
+    assert fingerprint(jnp.ones(3)) != fingerprint(jnp.ones(4))
+
+    class Opaque:
+        pass
+
+    with pytest.raises(Unfingerprintable):
+        fingerprint(Opaque())
+
+
+# ---------------------------------------------------------------------------
+# Between processes
+# ---------------------------------------------------------------------------
+
+# A user's script: a rimless wheel written with the public API alone, through
+# every routine that compiles. It prints the compilations' records as JSON.
+_SCRIPT = textwrap.dedent(
+    """
+    import json, sys
+    import jax
+    import jax.numpy as jnp
+    import equinox as eqx
+    jax.config.update("jax_enable_x64", True)
+    import hybrax as hx
+    from hybrax import _programs
+
+    hx.enable_compilation_cache(sys.argv[1])
+
+    class Wheel(eqx.Module):
+        g: float = 9.81
+        alpha: float = 0.39269908169872414
+        gamma: float = 0.08
+
+    def stance(t, x, p):
+        return jnp.stack([x[1], p.g * jnp.sin(x[0])])
+
+    def strike(t, x, p):
+        return p.gamma + p.alpha - x[0]
+
+    class Swap(hx.AbstractReset):
+        def __call__(self, t, x, p):
+            return jnp.stack([x[0] - 2 * p.alpha, jnp.cos(2 * p.alpha) * x[1]])
+
+        def observables(self, t, x_minus, x_plus, p):
+            return {}
+
+    system = hx.HybridSystem(
+        [hx.Mode(stance, "stance")],
+        [hx.Transition("stance", "stance", strike, False, Swap(), "strike")],
+        n_states=2,
+    )
+    section = hx.PoincareSection(
+        ("strike",),
+        lambda u, p: jnp.stack([p.gamma - p.alpha, u[0]]),
+        lambda x, p: x[1:],
+    )
+    params = hx.canonical_params(Wheel())
+    x0 = jnp.array([params.gamma - params.alpha, 1.0])
+    sol = hx.simulate(system, x0, params, n_events=4)
+    orbit = hx.find_periodic_orbit(system, section, jnp.array([1.0]), params)
+    batch = hx.canonical_params(Wheel(gamma=jnp.linspace(0.06, 0.1, 8)))
+    sweep = hx.sweep_orbits(system, section, jnp.ones((8, 1)), batch)
+    tuned = hx.tune(
+        system, section, jnp.array([1.0]), params,
+        vary=["gamma"],
+        constraints=[(hx.QuantityTarget(lambda o, p: o.u[0], jnp.asarray(1.2)), 1e-6)],
+        max_steps=8,
+    )
+    branch = hx.continue_branch(
+        system, section, jnp.array([1.0]), params, "gamma",
+        start=0.08, stop=0.09, max_points=3,
+    )
+    print(json.dumps({
+        "records": [[r.what, r.cached, r.trace, r.xla] for r in _programs.COMPILATIONS],
+        "multiplier": float(abs(orbit.multipliers[0])),
+    }))
+    """
+)
+
+
+@pytest.mark.slow
+def test_second_process_loads_every_program(tmp_path):
+    """A user's script run twice with `hx.enable_compilation_cache()`: the second
+    process traces nothing and compiles nothing with XLA (JAX's persistent cache
+    has every executable: the programs hold no host callbacks, whatever
+    `EQX_ON_ERROR` is), and computes the same numbers."""
+    script = tmp_path / "wheel.py"
+    script.write_text(_SCRIPT)
+    cache = tmp_path / "cache"
+    environment = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("JAX_COMPILATION_CACHE") and k != "EQX_ON_ERROR"
+    }
+
+    def run():
+        done = subprocess.run(
+            [sys.executable, str(script), str(cache)],
+            capture_output=True,
+            text=True,
+            timeout=900,
+            env=environment,
+        )
+        assert done.returncode == 0, done.stderr[-3000:]
+        return json.loads(done.stdout.strip().splitlines()[-1])
+
+    first, second = run(), run()
+    whats = sorted(r[0] for r in first["records"])
+    assert {"the simulation", "a sweep chunk", "the tuning step"} <= {
+        w.split(" for ")[0] for w in whats
+    }
+    assert sorted(r[0] for r in second["records"]) == whats
+    assert all(not cached for _, cached, _, _ in first["records"])
+    assert all(cached for _, cached, _, _ in second["records"])
+    # Loading an executable from JAX's cache takes milliseconds; compiling the
+    # orbit search takes seconds.
+    assert sum(r[3] for r in second["records"]) < 0.2 * sum(
+        r[3] for r in first["records"]
+    )
+    assert second["multiplier"] == first["multiplier"]
+    assert abs(first["multiplier"] - np.cos(2 * 0.39269908169872414) ** 2) < 1e-8
