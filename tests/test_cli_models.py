@@ -13,6 +13,7 @@ import contextlib
 import io
 import json
 import math
+import re
 
 import numpy as np
 import pytest
@@ -85,13 +86,18 @@ def test_wheel_orbit_is_the_closed_form(tmp_path):
 
 
 def test_wheel_continuation_in_slope_follows_the_closed_form(tmp_path):
-    code, out, _ = _run(
+    code, out, err = _run(
         ["continue", "rimless-wheel", "--start", "0.1", "--stop", "0.15"]
         + ["--out", str(tmp_path), "--json", str(tmp_path / "branch.json")]
     )
     assert code == 0, out
     data = json.loads((tmp_path / "branch.json").read_text())
     assert data["parameter"] == "gamma" and len(data["branch"]) > 3
+    # A progress line per point on stderr, naming the point's parameter value.
+    lines = re.findall(r"point (\d+): gamma = (\S+)", err)
+    assert len(lines) >= len(data["branch"]) - 2, err
+    for index, gamma in lines:
+        assert float(gamma) == pytest.approx(data["branch"][int(index)]["gamma"])
     c = math.cos(2 * ALPHA) ** 2
     for point in data["branch"]:
         np.testing.assert_allclose(

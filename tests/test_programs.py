@@ -126,6 +126,20 @@ def test_announcements_name_the_program():
     assert " s (trace " in lines[-1] and "XLA" in lines[-1]
 
 
+def test_sweep_progress_starts_with_its_compilation(capsys):
+    """`hx.sweep(..., progress=True)` announces its chunk program's compilation
+    (before any element is done) and still returns `fn` on every element."""
+
+    def fourth_power(x):  # a function of its own: compiled here first
+        return jnp.sum(x**4)
+
+    batch = np.linspace(-1.0, 1.0, 12).reshape(6, 2)
+    values = hx.sweep(fourth_power, batch, progress=True, chunk_size=4)
+    np.testing.assert_allclose(values, np.sum(batch**4, axis=1), rtol=1e-14)
+    err = capsys.readouterr().err
+    assert "compiling a sweep chunk" in err and "compiled a sweep chunk" in err
+
+
 # ---------------------------------------------------------------------------
 # Fingerprints
 # ---------------------------------------------------------------------------

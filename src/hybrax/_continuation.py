@@ -74,7 +74,7 @@ from ._periodic import (
     resolve_sequence,
     sorted_multipliers,
 )
-from ._programs import compiled
+from ._programs import announce, compiled
 from ._settings import (
     Settings,
     check_iterations,
@@ -962,6 +962,9 @@ def _follow(
             if low <= point.lam <= high and len(points) < settings.max_points:
                 specials.append((len(points), kind, g, located))
                 points.append(point)
+                announce(
+                    f"  {kind.replace('_', ' ')} at {parameter_name} = {point.lam:.8g}"
+                )
         if not low <= new.lam <= high:
             end = _finish_on_bound(corrector, prev, new, low, high, scale)
             if end is not None and len(points) < settings.max_points:
@@ -971,6 +974,11 @@ def _follow(
         if len(points) >= settings.max_points:
             break
         points.append(new)
+        # A line per point (the command line's progress; else the log's).
+        announce(
+            f"  point {len(points) - 1}: {parameter_name} = {new.lam:.8g} "
+            f"({new.n_steps} Newton steps, step {h:.3g})"
+        )
         reason = None if stop_when is None else stop_when(new)
         if reason is not None:
             status, message = reason

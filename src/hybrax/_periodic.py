@@ -1354,8 +1354,10 @@ def find_periodic_orbit(
       cycle; its `adjoint` chooses reverse or forward derivatives, see above).
     - `root_finder`: any `optimistix.AbstractRootFinder`; default
       `optimistix.Newton(rtol=1e-11, atol=1e-11)`.
-    - `max_iterations`: root-finder iteration limit.
-    - `residual_tol`: the largest $\max|F|$ accepted as an orbit.
+    - `max_iterations`: root-finder iteration limit. A run-time value: every limit
+      up to the program's static loop bound (64, or the next power of two above)
+      runs the same compiled program.
+    - `residual_tol`: the largest $\max|F|$ accepted as an orbit (run-time).
     - `analyse`: also compute monodromy matrices and multipliers.
     - `jacobian`: how Newton differentiates the return map. `"variational"`
       (default): the first variational equation integrated with the state and the
@@ -1371,8 +1373,11 @@ def find_periodic_orbit(
       cost (they need the cycle's dense output) when they are not wanted. Event
       observables (`orbit.T_c`, ...) are always recorded.
     - `return_map_iterations`: iterate the return map this many times from the
-      guess before the root finder (cheap forward cycles that pull the guess
-      towards a stable orbit; an iteration whose cycle fails is not taken).
+      guess before the Newton steps (cheap forward cycles that pull the guess
+      towards a stable orbit; an iteration whose cycle fails is not taken). They
+      are the root finder's first iterations, counted in `n_steps` and apart from
+      `max_iterations`; a run-time value (no second program). A least-squares
+      root finder (as `root_finder` or `fallback`) takes none.
     - `fallback`: a second root finder, e.g. `optimistix.LevenbergMarquardt(rtol,
       atol)`, run from the same guess where the first one did not converge (the
       damped step recovers orbits from guesses where Newton overshoots into a

@@ -81,6 +81,18 @@ def announcing(report=_to_stderr, label: str | None = None):
         _REPORT, _LABEL = previous
 
 
+@contextlib.contextmanager
+def announcing_progress(enabled: bool, report=_to_stderr):
+    """[`announcing`][] for a library call with `progress=True` (`enabled`):
+    its compilations are reported to `report` (e.g. the progress bar's own
+    writer) unless the caller already announces them (the command line)."""
+    if not enabled or _REPORT is not None:
+        yield
+        return
+    with announcing(report):
+        yield
+
+
 def announce(line: str) -> None:
     """Log `line` (logger `"hybrax"`, INFO) and, inside [`announcing`][], report
     it."""

@@ -45,9 +45,8 @@ class Settings(eqx.Module):
     - `guard_tol`: the resolution of guards (in their own units; guards should be
       $O(1)$). A phase may start this far past a guard (rounding after a reset);
       a guard whose excursion at a phase start stays within it makes the mode not
-      viable; dips below zero deeper than it inside one step are caught (see
-      a crossing whose dip depth $\dot h^2/(2\ddot h)$ is within it is grazing
-      (status `grazing_event`).
+      viable; a crossing whose dip depth $\dot h^2/(2\ddot h)$ is within it is
+      grazing (status `grazing_event`).
     - `constraint_tol`: how far a phase's start may violate its mode's
       constraints (`Mode(constraints=...)`) before the status is
       `constraint_violated`.
@@ -58,6 +57,12 @@ class Settings(eqx.Module):
       (default `1e-12`, about the event root finder's resolution) is retried,
       ending at the dip's minimum. `None` turns the check off. It costs one
       vector-field evaluation per step.
+
+    **Compiling.** The numbers here are run-time values of the compiled programs:
+    another `rtol`/`atol`, `t_max`, `guard_tol`, `constraint_tol`, `dip_tol` or
+    tolerance of the default event root finder runs the program already compiled.
+    The solver, the controller's kind, `adjoint`, `max_steps` (the loop's static
+    bound) and turning `dip_tol` off change the program and compile a new one.
     """
 
     solver: dfx.AbstractSolver

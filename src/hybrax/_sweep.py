@@ -37,7 +37,7 @@ from ._periodic import (
     _poincare_map,
     find_periodic_orbit,
 )
-from ._programs import compiled
+from ._programs import announcing_progress, compiled
 from ._settings import (
     Settings,
     check_iterations,
@@ -178,6 +178,15 @@ class _Progress:
             else:
                 self._line()
 
+    def write(self, line: str):
+        """Print `line` above the bar (a compilation's announcement)."""
+        with self._lock:
+            if self.bar is not None:
+                self.bar.write(line, file=sys.stderr)
+            else:
+                print(f"\r{line}", file=sys.stderr, flush=True)
+                self._line()
+
     def close(self):
         if not self.enabled:
             return
@@ -315,7 +324,8 @@ def sweep(
     plan = _plan(n, chunk_size, devices, distributed)
     bar = _Progress(plan.n_local, progress and jax.process_index() == 0, desc)
     try:
-        stacked = _run_chunks(fn, static, dynamic, plan, bar)
+        with announcing_progress(bar.enabled, bar.write):
+            stacked = _run_chunks(fn, static, dynamic, plan, bar)
     finally:
         bar.close()
     return _gathered(stacked, n, distributed)
@@ -1126,20 +1136,21 @@ def sweep_orbits(
     plan = _plan(n, chunk_size, devices, distributed)
     bar = _Progress(plan.n_local, progress and jax.process_index() == 0, "orbits")
     try:
-        queue = None
-        if order == "defect" and plan.n_local > plan.size:
-            queue = _queue_by_defect(fn, static, dynamic, u_batch, plan)
-        orbit = _run_rounds(
-            fn,
-            static,
-            dynamic,
-            u_batch,
-            plan,
-            bar,
-            max_iterations,
-            queue,
-            bool(warm_start),
-        )
+        with announcing_progress(bar.enabled, bar.write):
+            queue = None
+            if order == "defect" and plan.n_local > plan.size:
+                queue = _queue_by_defect(fn, static, dynamic, u_batch, plan)
+            orbit = _run_rounds(
+                fn,
+                static,
+                dynamic,
+                u_batch,
+                plan,
+                bar,
+                max_iterations,
+                queue,
+                bool(warm_start),
+            )
     finally:
         bar.close()
     orbit = _gathered(orbit, n, distributed)

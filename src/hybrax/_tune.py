@@ -35,7 +35,7 @@ from ._periodic import (
     find_periodic_orbit,
     resolve_sequence,
 )
-from ._programs import compiled
+from ._programs import announcing_progress, compiled
 from ._settings import Settings, resolve_root_finder, resolve_settings
 from ._solution import RESULTS, masked_nan, status_name
 
@@ -502,121 +502,123 @@ def tune(
             f"{type(minimiser).__name__}."
         )
 
-    y = jnp.asarray(start / scale)
-    u = jnp.atleast_1d(jnp.asarray(u_guess, dtype=y.dtype))
-    widths = (100.0, 10.0, 1.0) if constraints else (1.0,)
-    began = time.perf_counter()
-    # Widths as arrays of y's dtype everywhere (a weakly typed one would compile
-    # `_value` again).
-    first_value, (_, (u_first, _, _, first_result, _)) = _value(
-        problem, y, (u, jnp.asarray(widths[0], y.dtype))
-    )
-    tags = frozenset()
-    history: list[TuneStep] = []
-    seek_run_time = 0.0
-    if not math.isfinite(float(first_value)) and int(seek_steps) > 0:
-        y, u, first_value, u_first, first_result, seek_run_time = _seek(
-            problem,
-            settings,
-            y,
-            u,
-            names,
-            scale,
-            int(seek_steps),
-            float(seek_tol),
-            widths[0],
-            history,
-            progress,
-            callback,
+    # With `progress`, the compilations are announced before the first line.
+    with announcing_progress(progress):
+        y = jnp.asarray(start / scale)
+        u = jnp.atleast_1d(jnp.asarray(u_guess, dtype=y.dtype))
+        widths = (100.0, 10.0, 1.0) if constraints else (1.0,)
+        began = time.perf_counter()
+        # Widths as arrays of y's dtype everywhere (a weakly typed one would compile
+        # `_value` again).
+        first_value, (_, (u_first, _, _, first_result, _)) = _value(
+            problem, y, (u, jnp.asarray(widths[0], y.dtype))
         )
-    if not math.isfinite(float(first_value)):
-        raise ValueError(
-            "no periodic orbit at the starting parameters from `u_guess` "
-            f"({status_name(first_result)[0]}): give a guess that finds one"
-            + (", or more `seek_steps`." if int(seek_steps) > 0 else ".")
-        )
-    u = u_first
-    result_name = "max_steps_reached"
-    # (The existence stage's steps after its first are run time too.)
-    run_time = seek_run_time
-    for stage, width in enumerate(widths):
-        args = (u, jnp.asarray(width, y.dtype))
-        f_struct, aux_struct = jax.eval_shape(lambda: fn(y, args))
-        state = _init(minimiser, fn, y, args, f_struct, aux_struct, tags)
-        best = math.inf
-        while len(history) < int(max_steps):
-            t0 = time.perf_counter()
-            y_next, state, aux = _step(minimiser, fn, y, args, state, tags)
-            done, result = _terminate(minimiser, fn, y_next, args, state, tags)
-            f_value, (u_new, rho, multipliers, orbit_result, _) = _host(aux)
-            if history:  # (`_host` waits for the step's results)
-                run_time += time.perf_counter() - t0
-            converged = status_name(orbit_result)[0] == "successful"
-            improved = converged and float(f_value) < best
-            if improved:
-                best = float(f_value)
-            if converged:
-                u = jnp.asarray(u_new)
-                args = (u, jnp.asarray(width, y.dtype))
-            record = TuneStep(
-                step=len(history),
-                values={n: float(v) for n, v in zip(names, np.asarray(y) * scale)},
-                objective=float(f_value),
-                spectral_radius=float(rho),
-                multipliers=np.asarray(multipliers),
-                converged=converged,
-                status=status_name(orbit_result)[0],
-                best=improved,
-                u=np.asarray(u_new),
+        tags = frozenset()
+        history: list[TuneStep] = []
+        seek_run_time = 0.0
+        if not math.isfinite(float(first_value)) and int(seek_steps) > 0:
+            y, u, first_value, u_first, first_result, seek_run_time = _seek(
+                problem,
+                settings,
+                y,
+                u,
+                names,
+                scale,
+                int(seek_steps),
+                float(seek_tol),
+                widths[0],
+                history,
+                progress,
+                callback,
             )
-            history.append(record)
-            if progress:
-                _print_step(record, stage, len(widths))
-            if callback is not None:
-                callback(record)
-            y = y_next
-            if bool(done):
-                result_name = (
-                    "successful"
-                    if bool(result == optx.RESULTS.successful)
-                    else optx.RESULTS[result]
+        if not math.isfinite(float(first_value)):
+            raise ValueError(
+                "no periodic orbit at the starting parameters from `u_guess` "
+                f"({status_name(first_result)[0]}): give a guess that finds one"
+                + (", or more `seek_steps`." if int(seek_steps) > 0 else ".")
+            )
+        u = u_first
+        result_name = "max_steps_reached"
+        # (The existence stage's steps after its first are run time too.)
+        run_time = seek_run_time
+        for stage, width in enumerate(widths):
+            args = (u, jnp.asarray(width, y.dtype))
+            f_struct, aux_struct = jax.eval_shape(lambda: fn(y, args))
+            state = _init(minimiser, fn, y, args, f_struct, aux_struct, tags)
+            best = math.inf
+            while len(history) < int(max_steps):
+                t0 = time.perf_counter()
+                y_next, state, aux = _step(minimiser, fn, y, args, state, tags)
+                done, result = _terminate(minimiser, fn, y_next, args, state, tags)
+                f_value, (u_new, rho, multipliers, orbit_result, _) = _host(aux)
+                if history:  # (`_host` waits for the step's results)
+                    run_time += time.perf_counter() - t0
+                converged = status_name(orbit_result)[0] == "successful"
+                improved = converged and float(f_value) < best
+                if improved:
+                    best = float(f_value)
+                if converged:
+                    u = jnp.asarray(u_new)
+                    args = (u, jnp.asarray(width, y.dtype))
+                record = TuneStep(
+                    step=len(history),
+                    values={n: float(v) for n, v in zip(names, np.asarray(y) * scale)},
+                    objective=float(f_value),
+                    spectral_radius=float(rho),
+                    multipliers=np.asarray(multipliers),
+                    converged=converged,
+                    status=status_name(orbit_result)[0],
+                    best=improved,
+                    u=np.asarray(u_new),
                 )
+                history.append(record)
+                if progress:
+                    _print_step(record, stage, len(widths))
+                if callback is not None:
+                    callback(record)
+                y = y_next
+                if bool(done):
+                    result_name = (
+                        "successful"
+                        if bool(result == optx.RESULTS.successful)
+                        else optx.RESULTS[result]
+                    )
+                    break
+            else:
+                result_name = "max_steps_reached"
                 break
-        else:
-            result_name = "max_steps_reached"
-            break
-    final_params = problem.with_values(y)
-    forward = eqx.tree_at(lambda s: s.adjoint, settings, dfx.ForwardMode())
-    orbit = find_periodic_orbit(
-        system,
-        section,
-        u,
-        final_params,
-        settings=forward,
-        root_finder=problem.root_finder,
-        max_iterations=problem.max_iterations,
-        analyse=False,
-    )
-    value = float(_value(problem, y, (u, jnp.asarray(widths[-1], y.dtype)))[0])
-    rho = float(orbit.spectral_radius)
-    converged = bool(orbit.converged)
-    bound = 1.0 if max_multiplier is None else min(1.0, float(max_multiplier))
-    wall_time = time.perf_counter() - began
-    return TuneResult(
-        params=final_params,
-        values={n: float(v) for n, v in zip(names, np.asarray(y) * scale)},
-        objective=value,
-        orbit=orbit,
-        converged=converged,
-        stable=converged and rho < bound,
-        history=history,
-        n_evaluations=len(history) + 1,
-        wall_time=wall_time,
-        compile_time=wall_time - run_time,
-        result=result_name,
-        mode=mode,
-        problem=problem,
-    )
+        final_params = problem.with_values(y)
+        forward = eqx.tree_at(lambda s: s.adjoint, settings, dfx.ForwardMode())
+        orbit = find_periodic_orbit(
+            system,
+            section,
+            u,
+            final_params,
+            settings=forward,
+            root_finder=problem.root_finder,
+            max_iterations=problem.max_iterations,
+            analyse=False,
+        )
+        value = float(_value(problem, y, (u, jnp.asarray(widths[-1], y.dtype)))[0])
+        rho = float(orbit.spectral_radius)
+        converged = bool(orbit.converged)
+        bound = 1.0 if max_multiplier is None else min(1.0, float(max_multiplier))
+        wall_time = time.perf_counter() - began
+        return TuneResult(
+            params=final_params,
+            values={n: float(v) for n, v in zip(names, np.asarray(y) * scale)},
+            objective=value,
+            orbit=orbit,
+            converged=converged,
+            stable=converged and rho < bound,
+            history=history,
+            n_evaluations=len(history) + 1,
+            wall_time=wall_time,
+            compile_time=wall_time - run_time,
+            result=result_name,
+            mode=mode,
+            problem=problem,
+        )
 
 
 def _seek(

@@ -108,6 +108,7 @@ from .._mechanics import (
     plastic_impact,
     point_velocity,
 )
+from .._programs import announcing_progress
 
 
 class JumperParams(eqx.Module):
@@ -558,9 +559,9 @@ def best_jump(
     where the ground force changes sign (the `"liftoff"` guard) and the apex of
     the flight that follows (seed 001's optimal jump, by gradient).
 
-    **Torque limits.** Each coefficient is $a_j = 	au_{max}	anh w_j$ and the
+    **Torque limits.** Each coefficient is $a_j = \tau_{max}\tanh w_j$ and the
     minimiser moves the unbounded $w$: a cubic Bezier curve lies in the convex hull
-    of its coefficients, so $|	au(t)| < 	au_{max}$ throughout the push.
+    of its coefficients, so $|\tau(t)| < \tau_{max}$ throughout the push.
 
     **Gradient.** $\partial y_{apex}/\partial w$ by forward-mode autodiff (six
     tangents) through the stance phase, the lift-off event (its time by the
@@ -573,7 +574,7 @@ def best_jump(
       [`hybrax.models.jumper.jump_params`][], the demonstration jump: apex
       0.934 m); the coefficients must lie inside the limit.
     - `state`: the stance start (default [`hybrax.models.jumper.crouch_state`][]).
-    - `torque_limit`: $	au_{max}$ [N m] (default 800).
+    - `torque_limit`: $\tau_{max}$ [N m] (default 800).
     - `max_steps`: the most BFGS steps; `tol`: its rtol and atol.
     - `progress`: print the apex at every step.
 
@@ -605,33 +606,36 @@ def best_jump(
     fn = _ForwardProblem(problem)
     solver = optx.BFGS(rtol=tol, atol=tol)
     w = jnp.asarray(np.arctanh(start / torque_limit))
-    began = time.perf_counter()
-    start_apex = float(_jump_apex(problem, w))
-    if not math.isfinite(start_apex):
-        raise ValueError("the starting profile does not lift the jumper off and land.")
-    f_struct, aux_struct = jax.eval_shape(lambda: fn(w, None))
-    state_ = _init(solver, fn, w, None, f_struct, aux_struct, frozenset())
-    history, run_time, result = [], 0.0, "max_steps_reached"
-    best_w, best = w, start_apex
-    for step in range(int(max_steps)):
-        t0 = time.perf_counter()
-        w_next, state_, apex = _step(solver, fn, w, None, state_, frozenset())
-        done, code = _terminate(solver, fn, w_next, None, state_, frozenset())
-        apex = float(apex)  # the apex at the step's evaluation point
-        if step:
-            run_time += time.perf_counter() - t0
-        history.append(apex)
-        if progress:
-            print(f"  step {step:3d}  apex {apex:.9f} m", flush=True)
-        w = w_next
-        if bool(done):
-            result = "successful" if code == optx.RESULTS.successful else str(code)
-            break
-    final_apex = float(_jump_apex(problem, w))
-    if math.isfinite(final_apex) and final_apex >= best:
-        best_w, best = w, final_apex
-    final = problem.with_values(best_w)
-    wall = time.perf_counter() - began
+    with announcing_progress(progress):
+        began = time.perf_counter()
+        start_apex = float(_jump_apex(problem, w))
+        if not math.isfinite(start_apex):
+            raise ValueError(
+                "the starting profile does not lift the jumper off and land."
+            )
+        f_struct, aux_struct = jax.eval_shape(lambda: fn(w, None))
+        state_ = _init(solver, fn, w, None, f_struct, aux_struct, frozenset())
+        history, run_time, result = [], 0.0, "max_steps_reached"
+        best_w, best = w, start_apex
+        for step in range(int(max_steps)):
+            t0 = time.perf_counter()
+            w_next, state_, apex = _step(solver, fn, w, None, state_, frozenset())
+            done, code = _terminate(solver, fn, w_next, None, state_, frozenset())
+            apex = float(apex)  # the apex at the step's evaluation point
+            if step:
+                run_time += time.perf_counter() - t0
+            history.append(apex)
+            if progress:
+                print(f"  step {step:3d}  apex {apex:.9f} m", flush=True)
+            w = w_next
+            if bool(done):
+                result = "successful" if code == optx.RESULTS.successful else str(code)
+                break
+        final_apex = float(_jump_apex(problem, w))
+        if math.isfinite(final_apex) and final_apex >= best:
+            best_w, best = w, final_apex
+        final = problem.with_values(best_w)
+        wall = time.perf_counter() - began
     return BestJump(
         params=final,
         coefficients={name: float(getattr(final, name)) for name in JUMP_COEFFICIENTS},
