@@ -17,7 +17,7 @@ it runs the program in a fresh process with an empty cache directory
 cache, and reports the seconds of tracing, lowering and XLA compilation of each
 (hybrax's compile records; for `grad`, JAX's own monitoring events), the first
 call's wall time, and the warm run time (median of `--repeats` calls). Compile
-times are a first-class cost: the targets are in the README.
+times are a first-class cost: the table and targets are in docs/performance.md.
 
 Usage: `python experiments/bench_compile.py [--models hopper,compass-gait]
 [--programs orbit,simulate] [--repeats 5] [--json]`. Runs each measurement in
@@ -74,8 +74,15 @@ def _setup(model_name):
     model = models.get_model(name)
     form_name = form_name or model.default_form
     form = model.forms[form_name]
-    system, section = form.system(), form.section()
+    system = form.system()
     params = hx.canonical_params(model.make_params())
+    if model.orbit_guess is None:
+        # A model without periodic orbits (the jumper): its simulation only, from
+        # its default state, as `hybrax simulate` runs it.
+        per_cycle = 1 if form.section is None else len(form.section().sequence)
+        x0 = jnp.asarray(model.default_state(params), dtype=float)
+        return system, None, None, params, None, x0, 3 * per_cycle, 0
+    section = form.section()
     guess = jnp.asarray(model.orbit_guess(params), dtype=float)
     parameter = (
         model.continuation.parameter
@@ -88,6 +95,10 @@ def _setup(model_name):
     return system, section, guess, params, parameter, x0, 3 * len(sequence), mode0
 
 
+class NotApplicable(Exception):
+    """The program does not apply to the model (a row of the table says so)."""
+
+
 def _program(model_name, program):
     """A zero-argument function that runs the program once and blocks."""
     import jax
@@ -97,7 +108,9 @@ def _program(model_name, program):
     import hybrax as hx
 
     system, section, guess, params, parameter, x0, n_events, mode0 = _setup(model_name)
-    if model_name == "runner":
+    if parameter is None:
+        handle = None
+    elif model_name == "runner":
         handle = hx.FieldParameter(parameter)
     else:
         from hybrax import models
@@ -108,6 +121,8 @@ def _program(model_name, program):
 
     if program == "simulate":
         return lambda: hx.simulate(system, x0, params, n_events=n_events, mode0=mode0)
+    if section is None:
+        raise NotApplicable(f"{model_name} has no periodic orbit")
     if program == "orbit":
         return lambda: hx.find_periodic_orbit(system, section, guess, params)
     if program == "grad":
@@ -148,6 +163,7 @@ def _program(model_name, program):
             handle,
             start=value,
             bounds=(value - 0.5 * abs(value) - 0.1, value + 0.5 * abs(value) + 0.1),
+            direction=1,
             max_points=3,
             throw=False,
         )
@@ -223,11 +239,16 @@ def measure(model_name, program, cache, repeats):
         text=True,
     )
     if done.returncode != 0:
-        return {"error": done.stderr.strip().splitlines()[-1]}
+        last = done.stderr.strip().splitlines()[-1]
+        if last.startswith("NotApplicable") or "NotApplicable:" in last:
+            return {"skipped": last.split(":", 1)[-1].strip()}
+        return {"error": last}
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def _row(result):
+    if "skipped" in result:
+        return f"n/a: {result['skipped']}"
     if "error" in result:
         return f"failed: {result['error'][:60]}"
     jax_ = result["jax"]

@@ -89,14 +89,18 @@ def parse_args():
         default=None,
         help="lanes per call",
     )
-    parser.add_argument("--max-iterations", type=int, default=12, help="Newton")
+    # The library's defaults (`find_periodic_orbit`, `Settings`) unless a flag
+    # says otherwise.
+    parser.add_argument("--max-iterations", type=int, default=40, help="Newton")
     parser.add_argument("--map-iterations", type=int, default=0)
     parser.add_argument(
         "--newton-tol", type=float, default=1e-11, help="Newton rtol = atol"
     )
-    parser.add_argument("--t-max", type=float, default=5.0)
     parser.add_argument(
-        "--jacobian", choices=("autodiff", "variational"), default="autodiff"
+        "--t-max", type=float, default=50.0, help="one cycle's horizon (Settings)"
+    )
+    parser.add_argument(
+        "--jacobian", choices=("autodiff", "variational"), default="variational"
     )
     parser.add_argument("--infeasible", type=float, default=0.1)
     parser.add_argument(

@@ -464,6 +464,7 @@ def _descriptor_and_minimal(x, params):
     )
 
 
+@pytest.mark.slow
 def test_forms_retrace_the_minimal_walk(walk, tmp_path):
     """`hybrax simulate biped5 --form momentum` (the seed's (theta, P) state,
     eqs. 17-19, the impact a jump of P) gives the minimal form's event times and

@@ -136,6 +136,7 @@ def test_wheel_sweep_finds_orbits_exactly_where_the_wheel_vaults(tmp_path):
     assert (tmp_path / "sweep_heatmap.png").is_file()
 
 
+@pytest.mark.slow
 def test_wheel_tune_meets_a_speed_at_the_closed_form_slope(tmp_path):
     """The slope at which the wheel rolls at 1.3 rad/s after heel strike, by
     gradient: sin(gamma) = omega^2 (1 - c) / (4 (g/l) sin(alpha) c). `orbit

@@ -214,6 +214,7 @@ def test_bad_arguments_exit_2(tmp_path, capsys, argument, names):
     assert not (tmp_path / "figures").exists()
 
 
+@pytest.mark.slow
 def test_constrained_form_agrees(minimal, tmp_path_factory):
     constrained = _orbit_run(tmp_path_factory, "constrained", "--form", "constrained")
     assert constrained["code"] == 0, constrained["err"]

@@ -351,6 +351,7 @@ def kicked():
     return section, branch, doubled
 
 
+@pytest.mark.slow
 def test_hybrid_orbit_branch_switches_at_its_period_doubling(kicked):
     section, branch, doubled = kicked
     assert hx.period_doubled_section(section).sequence == ("kick", "kick")

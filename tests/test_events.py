@@ -337,6 +337,7 @@ def test_terminal_transition_ends_the_run_with_its_cause():
     assert "terminal" in hx.status_message(sol.result)[0]
 
 
+@pytest.mark.slow
 def test_walker_orbit_and_multipliers_both_ways():
     """Shooting on the heel-strike section (reduced unknowns theta, theta_dot; phi
     and phi_dot follow from the reset) finds the published fixed point; AD and
@@ -442,6 +443,7 @@ def test_plastic_impact_observables():
 # --- statuses with their causes ------------------------------------------------
 
 
+@pytest.mark.slow
 def test_failed_orbit_carries_its_cause_and_nan_values():
     """A leg so stiff that no cycle finishes within the step limit: the orbit's
     status is that of the cycle (`max_steps_reached`), not a bare

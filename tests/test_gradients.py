@@ -68,7 +68,12 @@ def _derivatives(form):
     return form, system, section, value(THETA), _central_differences(value, THETA)
 
 
-@pytest.fixture(scope="module", params=["minimal", "constrained"])
+# The constrained form (KKT accelerations, projection impact) compiles the longest:
+# in the slow set.
+@pytest.fixture(
+    scope="module",
+    params=["minimal", pytest.param("constrained", marks=pytest.mark.slow)],
+)
 def hopper_derivatives(request):
     return _derivatives(request.param)
 
@@ -94,6 +99,7 @@ def test_reverse_mode_gradient(hopper_derivatives):
     np.testing.assert_allclose(slope, weights @ fd @ direction, rtol=GRADIENT_RTOL)
 
 
+@pytest.mark.slow
 def test_forward_mode_jacobian():
     """jax.jacfwd (ForwardMode settings) of the four quantities in the four
     parameters against the differences, on the minimal form (the constrained

@@ -161,6 +161,7 @@ def elastic_drop(run):
     return solution
 
 
+@pytest.mark.slow
 def test_elastic_straight_drop_keeps_its_energy_over_the_seeds_contacts(
     elastic_drop,
 ):

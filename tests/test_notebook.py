@@ -11,6 +11,7 @@ from helpers import run_notebook
 NOTEBOOK = pathlib.Path(__file__).parents[1] / "notebooks" / "hopper_tutorial.ipynb"
 
 
+@pytest.mark.slow
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")
 def test_tutorial_executes(tmp_path, monkeypatch):
     outputs, errors = run_notebook(NOTEBOOK, tmp_path, monkeypatch)
@@ -22,6 +23,7 @@ def test_tutorial_executes(tmp_path, monkeypatch):
 BIPED_NOTEBOOK = pathlib.Path(__file__).parents[1] / "notebooks" / "biped_tuning.ipynb"
 
 
+@pytest.mark.slow
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")
 def test_biped_tuning_notebook_executes(tmp_path, monkeypatch):
     """The biped tuning notebook runs top to bottom with the public API, on the

@@ -117,6 +117,7 @@ def test_reduced_jacobian_matches_paper(minimal_orbit, reference):
     np.testing.assert_allclose(mu, [0.0, reference["multiplier"]], atol=1e-8)
 
 
+@pytest.mark.slow
 def test_constrained_form_on_the_manifold(constrained_orbit, minimal_orbit):
     orbit_c, floquet_c = constrained_orbit
     orbit_m, floquet_m = minimal_orbit
@@ -163,6 +164,7 @@ def test_no_orbit_for_positive_ground_damping():
     assert np.all(np.isnan(orbit.u)) and np.isnan(float(orbit.period))
 
 
+@pytest.mark.slow
 def test_random_parameters_ad_against_saltation(getkey):
     """Property test: on hopper parameters drawn at random, the autodiff monodromy
     equals the saltation product and the multiplier equals the reference."""

@@ -126,6 +126,29 @@ def test_announcements_name_the_program():
     assert " s (trace " in lines[-1] and "XLA" in lines[-1]
 
 
+def test_an_equal_model_built_anew_reuses_the_program():
+    """A model built twice (new function objects of the same code, as a script's
+    builder function or a second `hx.tune` call makes them) runs the program the
+    first one compiled: no second compilation or load, and the same numbers."""
+    ball, params = models.bouncing_ball.bouncing_ball()
+    params = hx.canonical_params(params)
+    field = ball.modes[0].vector_field
+
+    def build():
+        # (The code differs from the announcement test's mode, which must compile.)
+        falling = hx.Mode(lambda t, x, p: 1.0 * field(t, x, p), "air")
+        return hx.HybridSystem([falling], list(ball.transitions), n_states=2)
+
+    x0 = jnp.array([1.0, 0.0])
+    first = hx.simulate(build(), x0, params, n_events=4)
+    before = len(_programs.COMPILATIONS)
+    second = hx.simulate(build(), x0, params, n_events=4)
+    assert len(_programs.COMPILATIONS) == before
+    np.testing.assert_array_equal(first.t_events, second.t_events)
+    # First impact of a drop from 1 m at sqrt(2 h / g).
+    np.testing.assert_allclose(first.t_events[0], np.sqrt(2 / params.g), rtol=1e-10)
+
+
 def test_sweep_progress_starts_with_its_compilation(capsys):
     """`hx.sweep(..., progress=True)` announces its chunk program's compilation
     (before any element is done) and still returns `fn` on every element."""

@@ -141,6 +141,7 @@ def test_energy_lost_at_heel_strike_is_the_potential_released(orbit):
     )
 
 
+@pytest.mark.slow
 def test_continue_finds_garcias_period_doubling(branch_json):
     """`hybrax continue simplest-walker --param slope`: stable from 0.009 up to the
     period doubling at 0.0151 (Garcia's three digits), unstable beyond."""

@@ -169,7 +169,9 @@ def test_rimless_wheel_fixed_point_and_multiplier():
     np.testing.assert_allclose(multiplier, c2, rtol=MULTIPLIER_TOL)
 
 
-@pytest.mark.parametrize("form", ["minimal", "constrained"])
+@pytest.mark.parametrize(
+    "form", ["minimal", pytest.param("constrained", marks=pytest.mark.slow)]
+)
 def test_one_hop_jacobian_against_finite_differences(form):
     """d(state after touchdown and lift-off)/d(initial state), event-time
     sensitivity included."""

@@ -6,6 +6,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 import hybrax as hx
 from hybrax import models
@@ -25,6 +26,7 @@ def _central_differences(fn, theta, h):
     return np.stack(columns, axis=1)
 
 
+@pytest.mark.slow
 def test_tune_command_meets_the_apex_target(tmp_path):
     """`hybrax tune hopper`: the (d_G, k) whose upper mass hops to 1.15 m (to 1 mm)
     with the smallest multiplier, from the paper's parameters. The result is a

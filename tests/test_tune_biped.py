@@ -53,6 +53,7 @@ def _objective(values, u_guess, settings):
     )
 
 
+@pytest.mark.slow
 def test_tuning_objective_gradient_matches_central_differences(getkey):
     """The derivative of J along random directions of the ten controller numbers
     (implicit-function derivatives of the orbit, through the virtual-constraint
@@ -79,6 +80,7 @@ def test_tuning_objective_gradient_matches_central_differences(getkey):
         np.testing.assert_allclose(float(slope), (plus - minus) / (2 * h), rtol=2e-5)
 
 
+@pytest.mark.slow
 def test_tune_command_from_a_falling_start_reaches_a_stable_gait(tmp_path):
     """`hybrax tune biped5` on a test budget (five evaluations: the existence
     stage): from the controller under which the biped falls, a gait exists and

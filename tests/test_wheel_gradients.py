@@ -51,6 +51,7 @@ def wheel_gradient():
     return jax.jit(jax.vmap(jax.jacrev(_wheel_orbit, argnums=(0, 1))))
 
 
+@pytest.mark.slow
 def test_rimless_wheel_gradients_are_the_closed_form(wheel_gradient):
     """d(omega*)/d(gamma) and d(nu)/d(alpha) (nu = cos^2 2 alpha) in closed form;
     d(nu)/d(gamma) = 0. A batch with one failed element (a wheel on a slope of
@@ -107,6 +108,7 @@ def _wheel_step(omega, gamma, alpha, g=9.81, l=1.0):  # noqa: E741
     )
 
 
+@pytest.mark.slow
 def test_poincare_map_reverse_gradient_is_the_closed_form():
     """jax.grad through `poincare_map` (one event-terminated cycle, reverse mode)
     in the speed and the slope, against the step map's closed-form derivatives, in

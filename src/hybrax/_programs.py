@@ -222,7 +222,10 @@ def _persistent_key(what: str, fn, args) -> str | None:
     try:
         inputs = fingerprint((fn, args))
     except Unfingerprintable as error:
-        _LOGGER.info("%s: not kept between processes (its inputs hold %s)", what, error)
+        if _CACHE_DIR is not None:
+            _LOGGER.info(
+                "%s: not kept between processes (its inputs hold %s)", what, error
+            )
         return None
     parts = (what, _source_fingerprint(), *_versions(), *_environment(), inputs)
     digest = hashlib.sha256("|".join(parts).encode()).hexdigest()[:32]
@@ -508,8 +511,32 @@ def _compile(
         label = f" for {_LABEL}"
     out_box: list = []
     flat = _flat_function(fn, treedef, is_array, static, out_box)
-    key = None if _CACHE_DIR is None else _persistent_key(what, original, args)
-    path = None if key is None else pathlib.Path(_CACHE_DIR) / "programs" / key
+    # The fingerprint also finds a program this process has built already for an
+    # equal model whose objects are new (a second `hx.tune` call builds its
+    # problem anew): without it, each such call would load or compile again.
+    key = _persistent_key(what, original, args)
+    if key is not None:
+        with _LOCK:
+            built = _BUILT.get(key)
+        if built is not None:
+            return built
+    program = _build(what, label, flat, dynamic, out_box, key)
+    if key is not None:
+        with _LOCK:
+            _BUILT[key] = program
+    return program
+
+
+#: The programs this process has built or loaded, by fingerprint key.
+_BUILT: dict[str, "_Program"] = {}
+
+
+def _build(what, label, flat, dynamic, out_box, key) -> "_Program":
+    """Load the program kept under `key` (in the cache directory), or trace,
+    keep and compile it."""
+    path = None
+    if key is not None and _CACHE_DIR is not None:
+        path = pathlib.Path(_CACHE_DIR) / "programs" / key
     if path is not None and path.exists():
         start = time.perf_counter()
         try:

@@ -510,8 +510,14 @@ def tune(
         began = time.perf_counter()
         # Widths as arrays of y's dtype everywhere (a weakly typed one would compile
         # `_value` again).
-        first_value, (_, (u_first, _, _, first_result, _)) = _value(
-            problem, y, (u, jnp.asarray(widths[0], y.dtype))
+        first = _value(problem, y, (u, jnp.asarray(widths[0], y.dtype)))
+        first_value, (_, (u_first, _, _, first_result, _)) = first
+        # The objective's output structure for the minimiser's state, read off
+        # this evaluation (`jax.eval_shape` would trace the objective again, in
+        # every process: seconds, where the compiled programs load from the cache).
+        f_struct, aux_struct = jax.tree.map(
+            lambda leaf: jax.ShapeDtypeStruct(jnp.shape(leaf), jnp.result_type(leaf)),
+            first,
         )
         tags = frozenset()
         history: list[TuneStep] = []
@@ -543,7 +549,6 @@ def tune(
         run_time = seek_run_time
         for stage, width in enumerate(widths):
             args = (u, jnp.asarray(width, y.dtype))
-            f_struct, aux_struct = jax.eval_shape(lambda: fn(y, args))
             state = _init(minimiser, fn, y, args, f_struct, aux_struct, tags)
             best = math.inf
             while len(history) < int(max_steps):
