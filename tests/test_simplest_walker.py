@@ -73,10 +73,9 @@ def branch_json(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def model(branch_json):
+def model():
     """The bundle's system, section, default parameters and continuation
-    parameter; `branch_json` first, so that its compiled corrector is there."""
-    del branch_json
+    parameter."""
     bundle = hx.models.get_model("simplest-walker")
     form = bundle.forms["minimal"]
     params = hx.canonical_params(bundle.make_params())
@@ -207,6 +206,7 @@ def test_small_slope_asymptotics(model):
     np.testing.assert_allclose(float(short[0]) / 1e-2, 0.943, rtol=1.5e-3)
 
 
+@pytest.mark.slow
 def test_period_doubling_cascade(branch_json):
     """`hybrax continue simplest-walker --cascade 1` switches at the period doubling
     onto the period-2 gaits: they leave with twice the period, are stable at first,
