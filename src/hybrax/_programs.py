@@ -8,7 +8,9 @@ flags, structure) is static. Then:
 
 1. **In memory**, one compiled program per function, static part and input
    shapes/dtypes: a second call with other array values (parameters, tolerances,
-   `t_max`, iteration counts, tuning targets) compiles nothing.
+   `t_max`, iteration counts, tuning targets) compiles nothing. A model built
+   again from the same code (new function objects) finds the program by its
+   fingerprint (below).
 2. **Between processes**, once [`hybrax.enable_compilation_cache`][] has been
    called: the traced and lowered program is serialised with `jax.export` under a
    key from [`hybrax._fingerprint.fingerprint`][] of the function and its
