@@ -9,6 +9,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 
 import hybrax as hx
 from hybrax.models import rimless_wheel
@@ -23,6 +24,7 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+@pytest.mark.slow
 def test_two_processes_solve_one_sweep(tmp_path):
     from sweep_case import batch, guess, section, slopes, system
 

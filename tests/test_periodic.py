@@ -355,6 +355,7 @@ def test_stopped_lanes_run_idle_evaluations_whose_results_are_discarded():
         assert flags == [False] * n + [True] * (steps.max() - n)
 
 
+@pytest.mark.slow
 def test_scanned_and_unrolled_sequence_loops_agree(minimal_orbit):
     """The declared event sequence runs as a `lax.scan` over one traced phase (the
     AD monodromy, the return map) or as a Python loop with static modes (the

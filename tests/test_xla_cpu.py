@@ -70,6 +70,7 @@ def _probe(xla_flags):
     return flags, small_call == "True", float(gradient_error)
 
 
+@pytest.mark.slow
 def test_import_raises_the_small_loop_limit():
     flags, small_call, gradient_error = _probe(None)
     assert flags == f"{SMALL_LOOP_FLAG} {NO_YNN_FUSION_FLAG} {CLASSIC_EMITTERS_FLAG}"
