@@ -567,31 +567,48 @@ def stick_figure(frames: StickFrames, *, snapshots: int = 8, ax: Axes | None = N
 
 
 def save_animation(frames: StickFrames, path, *, fps: int = 20) -> Any:
-    """Write `frames` as an animated GIF (matplotlib's Pillow writer) at `path`;
-    returns the path."""
+    """Write `frames` as an animated GIF (Pillow) at `path`; returns the path.
+
+    The axes, their ticks and labels are drawn once; each frame restores that
+    background and draws only the sticks and the time (as matplotlib's blitting
+    does on screen): the 80 frames of a walker's animation took 5.9 s when every
+    frame was drawn whole."""
     import pathlib
 
-    from matplotlib.animation import FuncAnimation, PillowWriter
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from PIL import Image
 
     path = pathlib.Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig = Figure(figsize=(6, 3.5))
+    fig = Figure(figsize=(6, 3.5), dpi=80)
+    canvas = FigureCanvasAgg(fig)
     ax = fig.add_subplot()
     xlim, ylim = _stick_limits(frames)
     ax.set(xlim=xlim, ylim=ylim, aspect="equal", xlabel="x [m]", ylabel="y [m]")
     title = ax.set_title("t = 0.00 s")
-    # One layout for all frames (a layout engine would redo it for every frame).
+    # One layout for all frames.
     fig.tight_layout()
     artists = _draw_sticks(ax, frames.polylines[0])
-
-    def update(index):
+    for artist in (*artists, title):
+        artist.set_animated(True)  # left out of the background
+    canvas.draw()
+    background = canvas.copy_from_bbox(fig.bbox)
+    images = []
+    for index, time in enumerate(frames.times):
+        canvas.restore_region(background)
         for artist, line in zip(artists, frames.polylines[index]):
             artist.set_data(line[:, 0], line[:, 1])
-        title.set_text(f"t = {frames.times[index]:.2f} s")
-        return [*artists, title]
-
-    animation = FuncAnimation(fig, update, frames=len(frames.times), blit=False)
-    animation.save(path, writer=PillowWriter(fps=fps), dpi=80)
+            ax.draw_artist(artist)
+        title.set_text(f"t = {time:.2f} s")
+        ax.draw_artist(title)
+        images.append(Image.fromarray(np.asarray(canvas.buffer_rgba())).convert("RGB"))
+    images[0].save(
+        path,
+        save_all=True,
+        append_images=images[1:],
+        duration=int(1000 / fps),
+        loop=0,
+    )
     return path
 
 
