@@ -43,36 +43,40 @@ def getkey():
     return _getkey
 
 
-# Cold-cache seconds per test file in the fast set (setup, call and teardown summed
-# from `--durations=0` of one cold run on the 2-core machine: 667 s in all, 5:51 on
-# two workers; files whose tests are all `slow` are not listed). pytest-xdist
-# hands whole files to its two workers in collection order (`--no-loadscope-reorder` in
+# Cold-cache seconds per test file (setup, call and teardown summed from
+# `--durations=0` of one cold run on the 2-core machine). pytest-xdist hands whole
+# files to its two workers in collection order (`--no-loadscope-reorder` in
 # pyproject.toml: by default it reorders files by their number of tests, which
 # left the workers' sums at 563 and 519 s); longest first keeps one long file from
 # running alone at the end.
 _FILE_SECONDS = {
-    "test_simulate.py": 73,
-    "test_events.py": 72,
-    "test_sweep.py": 59,
-    "test_jumper.py": 55,
-    "test_biped5.py": 50,
-    "test_gradients.py": 49,
-    "test_simplest_walker.py": 40,
-    "test_cli_models.py": 39,
-    "test_compass_gait.py": 38,
-    "test_wheel_gradients.py": 34,
-    "test_continuation.py": 33,
-    "test_periodic.py": 32,
-    "test_cli_orbit.py": 22,
-    "test_cli_simulate.py": 20,
-    "test_impact_energy.py": 13,
-    "test_programs.py": 11,
-    "test_mechanics.py": 8,
-    "test_hybrid.py": 6,
-    "test_floquet.py": 4,
-    "test_continuation_maps.py": 4,
-    "test_lagrangian.py": 2,
-    "test_plot_generic.py": 1,
+    "test_gradients.py": 106,
+    "test_notebook.py": 103,
+    "test_tune_biped.py": 80,
+    "test_sweep.py": 74,
+    "test_periodic.py": 61,
+    "test_events.py": 59,
+    "test_tune.py": 56,
+    "test_simulate.py": 55,
+    "test_biped5.py": 51,
+    "test_cli_models.py": 51,
+    "test_wheel_gradients.py": 46,
+    "test_cli_orbit.py": 40,
+    "test_jumper.py": 37,
+    "test_simplest_walker.py": 34,
+    "test_continuation.py": 26,
+    "test_compass_gait.py": 24,
+    "test_cli_simulate.py": 17,
+    "test_continuation_maps.py": 16,
+    "test_xla_cpu.py": 13,
+    "test_distributed.py": 11,
+    "test_impact_energy.py": 10,
+    "test_mechanics.py": 6,
+    "test_program_cache.py": 5,
+    "test_hybrid.py": 3,
+    "test_plot_generic.py": 2,
+    "test_floquet.py": 2,
+    "test_lagrangian.py": 1,
 }
 
 
