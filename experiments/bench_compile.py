@@ -26,6 +26,7 @@ about half an hour. Prints the machine and its load first.
 """
 
 import argparse
+import dataclasses
 import json
 import os
 import pathlib
@@ -200,24 +201,14 @@ def worker(model_name, program, cache, repeats):
         start = time.perf_counter()
         jax.block_until_ready(run())
         warm.append(time.perf_counter() - start)
-    records = [r for r in _programs.COMPILATIONS]
+    records = list(_programs.COMPILATIONS)
     print(
         json.dumps(
             {
                 "first": first,
                 "warm": statistics.median(warm) if warm else None,
                 "jax": totals,
-                "records": [
-                    dict(
-                        what=r.what,
-                        trace=r.trace,
-                        lower=r.lower,
-                        xla=r.xla,
-                        load=r.load,
-                        cached=r.cached,
-                    )
-                    for r in records
-                ],
+                "records": [dataclasses.asdict(r) for r in records],
             }
         )
     )

@@ -72,7 +72,6 @@ _FILE_SECONDS = {
     "test_distributed.py": 11,
     "test_impact_energy.py": 10,
     "test_mechanics.py": 6,
-    "test_program_cache.py": 5,
     "test_hybrid.py": 3,
     "test_plot_generic.py": 2,
     "test_floquet.py": 2,

@@ -674,11 +674,6 @@ def _jitted(fn):
     return eqx.filter_jit(fn)
 
 
-def _apply(fn):
-    """`fn` as a function of one `(args, kwargs)` PyTree."""
-    return _Applied(fn)
-
-
 class _Applied:
     """`fn(*args, **kwargs)` of one `(args, kwargs)` argument, equal (and hashed)
     by `fn`: one program per function, whatever call it came from."""
