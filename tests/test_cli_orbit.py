@@ -323,3 +323,27 @@ def test_orbit_figure_content(reference):
         hybrax.models.hopper_figures.orbit_figure(
             orbit, params, perturbed=perturbed, labels=["a"]
         )
+
+
+def test_a_tuned_optimum_is_found_from_the_models_guess(tmp_path):
+    """`hybrax tune hopper --vary d_G,k --target apex_upper=1.15 --minimize
+    multiplier` ends at this stable orbit; plain Newton from the model's guess
+    overshot there (the return map is nearly tangent to the diagonal: its second
+    iterate left the flight mode) and reported no orbit. The safeguarded Newton
+    finds it from the same guess: one of the SciPy reference's fixed points (a
+    scan of the 1-D return map refined by Brent's method), the stable one."""
+    d_G, k = -62.46692407074424, 10536.030187011824
+    code, stdout, stderr = _run(
+        ["orbit", "hopper", "--set", f"d_G={d_G!r}", "--set", f"k={k!r}"]
+        + ["--out", str(tmp_path / "figures"), "--json", str(tmp_path / "o.json")]
+    )
+    assert code == 0, stderr
+    data = json.loads((tmp_path / "o.json").read_text())
+    assert data["converged"] is True and data["stable"] is True
+    reference = periodic_orbit(ReferenceParams(d_G=d_G, k=k), v_guess=2.0)
+    speeds = np.array([v for v, _ in reference["fixed_points"]])
+    nearest = int(np.argmin(np.abs(speeds - data["state"][2])))
+    v_star, multiplier = reference["fixed_points"][nearest]
+    assert abs(data["state"][2] - v_star) < ORACLE_TOL
+    assert abs(multiplier) < 1
+    assert abs(data["multipliers_ad"][0][0] - multiplier) < MULTIPLIER_TOL

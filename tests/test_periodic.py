@@ -12,7 +12,7 @@ import pytest
 
 import hybrax as hx
 import reference_hopper as ref
-from hybrax import models
+from hybrax import RESULTS, models
 
 
 TOL = 1e-12  # integration tolerance of the accuracy tests below
@@ -314,10 +314,13 @@ def test_stopped_lanes_run_idle_evaluations_whose_results_are_discarded():
     def residual(y, args):
         target, _, _, _, idle, _, _ = args
         jax.debug.callback(lambda i, t: seen.append((float(t), bool(i))), idle, target)
-        return jnp.where(idle, jnp.nan, y**3 - target), None
+        F = jnp.where(idle, jnp.nan, y**3 - target)
+        # (the cycle's status, the return map's image y + F)
+        return F, (RESULTS.successful, y + F)
 
     solver = optx.Newton(rtol=1e-12, atol=1e-12)
-    targets = jnp.array([1.0, 8.0, 1e6, -1.0])  # different iteration counts
+    # Different iteration counts, each Newton step accepted by the safeguard.
+    targets = jnp.array([1.0, 2.0, 0.5, 1.5])
 
     def solve(target, wrapped):
         return optx.root_find(
@@ -396,6 +399,62 @@ def test_scanned_and_unrolled_sequence_loops_agree(minimal_orbit):
         )
 
 
+def _domain_solve(guess, wrapped):
+    """Newton on F(y) = arctan(1 - y), whose "cycle" fails for y > 2 (a domain
+    boundary): from |y - 1| > 1.39 Newton's steps overshoot ever further. Returns
+    the root-find and the points where the residual ran."""
+    from hybrax._periodic import _ShootingRootFinder
+
+    evaluated = []
+
+    def residual(y, args):
+        *_, idle, _, _ = args
+        jax.debug.callback(lambda v, i: i or evaluated.append(float(v)), y, idle)
+        inside = y <= 2.0
+        F = jnp.where(inside, jnp.arctan(1.0 - y), jnp.nan)
+        status = RESULTS.where(inside, RESULTS.successful, RESULTS.mode_not_viable)
+        # As the shooting residual does: a failed cycle's residual is zero with
+        # the identity for Jacobian (the solver stops), its status says why.
+        F = jnp.where(inside, F, y - jax.lax.stop_gradient(y))
+        return F, (status, y + F)
+
+    solver = optx.Newton(rtol=1e-12, atol=1e-12)
+    root = optx.root_find(
+        residual,
+        _ShootingRootFinder(solver, None, 1.0) if wrapped else solver,
+        jnp.asarray(guess),
+        args=(None, None, 40, 0, jnp.asarray(False), jnp.ones(()), jnp.asarray(False)),
+        has_aux=True,
+        max_steps=40,
+        throw=False,
+    )
+    return root, evaluated
+
+
+def test_safeguarded_newton_stays_in_the_domain_and_converges():
+    """From y = -1.5 Newton's first step lands at 7.1, outside the domain, and
+    plain Newton stops there; the safeguarded one rejects that trial and its
+    halving (2.8, also outside), takes the return map's image of the guess
+    instead, and converges to the root from there (cutting back one more step
+    that left the domain). A guess outside the domain
+    has nothing to fall back to: the solve stops at once, at the guess."""
+    plain, _ = _domain_solve(-1.5, wrapped=False)
+    assert float(plain.value) > 2.0 or plain.aux[0] != RESULTS.successful
+    root, evaluated = _domain_solve(-1.5, wrapped=True)
+    assert root.result == optx.RESULTS.successful
+    np.testing.assert_allclose(float(root.value), 1.0, atol=1e-12)
+    assert root.aux[0] == RESULTS.successful
+    # The guess; Newton's step from it (F' = -1/7.25) and its half, both
+    # outside; the return map's image of the guess.
+    full = -1.5 + np.arctan(2.5) * 7.25
+    expected = [-1.5, full, -1.5 + (full + 1.5) / 2, -1.5 + np.arctan(2.5)]
+    assert evaluated[:4] == pytest.approx(expected, rel=1e-12)
+    dead, evaluated = _domain_solve(2.5, wrapped=True)
+    assert dead.result != optx.RESULTS.successful
+    assert evaluated == [2.5] and float(dead.value) == 2.5
+    assert dead.aux[0] == RESULTS.mode_not_viable
+
+
 def test_shooting_tightens_the_tolerance_and_stops_only_at_it():
     # `_ShootingRootFinder` tells the residual how loosely to integrate: the
     # first evaluation at the loosest tolerance, then by the size of the last step,
@@ -412,7 +471,8 @@ def test_shooting_tightens_the_tolerance_and_stops_only_at_it():
     def residual(y, args):
         target, _, _, _, _, loosen, _ = args
         jax.debug.callback(lambda value: seen.append(float(value)), loosen)
-        return y**3 - target + error * loosen, None
+        F = y**3 - target + error * loosen
+        return F, (RESULTS.successful, y + F)  # (the cycle's status, its image)
 
     solver = _ShootingRootFinder(
         optx.Newton(rtol=1e-13, atol=1e-13), base_tol, _LOOSE_TOL / base_tol

@@ -267,7 +267,7 @@ def test_rounds_resume_where_they_stopped(system_and_section, starts, monkeypatc
     evaluate = hybrax._sweep._evaluate
 
     def spy_evaluate(fn, static, chunk, sharding):
-        if len(chunk) == 5 and not isinstance(fn, hybrax._sweep._StartDefect):
+        if len(chunk) == 6 and not isinstance(fn, hybrax._sweep._StartDefect):
             chunks.append((np.asarray(chunk[2]), np.asarray(chunk[3])))
         return evaluate(fn, static, chunk, sharding)
 
@@ -489,10 +489,10 @@ def test_remaining_elements_move_to_a_smaller_chunk(system_and_section, monkeypa
 
     monkeypatch.setattr(hybrax._sweep, "_evaluate", spy)
     options = dict(OPTIONS, return_map_iterations=0)
-    # Eight elements: the orbits and the sets without one (but D_G = 0, whose
-    # solve is as long as another's), the NaN set, then orbits again: the set
-    # whose Newton wanders (all its iterations) runs its last round alone.
-    rows = [0, 2, 3, 4, 5, 0, 2, 0]
+    # Eight elements: two orbits, the set without one at D_G = 0 (its Newton
+    # wanders, all its iterations), an orbit, the NaN set, then orbits again:
+    # the set that wanders runs its last round alone.
+    rows = [0, 2, 3, 0, 5, 0, 2, 0]
     params = jax.tree_util.tree_map(
         lambda leaf: leaf[rows] if np.ndim(leaf) else leaf, _params()
     )

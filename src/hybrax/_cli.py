@@ -762,11 +762,12 @@ def _run_orbit(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
         ).split()
         payload.update(dict.fromkeys(keys))
         payload.update(dict.fromkeys(model_summary(None)[0]))
-        payload["last_iterate"] = [_number(v) for v in state]
+        best = orbit.safeguard
+        payload["best_iterate"] = [_number(v) for v in np.asarray(best.best_iterate)]
+        payload["best_residual_norm"] = _number(float(best.best_defect))
         sys.stdout.flush()
         print(
-            f"no periodic orbit found: {status} after {n_steps} Newton iterations "
-            f"(residual {residual:.3g}): {message}",
+            f"no periodic orbit found: {orbit.describe_failure()}. {message}",
             file=sys.stderr,
         )
         no_orbit_hint = model.hook("no_orbit_hint")

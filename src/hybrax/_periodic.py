@@ -20,6 +20,7 @@ Its eigenvalues are the Floquet multipliers, one of them the trivial 1.
 
 import dataclasses
 from collections.abc import Callable
+from typing import Any, NamedTuple
 
 import diffrax as dfx
 import equinox as eqx
@@ -83,20 +84,23 @@ class PeriodicOrbit(eqx.Module):
       converged, the residual is below tolerance and the cycle ran as declared;
       otherwise the cause (the failure of the cycle at the last iterate, e.g.
       `max_steps_reached`, or `shooting_failed` when every cycle ran).
-    - `last_iterate`: the root finder's last (finite) iterate, not a result but
-      the point to resume from: a solve that ran out of iterations (status
+    - `last_iterate`: the root finder's last iterate, not a result but the point
+      to resume from: a solve that ran out of iterations (status
       `shooting_failed` with `n_steps == max_iterations`) continues from it with
-      more; [`hybrax.sweep_orbits`][] resumes its unfinished elements so. It has
-      no derivative. `next_loosening`: how much looser than the settings the
-      next iteration would have integrated (see the inexact Newton of
+      more (with `safeguard=orbit.safeguard`); [`hybrax.sweep_orbits`][] resumes
+      its unfinished elements so. `safeguard`: the safeguarded Newton's memory
+      ([`hybrax.ShootingSafeguard`][]), with the best iterate of a solve that
+      did not converge and its defect (`orbit.describe_failure()` reports
+      them). Neither has a derivative. `next_loosening`: how much looser than
+      the settings the next iteration would have integrated (see the inexact Newton of
       [`hybrax.find_periodic_orbit`][]); resume with it as `first_loosening`.
     - `floquet`: the [`hybrax.FloquetAnalysis`][] (monodromy by autodiff and by
       the saltation product, their discrepancy, the multipliers) when the orbit
       was found with `analyse=True`; `None` otherwise.
 
     Every floating value of an orbit that did not converge is NaN (and so is its
-    derivative), `last_iterate` and `next_loosening` excepted: a failure never
-    passes for a finite number.
+    derivative), `last_iterate`, `safeguard` and `next_loosening` excepted: a
+    failure never passes for a finite number.
     """
 
     u: Float[Array, " k"]
@@ -111,12 +115,42 @@ class PeriodicOrbit(eqx.Module):
     result: RESULTS
     last_iterate: Float[Array, " k"]
     next_loosening: Float[Array, ""]
+    safeguard: "ShootingSafeguard"
     floquet: "FloquetAnalysis | None" = None
 
     @property
     def converged(self):
         """Whether this is a valid periodic orbit."""
         return self.result == RESULTS.successful
+
+    def describe_failure(self) -> str:
+        """What stopped a solve that found no orbit, in one line (host-side, for
+        one unbatched orbit; `""` for a converged one): which evaluation's cycle
+        failed and how, or that the iterations ran out, and the best iterate
+        with its defect, e.g. `"mode_not_viable in the cycle of evaluation 6 of
+        the shooting (its earlier trial points were cut back); best iterate u =
+        [1.02, 2.49] with defect 0.114"`."""
+        from ._solution import status_name
+
+        if bool(self.converged):
+            return ""
+        status = status_name(self.result)[0]
+        n = int(self.n_steps)
+        if status == "shooting_failed":
+            head = f"shooting_failed: no convergence in {n} evaluations"
+        elif n <= 1:
+            head = f"{status} in the cycle from the guess"
+        else:
+            head = (
+                f"{status} in the cycle of evaluation {n} of the shooting (its "
+                "earlier trial points were cut back)"
+            )
+        best = np.asarray(self.safeguard.best_iterate, dtype=float)
+        defect = float(self.safeguard.best_defect)
+        if not np.isfinite(defect):
+            return head
+        values = ", ".join(f"{v:.6g}" for v in best)
+        return f"{head}; best iterate u = [{values}] with defect {defect:.3g}"
 
     @property
     def multipliers(self) -> Complex[Array, " k"]:
@@ -690,28 +724,116 @@ def _relative_step(new_y, y):
     )
 
 
+class ShootingSafeguard(eqx.Module):
+    r"""The safeguarded Newton's memory (see [`hybrax.find_periodic_orbit`][]),
+    kept with each [`hybrax.PeriodicOrbit`][] as `orbit.safeguard`:
+
+    - `best_iterate`: the best iterate so far (the last one accepted), and
+      `best_defect`, $\max|F|$ at it ($\infty$ before any evaluation);
+    - `best_image`: its image under the return map; `best_step`: Newton's step
+      from it;
+    - `trial`: which kind of trial the next evaluation is (Newton's step, half of
+      it, or the return map's image of the best iterate);
+    - `rejected`: whether the last evaluation was rejected; `dead`: whether the
+      solve died (a cycle failed where nothing was left to fall back to).
+
+    A solve cut short resumes with it (`find_periodic_orbit(...,
+    safeguard=orbit.safeguard)`), so that the cut solve takes the iterates of the
+    uncut one. No derivative."""
+
+    best_iterate: Array
+    best_image: Array
+    best_step: Array
+    best_defect: Array
+    trial: Array
+    rejected: Array
+    dead: Array
+
+    @classmethod
+    def fresh(cls, u):
+        """The memory of a solve starting at `u`: nothing evaluated yet."""
+        u = jnp.asarray(u)
+        return cls(
+            best_iterate=u,
+            best_image=u,
+            best_step=jnp.zeros_like(u),
+            best_defect=jnp.full((), jnp.inf, u.dtype),
+            trial=jnp.asarray(_NEWTON, jnp.int32),
+            rejected=jnp.asarray(False),
+            dead=jnp.asarray(False),
+        )
+
+
+# Trial kinds of the safeguarded Newton (see `_ShootingRootFinder`).
+_NEWTON, _HALVED, _PICARD = 0, 1, 2
+
+
+class _ShootingState(NamedTuple):
+    inner: Any  # the wrapped solver's state
+    idle: Array  # the wrapped solver has stopped: cycles of zero length
+    loosen: Array  # the next Newton evaluation's loosening
+    at_tolerance: Array  # the last evaluation was at the settings' tolerance
+    left: Array  # iterations left of the caller's budget
+    done: Array  # iterations done
+    picards: Array  # the caller's return-map iterations
+    guard: ShootingSafeguard
+
+
+def _max_abs(tree):
+    return jnp.max(
+        jnp.stack([jnp.max(jnp.abs(leaf)) for leaf in jax.tree.leaves(tree)])
+    )
+
+
+def _all_finite(tree):
+    return jnp.all(
+        jnp.stack([jnp.all(jnp.isfinite(leaf)) for leaf in jax.tree.leaves(tree)])
+    )
+
+
 class _ShootingRootFinder(optx.AbstractRootFinder):
-    r"""A root finder as shooting runs it: each residual evaluation is told how
-    loosely to integrate, and whether the wrapped solver has stopped. The
-    residual's last three arguments are `(budget, idle, loosen)`: the caller passes
-    its `budget` (may be traced), which stops the solve after that many
+    r"""A root finder as shooting runs it: a wrapped root finder (Newton's method
+    by default) kept inside the model's domain, each residual evaluation told how
+    loosely to integrate and whether the wrapped solver has stopped. The
+    residual's last three arguments are `(idle, loosen, picard)`, its auxiliary
+    output starts with `(cycle result, return-map image)`; before them the caller
+    passes its `budget` (may be traced), which stops the solve after that many
     iterations as `max_steps` would (a resumed solve's share of its iterations,
-    so that a solve cut into rounds stops where the uncut one does), `False` and
-    the first evaluation's loosening; each evaluation then gets its own.
+    so that a solve cut into rounds stops where the uncut one does), its
+    return-map iterations and the first evaluation's loosening.
+
+    **Safeguarded Newton.** A trial point whose cycle fails (a phase starts
+    outside its mode, an event is not reached, a value is not finite) or whose
+    defect $|F|_\infty$ is not below the best one so far is rejected, and the next
+    trial is taken from the best (accepted) iterate $u_a$: first half Newton's step
+    from it, $u_a + \frac12 \delta_a$ (a backtracking line search on the defect),
+    then the return map's own image $P(u_a)$, accepted whenever its cycle runs.
+    Near an orbit Newton's quadratic steps are all accepted, so the iterates are
+    those of the wrapped solver; far from it each rejection costs one cycle. On a
+    stable orbit the return map contracts, so that where Newton overshoots (a
+    return map nearly tangent to the diagonal, whose Newton step leaves the
+    domain) the solve still reaches the orbit. A solve ends without an orbit only
+    where the guess itself fails, a return-map image of an accepted iterate fails,
+    or the iterations run out; it then returns its best iterate. Globalisation of
+    Newton's method by a merit function and by fixed-point steps: Dennis &
+    Schnabel 1996, *Numerical Methods for Unconstrained Optimization and
+    Nonlinear Equations*, section 6.5; Deuflhard 2011, *Newton Methods for
+    Nonlinear Problems*, section 3.1.
 
     **Inexact Newton.** Far from the root an iterate needs no cycle at the final
     tolerance: Newton's next error is about $C e_k^2$, so the residual need only be
     accurate to a fraction of that (Dembo, Eisenstat & Steihaug 1982, inexact Newton
     methods). The first evaluation integrates at the loosening the caller passes
-    as the residual's last argument (`_LOOSE_TOL` for a rough guess, none for a
-    warm start, whose first step a loose cycle would spoil); each later one at
+    (`_LOOSE_TOL` for a rough guess, none for a warm start, whose first step a
+    loose cycle would spoil); each later one at
     $\max(\text{tol}, \min(\text{\_LOOSE\_TOL}, c\,r^4))$ ($c$ =
     `_TOLERANCE_RULE`), where $r$ is the relative size of the step just taken (an
-    estimate of $e_k$ is $C r^2$, of the next error $C^3 r^4$). The solver may stop
-    only after an evaluation at the settings' own tolerance, so the reported
-    orbit, its residual and its analysis (from the last evaluation) are computed
-    as in a fixed-tolerance solve, and the two roots agree to the root finder's
-    tolerance (the iterates' paths differ). The default step-size controller
+    estimate of $e_k$ is $C r^2$, of the next error $C^3 r^4$); a trial after a
+    rejection at the settings' tolerance. The solver may stop only after an
+    evaluation at the settings' own tolerance, so the reported orbit, its
+    residual and its analysis (from the last evaluation) are computed as in a
+    fixed-tolerance solve, and the two roots agree to the root finder's tolerance
+    (the iterates' paths differ). The default step-size controller
     (`diffrax.PIDController`) is loosened; with any other the tolerance stays.
     On the hopper (tol 1e-10) a variational pass cost 40 / 75 / 165 us per lane
     at tolerances 1e-6 / 1e-8 / 1e-10 (32 lanes, CPU), and Newton takes the same
@@ -734,6 +856,8 @@ class _ShootingRootFinder(optx.AbstractRootFinder):
     solver: optx.AbstractRootFinder
     base_tol: ArrayLike | None  # None: never loosened
     loosen_max: ArrayLike  # `_loosen_max(settings)`
+    # The memory a resumed solve starts with (None: a fresh one at the guess).
+    safeguard: ShootingSafeguard | None = None
 
     @property
     def rtol(self):
@@ -748,18 +872,27 @@ class _ShootingRootFinder(optx.AbstractRootFinder):
         return self.solver.norm
 
     def _terminate(self, fn, y, args, options, state, tags):
-        inner, _, _, at_tolerance, left, done, picards = state
-        terminate, result = self.solver.terminate(fn, y, args, options, inner, tags)
+        terminate, result = self.solver.terminate(
+            fn, y, args, options, state.inner, tags
+        )
         # Return-map iterations (and the Newton step right after them, whose
         # contraction estimate compares it with one of theirs) do not diverge:
         # an unstable orbit's map moves away from it.
-        pulled = (result == optx.RESULTS.nonlinear_divergence) & (done <= picards)
+        pulled = (result == optx.RESULTS.nonlinear_divergence) & (
+            state.done <= state.picards
+        )
         terminate = terminate & ~pulled
         result = optx.RESULTS.where(pulled, optx.RESULTS.successful, result)
+        # A rejected trial's inner state (a failed cycle's residual is zero)
+        # decides nothing; a dead solve stops.
+        terminate = (terminate & ~state.guard.rejected) | state.guard.dead
+        result = optx.RESULTS.where(
+            state.guard.dead, optx.RESULTS.nonlinear_divergence, result
+        )
         failed = result != optx.RESULTS.successful
-        done = terminate & (at_tolerance | failed)
+        done = terminate & (state.at_tolerance | failed)
         # Out of the caller's budget: stopped as at `max_steps`.
-        spent = ~done & (left <= 0)
+        spent = ~done & (state.left <= 0)
         result = optx.RESULTS.where(
             spent, optx.RESULTS.nonlinear_max_steps_reached, result
         )
@@ -767,10 +900,7 @@ class _ShootingRootFinder(optx.AbstractRootFinder):
 
     def _stopped(self, fn, y, args, options, state, tags):
         terminate, result = self._terminate(fn, y, args, options, state, tags)
-        finite = jnp.all(
-            jnp.stack([jnp.all(jnp.isfinite(leaf)) for leaf in jax.tree.leaves(y)])
-        )
-        return terminate | (result != optx.RESULTS.successful) | ~finite
+        return terminate | (result != optx.RESULTS.successful) | ~_all_finite(y)
 
     def init(self, fn, y, args, options, f_struct, aux_struct, tags):
         inner = self.solver.init(fn, y, args, options, f_struct, aux_struct, tags)
@@ -778,29 +908,97 @@ class _ShootingRootFinder(optx.AbstractRootFinder):
         # evaluation's loosening are the caller's (see the class).
         budget, picards, _, first, _ = args[-5:]
         budget = jnp.asarray(budget)
-        loosen = jnp.clip(first, 1.0, self.loosen_max)
-        at_tolerance = jnp.asarray(False)  # no evaluation yet
-        done = jnp.zeros((), budget.dtype)
-        picards = jnp.asarray(picards, budget.dtype)
-        # `(wrapped state, idle, loosen of the next Newton evaluation, whether
-        # the last evaluation was at the settings' tolerance, iterations left,
-        # iterations done, return-map iterations)`.
-        state = (inner, jnp.asarray(False), loosen, at_tolerance, budget, done, picards)
+        fresh = ShootingSafeguard.fresh(y)
+        if self.safeguard is None:
+            guard = fresh
+        else:
+            # A memory with nothing evaluated is a fresh one at this guess.
+            new = jnp.isinf(self.safeguard.best_defect)
+            # (A resumed solve is never a dead one.)
+            guard = jax.tree.map(
+                lambda f, g: jnp.where(new, f, g), fresh, self.safeguard
+            )
+        state = _ShootingState(
+            inner=inner,
+            idle=jnp.asarray(False),
+            loosen=jnp.clip(first, 1.0, self.loosen_max),
+            at_tolerance=jnp.asarray(False),  # no evaluation yet
+            left=budget,
+            done=jnp.zeros((), budget.dtype),
+            picards=jnp.asarray(picards, budget.dtype),
+            guard=guard,
+        )
         stopped = self._stopped(fn, y, args, options, state, tags)
-        return (inner, stopped, loosen, at_tolerance, budget, done, picards)
+        return state._replace(idle=stopped)
+
+    def _safeguard(self, y, new_y, aux, state):
+        """The next trial point and the safeguard's state after the evaluation
+        at `y` (`new_y`: the wrapped solver's step from it; see the class)."""
+        guard = state.guard
+        cycle_result, image = aux[0], aux[1]
+        ran = _all_finite(y) & _all_finite(image) & (cycle_result == RESULTS.successful)
+        defect = _max_abs(image - y)
+        # Below the noise of a cycle at the root finder's tolerance a defect
+        # that did not decrease is still accepted.
+        scale = self.atol + self.rtol * _max_abs(y)
+        # The guess, and the return map's images (the caller's return-map
+        # iterations, the fallback trial): accepted whenever their cycle runs.
+        from_map = (
+            ((state.done <= state.picards) & (state.picards > 0))
+            | jnp.isinf(guard.best_defect)
+            | (guard.trial == _PICARD)
+        )
+        # Natural monotonicity: Newton's step from the trial must be shorter
+        # than the one from the best iterate, by a quarter for a full step and
+        # an eighth for a halved one (the step, not the defect, is the measure:
+        # it does not reward a region where the return map runs along the
+        # diagonal, whose defect is small but whose orbit is far).
+        factor = jnp.where(guard.trial == _NEWTON, 0.75, 0.875)
+        step = _max_abs(new_y - y)
+        accept = ran & (
+            from_map
+            | (step <= factor * _max_abs(guard.best_step))
+            | (defect <= 100 * scale)
+        )
+        # Nothing to fall back to where such a cycle fails.
+        dead = ~ran & from_map
+        accepted = ShootingSafeguard(
+            best_iterate=y,
+            best_image=image,
+            best_step=new_y - y,
+            best_defect=defect,
+            trial=jnp.asarray(_NEWTON, jnp.int32),
+            rejected=jnp.asarray(False),
+            dead=jnp.asarray(False),
+        )
+        # A non-finite Newton step (a singular Jacobian) is not worth halving.
+        halve = (guard.trial == _NEWTON) & _all_finite(guard.best_step)
+        retry = jnp.where(
+            halve, guard.best_iterate + 0.5 * guard.best_step, guard.best_image
+        )
+        rejected = dataclasses.replace(
+            guard,
+            trial=jnp.where(halve, _HALVED, _PICARD).astype(jnp.int32),
+            rejected=jnp.asarray(True),
+            dead=dead,
+        )
+        new_guard = jax.tree.map(
+            lambda a, r: jnp.where(accept, a, r), accepted, rejected
+        )
+        return jnp.where(accept, new_y, retry), new_guard
 
     def step(self, fn, y, args, options, state, tags):
-        inner, idle, loosen, _, left, done, picards = state
         *rest, _, _, _ = args
         # A return-map iteration: at the settings' tolerance, and a fixed-point
         # step u <- P(u) (the residual's Jacobian is then -I).
-        picard = done < picards
-        loosen_now = jnp.where(picard, jnp.ones_like(loosen), loosen)
+        picard = state.done < state.picards
+        loosen_now = jnp.where(picard, jnp.ones_like(state.loosen), state.loosen)
         new_y, new_inner, aux = self.solver.step(
-            fn, y, (*rest, idle, loosen_now, picard), options, inner, tags
+            fn, y, (*rest, state.idle, loosen_now, picard), options, state.inner, tags
         )
+        next_y, guard = self._safeguard(y, new_y, aux, state)
         if self.base_tol is None:
-            next_loosen = loosen
+            next_loosen = state.loosen
         else:
             need = _TOLERANCE_RULE * _relative_step(new_y, y) ** 4
             # A step that is NaN (a failed evaluation) asks for the tolerance.
@@ -809,32 +1007,31 @@ class _ShootingRootFinder(optx.AbstractRootFinder):
                 jnp.clip(need / self.base_tol, 1.0, self.loosen_max),
                 1.0,
             )
-            next_loosen = jnp.where(picard, loosen, next_loosen)
-        at_tolerance = loosen_now <= 1
-        left = left - 1
-        done = done + 1
-        new_state = (new_inner, idle, next_loosen, at_tolerance, left, done, picards)
-        stopped = self._stopped(fn, new_y, args, options, new_state, tags)
-        return (
-            new_y,
-            (
-                new_inner,
-                stopped,
-                next_loosen,
-                at_tolerance,
-                left,
-                done,
-                picards,
-            ),
-            aux,
+            next_loosen = jnp.where(picard, state.loosen, next_loosen)
+            # A trial after a rejection: at the settings' tolerance.
+            next_loosen = jnp.where(guard.rejected, 1.0, next_loosen)
+        new_state = _ShootingState(
+            inner=new_inner,
+            idle=state.idle,
+            loosen=next_loosen,
+            at_tolerance=loosen_now <= 1,
+            left=state.left - 1,
+            done=state.done + 1,
+            picards=state.picards,
+            guard=guard,
         )
+        # A dead solve returns its best iterate; one out of iterations its next
+        # trial, where it resumes (with its memory, `guard`).
+        next_y = jnp.where(guard.dead, guard.best_iterate, next_y)
+        stopped = self._stopped(fn, next_y, args, options, new_state, tags)
+        return next_y, new_state._replace(idle=stopped), aux
 
     def terminate(self, fn, y, args, options, state, tags):
         return self._terminate(fn, y, args, options, state, tags)
 
     def postprocess(self, fn, y, aux, args, options, state, tags, result):
         return self.solver.postprocess(
-            fn, y, aux, args, options, state[0], tags, result
+            fn, y, aux, args, options, state.inner, tags, result
         )
 
 
@@ -854,6 +1051,7 @@ def _solve(
     iterations_used=0,
     return_map_iterations=0,
     iteration_cap=None,
+    safeguard=None,
 ):
     r"""The shooting solve, without derivatives (the caller stops them): the root
     finder on the return map, and the diagnosed variational pass at its result.
@@ -866,10 +1064,12 @@ def _solve(
     $u \leftarrow P(u)$ at the settings' tolerance before Newton's, by the same
     residual (no second program; they count apart from `max_iterations`).
     Returns `(u, u_next, M, solution, monodromy, root_ok, last_result, n_steps,
-    last_iterate, next_loosening)`; `last_iterate` is the root finder's newest
-    iterate (finite: else `u`), where a solve cut short resumes, with the
-    loosening of its next iteration. Without `full` the passes carry the
-    section's $k$ tangent columns only and `monodromy` is `None`."""
+    last_iterate, next_loosening, safeguard)`; `last_iterate` is the root
+    finder's final iterate (finite: else `u`; the best one of a dead solve),
+    where a solve cut short resumes, with the loosening of its next iteration
+    and the safeguard's memory (`safeguard` in: a resumed solve's). Without
+    `full` the passes carry the section's $k$ tangent columns only and
+    `monodromy` is `None`."""
     forward = dfx.ForwardMode()
     damped = isinstance(root_finder, optx.AbstractLeastSquaresSolver)
     # A stopped lane's cycle ends at its start (t_max = t0 = 0). Only for root
@@ -906,7 +1106,7 @@ def _solve(
             u_next, (M, sol, monodromy) = return_map(u_eval, p, horizon(idle), loosen)
             F = _as_return_map_step(u, u_next - u_eval, picard)
             F = _residual_or_identity(u, F, finite, sol.result, damped)
-            return F, (sol.result, (u_eval, u_next, M, sol, monodromy))
+            return F, (sol.result, u_next, (u_eval, u_next, M, sol, monodromy))
 
     else:
 
@@ -927,12 +1127,14 @@ def _solve(
             u_next = section.coordinates(sol.x_after[-1], p)
             F = _as_return_map_step(u, u_next - u_eval, picard)
             F = _residual_or_identity(u, F, finite, sol.result, damped)
-            return F, (sol.result, None)
+            return F, (sol.result, u_next, None)
 
     root = optx.root_find(
         residual,
         (
-            _ShootingRootFinder(root_finder, _base_tol(settings), _loosen_max(settings))
+            _ShootingRootFinder(
+                root_finder, _base_tol(settings), _loosen_max(settings), safeguard
+            )
             if idles
             else root_finder
         ),
@@ -951,11 +1153,16 @@ def _solve(
         has_aux=True,
         throw=False,
     )
-    last_result, last_evaluation = root.aux
-    # A cycle at a loosened tolerance decides nothing: when the solve stopped
-    # after one (out of iterations), it is unfinished (`shooting_failed`, where a
-    # sweep's rounds resume it), not failed by that cycle's status.
-    confirmed = root.state[3] if idles else jnp.asarray(True)
+    last_result, _, last_evaluation = root.aux
+    # A cycle at a loosened tolerance, or a rejected trial, decides nothing: when
+    # the solve stopped after one (out of iterations), it is unfinished
+    # (`shooting_failed`, where a sweep's rounds resume it), not failed by that
+    # cycle's status. A dead solve failed by its last cycle.
+    if idles:
+        guard = root.state.guard
+        confirmed = (root.state.at_tolerance & ~guard.rejected) | guard.dead
+    else:
+        confirmed = jnp.asarray(True)
     last_result = RESULTS.where(confirmed, last_result, RESULTS.successful)
     if last_evaluation is not None:
         # The variational Newton's last evaluation is a diagnosed variational
@@ -986,7 +1193,9 @@ def _solve(
         u = root.value
     root_ok = root.result == optx.RESULTS.successful
     _, last_iterate = _finite_or(root.value, u)
-    next_loosening = root.state[2] if idles else jnp.ones((), t_max.dtype)
+    next_loosening = root.state.loosen if idles else jnp.ones((), t_max.dtype)
+    # A least-squares solver keeps no memory.
+    guard = root.state.guard if idles else ShootingSafeguard.fresh(last_iterate)
     return (
         u,
         u_next,
@@ -998,6 +1207,7 @@ def _solve(
         root.stats["num_steps"],
         last_iterate,
         next_loosening,
+        guard,
     )
 
 
@@ -1026,6 +1236,7 @@ def _assemble(
         result=result,
         last_iterate=jax.lax.stop_gradient(u),
         next_loosening=jnp.ones((), u.dtype),
+        safeguard=ShootingSafeguard.fresh(jax.lax.stop_gradient(u)),
     )
     orbit = masked_nan(orbit, converged)
     if mono_ad is None:
@@ -1050,6 +1261,7 @@ class _Shooting(eqx.Module):
     return_map_iterations: Int[ArrayLike, ""]
     first_loosening: Float[ArrayLike, ""]
     iterations_used: Int[ArrayLike, ""]
+    safeguard: "ShootingSafeguard | None"
     # ... and the program's structure.
     analyse: bool = eqx.field(static=True)
     jacobian: str = eqx.field(static=True)
@@ -1082,6 +1294,7 @@ class _Shooting(eqx.Module):
             full=self.analyse,
             first_loosening=self.first_loosening,
             iterations_used=self.iterations_used,
+            safeguard=self.safeguard,
             return_map_iterations=self.return_map_iterations,
             iteration_cap=self.iteration_cap,
         )
@@ -1106,7 +1319,7 @@ class _Shooting(eqx.Module):
                 lambda: self._solve_with(self.fallback, u_guess, params),
             )
         u, u_next, M, sol, mono_s, root_ok, last_result, n_steps, *resume = solved
-        last_iterate, next_loosening = resume
+        last_iterate, next_loosening, guard = resume
         _, last_iterate = _finite_or(last_iterate, u_guess)
         mono_ad = None
         if self.analyse:
@@ -1134,9 +1347,9 @@ class _Shooting(eqx.Module):
         # Kept finite where the orbit is NaN: the point to resume a solve from.
         outputs = (
             eqx.tree_at(
-                lambda o: (o.last_iterate, o.next_loosening),
+                lambda o: (o.last_iterate, o.next_loosening, o.safeguard),
                 outputs[0],
-                (last_iterate, jax.lax.stop_gradient(next_loosening)),
+                jax.lax.stop_gradient((last_iterate, next_loosening, guard)),
             ),
             outputs[1],
         )
@@ -1316,6 +1529,7 @@ def find_periodic_orbit(
     fallback: optx.AbstractRootFinder | None = None,
     first_loosening: float | Float[Array, ""] = 1.0,
     iterations_used: int | Int[Array, ""] = 0,
+    safeguard: "ShootingSafeguard | None" = None,
     throw: bool = False,
 ) -> PeriodicOrbit:
     r"""Find a periodic orbit by shooting and, by default, analyse its stability.
@@ -1395,7 +1609,24 @@ def find_periodic_orbit(
       least-squares solver runs all its `max_iterations`), so that the parts of a
       cut solve take the iterations of the uncut one. `n_steps` counts this
       call's. May be traced.
+    - `safeguard`: for resuming too, `orbit.safeguard` (the safeguarded Newton's
+      memory, see below): the resumed solve takes the iterates of the uncut one.
+      `None` (default): a fresh start at `u_guess`.
     - `throw`: raise an error carrying the status message if no orbit was found.
+
+    **Safeguarded Newton.** A root finder such as the default Newton is kept
+    inside the model's domain: a trial point whose cycle fails (its state leaves
+    a mode, a phase is not viable, an event is not reached, a value is not
+    finite) or whose defect $\max|F|$ does not fall by a quarter is rejected,
+    and the next trial is half of Newton's step from the best iterate, then the
+    return map's image of that iterate (accepted whenever its cycle runs). Near
+    an orbit every Newton step is accepted; far from one each rejection costs a
+    cycle, and on a stable orbit where Newton overshoots (a return map nearly
+    tangent to the diagonal) the return map's contraction still leads to it. A
+    solve ends without an orbit only where the guess itself fails, the return
+    map's image of an accepted iterate fails, or the iterations run out; the
+    orbit's `safeguard` then holds the best iterate and its defect, and
+    `orbit.describe_failure()` says which cycle failed.
 
     **Inexact Newton.** With the default step-size controller
     (`diffrax.PIDController`), an iteration far from the root integrates its
@@ -1431,6 +1662,15 @@ def find_periodic_orbit(
             f"`jacobian` must be 'variational' or 'autodiff'; got {jacobian!r}."
         )
     fallback = None if fallback is None else resolve_root_finder(fallback, "fallback")
+    if safeguard is None:
+        safeguard = ShootingSafeguard.fresh(u_guess)
+    elif not isinstance(safeguard, ShootingSafeguard):
+        raise ValueError(
+            "`safeguard` must be a solve's `orbit.safeguard` or None; got "
+            f"{type(safeguard).__name__}."
+        )
+    # Like the guess, the memory carries no derivative.
+    safeguard = jax.lax.stop_gradient(safeguard)
     shooting = _Shooting(
         system,
         section,
@@ -1441,6 +1681,7 @@ def find_periodic_orbit(
         return_map_iterations=_check_map_iterations(return_map_iterations),
         first_loosening=_check_loosening(first_loosening),
         iterations_used=_check_used(iterations_used, max_iterations),
+        safeguard=safeguard,
         analyse=bool(analyse),
         jacobian=jacobian,
         phase_observables=bool(phase_observables),

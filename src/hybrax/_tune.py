@@ -31,6 +31,7 @@ from ._misc import canonical_params, check_float64
 from ._periodic import (
     PeriodicOrbit,
     PoincareSection,
+    ShootingSafeguard,
     cycle,
     find_periodic_orbit,
     resolve_sequence,
@@ -301,6 +302,7 @@ class _Seek(eqx.Module):
             result=sol.result,
             last_iterate=u,
             next_loosening=jnp.ones((), z.dtype),
+            safeguard=ShootingSafeguard.fresh(u),
         )
         violations = [
             jnp.asarray(c(open_orbit, params), dtype=z.dtype) / (width * tol)
