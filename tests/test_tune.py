@@ -41,7 +41,8 @@ def test_tune_command_meets_the_apex_target(tmp_path):
     assert code == 0
     data = json.loads((tmp_path / "tune.json").read_text())
     final = data["final"]
-    assert final["converged"] and final["stable"] and final["targets_met"]
+    assert final["orbit_found"] and final["stable"] and final["targets_met"]
+    assert data["status"] in ("optimum", "targets_met")
     assert abs(final["apex_upper"] - 1.15) < 1e-3
     assert data["history"] and {"objective", "values", "multipliers"} <= set(
         data["history"][0]
@@ -53,15 +54,10 @@ def test_tune_command_meets_the_apex_target(tmp_path):
     @jax.jit
     def apex_and_radius(theta):
         p = eqx.tree_at(lambda q: (q.d_G, q.k), PARAMS, tuple(theta))
-        # Newton from the plain guess overshoots here into a non-viable flight;
-        # three return-map iterations first bring the guess near the orbit.
+        # From the model's plain guess: plain Newton overshot here into a
+        # non-viable flight, the safeguarded one cuts such steps back.
         orbit = hx.find_periodic_orbit(
-            system,
-            section,
-            models.hopper.orbit_guess(p),
-            p,
-            analyse=False,
-            return_map_iterations=3,
+            system, section, models.hopper.orbit_guess(p), p, analyse=False
         )
         apex = orbit.cycle.phase_observables["apex_upper"][0]
         return jnp.stack([apex, orbit.spectral_radius])

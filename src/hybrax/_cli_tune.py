@@ -248,15 +248,12 @@ def _run_tune(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     final_quantities = {
         name: _cli._number(fn(orbit, result.params)) for name, fn in quantities.items()
     }
-    met = all(
-        final_quantities[name] is not None
-        and abs(final_quantities[name] - value) <= args.tolerance
-        for name, value in targets.items()
-    )
+    met = result.targets_met
     multipliers = np.asarray(orbit.multipliers)
     print()
     print(
-        f"result: {result.result} after {result.n_evaluations} evaluations "
+        f"result: {result.status} (the minimiser's status: {result.result}) after "
+        f"{result.n_evaluations} evaluations "
         f"({result.wall_time:.1f} s, of which {result.compile_time:.1f} s compiling; "
         f"{result.mode}-mode gradients)"
     )
@@ -274,11 +271,13 @@ def _run_tune(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         "  multipliers        "
         + ", ".join(_cli._format_complex(v) for v in multipliers)
     )
-    print(f"  converged {result.converged}, stable {result.stable}, targets met {met}")
+    print(
+        f"  orbit found {result.orbit_found}, stable {result.stable}, targets met {met}"
+    )
 
     verification = None
     trajectory = None
-    if args.verify_steps and result.converged:
+    if args.verify_steps and result.orbit_found:
         verification, trajectory = _verify(model, system, section, result, args)
     written = _figures(args, result, vary_names)
     if trajectory is not None:
@@ -301,6 +300,7 @@ def _run_tune(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
             "tolerance": args.tolerance,
             "max_multiplier": args.max_multiplier,
             "mode": result.mode,
+            "status": result.status,
             "result": result.result,
             "n_evaluations": result.n_evaluations,
             "wall_time": result.wall_time,
@@ -312,7 +312,7 @@ def _run_tune(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
                     "objective": _cli._number(step.objective),
                     "spectral_radius": _cli._number(step.spectral_radius),
                     "multipliers": _cli._pairs(step.multipliers),
-                    "converged": step.converged,
+                    "orbit_found": step.orbit_found,
                     "status": step.status,
                     "best": step.best,
                     "stage": step.stage,
@@ -325,7 +325,7 @@ def _run_tune(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
                 "values": result.values,
                 "objective": _cli._number(result.objective),
                 "multipliers": _cli._pairs(multipliers),
-                "converged": result.converged,
+                "orbit_found": result.orbit_found,
                 "stable": result.stable,
                 "targets_met": met,
                 "u": [float(v) for v in np.asarray(orbit.u)],
@@ -336,7 +336,7 @@ def _run_tune(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         _cli._write_json(args.json, payload)
         print(f"wrote {args.json}")
     verified = verification is None or verification["passed"]
-    return 0 if (result.converged and result.stable and met and verified) else 1
+    return 0 if (result.orbit_found and result.stable and met and verified) else 1
 
 
 # An orbit found again is the tuned one when their unknowns agree to this.
@@ -396,7 +396,9 @@ def _verify(model, system, section, result, args):
     scratch = walk(jnp.asarray(model.default_state(params), dtype=float), params)
     scratch_status = status_name(scratch.result)[0]
     candidates = [("the model's guess", jnp.asarray(model.orbit_guess(params), float))]
-    first = next((s for s in result.history if s.stage == "tune" and s.converged), None)
+    first = next(
+        (s for s in result.history if s.stage == "tune" and s.orbit_found), None
+    )
     if first is not None:  # the first gait of the tuning, at the start's parameters
         candidates.insert(0, ("the tuning's first gait", jnp.asarray(first.u)))
     if scratch_status == "successful":
@@ -478,7 +480,7 @@ def _figures(args, result, names) -> list[pathlib.Path]:
     from . import plot
 
     args.out.mkdir(parents=True, exist_ok=True)
-    tuned = [s for s in result.history if s.stage == "tune" and s.converged]
+    tuned = [s for s in result.history if s.stage == "tune" and s.orbit_found]
     written = []
     if tuned:
         figure = plot.multiplier_history_figure(
@@ -489,7 +491,7 @@ def _figures(args, result, names) -> list[pathlib.Path]:
         written.append(args.out / "tune_multipliers.png")
         figure.savefig(written[-1], dpi=150)
     path = args.out / "tune_path.png"
-    history = [step for step in result.history if step.converged]
+    history = [step for step in result.history if step.orbit_found]
     if len(names) == 2 and history and len(history) == len(result.history):
         points = np.array([[s.values[n] for n in names] for s in history])
         points = np.concatenate([points, [[result.values[n] for n in names]]])

@@ -48,12 +48,12 @@ class TuneStep:
     - `step`: its index; `values`: the varied parameters, by name.
     - `objective`: $J$ there (NaN where no orbit was found).
     - `spectral_radius`, `multipliers`: of the orbit there.
-    - `converged`: whether an orbit was found; `status`: its status name.
+    - `orbit_found`: whether an orbit was found; `status`: its status name.
     - `best`: whether this evaluation improved on every earlier one.
     - `u`: the orbit's reduced unknowns (a warm start for nearby points).
     - `stage`: `"seek"` for a step of the existence stage (no orbit yet: the
-      objective is the squared periodicity defect and constraints, `converged`
-      says whether an orbit was found there), `"tune"` after.
+      objective is the squared periodicity defect and constraints,
+      `orbit_found` says whether an orbit was found there), `"tune"` after.
     """
 
     step: int
@@ -61,7 +61,7 @@ class TuneStep:
     objective: float
     spectral_radius: float
     multipliers: np.ndarray
-    converged: bool
+    orbit_found: bool
     status: str
     best: bool
     u: np.ndarray
@@ -70,18 +70,29 @@ class TuneStep:
 
 @dataclasses.dataclass(frozen=True)
 class TuneResult:
-    """The result of [`hybrax.tune`][].
+    r"""The result of [`hybrax.tune`][].
 
     - `params`: the tuned parameter PyTree; `values`: the varied ones, by name.
     - `objective`: $J$ at the result; `orbit`: its [`hybrax.PeriodicOrbit`][].
-    - `converged`: an orbit exists at the result; `stable`: its spectral radius is
-      below 1 (and below `max_multiplier` if one was given).
+    - `status`: what the result is, one of
+      - `"optimum"`: an orbit, every constraint within its tolerance, and the
+        minimiser met its own tolerance (a constrained minimum);
+      - `"targets_met"`: an orbit with every constraint within its tolerance, but
+        the minimiser stopped short of its tolerance (`result` says why, e.g.
+        `"max_steps_reached"`): a feasible point, not a minimum;
+      - `"targets_not_met"`: an orbit, some constraint outside its tolerance;
+      - `"no_orbit"`: no orbit at the result.
+      None of them says the orbit is stable: `stable` does.
+    - `orbit_found`: an orbit exists at the result; `targets_met`: it meets every
+      constraint to its tolerance, $|c_i| \le \tau_i$ (true where there are
+      none); `stable`: its spectral radius is below 1 (and below
+      `max_multiplier` if one was given).
     - `history`: every evaluation, a list of [`hybrax.TuneStep`][].
     - `n_evaluations`: orbit solves with their gradients; `wall_time`: seconds in
       all; `compile_time`: of those, the ones outside the minimiser's warm steps
       (tracing and compiling its programs, once each, with the first step and the
       start and final solves); the rest is run time.
-    - `result`: the minimiser's status name (`"successful"` when it met its
+    - `result`: the minimiser's own status name (`"successful"` when it met its
       tolerance); `mode`: `"reverse"` or `"forward"`.
     """
 
@@ -89,7 +100,9 @@ class TuneResult:
     values: dict[str, float]
     objective: float
     orbit: PeriodicOrbit
-    converged: bool
+    status: str
+    orbit_found: bool
+    targets_met: bool
     stable: bool
     history: list[TuneStep]
     n_evaluations: int
@@ -109,7 +122,7 @@ class TuneResult:
         problem = self.problem
         scale = np.asarray(problem.scale)
         y = values / scale
-        found = [step for step in self.history if step.converged]
+        found = [step for step in self.history if step.orbit_found]
         if not found:
             guesses = np.broadcast_to(np.asarray(self.orbit.u), (len(y), 1))
         else:
@@ -560,11 +573,11 @@ def tune(
                 f_value, (u_new, rho, multipliers, orbit_result, _) = _host(aux)
                 if history:  # (`_host` waits for the step's results)
                     run_time += time.perf_counter() - t0
-                converged = status_name(orbit_result)[0] == "successful"
-                improved = converged and float(f_value) < best
+                found = status_name(orbit_result)[0] == "successful"
+                improved = found and float(f_value) < best
                 if improved:
                     best = float(f_value)
-                if converged:
+                if found:
                     u = jnp.asarray(u_new)
                     args = (u, jnp.asarray(width, y.dtype))
                 record = TuneStep(
@@ -573,7 +586,7 @@ def tune(
                     objective=float(f_value),
                     spectral_radius=float(rho),
                     multipliers=np.asarray(multipliers),
-                    converged=converged,
+                    orbit_found=found,
                     status=status_name(orbit_result)[0],
                     best=improved,
                     u=np.asarray(u_new),
@@ -608,16 +621,29 @@ def tune(
         )
         value = float(_value(problem, y, (u, jnp.asarray(widths[-1], y.dtype)))[0])
         rho = float(orbit.spectral_radius)
-        converged = bool(orbit.converged)
+        found = bool(orbit.converged)
         bound = 1.0 if max_multiplier is None else min(1.0, float(max_multiplier))
+        # Each constraint at the result, to its own tolerance (NaN fails).
+        met = found and all(
+            bool(jnp.all(jnp.abs(jnp.asarray(c(orbit, final_params))) <= tol))
+            for c, tol in zip(problem.constraints, problem.tolerances)
+        )
+        if not found:
+            status = "no_orbit"
+        elif not met:
+            status = "targets_not_met"
+        else:
+            status = "optimum" if result_name == "successful" else "targets_met"
         wall_time = time.perf_counter() - began
         return TuneResult(
             params=final_params,
             values={n: float(v) for n, v in zip(names, np.asarray(y) * scale)},
             objective=value,
             orbit=orbit,
-            converged=converged,
-            stable=converged and rho < bound,
+            status=status,
+            orbit_found=found,
+            targets_met=met,
+            stable=found and rho < bound,
             history=history,
             n_evaluations=len(history) + 1,
             wall_time=wall_time,
@@ -676,7 +702,7 @@ def _seek(
             objective=float(np.sum(np.asarray(residual) ** 2)),
             spectral_radius=math.nan,
             multipliers=np.full(k, np.nan + 0j),
-            converged=found,
+            orbit_found=found,
             status=status_name(cycle_result)[0],
             best=False,
             u=np.asarray(z[:k]),
@@ -755,7 +781,7 @@ def _print_step(record: TuneStep, stage: int, n_stages: int) -> None:
         print(
             f"  seek step {record.step:3d}  |defect|^2 + penalties = "
             f"{record.objective:.6g}  {values}  ({record.status}"
-            + (", orbit found)" if record.converged else ")"),
+            + (", orbit found)" if record.orbit_found else ")"),
             file=sys.stderr,
             flush=True,
         )
