@@ -316,7 +316,7 @@ def test_stopped_lanes_run_idle_evaluations_whose_results_are_discarded():
         jax.debug.callback(lambda i, t: seen.append((float(t), bool(i))), idle, target)
         F = jnp.where(idle, jnp.nan, y**3 - target)
         # (the cycle's status, the return map's image y + F)
-        return F, (RESULTS.successful, y + F)
+        return F, (RESULTS.successful, y + F, None)
 
     solver = optx.Newton(rtol=1e-12, atol=1e-12)
     # Different iteration counts, each Newton step accepted by the safeguard.
@@ -416,7 +416,7 @@ def _domain_solve(guess, wrapped):
         # As the shooting residual does: a failed cycle's residual is zero with
         # the identity for Jacobian (the solver stops), its status says why.
         F = jnp.where(inside, F, y - jax.lax.stop_gradient(y))
-        return F, (status, y + F)
+        return F, (status, y + F, None)
 
     solver = optx.Newton(rtol=1e-12, atol=1e-12)
     root = optx.root_find(
@@ -472,7 +472,7 @@ def test_shooting_tightens_the_tolerance_and_stops_only_at_it():
         target, _, _, _, _, loosen, _ = args
         jax.debug.callback(lambda value: seen.append(float(value)), loosen)
         F = y**3 - target + error * loosen
-        return F, (RESULTS.successful, y + F)  # (the cycle's status, its image)
+        return F, (RESULTS.successful, y + F, None)  # (status, image, no pass)
 
     solver = _ShootingRootFinder(
         optx.Newton(rtol=1e-13, atol=1e-13), base_tol, _LOOSE_TOL / base_tol

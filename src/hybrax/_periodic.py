@@ -136,7 +136,13 @@ class PeriodicOrbit(eqx.Module):
             return ""
         status = status_name(self.result)[0]
         n = int(self.n_steps)
-        if status == "shooting_failed":
+        if status == "shooting_failed" and bool(self.safeguard.dead):
+            head = (
+                f"shooting_failed: no progress towards an orbit in {n} "
+                "evaluations (neither Newton's own iterates nor a second pass "
+                "from the guess with the step control)"
+            )
+        elif status == "shooting_failed":
             head = f"shooting_failed: no convergence in {n} evaluations"
         elif n <= 1:
             head = f"{status} in the cycle from the guess"
@@ -731,11 +737,17 @@ class ShootingSafeguard(eqx.Module):
     - `best_iterate`: the best iterate so far (the last one accepted), and
       `best_defect`, $\max|F|$ at it ($\infty$ before any evaluation);
     - `best_image`: its image under the return map; `best_step`: Newton's step
-      from it;
+      from it; `best_jacobian`: the return map's $J = M - I$ there (where the
+      shooting's Jacobian is the variational one; else NaN);
     - `trial`: which kind of trial the next evaluation is (Newton's step, half of
       it, or the return map's image of the best iterate);
+    - `least_defect`: the smallest defect of an accepted iterate, and `stale`:
+      the evaluations since it last fell by a tenth;
+    - `strict`: whether the natural monotonicity test is on (the second pass,
+      from the guess `start`);
     - `rejected`: whether the last evaluation was rejected; `dead`: whether the
-      solve died (a cycle failed where nothing was left to fall back to).
+      solve died (a cycle failed where nothing was left to fall back to, or no
+      progress for `_PATIENCE` evaluations).
 
     A solve cut short resumes with it (`find_periodic_orbit(...,
     safeguard=orbit.safeguard)`), so that the cut solve takes the iterates of the
@@ -744,8 +756,13 @@ class ShootingSafeguard(eqx.Module):
     best_iterate: Array
     best_image: Array
     best_step: Array
+    best_jacobian: Array
     best_defect: Array
     trial: Array
+    least_defect: Array
+    stale: Array
+    strict: Array
+    start: Array
     rejected: Array
     dead: Array
 
@@ -757,8 +774,13 @@ class ShootingSafeguard(eqx.Module):
             best_iterate=u,
             best_image=u,
             best_step=jnp.zeros_like(u),
+            best_jacobian=jnp.full(u.shape * 2, jnp.nan, u.dtype),
             best_defect=jnp.full((), jnp.inf, u.dtype),
             trial=jnp.asarray(_NEWTON, jnp.int32),
+            least_defect=jnp.full((), jnp.inf, u.dtype),
+            stale=jnp.asarray(0, jnp.int32),
+            strict=jnp.asarray(False),
+            start=u,
             rejected=jnp.asarray(False),
             dead=jnp.asarray(False),
         )
@@ -766,6 +788,13 @@ class ShootingSafeguard(eqx.Module):
 
 # Trial kinds of the safeguarded Newton (see `_ShootingRootFinder`).
 _NEWTON, _HALVED, _PICARD = 0, 1, 2
+# A solve whose smallest accepted defect has not fallen by a tenth in this many
+# evaluations stops: without an orbit nearby (the hopper's return map pushing
+# every hop higher, or lower until it no longer lifts off) the safeguard's trials
+# would otherwise wander through all the iterations. A stable orbit whose return
+# map contracts by 0.95 a cycle, reached by return-map steps alone (each after two
+# rejected Newton trials), still gains a tenth in six evaluations.
+_PATIENCE = 8
 
 
 class _ShootingState(NamedTuple):
@@ -912,8 +941,15 @@ class _ShootingRootFinder(optx.AbstractRootFinder):
         if self.safeguard is None:
             guard = fresh
         else:
-            # A memory with nothing evaluated is a fresh one at this guess.
-            new = jnp.isinf(self.safeguard.best_defect)
+            # A memory with nothing evaluated is a fresh one at this guess (in
+            # its pass: the second one keeps its guess).
+            carried = self.safeguard
+            fresh = dataclasses.replace(
+                fresh,
+                strict=carried.strict,
+                start=jnp.where(carried.strict, carried.start, y),
+            )
+            new = jnp.isinf(carried.best_defect)
             # (A resumed solve is never a dead one.)
             guard = jax.tree.map(
                 lambda f, g: jnp.where(new, f, g), fresh, self.safeguard
@@ -948,28 +984,53 @@ class _ShootingRootFinder(optx.AbstractRootFinder):
             | jnp.isinf(guard.best_defect)
             | (guard.trial == _PICARD)
         )
-        # Natural monotonicity: Newton's step from the trial must be shorter
-        # than the one from the best iterate, by a quarter for a full step and
-        # an eighth for a halved one (the step, not the defect, is the measure:
-        # it does not reward a region where the return map runs along the
-        # diagonal, whose defect is small but whose orbit is far).
+        # Natural monotonicity (Deuflhard 2011, section 3.3): the simplified
+        # Newton step at the trial, -J_a^{-1} F(trial) with the best iterate's
+        # Jacobian, must be shorter than Newton's step from the best iterate, by a
+        # quarter for a full step and an eighth for a halved one. The measure is
+        # a step, not the defect: it does not reward a region where the return
+        # map runs along the diagonal, whose defect is small but whose orbit is
+        # far. Without the variational Jacobian the trial's own Newton step
+        # stands in for the simplified one.
+        evaluation = aux[2]
+        if evaluation is None:
+            jacobian = jnp.full(guard.best_jacobian.shape, jnp.nan, y.dtype)
+            simplified = _max_abs(new_y - y)
+        else:
+            M = evaluation[2]
+            jacobian = M - jnp.eye(M.shape[0], dtype=M.dtype)
+            simplified = _max_abs(jnp.linalg.solve(guard.best_jacobian, image - y))
         factor = jnp.where(guard.trial == _NEWTON, 0.75, 0.875)
-        step = _max_abs(new_y - y)
         accept = ran & (
             from_map
-            | (step <= factor * _max_abs(guard.best_step))
+            | ~guard.strict
+            | (simplified <= factor * _max_abs(guard.best_step))
             | (defect <= 100 * scale)
         )
-        # Nothing to fall back to where such a cycle fails.
-        dead = ~ran & from_map
-        accepted = ShootingSafeguard(
+        # The caller's return-map iterations are not judged: progress counts
+        # from Newton's start, the last of their images (where a second pass
+        # starts again).
+        mapped = (state.done <= state.picards) & (state.picards > 0)
+        progress = accept & (defect < 0.9 * guard.least_defect)
+        least = jnp.where(progress | mapped, defect, guard.least_defect)
+        stale = jnp.where(progress | mapped, 0, guard.stale + 1).astype(jnp.int32)
+        guard = dataclasses.replace(guard, start=jnp.where(mapped, y, guard.start))
+        stalled = stale >= _PATIENCE
+        # Nothing to fall back to where such a cycle fails; no progress under
+        # the monotonicity test either.
+        dead = (~ran & from_map) | (stalled & guard.strict)
+        accepted = dataclasses.replace(
+            guard,
             best_iterate=y,
             best_image=image,
             best_step=new_y - y,
+            best_jacobian=jacobian,
             best_defect=defect,
             trial=jnp.asarray(_NEWTON, jnp.int32),
+            least_defect=least,
+            stale=stale,
             rejected=jnp.asarray(False),
-            dead=jnp.asarray(False),
+            dead=dead,
         )
         # A non-finite Newton step (a singular Jacobian) is not worth halving.
         halve = (guard.trial == _NEWTON) & _all_finite(guard.best_step)
@@ -979,13 +1040,28 @@ class _ShootingRootFinder(optx.AbstractRootFinder):
         rejected = dataclasses.replace(
             guard,
             trial=jnp.where(halve, _HALVED, _PICARD).astype(jnp.int32),
+            least_defect=least,
+            stale=stale,
             rejected=jnp.asarray(True),
             dead=dead,
         )
         new_guard = jax.tree.map(
             lambda a, r: jnp.where(accept, a, r), accepted, rejected
         )
-        return jnp.where(accept, new_y, retry), new_guard
+        next_y = jnp.where(accept, new_y, retry)
+        # Newton's own iterates made no progress: once more from the guess,
+        # under the monotonicity test (a fresh memory; the next evaluation
+        # decides nothing, so that the solve cannot stop before it).
+        restart = stalled & ~guard.strict & ~dead
+        again = dataclasses.replace(
+            ShootingSafeguard.fresh(guard.start),
+            strict=jnp.asarray(True),
+            rejected=jnp.asarray(True),
+        )
+        new_guard = jax.tree.map(
+            lambda a, r: jnp.where(restart, a, r), again, new_guard
+        )
+        return jnp.where(restart, guard.start, next_y), new_guard
 
     def step(self, fn, y, args, options, state, tags):
         *rest, _, _, _ = args
@@ -1160,7 +1236,11 @@ def _solve(
     # cycle's status. A dead solve failed by its last cycle.
     if idles:
         guard = root.state.guard
-        confirmed = (root.state.at_tolerance & ~guard.rejected) | guard.dead
+        # (A solve that stopped for want of progress failed by none of them.)
+        stalled = guard.stale >= _PATIENCE
+        confirmed = (root.state.at_tolerance & ~guard.rejected) | (
+            guard.dead & ~stalled
+        )
     else:
         confirmed = jnp.asarray(True)
     last_result = RESULTS.where(confirmed, last_result, RESULTS.successful)

@@ -681,8 +681,13 @@ def _fresh_safeguards(u) -> ShootingSafeguard:
         best_iterate=np.zeros_like(u),
         best_image=np.zeros_like(u),
         best_step=np.zeros_like(u),
+        best_jacobian=np.full(u.shape + u.shape[1:], np.nan, u.dtype),
         best_defect=np.full(n, np.inf, u.dtype),
         trial=np.zeros(n, np.int32),
+        least_defect=np.full(n, np.inf, u.dtype),
+        stale=np.zeros(n, np.int32),
+        strict=np.zeros(n, bool),
+        start=np.zeros_like(u),
         rejected=np.zeros(n, bool),
         dead=np.zeros(n, bool),
     )
