@@ -109,8 +109,11 @@ def test_simulation_horizon_is_a_run_time_value(compilations):
     np.testing.assert_allclose(full.t_events[:1], cut.t_events[:1], rtol=1e-12)
 
 
-def test_announcements_name_the_program():
+def test_announcements_name_the_program(monkeypatch):
     """Inside `announcing`, a compilation reports its start and its seconds."""
+    # No kept programs (a command-line test in this process may have enabled
+    # them, and an earlier run of the suite kept this one).
+    monkeypatch.setattr(_programs, "_CACHE_DIR", None)
     lines = []
     ball, params = models.bouncing_ball.bouncing_ball()
     # A mode of its own: a program no other test has compiled.
@@ -149,9 +152,10 @@ def test_an_equal_model_built_anew_reuses_the_program():
     np.testing.assert_allclose(first.t_events[0], np.sqrt(2 / params.g), rtol=1e-10)
 
 
-def test_sweep_progress_starts_with_its_compilation(capsys):
+def test_sweep_progress_starts_with_its_compilation(capsys, monkeypatch):
     """`hx.sweep(..., progress=True)` announces its chunk program's compilation
     (before any element is done) and still returns `fn` on every element."""
+    monkeypatch.setattr(_programs, "_CACHE_DIR", None)  # as above
 
     def fourth_power(x):  # a function of its own: compiled here first
         return jnp.sum(x**4)

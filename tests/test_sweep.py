@@ -230,7 +230,8 @@ def test_host_multipliers_equal_closed_form_and_device_routine():
 def _rounds_of_one(system, section, params, options=OPTIONS, **extra):
     """`sweep_orbits` in rounds of one Newton iteration on two lanes, by default
     with the command's settings (one compilation shared by the tests that use
-    it)."""
+    it), without the retry of failed elements (the rounds are compared with
+    single solves from the guess)."""
     return hx.sweep_orbits(
         system,
         section,
@@ -238,7 +239,7 @@ def _rounds_of_one(system, section, params, options=OPTIONS, **extra):
         params,
         chunk_size=2,
         round_iterations=1,
-        **extra,
+        **{"retry": False, **extra},
         **options,
     )
 
@@ -459,7 +460,8 @@ def test_cpu_chunks_are_wide_only_where_every_core_gets_two(monkeypatch):
 def _rounds_of_four(system, section, params, **extra):
     """`sweep_orbits` in rounds of four Newton iterations on eight lanes, from the
     rough guesses (no return-map iterations, which would pull every start near
-    its orbit); one compilation shared by the tests that use it."""
+    its orbit), without the retry of failed elements; one compilation shared by
+    the tests that use it."""
     return hx.sweep_orbits(
         system,
         section,
@@ -467,7 +469,7 @@ def _rounds_of_four(system, section, params, **extra):
         params,
         chunk_size=8,
         round_iterations=4,
-        **extra,
+        **{"retry": False, **extra},
         **dict(OPTIONS, return_map_iterations=0),
     )
 
@@ -759,3 +761,50 @@ def test_sweep_orbits_argument_errors(system_and_section):
             )
     with pytest.raises(ValueError, match="`params_batch`"):
         hx.sweep_orbits(system, section, np.zeros(2), models.hopper.HopperParams())
+
+
+def test_failed_elements_are_retried_from_their_nearest_neighbour(system_and_section):
+    """A line of D_G across the hopper family's edge, swept with the command's
+    options. With `retry` (the default) an element without an orbit from its
+    guess is solved again from its nearest converged neighbour's orbit: the
+    elements that converged without it are unchanged, some that did not now
+    converge to a fixed point of the return map, and every element still without
+    an orbit has none from its nearest neighbour's orbit either (single solves)."""
+    system, section = system_and_section
+    D_G = np.linspace(-0.10, 0.0, 32)
+    params = eqx.tree_at(
+        lambda p: (p.mu, p.d_G),
+        models.hopper.HopperParams(),
+        (np.full(32, 0.8), D_G * SCALE),
+    )
+    runs = {
+        retry: hx.sweep_orbits(
+            system, section, models.hopper.orbit_guess, params, retry=retry, **OPTIONS
+        )
+        for retry in (False, True)
+    }
+    plain, retried = runs[False], runs[True]
+    assert not plain.retried.any()
+    first = plain.converged
+    np.testing.assert_array_equal(retried.orbit.u[first], plain.orbit.u[first])
+    assert np.all(retried.converged[first])
+    assert np.array_equal(retried.retried, ~first)
+    rescued = np.flatnonzero(retried.converged & ~first)
+    assert rescued.size >= 1
+    settings = OPTIONS["settings"]
+    for i in rescued:  # a fixed point of the return map, by one cycle
+        p = jax.tree_util.tree_map(
+            lambda leaf: leaf[i] if np.ndim(leaf) else leaf, params
+        )
+        u_next, _ = hx.poincare_map(
+            system, section, retried.orbit.u[i], p, settings=settings
+        )
+        np.testing.assert_allclose(u_next, retried.orbit.u[i], atol=1e-8)
+    converged = np.flatnonzero(retried.converged)
+    for i in np.flatnonzero(~retried.converged):
+        nearest = converged[np.argmin(np.abs(D_G[converged] - D_G[i]))]
+        p = jax.tree_util.tree_map(
+            lambda leaf: leaf[i] if np.ndim(leaf) else leaf, params
+        )
+        again = _single_solve(system, section, retried.orbit.u[nearest], p, OPTIONS)
+        assert not bool(again.converged)

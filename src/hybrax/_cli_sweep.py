@@ -252,6 +252,9 @@ def _columns(
     columns["status"] = np.array(out.status_names)
     columns["status_code"] = np.asarray(out.status)
     columns["converged"] = converged
+    # Without an orbit from the guess, solved again from the nearest converged
+    # neighbour's orbit (`sweep_orbits(retry=True)`).
+    columns["retried_from_neighbour"] = np.asarray(out.retried)
     columns["newton_iterations"] = np.asarray(out.orbit.n_steps)
     columns["residual_norm"] = np.asarray(out.orbit.residual_norm, dtype=float)
     columns["period"] = only_converged(out.orbit.period)
@@ -395,12 +398,19 @@ def _run_sweep(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
     for name in columns["status"][~converged]:
         failures[str(name)] = failures.get(str(name), 0) + 1
     n_conv = int(converged.sum())
+    retried = columns["retried_from_neighbour"] & ~converged
     print(
         f"  converged {n_conv}/{n} (stable {int(stable.sum())}, unstable "
         f"{n_conv - int(stable.sum())}); no orbit at {n - n_conv}"
         + (
             ": " + ", ".join(f"{k} {v}" for k, v in sorted(failures.items()))
             if failures
+            else ""
+        )
+        + (
+            f" ({int(retried.sum())} of them none from their nearest converged "
+            "neighbour's orbit either)"
+            if retried.any()
             else ""
         )
     )
@@ -450,7 +460,12 @@ def _run_sweep(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
             ylabel=model.label(yname),
             flagged=pulling.reshape(shape),
             flagged_label=flag[2],
-            no_orbit_label="no periodic orbit found",
+            no_orbit_label=(
+                "no periodic orbit (from the guess, nor from the nearest "
+                "neighbour's orbit)"
+                if retried.any()
+                else "no periodic orbit found"
+            ),
             title=title,
             level=1.0 if args.quantity is None else None,
             colorbar_label=(

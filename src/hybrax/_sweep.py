@@ -22,7 +22,7 @@ import jax.numpy as jnp
 import jax.tree_util as jtu
 import numpy as np
 import optimistix as optx
-from jaxtyping import Array, ArrayLike, Complex, Int, PyTree
+from jaxtyping import Array, ArrayLike, Bool, Complex, Int, PyTree
 
 from ._custom_types import Params
 from ._hybrid import HybridSystem
@@ -530,11 +530,17 @@ class OrbitSweep(eqx.Module):
       `analyse=True`, else `None`.
     - `status`: the integer status code of each element, its position in
       `hybrax.STATUS_NAMES` (0 is `successful`); names in `status_names`.
+    - `retried`: whether the element, without an orbit from its guess, was solved
+      again from its nearest converged neighbour's orbit (`retry=True`). An
+      element without an orbit that was retried has none on the family of its
+      neighbours' orbits either; one that was not had no converged neighbour
+      (or `retry=False`); its status is that of the first solve.
     """
 
     orbit: PeriodicOrbit
     multipliers: Complex[Array, "B k"]
     status: Int[Array, " B"]
+    retried: Bool[Array, " B"]
 
     @property
     def floquet(self) -> FloquetAnalysis | None:
@@ -720,6 +726,72 @@ def _nearest_solved(features, elements, solved, solved_u):
     return np.asarray(solved_u)[np.argmin(np.sum(gaps**2, axis=-1), axis=1)]
 
 
+def _nearest_orbits(features, elements, solved, solved_u, block=1024):
+    """`_nearest_solved` for many `elements` against many `solved` ones: among at
+    most `_WARM_POOL` of the solved (evenly spaced in batch order), in blocks of
+    `block` elements (bounded memory for any batch)."""
+    solved = np.asarray(solved)
+    solved_u = np.asarray(solved_u)
+    if solved.size > _WARM_POOL:
+        keep = np.linspace(0, solved.size - 1, _WARM_POOL).astype(int)
+        solved, solved_u = solved[keep], solved_u[keep]
+    return np.concatenate(
+        [
+            _nearest_solved(features, elements[i : i + block], solved, solved_u)
+            for i in range(0, len(elements), block)
+        ]
+    )
+
+
+def _retry_from_neighbours(fn, static, dynamic, u, plan, max_iterations, orbit):
+    r"""The elements without an orbit solved once more, each from the orbit of the
+    converged element nearest to it in parameters (`_parameter_features`; a warm
+    start where the element's own guess was too far from its family's orbit).
+    Returns the orbits (local rows) with those that now converged replaced, every
+    retried element's `n_steps` counting both solves, and the mask of the
+    retried elements (those without an orbit while some element had one)."""
+    n_local = plan.n_local
+    code = np.asarray(status_code(orbit.result))
+    solved = np.flatnonzero(code == 0)
+    failed = np.flatnonzero(code != 0)
+    retried = np.zeros(n_local, bool)
+    if not solved.size or not failed.size:
+        return orbit, retried
+    features = _parameter_features(_take(dynamic, plan.local_index), n_local)
+    u_all = np.array(u)
+    u_all[plan.local_index[failed]] = _nearest_orbits(
+        features, failed, solved, np.asarray(orbit.u)[solved]
+    )
+    starts = np.full(n_local, _FROM_GUESS, np.int8)
+    starts[failed] = _FROM_U
+    quiet = _Progress(n_local, False, "")
+    again = _run_rounds(
+        fn,
+        static,
+        dynamic,
+        u_all,
+        plan,
+        quiet,
+        max_iterations,
+        order=failed,
+        starts=starts,
+    )
+    retried[failed] = True
+    found = failed[np.asarray(status_code(again.result))[failed] == 0]
+    steps = np.array(orbit.n_steps)
+    steps[failed] += np.asarray(again.n_steps)[failed]
+
+    def merge(first, second):
+        if not eqx.is_array(first):
+            return first
+        merged = np.array(first)
+        merged[found] = np.asarray(second)[found]
+        return merged
+
+    orbit = jtu.tree_map(merge, orbit, again)
+    return eqx.tree_at(lambda o: o.n_steps, orbit, steps), retried
+
+
 def _tail_size(size: int, n_live: int, n_devices: int) -> int:
     """The lanes of the chunk that runs `n_live` remaining elements once the queue
     is empty: `size` divided by 8 while that holds them and keeps at least
@@ -731,7 +803,16 @@ def _tail_size(size: int, n_live: int, n_devices: int) -> int:
 
 
 def _run_rounds(
-    fn, static, dynamic, u, plan, bar, max_iterations, order=None, warm_start=False
+    fn,
+    static,
+    dynamic,
+    u,
+    plan,
+    bar,
+    max_iterations,
+    order=None,
+    warm_start=False,
+    starts=None,
 ):
     r"""Orbit solves in rounds of `fn.max_iterations` root-finder iterations, with
     compaction: a chunk of `plan.size` lanes runs one round; an element that
@@ -753,11 +834,16 @@ def _run_rounds(
     per core, each with its own rounds, taking elements from one shared queue
     (dealt in turn, a stream that drew the slow elements had run alone at the
     end). Returns the outputs of `fn` (host arrays, element order) with `n_steps`
-    counting the iterations of all rounds."""
+    counting the iterations of all rounds. `starts`: each element's `start`
+    (default `_FROM_GUESS`); only the rows of the queue are filled."""
     size, n_local = plan.size, plan.n_local
     per_round = fn.max_iterations
     u = np.array(u[plan.local_index])
-    start = np.full(n_local, _FROM_GUESS, np.int8)
+    start = (
+        np.full(n_local, _FROM_GUESS, np.int8)
+        if starts is None
+        else np.array(starts, np.int8)
+    )
     # The first iteration's loosening (`find_periodic_orbit(first_loosening=)`):
     # where it stopped for a resumed solve; else the loosest, unless the
     # return-map iterations have pulled the start near its orbit (a loose
@@ -981,6 +1067,7 @@ def sweep_orbits(
     round_iterations: int | None | str = "auto",
     order: str | None = "defect",
     warm_start: bool = False,
+    retry: bool = True,
 ) -> OrbitSweep:
     r"""Periodic orbits and their multipliers for a batch of parameter sets, with
     [`hybrax.find_periodic_orbit`][] under one compiled `jit(vmap(...))` (see
@@ -1087,6 +1174,13 @@ def sweep_orbits(
       (on a 32 x 32 hopper grid it found 868 orbits against 660, some of them the
       other orbit of their parameter set): use continuation to follow one branch.
       Default off.
+    - `retry`: solve each element without an orbit once more, from the orbit of
+      the converged element nearest to it in parameters (scaled as for
+      `warm_start`), before reporting it (`OrbitSweep.retried`); where it
+      converges it replaces the first result (possibly an orbit of another
+      branch where several coexist, as with `warm_start`). Default on: an element
+      is reported without an orbit only where neither its guess nor its
+      nearest neighbour's orbit leads to one.
 
     **Returns:** an [`hybrax.OrbitSweep`][] (NumPy arrays, batch axis first).
 
@@ -1186,9 +1280,15 @@ def sweep_orbits(
                 queue,
                 bool(warm_start),
             )
+            retried = np.zeros(plan.n_local, bool)
+            if retry:
+                orbit, retried = _retry_from_neighbours(
+                    fn, static, dynamic, u_batch, plan, max_iterations, orbit
+                )
     finally:
         bar.close()
-    orbit = _gathered(orbit, n, distributed)
+    orbit, retried = _gathered((orbit, retried), n, distributed)
+    retried = np.asarray(retried) & ok
     if not ok.all():
         bad = ~ok
 
@@ -1211,4 +1311,6 @@ def sweep_orbits(
     multipliers = sorted_multipliers_batch(
         np.where(converged, np.asarray(orbit.reduced_jacobian), np.nan)
     )
-    return OrbitSweep(orbit=orbit, multipliers=multipliers, status=code)
+    return OrbitSweep(
+        orbit=orbit, multipliers=multipliers, status=code, retried=retried
+    )
