@@ -657,11 +657,12 @@ def _as_return_map_step(u, F, picard):
 
 def _residual_or_identity(u, F, finite, result, damped=False):
     """`F` where the cycle ran; where it failed, the residual of the identity map,
-    $u - u$: zero at the iterate with a unit Jacobian. The root finder then stops
-    at a failing iterate instead of wandering (under `vmap` a failed lane no
-    longer holds up its batch), and the implicit-function derivative at it stays a
-    solvable linear system instead of raising on NaN; the status reports the
-    failure and the orbit's values, and their derivatives, are NaN.
+    $u - u$: zero at the iterate with a unit Jacobian, so that the wrapped
+    solver's step there is finite (`_ShootingRootFinder` rejects the trial and
+    cuts it back, or stops where nothing is left to fall back to), and the
+    implicit-function derivative at a failed orbit stays a solvable linear system
+    instead of raising on NaN; the status reports the failure and the orbit's
+    values, and their derivatives, are NaN.
 
     For a `damped` (least-squares) solver the failed residual is instead offset by
     a large constant: a trust-region step that lands there is rejected and
@@ -831,23 +832,31 @@ class _ShootingRootFinder(optx.AbstractRootFinder):
     so that a solve cut into rounds stops where the uncut one does), its
     return-map iterations and the first evaluation's loosening.
 
-    **Safeguarded Newton.** A trial point whose cycle fails (a phase starts
-    outside its mode, an event is not reached, a value is not finite) or whose
-    defect $|F|_\infty$ is not below the best one so far is rejected, and the next
-    trial is taken from the best (accepted) iterate $u_a$: first half Newton's step
-    from it, $u_a + \frac12 \delta_a$ (a backtracking line search on the defect),
+    **Safeguarded Newton.** Two passes in one loop. First the wrapped solver's
+    own iterates, kept in the model's domain: a trial point whose cycle fails (a
+    phase starts outside its mode, an event is not reached, a value is not
+    finite) is rejected, and the next trial is taken from the best (last
+    accepted) iterate $u_a$: half Newton's step from it, $u_a + \frac12\delta_a$,
     then the return map's own image $P(u_a)$, accepted whenever its cycle runs.
-    Near an orbit Newton's quadratic steps are all accepted, so the iterates are
-    those of the wrapped solver; far from it each rejection costs one cycle. On a
-    stable orbit the return map contracts, so that where Newton overshoots (a
-    return map nearly tangent to the diagonal, whose Newton step leaves the
-    domain) the solve still reaches the orbit. A solve ends without an orbit only
-    where the guess itself fails, a return-map image of an accepted iterate fails,
-    or the iterations run out; it then returns its best iterate. Globalisation of
-    Newton's method by a merit function and by fixed-point steps: Dennis &
+    Where the smallest accepted defect $|F|_\infty$ has not fallen by a tenth for
+    `_PATIENCE` evaluations, a second pass starts from the guess (after the
+    caller's return-map iterations) under the natural monotonicity test: the
+    simplified Newton step at a trial, $|J_a^{-1}F(u)|$ with the best iterate's
+    variational Jacobian (the trial's own Newton step without it), must be
+    shorter than $|\delta_a|$ by a quarter for a full step and an eighth for a
+    halved one, else the trial is rejected as above. The measure is a step, not
+    the defect: it does not reward a region where the return map runs along the
+    diagonal (a small defect, an orbit far away), into which Newton's steps can
+    lead. No progress in the second pass ends the solve. Near an orbit every
+    step is accepted, so the iterates are the wrapped solver's; on the hopper's
+    orbit where plain Newton left the flight mode (a return map nearly tangent
+    to the diagonal) the second pass converges. A solve ends without an orbit
+    where the guess fails, a return-map image of an accepted iterate fails, both
+    passes stall, or the iterations run out; a dead solve returns its best
+    iterate. Natural monotonicity: Deuflhard 2011, *Newton Methods for Nonlinear
+    Problems*, section 3.3; backtracking and fixed-point fallbacks: Dennis &
     Schnabel 1996, *Numerical Methods for Unconstrained Optimization and
-    Nonlinear Equations*, section 6.5; Deuflhard 2011, *Newton Methods for
-    Nonlinear Problems*, section 3.1.
+    Nonlinear Equations*, section 6.5.
 
     **Inexact Newton.** Far from the root an iterate needs no cycle at the final
     tolerance: Newton's next error is about $C e_k^2$, so the residual need only be
@@ -1697,16 +1706,19 @@ def find_periodic_orbit(
     **Safeguarded Newton.** A root finder such as the default Newton is kept
     inside the model's domain: a trial point whose cycle fails (its state leaves
     a mode, a phase is not viable, an event is not reached, a value is not
-    finite) or whose defect $\max|F|$ does not fall by a quarter is rejected,
-    and the next trial is half of Newton's step from the best iterate, then the
-    return map's image of that iterate (accepted whenever its cycle runs). Near
-    an orbit every Newton step is accepted; far from one each rejection costs a
-    cycle, and on a stable orbit where Newton overshoots (a return map nearly
-    tangent to the diagonal) the return map's contraction still leads to it. A
-    solve ends without an orbit only where the guess itself fails, the return
-    map's image of an accepted iterate fails, or the iterations run out; the
-    orbit's `safeguard` then holds the best iterate and its defect, and
-    `orbit.describe_failure()` says which cycle failed.
+    finite) is rejected, and the next trial is half of Newton's step from the
+    best iterate, then the return map's image of that iterate (accepted whenever
+    its cycle runs). Where these iterates make no progress (the smallest defect
+    $\max|F|$ not down by a tenth in 8 evaluations), a second pass starts from the
+    guess with Deuflhard's natural monotonicity test on each step (the simplified
+    Newton step at a trial, with the best iterate's Jacobian, must be shorter
+    than Newton's step from the best iterate); no progress there either ends the
+    solve. Near an orbit every Newton step is accepted, so the iterates are
+    Newton's; far from one each rejection costs a cycle. A solve ends without an
+    orbit where the guess fails, the return map's image of an accepted iterate
+    fails, both passes stall, or the iterations run out; the orbit's `safeguard`
+    then holds the best iterate and its defect, and `orbit.describe_failure()`
+    says which cycle failed.
 
     **Inexact Newton.** With the default step-size controller
     (`diffrax.PIDController`), an iteration far from the root integrates its
