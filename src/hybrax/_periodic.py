@@ -826,9 +826,10 @@ class _ShootingRootFinder(optx.AbstractRootFinder):
     by default) kept inside the model's domain, each residual evaluation told how
     loosely to integrate and whether the wrapped solver has stopped. The
     residual's last three arguments are `(idle, loosen, picard)`, its auxiliary
-    output starts with `(cycle result, return-map image)`; before them the caller
-    passes its `budget` (may be traced), which stops the solve after that many
-    iterations as `max_steps` would (a resumed solve's share of its iterations,
+    output is `(cycle result, return-map image, variational pass or None)`
+    (the pass's reduced Jacobian serves the monotonicity test); before them the
+    caller passes its `budget` (may be traced), which stops the solve after that
+    many iterations as `max_steps` would (a resumed solve's share of its iterations,
     so that a solve cut into rounds stops where the uncut one does), its
     return-map iterations and the first evaluation's loosening.
 
@@ -988,11 +989,9 @@ class _ShootingRootFinder(optx.AbstractRootFinder):
         scale = self.atol + self.rtol * _max_abs(y)
         # The guess, and the return map's images (the caller's return-map
         # iterations, the fallback trial): accepted whenever their cycle runs.
-        from_map = (
-            ((state.done <= state.picards) & (state.picards > 0))
-            | jnp.isinf(guard.best_defect)
-            | (guard.trial == _PICARD)
-        )
+        # (`mapped`: the guess or one of the caller's return-map iterations.)
+        mapped = (state.done <= state.picards) & (state.picards > 0)
+        from_map = mapped | jnp.isinf(guard.best_defect) | (guard.trial == _PICARD)
         # Natural monotonicity (Deuflhard 2011, section 3.3): the simplified
         # Newton step at the trial, -J_a^{-1} F(trial) with the best iterate's
         # Jacobian, must be shorter than Newton's step from the best iterate, by a
@@ -1019,7 +1018,6 @@ class _ShootingRootFinder(optx.AbstractRootFinder):
         # The caller's return-map iterations are not judged: progress counts
         # from Newton's start, the last of their images (where a second pass
         # starts again).
-        mapped = (state.done <= state.picards) & (state.picards > 0)
         progress = accept & (defect < 0.9 * guard.least_defect)
         least = jnp.where(progress | mapped, defect, guard.least_defect)
         stale = jnp.where(progress | mapped, 0, guard.stale + 1).astype(jnp.int32)
