@@ -347,3 +347,33 @@ def test_a_tuned_optimum_is_found_from_the_models_guess(tmp_path):
     assert abs(data["state"][2] - v_star) < ORACLE_TOL
     assert abs(multiplier) < 1
     assert abs(data["multipliers_ad"][0][0] - multiplier) < MULTIPLIER_TOL
+
+
+@pytest.mark.slow
+def test_the_orbit_is_followed_from_the_defaults_where_the_guess_fails(tmp_path):
+    """At mu = 0.709898, D_G = -0.032999 shooting from the model's guess stalls
+    (`--no-homotopy` reports no orbit); by default the command follows the orbit
+    from the model's defaults along the straight path in (mu, d_G), through two
+    folds, to one of the SciPy reference's fixed points. Towards D_G > 0 the
+    family ends, and the command says where."""
+    sets = ["--set", "mu=0.709898", "--set", "D_G=-0.032999"]
+    json_path = tmp_path / "o.json"
+    outputs = ["--out", str(tmp_path / "figures"), "--json", str(json_path)]
+    code, _, stderr = _run(["orbit", "hopper", *sets, "--no-homotopy", *outputs])
+    assert code == 1 and "no periodic orbit found" in stderr
+    assert json.loads(json_path.read_text())["homotopy"] is None
+    code, stdout, stderr = _run(["orbit", "hopper", *sets, *outputs])
+    assert code == 0, stderr
+    data = json.loads(json_path.read_text())
+    assert data["converged"] is True
+    assert data["homotopy"]["reached"] is True
+    assert "followed from the model's defaults" in stdout
+    p = ReferenceParams(mu=0.709898, d_G=data["params"]["d_G"])
+    speeds = [v for v, _ in periodic_orbit(p, v_bounds=(0.02, 4.0))["fixed_points"]]
+    assert np.min(np.abs(np.array(speeds) - data["state"][2])) < ORACLE_TOL
+
+    code, _, stderr = _run(["orbit", "hopper", "--set", "D_G=0.01", *outputs])
+    assert code == 1
+    assert "the orbit family from the model's defaults stops at s = " in stderr
+    record = json.loads(json_path.read_text())["homotopy"]
+    assert record["reached"] is False and 0 < record["end"] < 1

@@ -39,6 +39,11 @@ if TYPE_CHECKING:
         bezier_rate as bezier_rate,
         virtual_constraint_torques as virtual_constraint_torques,
     )
+    from ._homotopy import (
+        Homotopy as Homotopy,
+        StraightPath as StraightPath,
+        continue_to_params as continue_to_params,
+    )
     from ._hybrid import (
         AbstractReset as AbstractReset,
         ContactForceGuard as ContactForceGuard,
@@ -145,6 +150,9 @@ _EXPORTS = {
     "continue_period_doubled": "._continuation",
     "continue_zeros": "._continuation",
     "period_doubled_section": "._continuation",
+    "Homotopy": "._homotopy",
+    "StraightPath": "._homotopy",
+    "continue_to_params": "._homotopy",
     "AbstractReset": "._hybrid",
     "ContactForceGuard": "._hybrid",
     "Extremum": "._hybrid",

@@ -580,6 +580,16 @@ def _add_orbit(subparsers) -> None:
         help="integration tolerance rtol = atol (default 1e-12, at which the "
         "monodromy by autodiff and by saltation agree to 1e-8)",
     )
+    parser.add_argument(
+        "--no-homotopy",
+        dest="homotopy",
+        action="store_false",
+        help="where shooting from the model's guess finds no orbit at parameters "
+        "set by --set or --params, do not follow the orbit from the model's "
+        "defaults to them (by default it is followed by pseudo-arclength "
+        "continuation along the straight path in parameter space, which says "
+        "where the family ends if it does)",
+    )
     parser.set_defaults(run=_run_orbit, command_parser=parser)
 
 
@@ -639,6 +649,49 @@ def _format_matrix(matrix, indent: str = "  ") -> list[str]:
     ]
 
 
+def _orbit_from_defaults(model, system, section, params, orbit, shooting):
+    """Where shooting from the model's guess failed at parameters other than the
+    model's defaults: the orbit followed from the defaults' orbit to `params`
+    ([`hybrax.continue_to_params`][]), with a record of the homotopy for the
+    JSON (`None` where none was tried: at the defaults, or without an orbit
+    there). Returns `(orbit, record)`; the orbit is the failed one unless the
+    family reached `params`."""
+    from ._homotopy import continue_to_params
+    from ._misc import canonical_params
+    from ._periodic import find_periodic_orbit
+
+    defaults = canonical_params(model.make_params())
+    if _params_dict(defaults) == _params_dict(params):
+        return orbit, None
+    print(
+        f"no orbit from the model's guess ({orbit.describe_failure()}); following "
+        "the orbit from the model's defaults ...",
+        file=sys.stderr,
+    )
+    guess = jnp.asarray(model.orbit_guess(jax.device_get(defaults)), dtype=float)
+    start = find_periodic_orbit(system, section, guess, defaults, **shooting)
+    if not bool(start.converged):
+        print("  (no orbit at the model's defaults either)", file=sys.stderr)
+        return orbit, None
+    homotopy = continue_to_params(
+        system, section, start.u, defaults, params, **shooting
+    )
+    message = homotopy.message.replace("`params_from`", "the model's defaults")
+    record = {
+        "from": "the model's defaults",
+        "status": homotopy.status,
+        "reached": homotopy.reached,
+        "end": homotopy.end,
+        "continuation_points": len(homotopy.branch.parameter),
+        "message": message,
+    }
+    if not homotopy.reached:
+        print(f"  {message}", file=sys.stderr)
+        return orbit, record
+    print(f"  {message}")
+    return homotopy.orbit, record
+
+
 def _run_orbit(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     from ._misc import canonical_params
     from ._periodic import find_periodic_orbit
@@ -692,18 +745,17 @@ def _run_orbit(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
     # critical path.
     pool.submit(importlib.import_module, "hybrax.plot")
     pool.shutdown(wait=False)
-    orbit = find_periodic_orbit(
-        system,
-        section,
-        guess,
-        params,
-        settings=Settings(rtol=tol, atol=tol),
-        # Newton on the variational return map: its last iteration holds the
-        # orbit's cycle, apexes and saltation monodromy, so the program needs
-        # no further pass (the smallest program, compiled once).
-        jacobian="variational",
-        phase_observables=False,
-    )
+    settings = Settings(rtol=tol, atol=tol)
+    # Newton on the variational return map: its last iteration holds the orbit's
+    # cycle, apexes and saltation monodromy, so the program needs no further
+    # pass (the smallest program, compiled once).
+    shooting = dict(settings=settings, jacobian="variational", phase_observables=False)
+    orbit = find_periodic_orbit(system, section, guess, params, **shooting)
+    homotopy = None
+    if not bool(orbit.converged) and args.homotopy:
+        orbit, homotopy = _orbit_from_defaults(
+            model, system, section, params, orbit, shooting
+        )
     floquet = orbit.floquet
     converged = bool(orbit.converged)
     status = status_name(orbit.result)[0]
@@ -737,6 +789,7 @@ def _run_orbit(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
         "status_message": message,
         "newton_iterations": n_steps,
         "residual_norm": _number(residual),
+        "homotopy": homotopy,
     }
     summary_hook = model.hook("orbit_summary")
 

@@ -798,6 +798,16 @@ _NEWTON, _HALVED, _PICARD = 0, 1, 2
 _PATIENCE = 8
 
 
+def _stalled(guard: "ShootingSafeguard"):
+    """Whether the solve has stalled: no progress for `_PATIENCE` evaluations in
+    the first pass, twice that in the second, whose rejected Newton trials fall
+    back to the return map at once (two evaluations per return-map iteration:
+    the iterates of a stable orbit's return map may move away from it for a few
+    cycles before they contract, as the hopper's do where its map is steeper
+    than the diagonal on the way down to a low orbit)."""
+    return guard.stale >= jnp.where(guard.strict, 2 * _PATIENCE, _PATIENCE)
+
+
 class _ShootingState(NamedTuple):
     inner: Any  # the wrapped solver's state
     idle: Array  # the wrapped solver has stopped: cycles of zero length
@@ -1022,7 +1032,7 @@ class _ShootingRootFinder(optx.AbstractRootFinder):
         least = jnp.where(progress | mapped, defect, guard.least_defect)
         stale = jnp.where(progress | mapped, 0, guard.stale + 1).astype(jnp.int32)
         guard = dataclasses.replace(guard, start=jnp.where(mapped, y, guard.start))
-        stalled = stale >= _PATIENCE
+        stalled = _stalled(dataclasses.replace(guard, stale=stale))
         # Nothing to fall back to where such a cycle fails; no progress under
         # the monotonicity test either.
         dead = (~ran & from_map) | (stalled & guard.strict)
@@ -1040,7 +1050,10 @@ class _ShootingRootFinder(optx.AbstractRootFinder):
             dead=dead,
         )
         # A non-finite Newton step (a singular Jacobian) is not worth halving.
-        halve = (guard.trial == _NEWTON) & _all_finite(guard.best_step)
+        # In the second pass a rejected Newton step falls back to the return
+        # map's image at once: where the orbit is stable that pass never takes
+        # more than two evaluations per return-map iteration.
+        halve = (guard.trial == _NEWTON) & _all_finite(guard.best_step) & ~guard.strict
         retry = jnp.where(
             halve, guard.best_iterate + 0.5 * guard.best_step, guard.best_image
         )
@@ -1244,7 +1257,7 @@ def _solve(
     if idles:
         guard = root.state.guard
         # (A solve that stopped for want of progress failed by none of them.)
-        stalled = guard.stale >= _PATIENCE
+        stalled = _stalled(guard)
         confirmed = (root.state.at_tolerance & ~guard.rejected) | (
             guard.dead & ~stalled
         )
