@@ -811,7 +811,8 @@ def _run_orbit(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
             "state period phase_durations reduced_jacobian "
             "reduced_jacobian_eigenvalues monodromy_ad monodromy_saltation "
             "max_discrepancy multipliers_ad multipliers_saltation "
-            "trivial_multiplier_ad trivial_multiplier_saltation stable"
+            "trivial_multiplier_ad trivial_multiplier_saltation "
+            "conserved_multipliers_ad conserved_multipliers_saltation stable"
         ).split()
         payload.update(dict.fromkeys(keys))
         payload.update(dict.fromkeys(model_summary(None)[0]))
@@ -871,6 +872,8 @@ def _run_orbit(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
         multipliers_saltation=_pairs(mult_s),
         trivial_multiplier_ad=_pairs(floquet.trivial_ad)[0],
         trivial_multiplier_saltation=_pairs(floquet.trivial_saltation)[0],
+        conserved_multipliers_ad=_pairs(floquet.conserved_ad),
+        conserved_multipliers_saltation=_pairs(floquet.conserved_saltation),
         stable=stable,
     )
 
@@ -910,6 +913,15 @@ def _run_orbit(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
         f"  trivial:   {_format_complex(floquet.trivial_ad)} (autodiff), "
         f"{_format_complex(floquet.trivial_saltation)} (saltation)"
     )
+    for name, ad, salt in zip(
+        (invariant.__name__ for invariant in section.invariants),
+        np.asarray(floquet.conserved_ad),
+        np.asarray(floquet.conserved_saltation),
+    ):
+        print(
+            f"  conserved ({name}): {_format_complex(ad)} (autodiff), "
+            f"{_format_complex(salt)} (saltation)"
+        )
     leading = float(np.max(np.abs(mult_ad))) if mult_ad.size else 0.0
     verdict = "stable" if stable else "unstable"
     print(f"  {verdict}: largest nontrivial |multiplier| = {leading:.10f}")
