@@ -551,6 +551,12 @@ def test_orbit_is_the_settled_walk(orbit):
         T_c=jnp.asarray([data["T_c"]]),
         T_a=jnp.asarray([data["T_a"]]),
         spectral_radius=jnp.asarray(abs(complex(*data["multipliers_ad"][0]))),
+        cycle=SimpleNamespace(
+            phase_observables={
+                name: jnp.asarray([data[name]])
+                for name in ("effort", "work", "positive_work")
+            }
+        ),
     )
     expected = {
         "period": data["period"],
@@ -562,6 +568,10 @@ def test_orbit_is_the_settled_walk(orbit):
         # T_c / (M g d), the total mass summed from the seed's segments.
         "cost_of_transport": data["T_c"]
         / (sum(s[f"M{j}"] for j in range(1, 6)) * s["g"] * step),
+        # The step's integrals (checked against the energy balance below).
+        "effort": data["effort"],
+        "work": data["work"],
+        "positive_work": data["positive_work"],
     }
     assert set(bundle.quantities) == set(expected)
     for name, quantity in bundle.quantities.items():
@@ -634,6 +644,11 @@ def test_simulation_repeats_the_orbit_and_balances_energy(orbit):
     np.testing.assert_allclose(steps, data["period"], rtol=1e-9)
     np.testing.assert_allclose(solution.T_c, data["T_c"], rtol=1e-9)
     np.testing.assert_allclose(work, data["T_c"], rtol=1e-8)
+    # The model's own integrals (hybrax.Integral: Gauss quadrature on the dense
+    # output of the command's simulation) against this one, integrated with the
+    # state; the positive work is at least the net, the effort positive.
+    np.testing.assert_allclose(data["work"], work[0], rtol=1e-8)
+    assert data["positive_work"] >= data["work"] > 0 and data["effort"] > 0
     s = _seed_symbols(PARAMS)
     for e in range(N_EVENTS):
         start = np.asarray(solution.x_phase[e][0])

@@ -376,13 +376,18 @@ def test_walker_orbit_and_multipliers_both_ways():
 
 
 def test_event_and_phase_observables_of_the_ball():
-    """T_c, T_a at each impact and the apex of each flight, against closed forms,
-    and a user's own event observable."""
+    """T_c, T_a at each impact, the apex of each flight and two integrals over
+    each flight, against closed forms, and a user's own event observable."""
     e, h = 0.7, 1.3
     params = hx.canonical_params(models.bouncing_ball.BallParams(e=e, m=2.0))
-    apex = hx.Extremum(lambda t, x, p: x[0])
+    observables = {
+        "apex": hx.Extremum(lambda t, x, p: x[0]),
+        # The flight's integral of v^2, and of d(exp(y))/dt (not a polynomial in t).
+        "speed_squared": hx.Integral(lambda t, x, p: x[1] ** 2),
+        "exp_rate": hx.Integral(lambda t, x, p: jnp.exp(x[0]) * x[1]),
+    }
     system = hx.HybridSystem(
-        [hx.Mode(BALL.modes[0].vector_field, "air", observables={"apex": apex})],
+        [hx.Mode(BALL.modes[0].vector_field, "air", observables=observables)],
         [
             eqx.tree_at(
                 lambda tr: tr.observe,
@@ -405,14 +410,38 @@ def test_event_and_phase_observables_of_the_ball():
     # (e v_k)^2 / (2 g).
     expected = np.concatenate([[h], (e * v[:-1]) ** 2 / (2 * G)])
     np.testing.assert_allclose(sol.phase_observables["apex"], expected, rtol=1e-9)
+    # From the apex to the ground, v = -g t over T = sqrt(2h/g): g^2 T^3 / 3; a
+    # whole flight from speed u: 2 u^3 / (3 g).
+    u = e * v[:-1]
+    expected = np.concatenate([[G**2 * (2 * h / G) ** 1.5 / 3], 2 * u**3 / (3 * G)])
+    np.testing.assert_allclose(
+        sol.phase_observables["speed_squared"], expected, rtol=1e-9
+    )
+    # exp(y_end) - exp(y_start): 1 - e^h, then 0 for a flight from the ground.
+    np.testing.assert_allclose(
+        sol.phase_observables["exp_rate"], [1 - np.exp(h), 0.0], atol=1e-9
+    )
 
-    def second_apex(height):
+    def observed(height, settings=None):
         x0 = jnp.stack([height, jnp.zeros_like(height)])
-        out = hx.simulate(system, x0, params, n_events=2)
-        return out.phase_observables["apex"][1]
+        out = hx.simulate(system, x0, params, n_events=2, settings=settings)
+        return jnp.stack(
+            [
+                out.phase_observables["apex"][1],
+                out.phase_observables["speed_squared"][0],
+            ]
+        )
 
-    # d(apex_1)/dh = e^2, by reverse mode through the events and the extremum.
-    assert float(jax.grad(second_apex)(jnp.asarray(h))) == pytest.approx(e**2, rel=1e-7)
+    # d(apex_1)/dh = e^2, through the events and the extremum; d/dh of the first
+    # integral, g^2 (2/g)^(3/2) sqrt(h) / 2, through its end time (Leibniz's
+    # rule); in reverse and in forward mode.
+    closed = [e**2, G**2 * (2 / G) ** 1.5 * np.sqrt(h) / 2]
+    reverse = jax.jacrev(observed)(jnp.asarray(h))
+    forward = jax.jacfwd(observed)(
+        jnp.asarray(h), hx.Settings(adjoint=dfx.ForwardMode())
+    )
+    np.testing.assert_allclose(reverse, closed, rtol=1e-7)
+    np.testing.assert_allclose(forward, closed, rtol=1e-7)
 
 
 def test_plastic_impact_observables():

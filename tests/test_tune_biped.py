@@ -127,3 +127,41 @@ def test_tune_command_meets_the_speed_target(tmp_path):
     assert max(abs(complex(*m)) for m in final["multipliers"]) < 0.9
     check = data["verification"]
     assert check["passed"] and check["orbit_refound"]
+
+
+@pytest.mark.slow
+def test_step_integrals_derivatives_match_central_differences(getkey):
+    """The step's integrals (`hybrax.Integral` phase observables: the torques'
+    effort, net and positive work) as orbit quantities: their derivatives along a
+    random direction of the ten controller numbers (implicit-function
+    derivatives of the orbit, through the quadrature and the step's end time;
+    forward mode) against central differences of converged orbits; the net work
+    equals the energy lost at heel strike on every side."""
+    names = ("effort", "work", "positive_work")
+    values = jnp.array([float(getattr(PARAMS, n)) for n in b5.TUNED])
+    u_guess = jnp.asarray(b5.orbit_guess(PARAMS))
+    settings = hx.Settings(rtol=1e-12, atol=1e-12, adjoint=dfx.ForwardMode())
+
+    def integrals(v):
+        params = PARAMS
+        for name, value in zip(b5.TUNED, v):
+            params = eqx.tree_at(lambda p, name=name: getattr(p, name), params, value)
+        orbit = hx.find_periodic_orbit(
+            SYSTEM, SECTION, u_guess, params, analyse=False, settings=settings
+        )
+        quantities = [QUANTITIES[name](orbit, params) for name in names]
+        return jnp.stack([*quantities, QUANTITIES["energy_lost"](orbit, params)])
+
+    @jax.jit
+    def derivative(at, direction):
+        return jax.jvp(integrals, (at,), (direction,))
+
+    direction = jax.random.normal(getkey(), values.shape)
+    direction = direction / jnp.linalg.norm(direction)
+    h = 1e-5
+    value, slope = derivative(values, direction)
+    plus = derivative(values + h * direction, direction)[0]
+    minus = derivative(values - h * direction, direction)[0]
+    for side in (value, plus, minus):
+        np.testing.assert_allclose(side[1], side[3], rtol=1e-7)
+    np.testing.assert_allclose(slope[:3], (plus - minus)[:3] / (2 * h), rtol=1e-4)

@@ -152,6 +152,8 @@ def _run_tune(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
             args.target = [f"{k}={v}" for k, v in defaults.targets.items()]
         if args.minimize is None:
             args.minimize = defaults.minimize
+            # The model's own objective comes with its weighting.
+            args.objective_scale = 1.0
         if args.max_multiplier is None:
             args.max_multiplier = defaults.max_multiplier
     pick = lambda given, own_value, fallback: (  # noqa: E731
@@ -238,6 +240,10 @@ def _run_tune(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
             max_steps=args.max_steps,
             progress=not args.no_progress,
             scale=scale,
+            # A quantity the user chose is weighed by its size at the first
+            # orbit, whatever its units (an effort of 1e4 N^2 m^2 s would
+            # swamp the targets' penalties, a cost of transport of 4e-3 vanish).
+            objective_scale=getattr(args, "objective_scale", "start"),
             seek_steps=args.seek_steps,
         )
     except ValueError as error:  # no orbit at the start

@@ -14,7 +14,7 @@ import math
 import sys
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Literal
 
 import diffrax as dfx
 import equinox as eqx
@@ -178,6 +178,7 @@ class _Problem(eqx.Module):
     # Run-time values: another bound, weight or iteration count compiles nothing.
     max_multiplier: ArrayLike | None
     stability_weight: ArrayLike
+    objective_scale: ArrayLike
     settings: Settings
     root_finder: optx.AbstractRootFinder
     max_iterations: int = eqx.field(static=True)
@@ -191,13 +192,15 @@ class _Problem(eqx.Module):
         return params
 
     def value_of(self, orbit, params, widen):
-        """The objective with its penalties, and the constraints' violations, of
-        a found `orbit` at `params`."""
+        """The objective (over `objective_scale`) with its penalties, the
+        constraints' violations and the objective itself, of a found `orbit` at
+        `params`."""
         dtype = orbit.u.dtype
         if self.objective is None:
-            value = jnp.zeros((), dtype)
+            raw = jnp.zeros((), dtype)
         else:
-            value = jnp.asarray(self.objective(orbit, params), dtype=dtype)
+            raw = jnp.asarray(self.objective(orbit, params), dtype=dtype)
+        value = raw / self.objective_scale
         violations = jnp.stack(
             [jnp.asarray(c(orbit, params), dtype=dtype) for c in self.constraints]
             or [jnp.zeros((), dtype)]
@@ -210,7 +213,7 @@ class _Problem(eqx.Module):
             bound = self.max_multiplier * (1 - 1e-3)
             excess = jnp.maximum(orbit.spectral_radius - bound, 0.0)
             value = value + self.stability_weight * excess**2
-        return value, violations
+        return value, violations, raw
 
     def evaluate(self, y, args):
         u_guess, widen = args
@@ -227,13 +230,14 @@ class _Problem(eqx.Module):
             return_map_iterations=self.return_map_iterations,
             fallback=self.fallback,
         )
-        value, violations = self.value_of(orbit, params, widen)
+        value, violations, raw = self.value_of(orbit, params, widen)
         aux = (
             orbit.u,
             orbit.spectral_radius,
             orbit.multipliers,
             orbit.result,
             violations,
+            raw,
         )
         return value, jax.lax.stop_gradient((value, aux))
 
@@ -341,6 +345,7 @@ def tune(
     scale: Sequence[float] | None = None,
     max_multiplier: float | None = None,
     stability_weight: float = 1e3,
+    objective_scale: float | Literal["start"] = 1.0,
     minimiser: optx.AbstractMinimiser | None = None,
     max_steps: int = 100,
     mode: str = "auto",
@@ -356,7 +361,7 @@ def tune(
 ) -> TuneResult:
     r"""Minimise an objective of a periodic orbit over chosen parameters, by gradient.
 
-    $$\min_\theta\ J(\text{orbit}, p) + \sum_i \Big(\frac{c_i(\text{orbit}, p)}
+    $$\min_\theta\ J(\text{orbit}, p)/J_0 + \sum_i \Big(\frac{c_i(\text{orbit}, p)}
     {\tau_i}\Big)^2 + w\max(0, \rho - \rho_{max})^2,\qquad p = p(\theta),$$
 
     with $J$ = `objective`, equality constraints $c_i = 0$ to tolerances
@@ -395,6 +400,10 @@ def tune(
     - `scale`: a typical size of each varied parameter (default: its starting
       magnitude, 1 if 0).
     - `max_multiplier`, `stability_weight`: the stability penalty above.
+    - `objective_scale`: $J_0$, a typical size of the objective, so that it
+      weighs against the penalties whatever its units (default 1); `"start"`:
+      its magnitude at the first orbit (after the existence stage). The
+      history's and the result's `objective` are the minimised, scaled value.
     - `minimiser`: any `optimistix.AbstractMinimiser`; default
       `optimistix.BFGS(rtol=1e-8, atol=1e-8)`.
     - `max_steps`: the most evaluations, all stages together.
@@ -446,6 +455,15 @@ def tune(
     if not stability_weight >= 0:
         raise ValueError(
             f"`stability_weight` must be non-negative; got {stability_weight}."
+        )
+    if objective_scale != "start" and not (
+        isinstance(objective_scale, int | float | np.floating)
+        and not isinstance(objective_scale, bool)
+        and 0 < objective_scale < math.inf
+    ):
+        raise ValueError(
+            "`objective_scale` must be a positive number or 'start'; got "
+            f"{objective_scale!r}."
         )
     if isinstance(seek_steps, bool) or int(seek_steps) < 0:
         raise ValueError(f"`seek_steps` must be >= 0; got {seek_steps}.")
@@ -502,6 +520,7 @@ def tune(
         jnp.asarray([float(t) for _, t in constraints] or [1.0]),
         None if max_multiplier is None else np.asarray(max_multiplier, dtype=float),
         np.asarray(stability_weight, dtype=float),
+        np.asarray(1.0 if objective_scale == "start" else objective_scale, float),
         settings,
         resolve_root_finder(root_finder),
         int(max_iterations),
@@ -526,7 +545,7 @@ def tune(
         # Widths as arrays of y's dtype everywhere (a weakly typed one would compile
         # `_value` again).
         first = _value(problem, y, (u, jnp.asarray(widths[0], y.dtype)))
-        first_value, (_, (u_first, _, _, first_result, _)) = first
+        first_value, (_, (u_first, _, _, first_result, _, _)) = first
         # The objective's output structure for the minimiser's state, read off
         # this evaluation (`jax.eval_shape` would trace the objective again, in
         # every process: seconds, where the compiled programs load from the cache).
@@ -559,6 +578,17 @@ def tune(
                 + (", or more `seek_steps`." if int(seek_steps) > 0 else ".")
             )
         u = u_first
+        if objective_scale == "start":
+            # The objective's own size at the first orbit (a warm evaluation of
+            # the compiled objective): a run-time value, nothing compiles again.
+            _, aux = _value(problem, y, (u, jnp.asarray(widths[0], y.dtype)))
+            size = abs(float(_host(aux)[1][5]))
+            problem = eqx.tree_at(
+                lambda p: p.objective_scale,
+                problem,
+                np.asarray(size if size > 0 and math.isfinite(size) else 1.0),
+            )
+            fn = problem if mode == "reverse" else _ForwardProblem(problem)
         result_name = "max_steps_reached"
         # (The existence stage's steps after its first are run time too.)
         run_time = seek_run_time
@@ -570,7 +600,7 @@ def tune(
                 t0 = time.perf_counter()
                 y_next, state, aux = _step(minimiser, fn, y, args, state, tags)
                 done, result = _terminate(minimiser, fn, y_next, args, state, tags)
-                f_value, (u_new, rho, multipliers, orbit_result, _) = _host(aux)
+                f_value, (u_new, rho, multipliers, orbit_result, _, _) = _host(aux)
                 if history:  # (`_host` waits for the step's results)
                     run_time += time.perf_counter() - t0
                 found = status_name(orbit_result)[0] == "successful"
@@ -692,7 +722,7 @@ def _seek(
         residual, (defect, cycle_result) = jax.device_get(_seek_value(seek, z, width))
         found = False
         if float(defect) < tol:
-            value, (_, (u_orbit, _, _, result, _)) = _value(
+            value, (_, (u_orbit, _, _, result, _, _)) = _value(
                 problem, z[k:], (z[:k], width)
             )
             found = math.isfinite(float(value))
@@ -740,7 +770,7 @@ def _values_of(problem, orbits, params):
 
 
 def _host(aux):
-    f, (u, rho, multipliers, result, violations) = aux
+    f, (u, rho, multipliers, result, violations, raw) = aux
     return (
         np.asarray(f),
         (
@@ -749,6 +779,7 @@ def _host(aux):
             np.asarray(multipliers),
             result,
             np.asarray(violations),
+            np.asarray(raw),
         ),
     )
 

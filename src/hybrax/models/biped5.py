@@ -87,7 +87,14 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._control import virtual_constraint_torques
-from .._hybrid import AbstractReset, HybridSystem, Mode, Transition, mechanical_mode
+from .._hybrid import (
+    AbstractReset,
+    HybridSystem,
+    Integral,
+    Mode,
+    Transition,
+    mechanical_mode,
+)
 from .._mechanics import (
     LagrangianModel,
     plastic_impact,
@@ -603,6 +610,66 @@ def _descriptor_hip_height(t, x, params):
     return _hip_height(t, x[2:7], params)
 
 
+def _joint_power(theta, theta_dot, params):
+    r"""The torques $\tau$ and the joint rates $\dot\phi = S\dot\theta$."""
+    S = jnp.asarray(_JOINTS, dtype=theta.dtype)
+    return joint_torques(theta, theta_dot, params), S @ theta_dot
+
+
+def _effort_rate(theta, theta_dot, params):
+    tau, _ = _joint_power(theta, theta_dot, params)
+    return jnp.sum(tau**2)
+
+
+def _work_rate(theta, theta_dot, params):
+    tau, rate = _joint_power(theta, theta_dot, params)
+    return jnp.sum(tau * rate)
+
+
+def _positive_work_rate(theta, theta_dot, params):
+    tau, rate = _joint_power(theta, theta_dot, params)
+    return jnp.sum(jnp.maximum(tau * rate, 0.0))
+
+
+_RATES = {
+    "effort": _effort_rate,
+    "work": _work_rate,
+    "positive_work": _positive_work_rate,
+}
+
+
+def _integrals(angles_and_rates):
+    r"""The step's integrals, for a form whose state gives $(\theta,
+    \dot\theta)$ by `angles_and_rates(x, params)`: the torques' effort
+    $\int\sum_j\tau_j^2\,dt$, their net work $\int\tau\cdot\dot\phi\,dt$ and
+    positive work $\int\sum_j\max(\tau_j\dot\phi_j, 0)\,dt$."""
+
+    def integral(rate):
+        def integrand(t, x, params):
+            del t
+            return rate(*angles_and_rates(x, params), params)
+
+        # The controller's torques swing fast after heel strike: 256 panels
+        # (1024 evaluations) put the net work within 1.3e-8 J of the energy
+        # balance on the default gait, against 5.7e-4 J with 64.
+        return Integral(integrand, n_panels=256)
+
+    return {name: integral(rate) for name, rate in _RATES.items()}
+
+
+def _minimal_angles(x, params):
+    return x[:5], x[5:]
+
+
+def _momentum_angles(x, params):
+    theta = x[:5]
+    return theta, symmetric_solve(MINIMAL.mass_matrix(theta, params), x[5:])
+
+
+def _descriptor_angles(x, params):
+    return x[2:7], x[9:14]
+
+
 def _fall(guard=_hip_height):
     return Transition(
         source="single_support",
@@ -619,7 +686,13 @@ def biped5() -> tuple[HybridSystem, Biped5Params]:
     `"single_support"`, transition `"heelstrike"` onto itself; with the default
     [`hybrax.models.biped5.Biped5Params`][]."""
     system = HybridSystem(
-        (Mode(_single_support, "single_support"),),
+        (
+            Mode(
+                _single_support,
+                "single_support",
+                observables=_integrals(_minimal_angles),
+            ),
+        ),
         (_strike(HeelStrike()), _fall()),
         n_states=10,
     )
@@ -629,7 +702,13 @@ def biped5() -> tuple[HybridSystem, Biped5Params]:
 def momentum() -> tuple[HybridSystem, Biped5Params]:
     r"""The seed's generalized-momentum form, $x = (\theta, P)$ (eqs. 17-19)."""
     system = HybridSystem(
-        (Mode(_momentum_field, "single_support"),),
+        (
+            Mode(
+                _momentum_field,
+                "single_support",
+                observables=_integrals(_momentum_angles),
+            ),
+        ),
         (_strike(MomentumHeelStrike()), _fall()),
         n_states=10,
     )
@@ -639,7 +718,12 @@ def momentum() -> tuple[HybridSystem, Biped5Params]:
 def descriptor() -> tuple[HybridSystem, Biped5Params]:
     r"""The descriptor form, $x = (q, \dot q)$ with $q = (x_f, z_f, \theta)$, the
     stance foot held at the origin by the constraint group `"stance"`."""
-    mode = mechanical_mode(DESCRIPTOR, ("stance",), "single_support")
+    mode = mechanical_mode(
+        DESCRIPTOR,
+        ("stance",),
+        "single_support",
+        observables=_integrals(_descriptor_angles),
+    )
     system = HybridSystem(
         (mode,),
         (
@@ -799,6 +883,26 @@ def _cost_of_transport(orbit, params):
     )
 
 
+def _effort(orbit, params):
+    r"""The torques' effort over a step, $\int\sum_j\tau_j^2\,dt$ [N^2 m^2 s]."""
+    del params
+    return orbit.cycle.phase_observables["effort"][0]
+
+
+def _work(orbit, params):
+    r"""The torques' net work over a step, $\int\tau\cdot\dot\phi\,dt$ [J]: on
+    a periodic level gait it puts back the energy lost at heel strike (tested)."""
+    del params
+    return orbit.cycle.phase_observables["work"][0]
+
+
+def _positive_work(orbit, params):
+    r"""The torques' positive work over a step, $\int\sum_j\max(\tau_j
+    \dot\phi_j, 0)\,dt$ [J] (the work motors must supply without regeneration)."""
+    del params
+    return orbit.cycle.phase_observables["positive_work"][0]
+
+
 #: Scalar quantities of a gait (differentiable, for `tune`).
 ORBIT_QUANTITIES = {
     "period": orbit_period,
@@ -807,12 +911,23 @@ ORBIT_QUANTITIES = {
     "energy_lost": orbit_energy_lost,
     "Tc_over_T": orbit_energy_lost_share,
     "cost_of_transport": _cost_of_transport,
+    "effort": _effort,
+    "work": _work,
+    "positive_work": _positive_work,
     "multiplier": orbit_spectral_radius,
 }
 
 
 def _orbit_summary(orbit, floquet, solution, params):
-    del floquet, solution
+    del floquet
+    # The step's integrals come with the simulation of the orbit's periods (the
+    # orbit search skips phase observables); NaN without it.
+    integrals = {
+        name: float("nan")
+        if solution is None
+        else float(solution.phase_observables[name][0])
+        for name in _RATES
+    }
     step = float(step_length(orbit.state, params))
     period = float(orbit.period)
     T_c, T_a = float(orbit.T_c[0]), float(orbit.T_a[0])
@@ -825,6 +940,7 @@ def _orbit_summary(orbit, floquet, solution, params):
         "Tc_over_T": T_c / (T_c + T_a),
         "trailing_vertical_velocity": trailing,
         "trailing_foot_leaves": bool(trailing > 0),
+        **integrals,
     }
     lines = [
         f"  step period             {period:.10f} s",
@@ -833,6 +949,10 @@ def _orbit_summary(orbit, floquet, solution, params):
         f"  T_c (lost at heel strike) {T_c:.6f} J (the joint torques' net work)",
         f"  T_c / (T_a + T_c)       {T_c / (T_c + T_a):.10f}",
         f"  trailing foot vertical velocity after impact {trailing:+.4f} m/s",
+        f"  torques' work per step  {integrals['work']:.6f} J (positive work "
+        f"{integrals['positive_work']:.6f} J)",
+        f"  torques' effort         {integrals['effort']:.6f} N^2 m^2 s "
+        "(integral of the squared torques over a step)",
     ]
     return values, lines
 
