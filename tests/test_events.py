@@ -375,10 +375,9 @@ def test_walker_orbit_and_multipliers_both_ways():
 # --- observables ----------------------------------------------------------------
 
 
-def test_event_and_phase_observables_of_the_ball():
-    """T_c, T_a at each impact, the apex of each flight and two integrals over
-    each flight, against closed forms, and a user's own event observable."""
-    e, h = 0.7, 1.3
+def _observed_ball(e):
+    """The ball with two phase observables over each flight (its apex and two
+    integrals) and a user's own event observable; its parameters."""
     params = hx.canonical_params(models.bouncing_ball.BallParams(e=e, m=2.0))
     observables = {
         "apex": hx.Extremum(lambda t, x, p: x[0]),
@@ -400,6 +399,30 @@ def test_event_and_phase_observables_of_the_ball():
         ],
         n_states=2,
     )
+    return system, params
+
+
+def _drop_observables(system, params, height, settings=None):
+    """The second flight's apex and the first flight's integral of v^2."""
+    x0 = jnp.stack([height, jnp.zeros_like(height)])
+    out = hx.simulate(system, x0, params, n_events=2, settings=settings)
+    return jnp.stack(
+        [out.phase_observables["apex"][1], out.phase_observables["speed_squared"][0]]
+    )
+
+
+def _drop_derivatives(e, h):
+    """d(apex_1)/dh = e^2; d/dh of the first flight's integral of v^2,
+    g^2 (2/g)^(3/2) sqrt(h) / 2 (through its end time: Leibniz's rule)."""
+    return [e**2, G**2 * (2 / G) ** 1.5 * np.sqrt(h) / 2]
+
+
+def test_event_and_phase_observables_of_the_ball():
+    """T_c, T_a at each impact, the apex of each flight and two integrals over
+    each flight, against closed forms, and a user's own event observable; the
+    derivatives of an apex and an integral in reverse mode."""
+    e, h = 0.7, 1.3
+    system, params = _observed_ball(e)
     n = 2
     sol = hx.simulate(system, jnp.array([h, 0.0]), params, n_events=n)
     v = np.sqrt(2 * G * h) * e ** np.arange(n)  # impact speeds
@@ -422,26 +445,20 @@ def test_event_and_phase_observables_of_the_ball():
         sol.phase_observables["exp_rate"], [1 - np.exp(h), 0.0], atol=1e-9
     )
 
-    def observed(height, settings=None):
-        x0 = jnp.stack([height, jnp.zeros_like(height)])
-        out = hx.simulate(system, x0, params, n_events=2, settings=settings)
-        return jnp.stack(
-            [
-                out.phase_observables["apex"][1],
-                out.phase_observables["speed_squared"][0],
-            ]
-        )
+    reverse = jax.jacrev(_drop_observables, argnums=2)(system, params, jnp.asarray(h))
+    np.testing.assert_allclose(reverse, _drop_derivatives(e, h), rtol=1e-7)
 
-    # d(apex_1)/dh = e^2, through the events and the extremum; d/dh of the first
-    # integral, g^2 (2/g)^(3/2) sqrt(h) / 2, through its end time (Leibniz's
-    # rule); in reverse and in forward mode.
-    closed = [e**2, G**2 * (2 / G) ** 1.5 * np.sqrt(h) / 2]
-    reverse = jax.jacrev(observed)(jnp.asarray(h))
-    forward = jax.jacfwd(observed)(
-        jnp.asarray(h), hx.Settings(adjoint=dfx.ForwardMode())
+
+@pytest.mark.slow
+def test_phase_observables_of_the_ball_in_forward_mode():
+    """The same derivatives in forward mode (`diffrax.ForwardMode()`)."""
+    e, h = 0.7, 1.3
+    system, params = _observed_ball(e)
+    settings = hx.Settings(adjoint=dfx.ForwardMode())
+    forward = jax.jacfwd(_drop_observables, argnums=2)(
+        system, params, jnp.asarray(h), settings
     )
-    np.testing.assert_allclose(reverse, closed, rtol=1e-7)
-    np.testing.assert_allclose(forward, closed, rtol=1e-7)
+    np.testing.assert_allclose(forward, _drop_derivatives(e, h), rtol=1e-7)
 
 
 def test_plastic_impact_observables():

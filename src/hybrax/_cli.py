@@ -123,6 +123,42 @@ def _positive_float(text: str) -> float:
     return value
 
 
+#: The largest count any numeric option takes (cycles, points, iterations,
+#: steps): beyond it a run would not end in a working day, or would not fit in
+#: memory, on any machine this runs on.
+MAX_COUNT = 100_000
+
+
+def _finite_float(text: str) -> float:
+    """An argparse type: a finite number."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"must be a finite number, got {text!r}")
+    return value
+
+
+def bounded_int(low: int, high: int):
+    """An argparse type: an integer in `[low, high]` (the upper bound keeps a
+    count from asking for more memory or time than any run could use)."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(
+                f"must be an integer from {low} to {high}, got {text!r}"
+            )
+        return value
+
+    parse.__name__ = "integer"
+    return parse
+
+
 def _unit_interval(text: str) -> float:
     """An argparse type: a number in (0, 1), e.g. a relative tolerance."""
     try:
@@ -134,30 +170,17 @@ def _unit_interval(text: str) -> float:
     return value
 
 
-def _writable_place(path: pathlib.Path) -> str | None:
-    """Why files cannot be created at `path` (a directory to be, or a file's
-    folder), or `None`: the nearest existing ancestor must be a writable
-    directory."""
-    existing = path
-    while not existing.exists() and existing != existing.parent:
-        existing = existing.parent
-    if not existing.exists():
-        return None
-    if not existing.is_dir():
-        return f"{str(existing)!r} is not a directory"
-    if not os.access(existing, os.W_OK | os.X_OK):
-        return f"cannot write in {str(existing)!r}"
-    return None
-
-
 def _check_outputs(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     """Refuse unusable `--out`/`--json` paths before any computation: a file where
-    a directory is wanted or the reverse, or a place that cannot be written."""
+    a directory is wanted or the reverse, or a place where a real write fails
+    (the folders are created and a file written in each and removed)."""
+    from ._io import probe_writable
+
     out = getattr(args, "out", None)
     if out is not None:
         if out.exists() and not out.is_dir():
             parser.error(f"argument --out: {str(out)!r} exists and is not a directory")
-        problem = _writable_place(out)
+        problem = probe_writable(out)
         if problem is not None:
             parser.error(f"argument --out: {problem}")
     path = getattr(args, "json", None)
@@ -167,7 +190,7 @@ def _check_outputs(parser: argparse.ArgumentParser, args: argparse.Namespace) ->
         if path.exists() and not os.access(path, os.W_OK):
             parser.error(f"argument --json: cannot write {str(path)!r}")
         parent = path.parent if str(path.parent) else pathlib.Path(".")
-        problem = _writable_place(parent)
+        problem = probe_writable(parent)
         if problem is not None:
             parser.error(f"argument --json: {problem}")
 
@@ -309,9 +332,14 @@ def _number(value) -> float | None:
 
 
 def _write_json(path: pathlib.Path, payload: dict[str, Any]) -> None:
+    """`payload` as JSON at `path`, written under a temporary name and renamed
+    (a run killed mid-write leaves no partial file)."""
+    from ._io import atomic_path
+
     if path.parent != pathlib.Path(""):
         path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(payload, indent=2, allow_nan=False) + "\n")
+    with atomic_path(path) as temporary:
+        temporary.write_text(json.dumps(payload, indent=2, allow_nan=False) + "\n")
 
 
 # ---------------------------------------------------------------------------
@@ -344,7 +372,7 @@ def _add_simulate(subparsers) -> None:
         "--cycles",
         "--hops",
         dest="cycles",
-        type=int,
+        type=bounded_int(1, MAX_COUNT),
         default=None,
         metavar="N",
         help="number of cycles of the model's event sequence (hops of the hopper: "
@@ -354,7 +382,7 @@ def _add_simulate(subparsers) -> None:
     _add_form_arg(parser)
     parser.add_argument(
         "--t-max",
-        type=float,
+        type=_positive_float,
         default=50.0,
         metavar="T",
         help="give up if the events are not done by time T (default: %(default)s)",
@@ -435,12 +463,6 @@ def _run_simulate(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
     form_name = _form_name(parser, model, args)
     if args.cycles is None:
         args.cycles = model.simulate_cycles
-    if args.cycles < 1:
-        parser.error(
-            f"argument --cycles: must be a positive integer, got {args.cycles}"
-        )
-    if not (math.isfinite(args.t_max) and args.t_max > 0):
-        parser.error(f"argument --t-max: must be positive, got {args.t_max}")
     params = _make_params(
         parser, model, _parse_sets(parser, model, args.set, args.params)
     )

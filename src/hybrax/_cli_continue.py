@@ -57,14 +57,14 @@ def add_parser(subparsers) -> None:
     )
     parser.add_argument(
         "--start",
-        type=float,
+        type=_cli._finite_float,
         default=None,
         metavar="VALUE",
         help="first parameter value (default: the model's); write --start=-0.001",
     )
     parser.add_argument(
         "--stop",
-        type=float,
+        type=_cli._finite_float,
         default=None,
         metavar="VALUE",
         help="follow the branch towards this value (default: the model's)",
@@ -77,28 +77,28 @@ def add_parser(subparsers) -> None:
     )
     parser.add_argument(
         "--max-period",
-        type=float,
+        type=_cli._positive_float,
         default=None,
         metavar="T",
         help="stop once the period exceeds T seconds (default: the model's)",
     )
     parser.add_argument(
         "--max-points",
-        type=int,
+        type=_cli.bounded_int(2, _cli.MAX_COUNT),
         default=600,
         metavar="N",
         help="most points on the branch (default: %(default)s)",
     )
     parser.add_argument(
         "--max-step",
-        type=float,
+        type=_cli._positive_float,
         default=0.05,
         metavar="H",
         help="largest step, scaled arclength (default: %(default)s)",
     )
     parser.add_argument(
         "--parameter-scale",
-        type=float,
+        type=_cli._positive_float,
         default=None,
         metavar="THETA",
         help="arclength scale of the parameter (default: the model's)",
@@ -112,7 +112,7 @@ def add_parser(subparsers) -> None:
     )
     parser.add_argument(
         "--cascade",
-        type=int,
+        type=_cli.bounded_int(0, 10),
         default=0,
         metavar="LEVELS",
         help=(

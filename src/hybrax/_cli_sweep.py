@@ -15,6 +15,7 @@ import argparse
 import csv
 import dataclasses
 import itertools
+import math
 import pathlib
 import sys
 import time
@@ -26,6 +27,7 @@ import jax.tree_util as jtu
 import numpy as np
 
 from . import _cli
+from ._io import atomic_path
 
 
 # The largest chunk (elements per compiled call); chunks are balanced to it.
@@ -37,6 +39,9 @@ _CHUNK = 256
 # converge at all).
 _T_MAX = 5.0
 _MAX_ITERATIONS = 10
+# The most grid points of one sweep (and the largest chunk): its table and the
+# orbits' arrays stay within a few GB.
+_MAX_POINTS = 1_000_000
 _MAP_ITERATIONS = 30
 _TOL = 1e-10
 # Newton's Jacobian. Under vmap, forward-mode AD through the cycle costs less per
@@ -99,7 +104,7 @@ def add_parser(subparsers) -> None:
     )
     parser.add_argument(
         "--chunk",
-        type=int,
+        type=_cli.bounded_int(1, _MAX_POINTS),
         default=_CHUNK,
         metavar="N",
         help="at most N points per compiled call, bounds memory (default: %(default)s)",
@@ -117,7 +122,7 @@ def add_parser(subparsers) -> None:
     )
     parser.add_argument(
         "--map-iterations",
-        type=int,
+        type=_cli.bounded_int(0, 10_000),
         default=_MAP_ITERATIONS,
         metavar="N",
         help=(
@@ -127,14 +132,14 @@ def add_parser(subparsers) -> None:
     )
     parser.add_argument(
         "--max-iterations",
-        type=int,
+        type=_cli.bounded_int(1, 10_000),
         default=_MAX_ITERATIONS,
         metavar="N",
         help="Newton iteration limit per point (default: %(default)s)",
     )
     parser.add_argument(
         "--t-max",
-        type=float,
+        type=_cli._positive_float,
         default=_T_MAX,
         metavar="T",
         help="give up a cycle not done by time T (default: %(default)s)",
@@ -192,8 +197,11 @@ def _parse_grid(
         )
     if not (np.isfinite(start) and np.isfinite(stop)):
         parser.error(f"argument --grid: {name}: START and STOP must be finite")
-    if count < 1:
-        parser.error(f"argument --grid: {name}: COUNT must be positive, got {count}")
+    if not 1 <= count <= _MAX_POINTS:
+        parser.error(
+            f"argument --grid: {name}: COUNT must be from 1 to {_MAX_POINTS}, got "
+            f"{count}"
+        )
     return name, np.linspace(start, stop, count)
 
 
@@ -291,7 +299,7 @@ def _write_csv(path: pathlib.Path, columns: dict[str, np.ndarray]) -> None:
 
     names = list(columns)
     n = len(next(iter(columns.values())))
-    with path.open("w", newline="") as stream:
+    with atomic_path(path) as temporary, temporary.open("w", newline="") as stream:
         writer = csv.writer(stream)
         writer.writerow(names)
         for i in range(n):
@@ -313,20 +321,17 @@ def _run_sweep(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
     if not grids:
         parser.error(f"argument --grid: give the grid ({args.model!r} has no default)")
     axes = [_parse_grid(parser, model, g) for g in grids]
+    n_points = math.prod(len(values) for _, values in axes)
+    if n_points > _MAX_POINTS:
+        parser.error(
+            f"argument --grid: the grid has {n_points} points; at most {_MAX_POINTS}"
+        )
     grid_names = [name for name, _ in axes]
     for name in grid_names:
         if grid_names.count(name) > 1:
             parser.error(f"argument --grid: parameter {name!r} given twice")
         if name in sets:
             parser.error(f"argument --grid: parameter {name!r} is also given by --set")
-    if args.chunk < 1:
-        parser.error(f"argument --chunk: must be positive, got {args.chunk}")
-    if args.max_iterations < 1:
-        parser.error("argument --max-iterations: must be positive")
-    if args.map_iterations < 0:
-        parser.error("argument --map-iterations: must be >= 0")
-    if not args.t_max > 0:
-        parser.error("argument --t-max: must be positive")
     if not args.tol > 0:
         parser.error("argument --tol: must be positive")
 
@@ -438,7 +443,8 @@ def _run_sweep(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
             shape + np.shape(out.orbit.reduced_jacobian)[1:]
         ),
     )
-    np.savez(npz_path, **arrays)
+    with atomic_path(npz_path) as temporary:
+        np.savez(temporary, **arrays)
     written.append(npz_path)
 
     if len(axes) == 2:
@@ -475,7 +481,8 @@ def _run_sweep(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
             ),
         )
         png_path = args.out / "sweep_heatmap.png"
-        fig.savefig(png_path, dpi=150)
+        with atomic_path(png_path) as temporary:
+            fig.savefig(temporary, dpi=150)
         written.append(png_path)
     else:
         print(

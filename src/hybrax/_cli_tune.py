@@ -23,6 +23,7 @@ import sys
 import numpy as np
 
 from . import _cli
+from ._io import atomic_path
 
 
 # Grid of the contour map, per axis.
@@ -84,14 +85,14 @@ def add_parser(subparsers) -> None:
     )
     parser.add_argument(
         "--max-steps",
-        type=int,
+        type=_cli.bounded_int(1, _cli.MAX_COUNT),
         default=None,
         metavar="N",
         help="most evaluations (default: 200, or the model's)",
     )
     parser.add_argument(
         "--seek-steps",
-        type=int,
+        type=_cli.bounded_int(0, _cli.MAX_COUNT),
         default=None,
         metavar="N",
         help="where no orbit exists at the start, the most steps of a first "
@@ -100,7 +101,7 @@ def add_parser(subparsers) -> None:
     )
     parser.add_argument(
         "--verify-steps",
-        type=int,
+        type=_cli.bounded_int(0, _cli.MAX_COUNT),
         default=None,
         metavar="N",
         help="check the result: find the orbit again from cold starts and walk N "
@@ -165,12 +166,6 @@ def _run_tune(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     args.verify_steps = pick(
         args.verify_steps, getattr(defaults, "verify_steps", None), 0
     )
-    for name in ("seek_steps", "verify_steps"):
-        if getattr(args, name) < 0:
-            parser.error(
-                f"argument --{name.replace('_', '-')}: must be >= 0, got "
-                f"{getattr(args, name)}"
-            )
     targets = _parse_targets(parser, list(quantities), args.target)
     if args.minimize is not None and args.minimize not in quantities:
         parser.error(
@@ -179,8 +174,6 @@ def _run_tune(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         )
     if not targets and args.minimize is None and args.max_multiplier is None:
         parser.error("give --target, --minimize or --max-multiplier")
-    if args.max_steps < 1:
-        parser.error(f"argument --max-steps: must be positive, got {args.max_steps}")
     vary_names = [n.strip() for n in args.vary.split(",") if n.strip()]
     if not vary_names or len(set(vary_names)) != len(vary_names):
         parser.error(f"argument --vary: expected distinct names, got {args.vary!r}")
@@ -495,7 +488,8 @@ def _figures(args, result, names) -> list[pathlib.Path]:
             bound=args.max_multiplier,
         )
         written.append(args.out / "tune_multipliers.png")
-        figure.savefig(written[-1], dpi=150)
+        with atomic_path(written[-1]) as temporary:
+            figure.savefig(temporary, dpi=150)
     path = args.out / "tune_path.png"
     history = [step for step in result.history if step.orbit_found]
     if len(names) == 2 and history and len(history) == len(result.history):
@@ -516,5 +510,6 @@ def _figures(args, result, names) -> list[pathlib.Path]:
             np.array([s.spectral_radius for s in result.history]),
             title="tuning history",
         )
-    figure.savefig(path, dpi=150)
+    with atomic_path(path) as temporary:
+        figure.savefig(temporary, dpi=150)
     return [path, *written]

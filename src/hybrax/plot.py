@@ -448,10 +448,13 @@ def save_figures(figures: dict[str, Figure], out) -> list:
     paths."""
     import pathlib
 
+    from ._io import atomic_path
+
     out = pathlib.Path(out)
     out.mkdir(parents=True, exist_ok=True)
     for name, figure in figures.items():
-        figure.savefig(out / name, dpi=150)
+        with atomic_path(out / name) as temporary:
+            figure.savefig(temporary, dpi=150)
     return [out / name for name in figures]
 
 
@@ -602,13 +605,16 @@ def save_animation(frames: StickFrames, path, *, fps: int = 20) -> Any:
         title.set_text(f"t = {time:.2f} s")
         ax.draw_artist(title)
         images.append(Image.fromarray(np.asarray(canvas.buffer_rgba())).convert("RGB"))
-    images[0].save(
-        path,
-        save_all=True,
-        append_images=images[1:],
-        duration=int(1000 / fps),
-        loop=0,
-    )
+    from ._io import atomic_path
+
+    with atomic_path(path) as temporary:
+        images[0].save(
+            temporary,
+            save_all=True,
+            append_images=images[1:],
+            duration=int(1000 / fps),
+            loop=0,
+        )
     return path
 
 

@@ -1,0 +1,66 @@
+"""Bad command-line input ends before any computation with one line naming the
+argument and exit status 2; outputs are test-written first and written under a
+temporary name, so that a run never loses its results to an unwritable place or
+leaves a partial file. No JAX program runs here."""
+
+import pathlib
+
+import pytest
+
+from hybrax._cli import main
+from hybrax._io import atomic_path
+
+
+@pytest.mark.parametrize(
+    ("argv", "named"),
+    [
+        (["simulate", "hopper", "--cycles", "99999999999999999999"], "--cycles"),
+        (["simulate", "hopper", "--cycles", "0"], "--cycles"),
+        (["simulate", "hopper", "--t-max", "inf"], "--t-max"),
+        (["sweep", "hopper", "--t-max", "inf"], "--t-max"),
+        (["sweep", "hopper", "--t-max", "nan"], "--t-max"),
+        (["sweep", "hopper", "--grid", "mu=0.7:0.9:100000000000"], "--grid"),
+        (
+            ["sweep", "hopper", "--grid", "mu=0.7:0.9:2000"]
+            + ["--grid", "D_G=-0.07:0:2000"],
+            "--grid",
+        ),
+        (["sweep", "hopper", "--chunk", "0"], "--chunk"),
+        (["sweep", "hopper", "--max-iterations", "10000000"], "--max-iterations"),
+        (["continue", "hopper", "--start", "nan"], "--start"),
+        (["continue", "hopper", "--stop", "inf"], "--stop"),
+        (["continue", "hopper", "--max-points", "99999999999"], "--max-points"),
+        (["continue", "hopper", "--max-step", "-1"], "--max-step"),
+        (["tune", "hopper", "--max-steps", "0", "--minimize", "period"], "--max-steps"),
+        (["orbit", "hopper", "--out", "/proc/hybrax_out"], "--out"),
+        (["orbit", "hopper", "--json", "/proc/nope/run.json"], "--json"),
+    ],
+)
+def test_bad_numbers_and_places_are_usage_errors(argv, named, capsys, tmp_path):
+    """Each ends with exit 2 and one line naming its argument (no traceback, no
+    computation), and leaves no folder behind."""
+    if "--out" not in argv:
+        argv = [*argv, "--out", str(tmp_path / "figures")]
+    with pytest.raises(SystemExit) as info:
+        main(argv)
+    assert info.value.code == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert named in lines[-1] and "Traceback" not in "\n".join(lines)
+    assert not (tmp_path / "figures").exists()
+
+
+def test_a_write_is_all_or_nothing(tmp_path):
+    """`atomic_path`: a write that fails midway leaves the earlier file as it was
+    and no temporary; one that succeeds replaces it whole."""
+    target = tmp_path / "run.json"
+    target.write_text("earlier")
+    with pytest.raises(RuntimeError), atomic_path(target) as temporary:
+        temporary.write_text("half of a new")
+        raise RuntimeError("killed mid-write")
+    assert target.read_text() == "earlier"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run.json"]
+    with atomic_path(target) as temporary:
+        assert temporary.suffix == ".json" and temporary.parent == tmp_path
+        temporary.write_text("new")
+    assert target.read_text() == "new"
+    assert sorted(p.name for p in pathlib.Path(tmp_path).iterdir()) == ["run.json"]
