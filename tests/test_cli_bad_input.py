@@ -64,3 +64,28 @@ def test_a_write_is_all_or_nothing(tmp_path):
         temporary.write_text("new")
     assert target.read_text() == "new"
     assert sorted(p.name for p in pathlib.Path(tmp_path).iterdir()) == ["run.json"]
+
+
+def test_library_arguments_are_value_errors_naming_them():
+    """An unknown parameter name in `vary` or `parameter` (it raised an
+    `AttributeError` from inside the solve), a non-finite guess (it ran to
+    `shooting_failed`) and an empty batch (a reshape error) are `ValueError`s
+    naming the argument, raised before anything compiles."""
+    import jax.numpy as jnp
+    import numpy as np
+
+    import hybrax as hx
+    from hybrax.models import hopper
+
+    system, section = hopper.minimal()[0], hopper.section()
+    params = hx.canonical_params(hopper.HopperParams())
+    guess = hopper.orbit_guess(params)
+    with pytest.raises(ValueError, match="`vary`: .*'foo'.*d_G"):
+        hx.tune(system, section, guess, params, lambda o, p: o.period, vary=["foo"])
+    with pytest.raises(ValueError, match="`parameter`: .*'foo'"):
+        hx.continue_branch(system, section, guess, params, "foo", start=0, stop=1)
+    with pytest.raises(ValueError, match="`u_guess` must be finite"):
+        hx.find_periodic_orbit(system, section, jnp.array([np.nan, 1.0]), params)
+    empty = hx.canonical_params(hopper.HopperParams(mu=np.zeros(0), d_G=np.zeros(0)))
+    with pytest.raises(ValueError, match="`params_batch` is empty"):
+        hx.sweep_orbits(system, section, guess, empty)

@@ -1748,7 +1748,7 @@ def continue_branch(
     Bifurcation Theory, sec. 10.2.
     """
     check_float64("continue_branch")
-    parameter = _as_parameter(parameter)
+    parameter = _as_parameter(parameter, params)
     continuation = _resolve_continuation_settings(
         continuation_settings,
         method=method,
@@ -1927,7 +1927,7 @@ def continue_branch_period_doubled(
     Analysis, sec. 5.6.
     """
     check_float64("continue_branch_period_doubled")
-    parameter = _as_parameter(parameter)
+    parameter = _as_parameter(parameter, params)
     if not isinstance(point, SpecialPoint) or point.kind != "period_doubling":
         raise ValueError("`point` must be a hybrax.SpecialPoint of a period doubling.")
     continuation = _resolve_continuation_settings(continuation_settings)

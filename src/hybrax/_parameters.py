@@ -4,6 +4,7 @@ written by `set(params, value)` (pure and traceable, so that it can run inside a
 compiled corrector with a traced value)."""
 
 import abc
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
@@ -109,14 +110,39 @@ class FunctionParameter(AbstractParameter):
         return self.setter(params, value)
 
 
-def _as_parameter(parameter) -> AbstractParameter:
-    if isinstance(parameter, AbstractParameter):
-        if isinstance(parameter, FieldParameter) and not parameter.name:
-            return FieldParameter(parameter.field, parameter.scale, parameter.field)
-        return parameter
+def _field_names(params) -> list[str] | None:
+    """The fields of a parameter PyTree (a dict's keys, a dataclass's or an
+    equinox Module's fields), or `None` for another kind of PyTree."""
+    if isinstance(params, dict):
+        return [str(key) for key in params]
+    if dataclasses.is_dataclass(params):
+        return [field.name for field in dataclasses.fields(params)]
+    return None
+
+
+def _as_parameter(
+    parameter, params=None, argument: str = "parameter"
+) -> AbstractParameter:
+    """`parameter` as an [`hybrax.AbstractParameter`][] (a string names a
+    field); with `params`, a field it lacks is a `ValueError` naming `argument`
+    and listing the fields (not an `AttributeError` from deep inside a solve)."""
     if isinstance(parameter, str):
-        return FieldParameter(parameter, None, parameter)
-    raise ValueError(
-        "`parameter` must be a field name or a hybrax.AbstractParameter "
-        f"(FieldParameter, FunctionParameter); got {type(parameter).__name__}."
-    )
+        parameter = FieldParameter(parameter, None, parameter)
+    elif not isinstance(parameter, AbstractParameter):
+        raise ValueError(
+            f"`{argument}` must be a field name or a hybrax.AbstractParameter "
+            f"(FieldParameter, FunctionParameter); got {type(parameter).__name__}."
+        )
+    elif isinstance(parameter, FieldParameter) and not parameter.name:
+        parameter = FieldParameter(parameter.field, parameter.scale, parameter.field)
+    fields = None if params is None else _field_names(params)
+    if (
+        isinstance(parameter, FieldParameter)
+        and fields is not None
+        and parameter.field not in fields
+    ):
+        raise ValueError(
+            f"`{argument}`: the parameters have no field {parameter.field!r}; "
+            f"their fields are {', '.join(fields)}."
+        )
+    return parameter

@@ -1886,6 +1886,8 @@ def find_periodic_orbit(
     u_guess = jnp.atleast_1d(jnp.asarray(u_guess, dtype=jnp.result_type(float)))
     if u_guess.ndim != 1:
         raise ValueError(f"`u_guess` must be 1-D; got shape {u_guess.shape}.")
+    if is_concrete(u_guess) and not bool(jnp.all(jnp.isfinite(u_guess))):
+        raise ValueError(f"`u_guess` must be finite; got {np.asarray(u_guess)}.")
     if jacobian not in ("variational", "autodiff"):
         raise ValueError(
             f"`jacobian` must be 'variational' or 'autodiff'; got {jacobian!r}."

@@ -126,7 +126,10 @@ def _batch_size(dynamic) -> int:
             "`batch`: array leaves disagree on the batch size (leading axis): "
             f"{sorted(sizes)}."
         )
-    return int(sizes.pop())
+    size = int(sizes.pop())
+    if size == 0:
+        raise ValueError("`batch` is empty: its leading axis has length 0.")
+    return size
 
 
 def _leaves(tree):
@@ -1020,6 +1023,8 @@ def _batch_params(params_batch):
             f"(scalar leaves are shared); got batch sizes {sorted(sizes) or 'none'}."
         )
     n = sizes.pop()
+    if n == 0:
+        raise ValueError("`params_batch` is empty: its leading axis has length 0.")
 
     def convert(leaf):
         if not _float_leaf(leaf):

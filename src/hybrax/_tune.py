@@ -485,7 +485,7 @@ def tune(
             )
     if objective is None and not constraints and max_multiplier is None:
         raise ValueError("Give an `objective`, `constraints` or `max_multiplier`.")
-    vary = tuple(_as_parameter(parameter) for parameter in vary)
+    vary = tuple(_as_parameter(parameter, params, "vary") for parameter in vary)
     if not vary:
         raise ValueError("`vary` must name at least one parameter.")
     names = [parameter.name for parameter in vary]
