@@ -14,7 +14,6 @@ reach $p_1$" rather than a guess that failed.
 """
 
 import dataclasses
-import math
 from typing import Any
 
 import equinox as eqx
@@ -285,6 +284,4 @@ def continue_to_params(
             f"the orbit family from `params_from` stops at s = {end:.6g} "
             f"({_changed_fields(path, end)}): {why}"
         )
-    if not math.isfinite(end):
-        end = 0.0
     return Homotopy(None, False, status, end, message, branch, path)

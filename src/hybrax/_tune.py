@@ -545,7 +545,7 @@ def tune(
         # Widths as arrays of y's dtype everywhere (a weakly typed one would compile
         # `_value` again).
         first = _value(problem, y, (u, jnp.asarray(widths[0], y.dtype)))
-        first_value, (_, (u_first, _, _, first_result, _, _)) = first
+        first_value, (_, (u_first, _, _, first_result, _, first_raw)) = first
         # The objective's output structure for the minimiser's state, read off
         # this evaluation (`jax.eval_shape` would trace the objective again, in
         # every process: seconds, where the compiled programs load from the cache).
@@ -556,7 +556,8 @@ def tune(
         tags = frozenset()
         history: list[TuneStep] = []
         seek_run_time = 0.0
-        if not math.isfinite(float(first_value)) and int(seek_steps) > 0:
+        sought = not math.isfinite(float(first_value)) and int(seek_steps) > 0
+        if sought:
             y, u, first_value, u_first, first_result, seek_run_time = _seek(
                 problem,
                 settings,
@@ -579,10 +580,13 @@ def tune(
             )
         u = u_first
         if objective_scale == "start":
-            # The objective's own size at the first orbit (a warm evaluation of
-            # the compiled objective): a run-time value, nothing compiles again.
-            _, aux = _value(problem, y, (u, jnp.asarray(widths[0], y.dtype)))
-            size = abs(float(_host(aux)[1][5]))
+            # The objective's own size at the first orbit: from the first
+            # evaluation, or after the existence stage one warm evaluation more.
+            # A run-time value: nothing compiles again.
+            if sought:
+                _, aux = _value(problem, y, (u, jnp.asarray(widths[0], y.dtype)))
+                first_raw = _host(aux)[1][5]
+            size = abs(float(first_raw))
             problem = eqx.tree_at(
                 lambda p: p.objective_scale,
                 problem,
