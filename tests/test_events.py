@@ -337,6 +337,42 @@ def test_terminal_transition_ends_the_run_with_its_cause():
     assert "terminal" in hx.status_message(sol.result)[0]
 
 
+def _sensor_crossings(x0, v0, e, n):
+    """Closed form: the times at which a ball from height x0 with upward speed v0
+    (restitution e) passes 0.5 m downward, and its impacts, in order."""
+    events, t, x, v = [], 0.0, x0, v0
+    while len(events) < n:
+        impact = (v + np.sqrt(v**2 + 2 * G * x)) / G
+        if x + v**2 / (2 * G) > 0.5:  # the apex is above the sensor
+            down = (v + np.sqrt(v**2 + 2 * G * (x - 0.5))) / G
+            events.append((t + down, "sensor"))
+        events.append((t + impact, "impact"))
+        t, x, v = t + impact, 0.0, e * G * impact - e * v
+    return events[:n]
+
+
+@pytest.mark.parametrize("x0, v0", [(1.0, 0.0), (0.0, 3.5)])
+def test_sensor_self_loop_fires_at_each_crossing(x0, v0):
+    """A sensor transition (a self-loop with the identity reset: the ball passing
+    0.5 m downward) leaves the state on its own guard; it is armed again once the
+    ball is back above, so it fires at every downward passage between the
+    impacts, at the closed-form times (from rest at 1 m, and from the floor, where
+    the bounce's guard starts on its surface and the sensor re-arms within the
+    first step)."""
+    params = models.bouncing_ball.BallParams()
+    sensor = hx.Transition(
+        "air", "air", lambda t, x, p: x[0] - 0.5, False, name="sensor"
+    )
+    system = hx.HybridSystem(BALL.modes, (*BALL.transitions, sensor), n_states=2)
+    sol = hx.simulate(
+        system, jnp.array([x0, v0]), params, n_events=5, settings=SETTINGS
+    )
+    assert hx.status_name(sol.result) == ["successful"]
+    expected = _sensor_crossings(x0, v0, params.e, 5)
+    assert _names(system, sol) == [name for _, name in expected]
+    np.testing.assert_allclose(sol.t_events, [t for t, _ in expected], atol=1e-9)
+
+
 @pytest.mark.slow
 def test_walker_orbit_and_multipliers_both_ways():
     """Shooting on the heel-strike section (reduced unknowns theta, theta_dot; phi

@@ -82,8 +82,9 @@ def test_reverse_mode_gradient(hopper_derivatives):
     """jax.grad of a random combination of the four quantities (one backward pass
     for all four parameters) against the differences on the minimal form; on the
     constrained form (KKT accelerations, projection impact), the same rule's
-    forward-mode directional derivative along a random direction (its reverse
-    pass is the same implicit-function rule transposed; one compile less)."""
+    forward-mode directional derivative along a random direction, with the same
+    default settings (its reverse pass is that linear map transposed; one
+    compile less)."""
     form, system, section, _, fd = hopper_derivatives
     weights = jnp.array([0.7, -1.3, 2.1, 0.4])
     if form == "minimal":
@@ -91,7 +92,7 @@ def test_reverse_mode_gradient(hopper_derivatives):
         gradient = jax.jit(jax.grad(lambda th: weights @ quantities(th)))(THETA)
         np.testing.assert_allclose(gradient, weights @ fd, rtol=GRADIENT_RTOL)
         return
-    quantities = _quantities(system, section, form, dfx.ForwardMode())
+    quantities = _quantities(system, section, form, None)
     direction = jnp.array([0.3, -0.8, 0.5, 0.1])
     _, slope = jax.jit(
         lambda th: jax.jvp(lambda t: weights @ quantities(t), (th,), (direction,))
@@ -101,11 +102,16 @@ def test_reverse_mode_gradient(hopper_derivatives):
 
 @pytest.mark.slow
 def test_forward_mode_jacobian():
-    """jax.jacfwd (ForwardMode settings) of the four quantities in the four
-    parameters against the differences, on the minimal form (the constrained
-    form's derivative is checked above; both modes share the implicit-function
-    rule)."""
+    """jax.jacfwd of the four quantities in the four parameters against the
+    differences, on the minimal form, with the default settings (the same as for
+    jax.grad: the derivative is one linear map with a forward and a transposed
+    rule); and with `diffrax.ForwardMode()`, which changes nothing (the
+    constrained form's derivative is checked above)."""
     form, system, section, _, fd = _derivatives("minimal")
-    quantities = _quantities(system, section, form, dfx.ForwardMode())
+    quantities = _quantities(system, section, form, None)
     jacobian = jax.jit(jax.jacfwd(quantities))(THETA)
     np.testing.assert_allclose(jacobian, fd, rtol=GRADIENT_RTOL, atol=1e-12)
+    explicit = _quantities(system, section, form, dfx.ForwardMode())
+    np.testing.assert_allclose(
+        jax.jit(jax.jacfwd(explicit))(THETA), jacobian, rtol=1e-12, atol=1e-15
+    )

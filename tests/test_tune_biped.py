@@ -6,7 +6,6 @@ finding the gait again from scratch and a 50-step disturbed walk."""
 import dataclasses
 import json
 
-import diffrax as dfx
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -62,7 +61,7 @@ def test_tuning_objective_gradient_matches_central_differences(getkey):
     test_gradients.py) against central differences of converged orbits."""
     values = jnp.array([float(getattr(PARAMS, n)) for n in b5.TUNED])
     u_guess = jnp.asarray(b5.orbit_guess(PARAMS))
-    settings = hx.Settings(adjoint=dfx.ForwardMode())
+    settings = hx.Settings()
 
     # One compiled program for the derivative and the values on both sides.
     @jax.jit
@@ -140,7 +139,7 @@ def test_step_integrals_derivatives_match_central_differences(getkey):
     names = ("effort", "work", "positive_work")
     values = jnp.array([float(getattr(PARAMS, n)) for n in b5.TUNED])
     u_guess = jnp.asarray(b5.orbit_guess(PARAMS))
-    settings = hx.Settings(rtol=1e-12, atol=1e-12, adjoint=dfx.ForwardMode())
+    settings = hx.Settings(rtol=1e-12, atol=1e-12)
 
     def integrals(v):
         params = PARAMS

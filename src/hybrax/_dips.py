@@ -49,6 +49,21 @@ def hermite_minimum(h0, r0, h1, r1, dt):
     return values[index], s[index]
 
 
+def _falling_side(h0, r0, h1, r1, dt, depth, s_min):
+    r"""Where to end a step retried for a dip to `depth` < 0 at `s_min`: on the
+    cubic's falling side, about halfway down ($p(s) \approx$ `depth`/2 on its
+    quadratic model $p''(s_{\min})$ there), rather than at the minimum itself,
+    whose zero rate would send the event root finder's first Newton step out of
+    the step."""
+    m0, m1 = r0 * dt, r1 * dt
+    a = 2 * h0 + m0 - 2 * h1 + m1
+    b = -3 * h0 - 2 * m0 + 3 * h1 - m1
+    curvature = 2 * b + 6 * a * s_min
+    usable = (depth < 0) & (curvature > 0)
+    offset = jnp.sqrt(jnp.where(usable, -depth / jnp.where(usable, curvature, 1.0), 0))
+    return jnp.where(usable, jnp.clip(s_min - offset, 0.5 * s_min, s_min), s_min)
+
+
 class DipDetectingController(dfx.AbstractAdaptiveStepSizeController):
     """Wraps an adaptive diffrax step-size controller: steps are chosen by `inner` on
     the state part of `y`, and a step inside which the guard dips below `-tol` is
@@ -57,8 +72,9 @@ class DipDetectingController(dfx.AbstractAdaptiveStepSizeController):
 
     - `inner`: the user's controller.
     - `guard_and_rate`: `(t, y, args) -> (h, dh/dt)` of the current event
-      condition along the flow; `None` turns dip detection off (the wrapper then
-      only hands the inner controller the state part).
+      condition's entries (a vector, one per guard) along the flow; `None`
+      turns dip detection off (the wrapper then only hands the inner controller
+      the state part).
     - `state_of`: extracts the state from `y` (identity, or the first part of an
       augmented solve); the inner controller sees only the state.
     - `tol`: how far below zero a step may start and still be checked (the
@@ -124,15 +140,25 @@ class DipDetectingController(dfx.AbstractAdaptiveStepSizeController):
             return keep, next_t0, next_t1, made_jump, (new_inner, None, None), result
         h1, r1 = self._probe(t1, y1_candidate, args)
         dt = jax.lax.stop_gradient(t1 - t0)
-        depth, s_min = hermite_minimum(h0, r0, h1, r1, dt)
+        # Each entry of the condition apart: the minimum over them switches
+        # branches, and a dip of one entry under the others' minimum at both
+        # ends (an arming condition crossed and recrossed within a step) would
+        # not show in the minimum's own cubic.
+        depth, s_min = jax.vmap(hermite_minimum, in_axes=(0, 0, 0, 0, None))(
+            h0, r0, h1, r1, dt
+        )
+        s_end = _falling_side(h0, r0, h1, r1, dt, depth, s_min)
         # A minimum close to zero, and below the step's start by more than the
         # tolerance (a guard that starts on its surface after a reset, at -1e-16
-        # with a rate of -1e-15, does not dip).
+        # with a rate of -1e-15, does not dip). Entries of other modes are +inf.
+        finite = jnp.isfinite(h0) & jnp.isfinite(h1)
         close = (depth < 1e-3 * jnp.maximum(h0, h1)) & (depth < h0 - self.tol)
-        dip = keep & (h0 > -self.tol) & (h1 > 0) & close & (s_min > 0) & (s_min < 1)
+        dips = finite & (h0 > -self.tol) & (h1 > 0) & close & (s_min > 0) & (s_min < 1)
+        dip = keep & jnp.any(dips)
+        s_end = jnp.min(jnp.where(dips, s_end, 1.0), initial=1.0)
         keep = keep & jnp.logical_not(dip)
         next_t0 = jnp.where(dip, t0, next_t0)
-        next_t1 = jnp.where(dip, t0 + s_min * dt, next_t1)
+        next_t1 = jnp.where(dip, t0 + s_end * dt, next_t1)
         new_inner = jax.tree_util.tree_map(
             lambda new, old: jnp.where(dip, old, new), new_inner, inner_state
         )

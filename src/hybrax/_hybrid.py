@@ -335,6 +335,11 @@ class Transition(eqx.Module):
       the guard's next crossing, after it comes back inside (for models that let
       a swing leg pass through the ground, as the simplest walker; meanwhile the
       negative guard hides the crossings of the mode's other guards).
+    - A *sensor* transition, a self-loop (`target` = `source`) with the identity
+      reset and no `arm` (for instance to record when a body passes a height),
+      is armed again once its guard has come back inside by `1e-6` after it
+      fired: it fires at each crossing in its direction, and its identity reset
+      does not read as a mode that cannot start.
     - `terminal`: the run ends when this transition fires, with status
       `terminal_event` (never `successful`) and `cause_transition` naming it; for
       a failure of the motion itself, such as a walker's fall (its hip down at
@@ -439,10 +444,13 @@ class HybridSystem(eqx.Module):
                 raise ValueError(f"{what} {ref} is out of range 0..{len(modes) - 1}")
             return int(ref)
 
-        self.modes = modes
-        self.transitions = transitions
         self.sources = tuple(resolve(tr.source, "`source`") for tr in transitions)
         self.targets = tuple(resolve(tr.target, "`target`") for tr in transitions)
+        self.modes = modes
+        self.transitions = tuple(
+            _with_rearming(tr) if source == target else tr
+            for tr, source, target in zip(transitions, self.sources, self.targets)
+        )
         self.terminals = tuple(tr.terminal for tr in transitions)
         self.strict_arming = tuple(tr.armed_outside == "error" for tr in transitions)
         if int(n_states) <= 0:
@@ -477,6 +485,44 @@ class HybridSystem(eqx.Module):
     def outgoing(self, mode: int) -> tuple[int, ...]:
         """Indices of the transitions that leave mode `mode`."""
         return tuple(k for k, s in enumerate(self.sources) if s == mode)
+
+
+# How far back inside its guard a sensor transition (a self-loop with the
+# identity reset) must come before it can fire again: far above the event root
+# finder's residual, far below an O(1) guard's excursions.
+SENSOR_REARM_MARGIN = 1e-6
+
+
+class _RearmInside(eqx.Module):
+    """The arming condition of a sensor transition: its sign-normalised guard
+    minus `SENSOR_REARM_MARGIN`."""
+
+    guard: Callable[[Any, Array, Params], Any]
+    direction: bool = eqx.field(static=True)
+
+    def __call__(self, t, x, params):
+        value = jnp.asarray(self.guard(t, x, params))
+        return (-value if self.direction else value) - SENSOR_REARM_MARGIN
+
+
+def _with_rearming(transition: Transition) -> Transition:
+    """A sensor transition (a self-loop with the identity reset, no arming
+    condition of its own, not terminal) leaves the state on its own guard,
+    heading beyond it: armed there, it would fire again at once (or read as a
+    mode that cannot start). It is armed again once its guard has come back
+    inside, by `SENSOR_REARM_MARGIN`."""
+    if (
+        transition.reset is not identity_reset
+        or transition.arm is not None
+        or transition.terminal
+    ):
+        return transition
+    return eqx.tree_at(
+        lambda tr: tr.arm,
+        transition,
+        _RearmInside(transition.guard, transition.direction),
+        is_leaf=lambda x: x is None,
+    )
 
 
 def signed_guard(

@@ -24,6 +24,7 @@ from typing import Any, NamedTuple
 
 import diffrax as dfx
 import equinox as eqx
+import equinox.internal as eqxi
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -241,21 +242,19 @@ class PeriodicOrbit(eqx.Module):
         return self.cycle.guard_at_start
 
 
-def _derivative_mode(settings: Settings) -> str:
-    """How the orbit routines are differentiated: `"forward"` with
-    `diffrax.ForwardMode()` (for `jax.jvp`/`jax.jacfwd`), else `"reverse"` (the
-    default, and any reverse-capable adjoint such as
-    `diffrax.RecursiveCheckpointAdjoint()`: `jax.grad`, `jax.jacrev`)."""
-    if isinstance(settings.adjoint, dfx.ForwardMode):
-        return "forward"
+def _check_adjoint(settings: Settings) -> None:
+    """The orbit routines differentiate in both modes whatever `settings.adjoint`
+    says; a reverse pass takes it where it is a reverse-capable adjoint (e.g.
+    `diffrax.RecursiveCheckpointAdjoint(checkpoints=...)`)."""
     if settings.adjoint is None or isinstance(
-        settings.adjoint, dfx.RecursiveCheckpointAdjoint | dfx.DirectAdjoint
+        settings.adjoint,
+        dfx.ForwardMode | dfx.RecursiveCheckpointAdjoint | dfx.DirectAdjoint,
     ):
-        return "reverse"
+        return
     raise ValueError(
-        "`settings.adjoint`: the orbit routines differentiate in forward mode with "
-        "`diffrax.ForwardMode()` or in reverse mode with "
-        "`diffrax.RecursiveCheckpointAdjoint()` (the default); got "
+        "`settings.adjoint`: the orbit routines differentiate with "
+        "`diffrax.RecursiveCheckpointAdjoint()` (reverse mode) or "
+        "`diffrax.ForwardMode()`, or None (the default: both modes work); got "
         f"{type(settings.adjoint).__name__}."
     )
 
@@ -1641,26 +1640,15 @@ class _Shooting(eqx.Module):
         return self.section.coordinates(sol.x_after[-1], params) - u
 
 
-def _implicit_tangent(J, F_p_dp):
-    r"""$\dot u = -J^{-1} F_p\dot p$ (no checks: a failed orbit's NaN propagates)."""
-    return -jnp.linalg.solve(J, F_p_dp)
+def _inexact(outputs):
+    """The floating leaves of the outputs (the others `None`): what carries a
+    derivative."""
+    return eqx.filter(outputs, eqx.is_inexact_array)
 
 
-@eqx.filter_custom_jvp
-def _orbit_forward(params, u_guess, *, shooting):
-    return shooting.primal(params, u_guess)[0]
-
-
-@_orbit_forward.def_jvp
-def _orbit_forward_jvp(primals, tangents, *, shooting):
-    params, u_guess = primals
-    t_params, _ = tangents
-    outputs, (u, J, mono_ad, info, _) = shooting.primal(params, u_guess)
-    if t_params is None:
-        return outputs, jax.tree_util.tree_map(_zero_tangent, outputs)
-    forward = dfx.ForwardMode()
-    dynamic, static = eqx.partition(params, eqx.is_inexact_array)
-    t_dynamic = jax.tree_util.tree_map(
+def _tangent_parameters(params, t_params):
+    """The parameters' tangent on their floating leaves (zeros where symbolic)."""
+    return jax.tree_util.tree_map(
         lambda p, t: (
             (jnp.zeros_like(p) if t is None else t) if eqx.is_inexact_array(p) else None
         ),
@@ -1669,73 +1657,120 @@ def _orbit_forward_jvp(primals, tangents, *, shooting):
         is_leaf=lambda x: x is None,
     )
 
+
+def _orbit_tangent_impl(shooting, params, u, J, mono_ad, info, like, t_dynamic):
+    r"""The outputs' tangent along the parameters' tangent `t_dynamic`, in forward
+    mode: $\dot y = y_p\dot p + y_u\dot u$ with $\dot u = -J^{-1} P_p\dot p$ (the
+    implicit function theorem at the root, $P_p\dot p$ the tangent of the next
+    section state $u'$). One linearisation of the outputs in $(u, p)$ serves both
+    terms."""
+    del like
+    dynamic, static = eqx.partition(params, eqx.is_inexact_array)
+
     def evaluate(u_, dynamic_):
         p = eqx.combine(dynamic_, static)
-        return shooting.evaluate(u_, p, mono_ad, info, forward)
+        return _inexact(shooting.evaluate(u_, p, mono_ad, info, dfx.ForwardMode()))
 
-    # One linearisation of the outputs in (u, p) at the root serves both terms:
-    # the implicit function theorem, du = -J^{-1} P_p dp (P_p dp is the tangent of
-    # the next section state u' of that same pass), and the total derivative.
     _, linear = jax.linearize(evaluate, u, dynamic)
     along_p = linear(jnp.zeros_like(u), t_dynamic)
-    du = _implicit_tangent(J, along_p[0].u_next)
+    du = -jnp.linalg.solve(J, along_p[0].u_next)
     along_u = linear(du, jax.tree_util.tree_map(jnp.zeros_like, t_dynamic))
-    return outputs, jax.tree_util.tree_map(_add_tangents, along_p, along_u)
+    return jax.tree_util.tree_map(jnp.add, along_p, along_u)
 
 
-@eqx.filter_custom_vjp
-def _orbit_reverse(params, u_guess, shooting):
+def _orbit_tangent_abstract_eval(shooting, params, u, J, mono_ad, info, like, t):
+    del shooting, params, u, J, mono_ad, info, t
+    return like
+
+
+def _orbit_tangent_jvp(primals, tangents):
+    # The map is linear in `t_dynamic`; its other inputs are the primal solve's,
+    # which carries no derivative of its own (second derivatives are not offered).
+    *rest, t_dynamic = primals
+    *t_rest, t_t_dynamic = tangents
+    if any(t is not None for t in jax.tree_util.tree_leaves(t_rest)):
+        raise NotImplementedError(
+            "Second derivatives of orbit outputs (e.g. `jax.hessian`) are not "
+            "supported."
+        )
+    out = eqxi.filter_primitive_bind(_orbit_tangent_p, *rest, t_dynamic)
+    if t_t_dynamic is None:
+        return out, jax.tree_util.tree_map(lambda _: None, out)
+    t_t_dynamic = _tangent_parameters(t_dynamic, t_t_dynamic)
+    return out, eqxi.filter_primitive_bind(_orbit_tangent_p, *rest, t_t_dynamic)
+
+
+def _orbit_tangent_transpose(inputs, cotangents):
+    r"""The transpose of the tangent map, in reverse mode: one linearisation of
+    the outputs in $(u, p)$ swept back twice, for their dependence on $(u, p)$
+    and for $u$'s on $p$, $\bar p \mathrel{-}= P_p^\top w$ with
+    $J^\top w = \bar u$."""
+    shooting, params, u, J, mono_ad, info, _, _ = inputs
+    adjoint = _reverse_adjoint(shooting.settings)
+    dynamic, static = eqx.partition(params, eqx.is_inexact_array)
+    _, vjp_outputs = jax.vjp(
+        lambda u_, d: _inexact(
+            shooting.evaluate(u_, eqx.combine(d, static), mono_ad, info, adjoint)
+        ),
+        u,
+        dynamic,
+    )
+    u_bar, p_bar = vjp_outputs(cotangents)
+    w = jnp.linalg.solve(J.T, u_bar)
+    zeros = jax.tree_util.tree_map(jnp.zeros_like, cotangents)
+    _, p_bar_implicit = vjp_outputs(eqx.tree_at(lambda o: o[0].u_next, zeros, -w))
+    p_bar = jax.tree_util.tree_map(jnp.add, p_bar, p_bar_implicit)
+    none = jax.tree_util.tree_map(lambda _: None, inputs[:-1])
+    return (*none, p_bar)
+
+
+# The derivative of an orbit is one linear map of the parameters' tangent, a
+# primitive with a forward rule (its evaluation) and a reverse one (its transpose),
+# as lineax does for linear solves: `jax.jvp`/`jax.jacfwd` and
+# `jax.grad`/`jax.jacrev` then both work whatever `Settings.adjoint` says.
+_orbit_tangent_p = eqxi.create_vprim(
+    "hybrax_orbit_tangent",
+    eqxi.filter_primitive_def(_orbit_tangent_impl),
+    eqxi.filter_primitive_def(_orbit_tangent_abstract_eval),
+    eqxi.filter_primitive_jvp(_orbit_tangent_jvp),
+    eqxi.filter_primitive_transpose(materialise_zeros=True)(_orbit_tangent_transpose),
+)
+
+
+@eqx.filter_custom_jvp
+def _orbit(params, u_guess, *, shooting):
     return shooting.primal(params, u_guess)[0]
 
 
-@_orbit_reverse.def_fwd
-def _orbit_reverse_fwd(perturbed, params, u_guess, shooting):
-    del perturbed
-    return shooting.primal(params, u_guess)
-
-
-@_orbit_reverse.def_bwd
-def _orbit_reverse_bwd(residuals, grad_outputs, perturbed, params, u_guess, shooting):
-    del perturbed, u_guess
-    u, J, mono_ad, info, outputs = residuals
-    adjoint = _reverse_adjoint(shooting.settings)
-    # Outputs that were not differentiated come as None: zero cotangents.
-    grad_outputs = jax.tree_util.tree_map(
-        lambda g, o: g if (g is not None or o is None) else _zero_tangent(o),
-        grad_outputs,
-        outputs,
-        is_leaf=lambda x: x is None,
-    )
-    # One linearisation of the outputs in (u, p) at the root, swept back twice:
-    # for the outputs' dependence on (u, p) ...
-    _, vjp_outputs = jax.vjp(
-        lambda u_, p: shooting.evaluate(u_, p, mono_ad, info, adjoint), u, params
-    )
-    u_bar, p_bar = vjp_outputs(grad_outputs)
-    # ... and for u's on p by the implicit function theorem, p_bar -= P_p^T w
-    # with J^T w = u_bar (P_p: the sensitivity of the next section state u').
-    w = jnp.linalg.solve(J.T, u_bar)
+@_orbit.def_jvp
+def _orbit_jvp(primals, tangents, *, shooting):
+    params, u_guess = primals
+    t_params, _ = tangents
+    outputs, (u, J, mono_ad, info, _) = shooting.primal(params, u_guess)
     zeros = jax.tree_util.tree_map(_zero_tangent, outputs)
-    _, p_bar_implicit = vjp_outputs(_with_next_state(zeros, -w))
-    return jax.tree_util.tree_map(lambda a, b: a + b, p_bar, p_bar_implicit)
+    if t_params is None:
+        return outputs, zeros
+    like = _inexact(outputs)
+    tangent = eqxi.filter_primitive_bind(
+        _orbit_tangent_p,
+        shooting,
+        params,
+        u,
+        J,
+        mono_ad,
+        info,
+        like,
+        _tangent_parameters(params, t_params),
+    )
+    # Integer outputs (codes, counts) keep their float0 zero tangents.
+    return outputs, eqx.combine(
+        tangent, eqx.filter(zeros, eqx.is_inexact_array, inverse=True)
+    )
 
 
-def _with_next_state(outputs, value):
-    return eqx.tree_at(lambda o: o[0].u_next, outputs, value)
-
-
-def _add_tangents(a, b):
-    if jnp.issubdtype(jnp.result_type(a), jnp.inexact):
-        return a + b
-    return a
-
-
-def _shoot(shooting, u_guess, params, mode):
+def _shoot(shooting, u_guess, params):
     # The orbit does not depend on the guess (derivatives flow through params).
-    u_guess = jax.lax.stop_gradient(u_guess)
-    if mode == "forward":
-        return _orbit_forward(params, u_guess, shooting=shooting)
-    return _orbit_reverse(params, u_guess, shooting)
+    return _orbit(params, jax.lax.stop_gradient(u_guess), shooting=shooting)
 
 
 def find_periodic_orbit(
@@ -1776,13 +1811,15 @@ def find_periodic_orbit(
     `params`, by the implicit function theorem at the root ($\dot u = -J^{-1}
     F_p\dot p$ with $J = M - I$ from the variational pass; no differentiation
     through the root finder's iterations) and through one cycle at the solution.
-    With the default `settings.adjoint` (`None`, or
-    `diffrax.RecursiveCheckpointAdjoint()`) in reverse mode: `jax.grad`,
-    `jax.jacrev`, `jax.value_and_grad`; a gradient costs one reverse pass of a
-    cycle and of its variational pass, whatever the number of parameters. With
-    `diffrax.ForwardMode()` in forward mode: `jax.jvp`, `jax.jacfwd`. The AD
-    monodromy's derivative is the saltation product's (their values agree to the
-    integration tolerance). A failed orbit's derivatives are NaN.
+    That derivative is one linear map of the parameters' tangent with a forward
+    rule and its transpose (as `lineax.linear_solve` has), so both modes work
+    with any `settings.adjoint`: `jax.jvp`, `jax.jacfwd`, `jax.linearize` (a
+    tangent costs one forward pass of a cycle and of its variational pass) and
+    `jax.grad`, `jax.jacrev`, `jax.value_and_grad` (a gradient costs one
+    reverse pass, whatever the number of parameters). Second derivatives are not
+    offered. The AD monodromy's derivative is the saltation product's (their
+    values agree to the integration tolerance). A failed orbit's derivatives are
+    NaN.
 
     **Arguments:**
 
@@ -1790,7 +1827,7 @@ def find_periodic_orbit(
     - `u_guess`: initial guess of the reduced unknowns.
     - `params`: the parameter PyTree.
     - `settings`: a [`hybrax.Settings`][] for each cycle (its `t_max` bounds one
-      cycle; its `adjoint` chooses reverse or forward derivatives, see above).
+      cycle; both derivative modes work whatever its `adjoint`, see above).
     - `root_finder`: any `optimistix.AbstractRootFinder`; default
       `optimistix.Newton(rtol=1e-11, atol=1e-11)`.
     - `max_iterations`: root-finder iteration limit. A run-time value: every limit
@@ -1877,7 +1914,7 @@ def find_periodic_orbit(
     """
     check_float64("find_periodic_orbit")
     settings = resolve_settings(settings)
-    mode = _derivative_mode(settings)
+    _check_adjoint(settings)
     root_finder = resolve_root_finder(root_finder)
     max_iterations = check_iterations(max_iterations)
     if is_concrete(residual_tol) and not residual_tol > 0:
@@ -1928,7 +1965,7 @@ def find_periodic_orbit(
     orbit, floquet = call(
         "the orbit search" + (" with its Floquet analysis" if analyse else ""),
         _shoot,
-        (shooting, u_guess, canonical_params(params), mode),
+        (shooting, u_guess, canonical_params(params)),
         label=system_label(system),
     )
     if throw:

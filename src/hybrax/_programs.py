@@ -390,6 +390,10 @@ def _strip(jaxpr):
     for eqn in jaxpr.eqns:
         if eqn.primitive.name in _CALLBACKS:
             raise _Unstrippable(eqn.primitive.name)
+        if _own_primitive(eqn):
+            eqns.append(_inlined(eqn))
+            changed = True
+            continue
         params = dict(eqn.params)
         if eqn.primitive.name == "cond":
             params["branches"] = tuple(
@@ -412,6 +416,31 @@ def _strip(jaxpr):
             changed = True
         eqns.append(eqn)
     return jaxpr.replace(eqns=eqns) if changed else jaxpr
+
+
+# hybrax's own primitives (the orbit's derivative map): lowered through their
+# implementation, whose checks are only traced then, out of `_strip`'s sight.
+_OWN_PRIMITIVES = frozenset({"hybrax_orbit_tangent"})
+
+
+def _own_primitive(eqn) -> bool:
+    name = eqn.primitive.name
+    if name == "vprim":  # equinox's batched form holds the primitive
+        name = getattr(eqn.params.get("prim"), "name", None)
+    return name in _OWN_PRIMITIVES
+
+
+def _inlined(eqn):
+    """A call of the stripped jaxpr of the primitive's implementation, in place
+    of the primitive."""
+    structs = [jax.ShapeDtypeStruct(v.aval.shape, v.aval.dtype) for v in eqn.invars]
+    implementation = jax.make_jaxpr(
+        lambda *args: eqn.primitive.impl(*args, **eqn.params)
+    )(*structs)
+    return eqn.replace(
+        primitive=jex_core.primitives.closed_call_p,
+        params={"call_jaxpr": _strip(implementation)},
+    )
 
 
 def _without_throw(params: dict) -> dict:

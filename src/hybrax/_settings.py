@@ -33,10 +33,14 @@ class Settings(eqx.Module):
       the dense output; default `optimistix.Newton(rtol=1e-12, atol=1e-12)`. Its
       `atol` also bounds $|h|$ at the event: scale guards to $O(1)$.
     - `adjoint`: a diffrax adjoint, or `None` (default) for each routine's own
-      choice: `diffrax.RecursiveCheckpointAdjoint()` (reverse mode) in
-      [`hybrax.simulate`][] and [`hybrax.poincare_map`][], forward mode in the
-      orbit routines, whose shooting Newton differentiates the return map in
-      forward mode. Use `diffrax.ForwardMode()` for `jax.jacfwd`/`jax.jvp`.
+      choice. [`hybrax.simulate`][] and [`hybrax.poincare_map`][] integrate with
+      it: `diffrax.RecursiveCheckpointAdjoint()` by default (reverse mode:
+      `jax.grad`); give `diffrax.ForwardMode()` for `jax.jacfwd`/`jax.jvp`
+      there. The orbit routines ([`hybrax.find_periodic_orbit`][] and those
+      built on it) differentiate in both modes whatever it says (their
+      derivative is one linear map with a forward and a transposed rule); a
+      `diffrax.RecursiveCheckpointAdjoint(checkpoints=...)` given here serves
+      their reverse pass.
     - `max_steps`: the step limit of one phase; a phase that hits it ends the run
       with status `max_steps_reached`.
     - `t_max`: the time horizon: a simulation, or one cycle of a periodic orbit,

@@ -239,8 +239,8 @@ class _PhaseCondition(eqx.Module):
 
 
 class _GuardRate(eqx.Module):
-    """The stage's event condition and its rate along the flow, for the dip
-    detecting step-size controller."""
+    """The stage's event-condition entries and their rates along the flow, for
+    the dip detecting step-size controller."""
 
     tables: Tables
     augmented: bool = eqx.field(static=True)
@@ -250,7 +250,7 @@ class _GuardRate(eqx.Module):
         x = y[0] if self.augmented else y
         f = self.tables.field(mode, t, x, params)
         return jax.jvp(
-            lambda s, z: self.tables.condition(mode, s, z, params, armed),
+            lambda s, z: self.tables.entries(mode, s, z, params, armed),
             (t, x),
             (jnp.ones_like(t), f),
         )
