@@ -32,6 +32,11 @@ from hybrax._io import atomic_path
         (["continue", "hopper", "--max-points", "99999999999"], "--max-points"),
         (["continue", "hopper", "--max-step", "-1"], "--max-step"),
         (["tune", "hopper", "--max-steps", "0", "--minimize", "period"], "--max-steps"),
+        (["simulate", "hopper", "--set", "L0=-1"], "--set"),
+        (["orbit", "hopper", "--set", "L0=0"], "--set"),
+        (["simulate", "hopper", "--x0=0.5,0.6,0,0"], "--x0"),
+        (["simulate", "hopper", "--form", "constrained", "--x0=0.5,0.6,0,0"], "--x0"),
+        (["continue", "simplest-walker", "--start=-0.01", "--stop", "0.01"], "--start"),
         (["orbit", "hopper", "--out", "/proc/hybrax_out"], "--out"),
         (["orbit", "hopper", "--json", "/proc/nope/run.json"], "--json"),
     ],
@@ -47,6 +52,41 @@ def test_bad_numbers_and_places_are_usage_errors(argv, named, capsys, tmp_path):
     lines = capsys.readouterr().err.strip().splitlines()
     assert named in lines[-1] and "Traceback" not in "\n".join(lines)
     assert not (tmp_path / "figures").exists()
+
+
+def test_a_bad_value_in_a_params_file_is_blamed_on_the_file(capsys, tmp_path):
+    """A value from `--params` that breaks a parameter's rule names the file and
+    the parameter (it was blamed on `--set`); a good file with a bad `--set`
+    names `--set`."""
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"params": {"L0": -1.0}}')
+    with pytest.raises(SystemExit) as info:
+        main(["simulate", "hopper", "--params", str(bad), "--out", str(tmp_path)])
+    line = capsys.readouterr().err.strip().splitlines()[-1]
+    assert info.value.code == 2
+    assert "--params" in line and "bad.json" in line and "L0" in line
+    good = tmp_path / "good.json"
+    good.write_text('{"params": {"L0": 1.1}}')
+    with pytest.raises(SystemExit) as info:
+        main(["simulate", "hopper", "--params", str(good), "--set", "mu=2"])
+    line = capsys.readouterr().err.strip().splitlines()[-1]
+    assert info.value.code == 2 and "--set" in line and "mu" in line
+
+
+def test_an_interrupt_is_one_line_and_exit_130(monkeypatch, capsys, tmp_path):
+    """Ctrl-C during a command's computation ends it with one line on stderr
+    (no traceback) and exit status 130, and leaves no output of the run."""
+    import hybrax._cli as cli
+
+    def interrupted(args, parser):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "_run_simulate", interrupted)
+    out = tmp_path / "figures"
+    assert main(["simulate", "hopper", "--out", str(out)]) == 130
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["hybrax simulate: interrupted; no output of this run was written"]
+    assert not out.exists() or not any(out.iterdir())
 
 
 def test_a_write_is_all_or_nothing(tmp_path):
@@ -89,3 +129,11 @@ def test_library_arguments_are_value_errors_naming_them():
     empty = hx.canonical_params(hopper.HopperParams(mu=np.zeros(0), d_G=np.zeros(0)))
     with pytest.raises(ValueError, match="`params_batch` is empty"):
         hx.sweep_orbits(system, section, guess, empty)
+    with pytest.raises(ValueError, match="`u_guess` has 3 entries.* 2"):
+        hx.find_periodic_orbit(system, section, jnp.ones(3), params)
+    with pytest.raises(ValueError, match="`params`"):
+        hx.simulate(system, jnp.array([1.2, 0.2, 0.0, 0.0]), None, n_events=1)
+    with pytest.raises(ValueError, match="`x0` lies outside mode 'flight'.*above"):
+        hx.simulate(system, jnp.array([0.5, 0.6, 0.0, 0.0]), params, n_events=1)
+    with pytest.raises(ValueError, match="`L0` must be > 0"):
+        hopper.make_params(L0=0.0)

@@ -8,6 +8,7 @@ ratios keep the energy balance within the impact's energy-loss bounds."""
 
 import math
 
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
@@ -179,3 +180,21 @@ def test_continue_command_follows_the_cascade(tmp_path):
     np.testing.assert_allclose(first["period"], 2 * doubling["period"], rtol=2e-3)
     assert first["stable"]
     assert (out / "bifurcation.png").stat().st_size > 0
+
+
+def test_a_walker_that_falls_back_ends_on_its_fall_event():
+    """Started leaning back (the hip 0.3 rad behind the stance foot, at rest) the
+    walker falls back: the run ends with status `terminal_event` on the
+    transition `"fall"`, where the hip is half the leg's length above the slope
+    (it was recorded as walking on through the ground before the event
+    existed)."""
+    x0 = jnp.array([-0.3, 0.3, 0.0, 0.0])
+    sol = hx.simulate(SYSTEM, x0, PARAMS, n_events=3)
+    assert hx.status_name(sol.result) == ["terminal_event"]
+    fall = SYSTEM.transition_index("fall")
+    assert int(sol.cause_transition) == fall
+    assert int(sol.transitions[int(sol.n_events) - 1]) == fall
+    # The hip's height over the slope, l cos(theta_s - slope) (theta_s from the
+    # vertical), is l/2 at the event.
+    theta_s = float(sol.x_before[int(sol.n_events) - 1, 0])
+    np.testing.assert_allclose(math.cos(theta_s - float(PARAMS.slope)), 0.5, atol=1e-9)

@@ -337,6 +337,26 @@ def test_terminal_transition_ends_the_run_with_its_cause():
     assert "terminal" in hx.status_message(sol.result)[0]
 
 
+def test_a_start_outside_the_modes_geometry_is_infeasible_under_vmap():
+    """The hopper's modes declare their geometry (the upper mass above the foot).
+    Under `vmap` (no eager check) a start with the upper mass 0.1 m below the
+    foot ends with `infeasible_initial_state` and NaN events; its neighbour in
+    the batch gives what it gives alone. Eagerly, the same start is a
+    `ValueError` naming the condition."""
+    params = hx.canonical_params(models.hopper.make_params())
+    starts = jnp.array([[1.2, 0.2, 0.0, 0.0], [0.5, 0.6, 0.0, 0.0]])
+    batch = jax.vmap(
+        lambda x: hx.simulate(HOPPER, x, params, n_events=2, settings=SETTINGS)
+    )(starts)
+    alone = hx.simulate(HOPPER, starts[0], params, n_events=2, settings=SETTINGS)
+    assert hx.status_name(batch.result) == ["successful", "infeasible_initial_state"]
+    assert hx.status_name(alone.result) == ["successful"]
+    np.testing.assert_allclose(batch.t_events[0], alone.t_events, rtol=1e-12)
+    assert np.all(np.isnan(batch.t_events[1]))
+    with pytest.raises(ValueError, match="upper mass above the foot"):
+        hx.simulate(HOPPER, starts[1], params, n_events=2, settings=SETTINGS)
+
+
 def _sensor_crossings(x0, v0, e, n):
     """Closed form: the times at which a ball from height x0 with upward speed v0
     (restitution e) passes 0.5 m downward, and its impacts, in order."""

@@ -232,3 +232,21 @@ def test_period_doubling_cascade(branch_json):
     (again,) = level["period_doublings"]
     assert doubling["slope"] < again["slope"] < CHAOS
     assert not points[-1]["stable"]
+
+
+def test_a_walker_on_a_steep_slope_ends_on_its_fall_event():
+    """At slope 0.3 the model's start of a step does not walk: the run ends with status
+    `terminal_event` on the transition `"fall"`, where the hip is half the leg's
+    length above the slope, cos(theta) = 1/2 (it recorded a heel strike with the
+    hip at 0.23 l and then ran out of time before the event existed)."""
+    import jax.numpy as jnp
+
+    system = sw.simplest_walker()[0]
+    params = hx.canonical_params(sw.SimplestWalkerParams(slope=0.3))
+    x0 = sw.section().chart(jnp.asarray(sw.orbit_guess(params)), params)
+    sol = hx.simulate(system, x0, params, n_events=5)
+    assert hx.status_name(sol.result) == ["terminal_event"]
+    fall = system.transition_index("fall")
+    last = int(sol.n_events) - 1
+    assert int(sol.cause_transition) == fall and int(sol.transitions[last]) == fall
+    np.testing.assert_allclose(math.cos(float(sol.x_before[last, 0])), 0.5, atol=1e-9)

@@ -250,8 +250,15 @@ def _parse_sets(
     items: Sequence[str],
     params_file: pathlib.Path | None = None,
 ) -> dict[str, float]:
-    """The parameter values from a `--params` file, then each `--set`."""
+    """The parameter values from a `--params` file, then each `--set`. The
+    file's values are checked against the model's rules on their own, so that a
+    bad one is blamed on the file and its key."""
     base = {} if params_file is None else _read_params_file(parser, model, params_file)
+    if base:
+        try:
+            model.make_params(**base)
+        except ValueError as error:
+            parser.error(f"argument --params: in {str(params_file)!r}: {error}")
     values: dict[str, float] = {}
     for item in items:
         name, sep, text = item.partition("=")
@@ -483,14 +490,18 @@ def _run_simulate(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
     params = jax.tree_util.tree_map(lambda v: jnp.asarray(v, dtype=float), params)
     state0 = x0 if form.from_minimal is None else form.from_minimal(x0)
 
-    solution = simulate(
-        system,
-        jnp.asarray(state0, dtype=float),
-        params,
-        n_events=n_events,
-        settings=Settings(t_max=args.t_max),
-        n_save=200,
-    )
+    try:
+        solution = simulate(
+            system,
+            jnp.asarray(state0, dtype=float),
+            params,
+            n_events=n_events,
+            settings=Settings(t_max=args.t_max),
+            n_save=200,
+        )
+    except ValueError as error:  # a state outside its mode's declared domain
+        source = "--x0" if args.x0 is not None else "--set"
+        parser.error(f"argument {source}: {str(error).replace('`x0`', 'the state')}")
     trajectory = Trajectory.from_solution(solution, system, to_minimal=form.to_minimal)
     status, message = _status(solution.result)
     succeeded = bool(solution.result == RESULTS.successful)
@@ -1086,7 +1097,8 @@ def console() -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line on `argv` (default `sys.argv[1:]`); returns the exit
-    code. Argument errors raise `SystemExit(2)` with a one-line message."""
+    code. Argument errors raise `SystemExit(2)` with a one-line message; an
+    interrupt (Ctrl-C) returns 130 after one line."""
     _enable_x64()
     parser = _build_parser()
     args = parser.parse_args(argv)
@@ -1095,5 +1107,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     from ._programs import announcing
 
     _enable_cache()
-    with announcing(label=getattr(args, "model", None)):
-        return args.run(args, args.command_parser)
+    try:
+        with announcing(label=getattr(args, "model", None)):
+            return args.run(args, args.command_parser)
+    except KeyboardInterrupt:
+        # Outputs are written whole at the end (under temporary names): an
+        # interrupted run leaves none of its own, and no partial file.
+        print(
+            f"hybrax {args.command}: interrupted; no output of this run was written",
+            file=sys.stderr,
+        )
+        return 130

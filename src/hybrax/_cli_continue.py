@@ -8,6 +8,7 @@ branch is drawn as period and multiplier against the parameter.
 """
 
 import argparse
+import dataclasses
 import math
 import pathlib
 import sys
@@ -176,6 +177,11 @@ def _run_continue(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
     values = _cli._parse_sets(parser, model, args.set, args.params)
     params = canonical_params(_cli._make_params(parser, model, values))
     params = parameter.set(params, jnp.asarray(start, dtype=float))
+    try:
+        # Rebuilt, the parameters check their rules at the start value too.
+        dataclasses.replace(params)
+    except ValueError as error:
+        parser.error(f"argument --start: {name}={start:g}: {error}")
     system = form.system()
     section = form.section()
     # Guesses of the reduced unknowns: the same for every form of a model.

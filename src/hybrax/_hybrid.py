@@ -100,12 +100,21 @@ class Mode(eqx.Module):
       the model's active constraint groups.
     - `observables`: a dict of phase observables, [`hybrax.Extremum`][] or
       [`hybrax.Integral`][], recorded for every phase of this mode.
+    - `domain`: a dict of named conditions `d(t, x, params) -> scalar`, each
+      positive on the states the mode admits besides its guards and
+      constraints (the model's geometry, e.g. `{"the upper mass above the
+      foot": lambda t, x, p: x[0] - x[1]}`). A run that starts with one of them
+      $\le 0$ ends with status `infeasible_initial_state`; with a concrete
+      state, [`hybrax.simulate`][] raises a `ValueError` naming it first.
     """
 
     vector_field: Callable[[Any, Array, Params], Array]
     name: str = eqx.field(static=True)
     constraints: Callable[[Any, Array, Params], Array] | None = None
     observables: dict[str, "Extremum | Integral"] = eqx.field(default_factory=dict)
+    domain: dict[str, Callable[[Any, Array, Params], Any]] = eqx.field(
+        default_factory=dict
+    )
 
     def __check_init__(self):
         if not callable(self.vector_field):
@@ -117,6 +126,13 @@ class Mode(eqx.Module):
         ):
             raise ValueError(
                 "`observables` must be a dict of hybrax.Extremum or hybrax.Integral."
+            )
+        if not isinstance(self.domain, dict) or not all(
+            isinstance(k, str) and callable(v) for k, v in self.domain.items()
+        ):
+            raise ValueError(
+                "`domain` must be a dict of named conditions d(t, x, params) "
+                "(positive inside the mode)."
             )
 
 
@@ -160,16 +176,19 @@ def mechanical_mode(
     name: str,
     *,
     observables: dict[str, Extremum | Integral] | None = None,
+    domain: dict[str, Callable[[Any, Array, Params], Any]] | None = None,
 ) -> Mode:
     r"""A [`hybrax.Mode`][] whose vector field is the constrained dynamics of `model`
     with the constraint groups `active` (state $x = [q, \dot q]$), and whose
-    constraints are those groups at the position and velocity level."""
+    constraints are those groups at the position and velocity level; its
+    `observables` and `domain` as in [`hybrax.Mode`][]."""
     active = tuple(active)
     return Mode(
         MechanicalVectorField(model, active),
         name,
         constraints=MechanicalConstraints(model, active) if active else None,
         observables={} if observables is None else dict(observables),
+        domain={} if domain is None else dict(domain),
     )
 
 

@@ -1925,6 +1925,7 @@ def find_periodic_orbit(
         raise ValueError(f"`u_guess` must be 1-D; got shape {u_guess.shape}.")
     if is_concrete(u_guess) and not bool(jnp.all(jnp.isfinite(u_guess))):
         raise ValueError(f"`u_guess` must be finite; got {np.asarray(u_guess)}.")
+    _check_guess_shape(system, section, u_guess, params)
     if jacobian not in ("variational", "autodiff"):
         raise ValueError(
             f"`jacobian` must be 'variational' or 'autodiff'; got {jacobian!r}."
@@ -1971,6 +1972,29 @@ def find_periodic_orbit(
     if throw:
         orbit = raise_if_failed(orbit, orbit.result)
     return dataclasses.replace(orbit, floquet=floquet)
+
+
+def _check_guess_shape(system, section, u_guess, params) -> None:
+    """A `ValueError` where the guess has not as many entries as the section's
+    coordinates (its chart would read past it, or leave entries unused)."""
+    try:
+        state = jax.eval_shape(section.chart, u_guess, params)
+        coordinates = jax.eval_shape(section.coordinates, state, params)
+    except (TypeError, IndexError, ValueError) as error:
+        raise ValueError(
+            f"`u_guess` of shape {u_guess.shape} does not fit the section's chart: "
+            f"{error}"
+        ) from None
+    if state.shape != (system.n_states,):
+        raise ValueError(
+            f"the section's chart maps `u_guess` to a state of shape {state.shape}; "
+            f"the system's states have shape ({system.n_states},)."
+        )
+    if coordinates.shape != u_guess.shape:
+        raise ValueError(
+            f"`u_guess` has {u_guess.shape[0]} entries; the section's coordinates "
+            f"have {coordinates.shape[0] if coordinates.ndim else 0}."
+        )
 
 
 def _as_input(value, kind):

@@ -139,6 +139,26 @@ class Tables(eqx.Module):
         per_mode = [make(m) for m in range(len(self.system.modes))]
         return self._dispatch(per_mode, mode, t, x, params)
 
+    def domain(self, mode, t, x, params):
+        """The smallest of the mode's `domain` conditions (`+inf` without any):
+        positive inside the mode."""
+
+        def make(m):
+            conditions = tuple(self.system.modes[m].domain.values())
+
+            def domain_of(t, x, params):
+                if not conditions:
+                    return jnp.full((), jnp.inf, x.dtype)
+                values = [jnp.asarray(d(t, x, params)) for d in conditions]
+                return jnp.min(jnp.stack(values)).astype(x.dtype)
+
+            return domain_of
+
+        if not any(mode.domain for mode in self.system.modes):
+            return jnp.full((), jnp.inf, x.dtype)
+        per_mode = [make(m) for m in range(len(self.system.modes))]
+        return self._dispatch(per_mode, mode, t, x, params)
+
     def guard_derivatives(self, mode, t, x, params):
         r"""The guards and their first two time derivatives along the flow,
         $(h, \dot h, \ddot h)$, each of shape `(T,)`."""
@@ -494,12 +514,14 @@ def check_phase_start(
         violated = tables.violation(mode, t, x, params) > settings.constraint_tol
     else:
         violated = jnp.zeros((), bool)
+    # The mode's declared geometry (a run that starts outside it is no run).
+    outside = initial & jnp.logical_not(tables.domain(mode, t, x, params) > 0)
     initial_beyond = beyond & initial
     result = RESULTS.where(
         violated,
         RESULTS.constraint_violated,
         RESULTS.where(
-            jnp.any(initial_beyond),
+            jnp.any(initial_beyond) | outside,
             RESULTS.infeasible_initial_state,
             RESULTS.where(
                 jnp.any(not_viable), RESULTS.mode_not_viable, RESULTS.successful
@@ -1096,6 +1118,23 @@ def check_state(system: HybridSystem, x0, name: str = "x0") -> Array:
     return x0.astype(jnp.result_type(float))
 
 
+def check_domain(system: HybridSystem, mode, t, x, params, name: str = "x0") -> None:
+    """Eagerly, where `x`, `t` and `params` are concrete: a `ValueError` naming
+    the first `domain` condition of `mode` that `x` fails."""
+    if not isinstance(mode, int) or not all(
+        is_concrete(leaf) for leaf in jtu.tree_leaves((t, x, params))
+    ):
+        return
+    mode_ = system.modes[mode]
+    for condition, function in mode_.domain.items():
+        value = np.asarray(function(t, x, params), dtype=float)
+        if not np.all(value > 0):
+            raise ValueError(
+                f"`{name}` lies outside mode {mode_.name!r}: it needs {condition} "
+                f"(the condition reads {float(np.min(value)):.3g}, not > 0)."
+            )
+
+
 @compiled("the simulation", label=lambda system, *args: system_label(system))
 def _simulate(
     system, x0, params, mode0, t0, settings, adjoint, n_events, n_save, phases
@@ -1169,7 +1208,8 @@ def simulate(
 
     **Returns:** a [`hybrax.HybridSolution`][].
 
-    **Raises:** `ValueError` for a state of the wrong shape or bad static arguments;
+    **Raises:** `ValueError` for a state of the wrong shape, a concrete state
+    outside its mode's `domain`, or bad static arguments;
     with `throw=True`, an `equinox.EquinoxRuntimeError` carrying the status message.
     """
     settings = resolve_settings(settings)
@@ -1185,6 +1225,9 @@ def simulate(
                 f"t_max={float(settings.t_max)}."
             )
     mode0 = system.mode_index(mode0) if isinstance(mode0, str | int) else mode0
+    if params is None:
+        raise ValueError("`params` must be the model's parameters; got None.")
+    check_domain(system, mode0, t0, x0, canonical_params(params))
     adjoint = (
         dfx.RecursiveCheckpointAdjoint()
         if settings.adjoint is None

@@ -27,7 +27,9 @@ class RESULTS(dfx.RESULTS):  # pyright: ignore[reportGeneralTypeIssues]
     invalid_time_span = "`t_max` must exceed the initial time `t0`."
     infeasible_initial_state = (
         "The initial state lies outside its mode: a guard of a transition leaving the "
-        "initial mode is already past its crossing (e.g. a foot below the ground)."
+        "initial mode is already past its crossing (e.g. a foot below the ground), or "
+        "a condition of the mode's declared domain fails (e.g. the hopper's upper "
+        "mass below its foot)."
     )
     constraint_violated = (
         "A phase starts off its mode's constraints (e.g. a stance mode entered with "

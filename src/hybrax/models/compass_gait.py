@@ -160,6 +160,20 @@ def _swing_foot_ahead(t, x, params):
     return along / (params.a + params.b) - _ARMING_DISTANCE
 
 
+# A fall: the hip down to this fraction of the leg's length above the slope
+# (0.96 or more on the passive gaits), as for the five-link biped.
+_FALLEN_HIP_HEIGHT = 0.5
+
+
+def _hip_height(t, x, params):
+    r"""The hip's height above the slope over the leg's length, minus the fallen
+    height: $\cos\theta_s$ in the slope's frame, less 0.5."""
+    del t
+    q, _ = _descriptor(x)
+    _, above = _along_and_above(_points(q, params)[1], params)
+    return above / (params.a + params.b) - _FALLEN_HIP_HEIGHT
+
+
 def _lift(x, params):
     del params
     return _descriptor(x)
@@ -196,7 +210,9 @@ def heel_strike() -> ImpactRelabel:
 
 def compass_gait() -> tuple[HybridSystem, CompassGaitParams]:
     """The compass-gait walker: mode `"single_support"`, transition `"heelstrike"`
-    onto itself; with the default [`hybrax.models.compass_gait.CompassGaitParams`][]."""
+    onto itself, and the terminal transition `"fall"` (the hip down to half the
+    leg's length above the slope: the run ends with status `terminal_event`);
+    with the default [`hybrax.models.compass_gait.CompassGaitParams`][]."""
     strike = Transition(
         source="single_support",
         target="single_support",
@@ -206,8 +222,16 @@ def compass_gait() -> tuple[HybridSystem, CompassGaitParams]:
         name="heelstrike",
         arm=_swing_foot_ahead,
     )
+    fall = Transition(
+        source="single_support",
+        target="single_support",
+        guard=_hip_height,
+        direction=False,
+        name="fall",
+        terminal=True,
+    )
     system = HybridSystem(
-        (Mode(_single_support, "single_support"),), (strike,), n_states=4
+        (Mode(_single_support, "single_support"),), (strike, fall), n_states=4
     )
     return system, CompassGaitParams()
 

@@ -70,11 +70,11 @@ class HopperParams(eqx.Module):
             "k": lambda v: v > 0,
             "d_F": lambda v: True,
             "d_G": lambda v: True,
-            "L0": lambda v: True,
+            "L0": lambda v: v > 0,
             "mu_U": lambda v: (v > 0) & (v < 1),
             "mu_L": lambda v: (v > 0) & (v < 1),
         }
-        rules = {"g": "> 0", "m": "> 0", "mu": "in (0, 1)", "k": "> 0"}
+        rules = {"g": "> 0", "m": "> 0", "mu": "in (0, 1)", "k": "> 0", "L0": "> 0"}
         rules.update(mu_U="in (0, 1)", mu_L="in (0, 1)")
         for name, ok in checks.items():
             value = getattr(self, name)
@@ -234,6 +234,7 @@ def constrained() -> tuple[HybridSystem, HopperParams]:
                 "apex_upper": Extremum(_upper_height_constrained),
                 "apex_lower": Extremum(_lower_height_constrained),
             },
+            domain={_ABOVE_THE_FOOT: _spring_length_constrained},
         ),
         mechanical_mode(
             ground,
@@ -242,9 +243,20 @@ def constrained() -> tuple[HybridSystem, HopperParams]:
             observables={
                 "min_ground_force": Extremum(_ground_force_constrained, "min")
             },
+            domain={_ABOVE_THE_FOOT: _spring_length_constrained},
         ),
     )
     return HybridSystem(modes, (touchdown, liftoff), n_states=8), HopperParams()
+
+
+def _spring_length_constrained(t, x, params):
+    """$z_2 - z_3$: the spring's length, positive (the upper mass above the foot)."""
+    del t, params
+    return x[1] - x[2]
+
+
+#: The hopper's geometry in either form: the upper mass above the foot.
+_ABOVE_THE_FOOT = "the upper mass above the foot"
 
 
 def _upper_height_constrained(t, x, params):
@@ -339,6 +351,13 @@ def _on_ground(t, x, params):
     return jnp.stack([x[1], x[3]])
 
 
+def _spring_length(t, x, params):
+    """$z_U - z_L$: the spring's length, positive (the upper mass above the
+    foot)."""
+    del t, params
+    return x[0] - x[1]
+
+
 def minimal() -> tuple[HybridSystem, HopperParams]:
     r"""The hopper in minimal coordinates $x = [z_U, z_L, \dot z_U, \dot z_L]$.
 
@@ -353,12 +372,14 @@ def minimal() -> tuple[HybridSystem, HopperParams]:
                 "apex_upper": Extremum(_upper_height),
                 "apex_lower": Extremum(_lower_height),
             },
+            domain={_ABOVE_THE_FOOT: _spring_length},
         ),
         Mode(
             _ground_field,
             "ground",
             constraints=_on_ground,
             observables={"min_ground_force": Extremum(_ground_force, "min")},
+            domain={_ABOVE_THE_FOOT: _spring_length},
         ),
     )
     touchdown = Transition(

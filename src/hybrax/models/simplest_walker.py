@@ -112,6 +112,18 @@ def _swing_foot_ahead(t, x, params):
     return jnp.sin(x[0] - x[1]) - jnp.sin(x[0])
 
 
+# A fall: the hip down to this fraction of the leg's length above the slope
+# (cos 0.2 = 0.98 or more on Garcia et al.'s gaits), as for the five-link biped.
+_FALLEN_HIP_HEIGHT = 0.5
+
+
+def _hip_height(t, x, params):
+    r"""The hip's height above the slope over the leg's length, minus the fallen
+    height: $\cos\theta - 0.5$."""
+    del t, params
+    return jnp.cos(x[0]) - _FALLEN_HIP_HEIGHT
+
+
 class HeelStrike(AbstractReset):
     r"""Garcia et al.'s impact map: $\theta^+ = -\theta^-$, $\phi^+ = -2\theta^-$,
     $\dot\theta^+ = \cos(2\theta^-)\dot\theta^-$,
@@ -132,7 +144,9 @@ class HeelStrike(AbstractReset):
 
 def simplest_walker() -> tuple[HybridSystem, SimplestWalkerParams]:
     """The simplest walker: mode `"stance"`, transition `"heelstrike"` onto itself
-    (armed once the swing foot passes the stance foot); with the default
+    (armed once the swing foot passes the stance foot), and the terminal
+    transition `"fall"` (the hip down to half the leg's length above the slope:
+    the run ends with status `terminal_event`); with the default
     [`hybrax.models.simplest_walker.SimplestWalkerParams`][]."""
     strike = Transition(
         source="stance",
@@ -147,7 +161,15 @@ def simplest_walker() -> tuple[HybridSystem, SimplestWalkerParams]:
         # foot still below the slope, and the heel strike is its next crossing.
         armed_outside="wait",
     )
-    system = HybridSystem((Mode(_stance, "stance"),), (strike,), n_states=4)
+    fall = Transition(
+        source="stance",
+        target="stance",
+        guard=_hip_height,
+        direction=False,
+        name="fall",
+        terminal=True,
+    )
+    system = HybridSystem((Mode(_stance, "stance"),), (strike, fall), n_states=4)
     return system, SimplestWalkerParams()
 
 
