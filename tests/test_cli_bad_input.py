@@ -37,6 +37,7 @@ from hybrax._io import atomic_path
         (["simulate", "hopper", "--x0=0.5,0.6,0,0"], "--x0"),
         (["simulate", "hopper", "--form", "constrained", "--x0=0.5,0.6,0,0"], "--x0"),
         (["continue", "simplest-walker", "--start=-0.01", "--stop", "0.01"], "--start"),
+        (["continue", "simplest-walker", "--start", "0.01", "--stop", "0.6"], "--stop"),
         (["orbit", "hopper", "--out", "/proc/hybrax_out"], "--out"),
         (["orbit", "hopper", "--json", "/proc/nope/run.json"], "--json"),
     ],
@@ -87,6 +88,20 @@ def test_an_interrupt_is_one_line_and_exit_130(monkeypatch, capsys, tmp_path):
     err = capsys.readouterr().err.strip().splitlines()
     assert err == ["hybrax simulate: interrupted; no output of this run was written"]
     assert not out.exists() or not any(out.iterdir())
+
+
+def test_status_advice_names_the_commands_own_options():
+    """The library's advice names `Settings` fields; a command's message names
+    its own option, or gives the advice without one where it has none."""
+    import hybrax as hx
+    from hybrax._cli import _for_command
+
+    (late,) = hx.status_message(hx.RESULTS.event_not_reached)
+    (steps,) = hx.status_message(hx.RESULTS.max_steps_reached)
+    assert "--t-max" in _for_command(late, ("--t-max",))
+    assert "`" not in _for_command(late) and "t_max" not in _for_command(late)
+    assert "max_steps" not in _for_command(steps)
+    assert "--max-steps" in _for_command(steps, ("--max-steps",))
 
 
 def test_a_write_is_all_or_nothing(tmp_path):

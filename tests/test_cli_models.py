@@ -83,6 +83,18 @@ def test_wheel_orbit_is_the_closed_form(tmp_path):
     foot = wheel.hook("frame_shift")(at_strike, params)
     np.testing.assert_allclose(foot[1], -foot[0] * math.tan(0.1), atol=1e-14)
     np.testing.assert_allclose(np.hypot(*foot), 2 * math.sin(ALPHA), rtol=1e-14)
+    # On level ground no orbit exists (the closed form has none): the command
+    # says so first (no homotopy from the defaults is tried), then the failure,
+    # whose advice names no option the command lacks.
+    code, _, err = _run(
+        ["orbit", "rimless-wheel", "--set", "gamma=0", "--out", str(tmp_path)]
+    )
+    lines = err.strip().splitlines()
+    assert code == 1
+    assert lines[-2].startswith("note: with gamma = 0 <= 0") and "no periodic" in err
+    assert lines[-1].startswith("no periodic orbit found")
+    assert "`t_max`" not in err and "`max_steps`" not in err
+    assert "following the orbit from the model's defaults" not in err
 
 
 def test_wheel_continuation_in_slope_follows_the_closed_form(tmp_path):

@@ -182,6 +182,7 @@ def test_continue_command_follows_the_cascade(tmp_path):
     assert (out / "bifurcation.png").stat().st_size > 0
 
 
+@pytest.mark.slow
 def test_a_walker_that_falls_back_ends_on_its_fall_event():
     """Started leaning back (the hip 0.3 rad behind the stance foot, at rest) the
     walker falls back: the run ends with status `terminal_event` on the

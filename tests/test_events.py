@@ -338,23 +338,28 @@ def test_terminal_transition_ends_the_run_with_its_cause():
 
 
 def test_a_start_outside_the_modes_geometry_is_infeasible_under_vmap():
-    """The hopper's modes declare their geometry (the upper mass above the foot).
-    Under `vmap` (no eager check) a start with the upper mass 0.1 m below the
-    foot ends with `infeasible_initial_state` and NaN events; its neighbour in
-    the batch gives what it gives alone. Eagerly, the same start is a
-    `ValueError` naming the condition."""
-    params = hx.canonical_params(models.hopper.make_params())
-    starts = jnp.array([[1.2, 0.2, 0.0, 0.0], [0.5, 0.6, 0.0, 0.0]])
-    batch = jax.vmap(
-        lambda x: hx.simulate(HOPPER, x, params, n_events=2, settings=SETTINGS)
-    )(starts)
-    alone = hx.simulate(HOPPER, starts[0], params, n_events=2, settings=SETTINGS)
+    """A mode's declared geometry (`Mode(domain=...)`: here the ball below a
+    ceiling at 2 m). Under `jit` and `vmap` (no eager check) a start above it ends
+    with `infeasible_initial_state` and NaN events, while its neighbour in the
+    batch falls to the floor at the closed-form time sqrt(2 h / g). Eagerly,
+    such a start is a `ValueError` naming the condition (the hopper's declared
+    geometry: its upper mass above the foot)."""
+    below = {"the ball below the ceiling": lambda t, x, p: 2.0 - x[0]}
+    mode = hx.Mode(BALL.modes[0].vector_field, "air", domain=below)
+    system = hx.HybridSystem((mode,), BALL.transitions, n_states=2)
+    params = models.bouncing_ball.BallParams()
+    starts = jnp.array([[1.0, 0.0], [2.5, 0.0]])
+    batch = jax.jit(jax.vmap(lambda x: hx.simulate(system, x, params, n_events=1)))(
+        starts
+    )
     assert hx.status_name(batch.result) == ["successful", "infeasible_initial_state"]
-    assert hx.status_name(alone.result) == ["successful"]
-    np.testing.assert_allclose(batch.t_events[0], alone.t_events, rtol=1e-12)
+    np.testing.assert_allclose(batch.t_events[0, 0], np.sqrt(2 / G), rtol=1e-12)
     assert np.all(np.isnan(batch.t_events[1]))
+    with pytest.raises(ValueError, match="outside mode 'air'.*below the ceiling"):
+        hx.simulate(system, starts[1], params, n_events=1)
+    hopper = hx.canonical_params(models.hopper.make_params())
     with pytest.raises(ValueError, match="upper mass above the foot"):
-        hx.simulate(HOPPER, starts[1], params, n_events=2, settings=SETTINGS)
+        hx.simulate(HOPPER, jnp.array([0.5, 0.6, 0.0, 0.0]), hopper, n_events=2)
 
 
 def _sensor_crossings(x0, v0, e, n):

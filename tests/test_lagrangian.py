@@ -177,3 +177,33 @@ def test_builder_refuses_non_callables():
         hx.LagrangianModel(3.0)
     with pytest.raises(ValueError, match="`potential`"):
         hx.LagrangianModel(_pendulum_kinetic, potential=1.0)
+
+
+def test_a_singular_kinetic_energy_has_its_own_status():
+    """A kinetic energy that involves only qd_0 + qd_1 (a rank-one mass matrix):
+    the run ends at once with status `singular_dynamics` (it ran to
+    `max_steps_reached`, each step rejected on NaN accelerations); the same model
+    with a full kinetic energy runs."""
+
+    def singular(q, qd, p):
+        return 0.5 * (qd[0] + qd[1]) ** 2
+
+    def regular(q, qd, p):
+        return 0.5 * (qd[0] ** 2 + qd[1] ** 2)
+
+    def potential(q, p):
+        return 9.81 * q[0]
+
+    def run(kinetic):
+        model = hx.LagrangianModel(kinetic, potential)
+        floor = hx.Transition("free", "free", lambda t, x, p: x[0], False, name="floor")
+        system = hx.HybridSystem(
+            (hx.mechanical_mode(model, (), "free"),), (floor,), n_states=4
+        )
+        return hx.simulate(system, jnp.array([1.0, 0.0, 0.0, 0.0]), {}, n_events=1)
+
+    assert hx.status_name(run(singular).result) == ["singular_dynamics"]
+    assert "singular" in hx.status_message(run(singular).result)[0]
+    free = run(regular)
+    assert hx.status_name(free.result) == ["successful"]
+    np.testing.assert_allclose(free.t_events[0], np.sqrt(2 / 9.81), rtol=1e-10)

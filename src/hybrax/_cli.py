@@ -332,6 +332,42 @@ def _status(result) -> tuple[str, str]:
     return status_name(result)[0], status_message(result)[0]
 
 
+# The library's advice names `Settings` fields; a command names its own option,
+# or gives the advice without one where it has none.
+_LIBRARY_ADVICE = (
+    (
+        "No transition occurred before `t_max`:",
+        "--t-max",
+        "No transition occurred before --t-max:",
+        "No transition occurred before the time limit:",
+    ),
+    (
+        "Increase `t_max` or check the initial state and parameters.",
+        "--t-max",
+        "Increase --t-max or check the initial state and parameters.",
+        "Check the initial state and parameters.",
+    ),
+    (
+        "Try increasing `max_steps`.",
+        "--max-steps",
+        "Try increasing --max-steps.",
+        "A phase took more integration steps than allowed: its dynamics are stiff "
+        "there, or the motion left the model's domain.",
+    ),
+)
+
+
+def _for_command(message: str, options: Sequence[str] = ()) -> str:
+    """A status message with the library's advice (`Settings.t_max`,
+    `max_steps`) turned into the command's `options`, or said without an option
+    where the command has none."""
+    for library, option, with_option, without in _LIBRARY_ADVICE:
+        message = message.replace(
+            library, with_option if option in options else without
+        )
+    return message
+
+
 def _number(value) -> float | None:
     """A JSON-safe float: NaN and infinities become `null`."""
     value = float(value)
@@ -540,7 +576,7 @@ def _run_simulate(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
         print(summary)
     else:
         sys.stdout.flush()  # keep the table before the failure in a shared terminal
-        print(f"{summary}: {message}", file=sys.stderr)
+        print(f"{summary}: {_for_command(message, ('--t-max',))}", file=sys.stderr)
 
     if trajectory.t_phase.shape[0] > 0:
         for path in model.simulate_figures(trajectory, params, args.out):
@@ -785,7 +821,10 @@ def _run_orbit(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
     shooting = dict(settings=settings, jacobian="variational", phase_observables=False)
     orbit = find_periodic_orbit(system, section, guess, params, **shooting)
     homotopy = None
-    if not bool(orbit.converged) and args.homotopy:
+    no_orbit_hint = model.hook("no_orbit_hint")
+    hint = None if no_orbit_hint is None else no_orbit_hint(params)
+    # Where the model knows no orbit exists, no family leads there either.
+    if not bool(orbit.converged) and args.homotopy and hint is None:
         orbit, homotopy = _orbit_from_defaults(
             model, system, section, params, orbit, shooting
         )
@@ -853,14 +892,15 @@ def _run_orbit(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
         payload["best_iterate"] = [_number(v) for v in np.asarray(best.best_iterate)]
         payload["best_residual_norm"] = _number(float(best.best_defect))
         sys.stdout.flush()
-        print(
-            f"no periodic orbit found: {orbit.describe_failure()}. {message}",
-            file=sys.stderr,
-        )
-        no_orbit_hint = model.hook("no_orbit_hint")
-        hint = None if no_orbit_hint is None else no_orbit_hint(params)
+        # Where the model knows that no orbit can exist (a wheel on level
+        # ground), that comes first: it is the cause, the failure its symptom.
         if hint is not None:
             print(f"note: {hint}.", file=sys.stderr)
+        print(
+            f"no periodic orbit found: {orbit.describe_failure()}. "
+            f"{_for_command(message)}",
+            file=sys.stderr,
+        )
         if args.json is not None:
             _write_json(args.json, payload)
             print(f"wrote {args.json}")

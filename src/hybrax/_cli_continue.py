@@ -176,12 +176,13 @@ def _run_continue(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
 
     values = _cli._parse_sets(parser, model, args.set, args.params)
     params = canonical_params(_cli._make_params(parser, model, values))
+    for label, value in (("--stop", stop), ("--start", start)):
+        try:
+            # Rebuilt, the parameters check their rules at that value too.
+            dataclasses.replace(parameter.set(params, jnp.asarray(value, float)))
+        except ValueError as error:
+            parser.error(f"argument {label}: {name}={value:g}: {error}")
     params = parameter.set(params, jnp.asarray(start, dtype=float))
-    try:
-        # Rebuilt, the parameters check their rules at the start value too.
-        dataclasses.replace(params)
-    except ValueError as error:
-        parser.error(f"argument --start: {name}={start:g}: {error}")
     system = form.system()
     section = form.section()
     # Guesses of the reduced unknowns: the same for every form of a model.

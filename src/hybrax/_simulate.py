@@ -512,22 +512,25 @@ def check_phase_start(
         not_viable = jnp.zeros_like(armed)
     if viability:
         violated = tables.violation(mode, t, x, params) > settings.constraint_tol
+        # A vector field that is not finite where the phase starts (a singular
+        # mass matrix or KKT system) would be rejected step after step until
+        # the step limit: named at once instead.
+        singular = jnp.all(jnp.isfinite(x)) & jnp.logical_not(
+            jnp.all(jnp.isfinite(tables.field(mode, t, x, params)))
+        )
     else:
-        violated = jnp.zeros((), bool)
+        violated = singular = jnp.zeros((), bool)
     # The mode's declared geometry (a run that starts outside it is no run).
     outside = initial & jnp.logical_not(tables.domain(mode, t, x, params) > 0)
     initial_beyond = beyond & initial
     result = RESULTS.where(
-        violated,
-        RESULTS.constraint_violated,
-        RESULTS.where(
-            jnp.any(initial_beyond) | outside,
-            RESULTS.infeasible_initial_state,
-            RESULTS.where(
-                jnp.any(not_viable), RESULTS.mode_not_viable, RESULTS.successful
-            ),
-        ),
+        jnp.any(not_viable), RESULTS.mode_not_viable, RESULTS.successful
     )
+    result = RESULTS.where(
+        jnp.any(initial_beyond) | outside, RESULTS.infeasible_initial_state, result
+    )
+    result = RESULTS.where(violated, RESULTS.constraint_violated, result)
+    result = RESULTS.where(singular, RESULTS.singular_dynamics, result)
     cause = jnp.where(
         jnp.any(initial_beyond), _first_index(initial_beyond), _first_index(not_viable)
     )

@@ -68,6 +68,12 @@ class RESULTS(dfx.RESULTS):  # pyright: ignore[reportGeneralTypeIssues]
         "ground): the motion cannot go on as modelled, and the run stops there. "
         "`cause_transition` names it."
     )
+    singular_dynamics = (
+        "The vector field is not finite where a phase starts: the mass matrix (or "
+        "the KKT system of the mode's constraints) is singular there, or a force "
+        "is not finite (e.g. a kinetic energy that does not involve every "
+        "velocity)."
+    )
     nonfinite_state = "The state became non-finite (NaN or inf)."
     nonfinite_parameters = "The parameters contain NaN or inf."
     wrong_event_sequence = (
@@ -112,6 +118,7 @@ _CANDIDATE_NAMES = (
     "nonfinite_parameters",
     "wrong_event_sequence",
     "shooting_failed",
+    "singular_dynamics",
 )
 STATUS_NAMES: tuple[str, ...] = tuple(
     n for n in _CANDIDATE_NAMES if hasattr(RESULTS, n)

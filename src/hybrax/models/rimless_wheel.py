@@ -174,6 +174,20 @@ def _speed(orbit, params):
     return orbit.u[0]
 
 
+def _no_orbit_hint(params) -> str | None:
+    r"""Why no orbit can exist, where the parameters say so: on level ground or
+    uphill each impact keeps the share $\cos^2 2\alpha$ of the kinetic energy
+    and the roll down one spoke adds none (or takes some)."""
+    gamma = float(params.gamma)
+    if gamma <= 0:
+        return (
+            f"with gamma = {gamma:g} <= 0 (level ground or uphill) every impact "
+            "takes a share of the kinetic energy and the slope gives none back: "
+            "no periodic rolling exists (downhill it does, e.g. --set gamma=0.08)"
+        )
+    return None
+
+
 def _bundle():
     from .._model import (
         ContinuationDefaults,
@@ -217,6 +231,7 @@ def _bundle():
         },
         figures=FigureSpec(_LABELS, energies, surfaces=_strike_line),
         hooks={
+            "no_orbit_hint": _no_orbit_hint,
             "stick_figure": _stick_figure,
             "frame_shift": _frame_shift,
             "orbit_perturbations": (
