@@ -108,6 +108,7 @@ from .._model import (
     orbit_spectral_radius,
 )
 from .._periodic import PoincareSection
+from ._walking import fall
 
 
 # Winter (2009) Table 4.1 and Fig. 4.1, for a body of mass _MASS and height _HEIGHT.
@@ -592,18 +593,13 @@ def _strike(reset, guard=_swing_foot_height, arm=_swing_foot_ahead):
     )
 
 
-# A fall: the hip down to this fraction of the leg's length above the stance foot
-# (0.92 or more on the default gait).
-_FALLEN_HIP_HEIGHT = 0.5
-
-
 def _hip_height(t, x, params):
-    r"""The hip's height over the leg's length, minus the fallen height:
-    $(l_1\cos\theta_1 + l_2\cos\theta_2)/(l_1 + l_2) - 0.5$."""
+    r"""The hip's height over the leg's length (its fall: see
+    `models._walking.fall`), $(l_1\cos\theta_1 + l_2\cos\theta_2)/(l_1 + l_2)$."""
     del t
     p = params
     height = p.l_shank * jnp.cos(x[0]) + p.l_thigh * jnp.cos(x[1])
-    return height / _leg_length(params) - _FALLEN_HIP_HEIGHT
+    return height / _leg_length(params)
 
 
 def _descriptor_hip_height(t, x, params):
@@ -670,15 +666,8 @@ def _descriptor_angles(x, params):
     return x[2:7], x[9:14]
 
 
-def _fall(guard=_hip_height):
-    return Transition(
-        source="single_support",
-        target="single_support",
-        guard=guard,
-        direction=False,
-        name="fall",
-        terminal=True,
-    )
+def _fall(hip_height=_hip_height):
+    return fall("single_support", hip_height)
 
 
 def biped5() -> tuple[HybridSystem, Biped5Params]:

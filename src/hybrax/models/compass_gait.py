@@ -44,6 +44,7 @@ from .._model import (
     orbit_spectral_radius,
 )
 from .._periodic import PoincareSection
+from ._walking import fall
 
 
 class CompassGaitParams(eqx.Module):
@@ -160,18 +161,13 @@ def _swing_foot_ahead(t, x, params):
     return along / (params.a + params.b) - _ARMING_DISTANCE
 
 
-# A fall: the hip down to this fraction of the leg's length above the slope
-# (0.96 or more on the passive gaits), as for the five-link biped.
-_FALLEN_HIP_HEIGHT = 0.5
-
-
 def _hip_height(t, x, params):
-    r"""The hip's height above the slope over the leg's length, minus the fallen
-    height: $\cos\theta_s$ in the slope's frame, less 0.5."""
+    r"""The hip's height above the slope over the leg's length (its fall: see
+    `models._walking.fall`), $\cos(\theta_s - \gamma)$."""
     del t
     q, _ = _descriptor(x)
     _, above = _along_and_above(_points(q, params)[1], params)
-    return above / (params.a + params.b) - _FALLEN_HIP_HEIGHT
+    return above / (params.a + params.b)
 
 
 def _lift(x, params):
@@ -222,16 +218,10 @@ def compass_gait() -> tuple[HybridSystem, CompassGaitParams]:
         name="heelstrike",
         arm=_swing_foot_ahead,
     )
-    fall = Transition(
-        source="single_support",
-        target="single_support",
-        guard=_hip_height,
-        direction=False,
-        name="fall",
-        terminal=True,
-    )
     system = HybridSystem(
-        (Mode(_single_support, "single_support"),), (strike, fall), n_states=4
+        (Mode(_single_support, "single_support"),),
+        (strike, fall("single_support", _hip_height)),
+        n_states=4,
     )
     return system, CompassGaitParams()
 

@@ -68,6 +68,7 @@ import numpy as np
 from .._hybrid import AbstractReset, HybridSystem, Mode, Transition
 from .._model import orbit_period, orbit_spectral_radius
 from .._periodic import PoincareSection
+from ._walking import fall
 
 
 class SimplestWalkerParams(eqx.Module):
@@ -112,16 +113,11 @@ def _swing_foot_ahead(t, x, params):
     return jnp.sin(x[0] - x[1]) - jnp.sin(x[0])
 
 
-# A fall: the hip down to this fraction of the leg's length above the slope
-# (cos 0.2 = 0.98 or more on Garcia et al.'s gaits), as for the five-link biped.
-_FALLEN_HIP_HEIGHT = 0.5
-
-
 def _hip_height(t, x, params):
-    r"""The hip's height above the slope over the leg's length, minus the fallen
-    height: $\cos\theta - 0.5$."""
+    r"""The hip's height above the slope over the leg's length (its fall: see
+    `models._walking.fall`), $\cos\theta$."""
     del t, params
-    return jnp.cos(x[0]) - _FALLEN_HIP_HEIGHT
+    return jnp.cos(x[0])
 
 
 class HeelStrike(AbstractReset):
@@ -161,15 +157,9 @@ def simplest_walker() -> tuple[HybridSystem, SimplestWalkerParams]:
         # foot still below the slope, and the heel strike is its next crossing.
         armed_outside="wait",
     )
-    fall = Transition(
-        source="stance",
-        target="stance",
-        guard=_hip_height,
-        direction=False,
-        name="fall",
-        terminal=True,
+    system = HybridSystem(
+        (Mode(_stance, "stance"),), (strike, fall("stance", _hip_height)), n_states=4
     )
-    system = HybridSystem((Mode(_stance, "stance"),), (strike, fall), n_states=4)
     return system, SimplestWalkerParams()
 
 
