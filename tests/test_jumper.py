@@ -192,6 +192,9 @@ def test_elastic_straight_drop_keeps_its_energy_over_the_seeds_contacts(
     np.testing.assert_allclose(solution.observables["energy_lost"], 0.0, atol=1e-12)
 
 
+# Slow: the plastic form's program compiles for about 30 s (the elastic drop above
+# keeps the closed-form touchdown in the fast set).
+@pytest.mark.slow
 def test_plastic_straight_drop_loses_its_kinetic_energy(run):
     """The same drop with plastic contact: one touchdown at sqrt(2h/g) that loses
     T_c = M g h (the whole kinetic energy: a vertical translation is orthogonal to
