@@ -234,6 +234,7 @@ def test_period_doubling_cascade(branch_json):
     assert not points[-1]["stable"]
 
 
+@pytest.mark.slow
 def test_a_walker_on_a_steep_slope_ends_on_its_fall_event():
     """At slope 0.3 the model's start of a step does not walk: the run ends with status
     `terminal_event` on the transition `"fall"`, where the hip is half the leg's

@@ -474,6 +474,9 @@ def _rounds_of_four(system, section, params, **extra):
     )
 
 
+# Slow: it compiles a chunk program for each of three lane counts (22 s cold); the
+# fast set keeps the rounds' compaction above.
+@pytest.mark.slow
 def test_remaining_elements_move_to_a_smaller_chunk(system_and_section, monkeypatch):
     """Once the queue is empty, the elements still iterating run in a chunk
     smaller by a power of 8 (here down to one lane per device): the chunks
