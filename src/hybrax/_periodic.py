@@ -1526,7 +1526,7 @@ class _Shooting(eqx.Module):
 
     def primal(self, params, u_guess):
         """The solve and its analysis, no derivatives: `(outputs, residuals)` with
-        the residuals `(u, J, mono_ad, info, outputs)` the derivative rules need."""
+        the residuals `(u, J, mono_ad, info)` the derivative rule needs."""
         params = jax.lax.stop_gradient(params)
         solved = self._solve_with(self.root_finder, u_guess, params)
         if self.fallback is not None:
@@ -1580,7 +1580,7 @@ class _Shooting(eqx.Module):
         )
         J = M - jnp.eye(M.shape[0], dtype=M.dtype)
         info = (root_ok, last_result, n_steps, self.residual_tol, sol.t_events)
-        return outputs, (outputs[0].u, J, mono_ad, info, outputs)
+        return outputs, (outputs[0].u, J, mono_ad, info)
 
     def evaluate(self, u, params, mono_ad, info, adjoint):
         """The outputs as functions of `(u, params)`: one variational pass with
@@ -1746,7 +1746,7 @@ def _orbit(params, u_guess, *, shooting):
 def _orbit_jvp(primals, tangents, *, shooting):
     params, u_guess = primals
     t_params, _ = tangents
-    outputs, (u, J, mono_ad, info, _) = shooting.primal(params, u_guess)
+    outputs, (u, J, mono_ad, info) = shooting.primal(params, u_guess)
     zeros = jax.tree_util.tree_map(_zero_tangent, outputs)
     if t_params is None:
         return outputs, zeros
