@@ -22,6 +22,7 @@ from ._mechanics import (
     constrained_accelerations,
     plastic_impact,
 )
+from ._misc import trace_once
 
 
 class Extremum(eqx.Module):
@@ -549,5 +550,5 @@ def signed_guard(
 ) -> Float[Array, ""]:
     """The guard of `transition` with its sign normalised: positive inside the mode,
     crossing from positive to negative when the transition fires."""
-    value = jnp.asarray(transition.guard(t, x, params))
+    value = jnp.asarray(trace_once(transition.guard)(t, x, params))
     return -value if transition.direction else value

@@ -1,8 +1,10 @@
 """Small helpers shared by the public routines: parameter and state normalisation,
-the float64 check."""
+the float64 check, the kept traces of a model's functions."""
 
+import functools
 import warnings
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -62,3 +64,40 @@ def check_float64(where: str) -> None:
 def is_concrete(x) -> bool:
     """Whether `x` holds a value now (not a tracer)."""
     return not isinstance(x, jax.core.Tracer)
+
+
+def trace_once(fn):
+    r"""`fn`, called through one kept trace per structure and shape of its
+    arguments: a model's function (a vector field, a guard, a reset) is traced
+    once, and every later call in a program, whatever transformation it sits under
+    (`jax.jvp`, `jax.linearize`, `jax.vmap`), reuses that trace (JAX's `jit` cache)
+    instead of running the function's Python again, then inlines it (`jit(...,
+    inline=True)`: the program is the same as without it).
+
+    A cycle of the analysed compass gait traced the swing leg's Lagrangian
+    dynamics (a Hessian of the kinetic energy, the forces by nested derivatives)
+    26 times; through this, 6. `fn` must be pure (as every function of a model
+    is). Its arrays travel as arguments, everything else (the function itself,
+    Python numbers) is a static key, which must be hashable: where it is not,
+    `fn` is called directly.
+    """
+    return functools.partial(_call_traced_once, fn)
+
+
+def _call_traced_once(fn, *args):
+    if not any(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree.leaves(args)):
+        # An eager call (host-side post-processing): as without the kept trace,
+        # not a compiled program of its own.
+        return fn(*args)
+    dynamic, static = eqx.partition((fn, args), eqx.is_array)
+    try:
+        hash(static)
+    except TypeError:
+        return fn(*args)
+    return _inline_call(static, dynamic)
+
+
+@functools.partial(jax.jit, static_argnums=0, inline=True)
+def _inline_call(static, dynamic):
+    fn, args = eqx.combine(dynamic, static)
+    return fn(*args)

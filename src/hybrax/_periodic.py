@@ -34,7 +34,7 @@ from jaxtyping import Array, ArrayLike, Complex, Float, Int
 
 from ._custom_types import Params
 from ._hybrid import HybridSystem, MechanicalVectorField
-from ._misc import canonical_params, check_float64, is_concrete
+from ._misc import canonical_params, check_float64, is_concrete, trace_once
 from ._programs import call, compiled, system_label
 from ._saltation import saltation_parts
 from ._settings import (
@@ -403,7 +403,7 @@ def _cycle_jacobian(system, x0, params, sequence, settings):
 def _monodromy_from_jacobian(system, dx_dx0, dt_dx0, sol, sequence, params):
     # Phi~ = d x_e^+ / d x0 - f^+(x_e^+) d t_e / d x0: the flow over the fixed
     # duration t_e, continued past the last event with the post-event field.
-    field_after = system.modes[system.targets[sequence[-1]]].vector_field
+    field_after = trace_once(system.modes[system.targets[sequence[-1]]].vector_field)
     f_plus = field_after(sol.t_events[-1], sol.x_after[-1], params)
     return dx_dx0 - jnp.outer(f_plus, dt_dx0)
 
@@ -443,7 +443,7 @@ def _variational_map(
         tangents=None if full else chart_jac,
     )
     x_end = sol.x_after[-1]
-    field_after = system.modes[system.targets[sequence[-1]]].vector_field
+    field_after = trace_once(system.modes[system.targets[sequence[-1]]].vector_field)
     f_plus = field_after(sol.t_events[-1], x_end, params)
     coord_jac = jax.jacfwd(section.coordinates)(x_end, params)
     # Without `full`, `monodromy` is already Phi~ chi_u and `dt_dx0` is d t_e / d u.

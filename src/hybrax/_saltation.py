@@ -17,6 +17,7 @@ from jaxtyping import Array, Float
 
 from ._custom_types import Params
 from ._hybrid import HybridSystem
+from ._misc import trace_once
 from ._settings import Settings, resolve_settings
 
 
@@ -54,13 +55,14 @@ def saltation_parts(system: HybridSystem, k: int, t, x_before, params):
     tr = system.transitions[k]
     x_before = jnp.asarray(x_before)
     t = jnp.asarray(t, x_before.dtype)
-    g_x = jax.jacfwd(lambda x: tr.reset(t, x, params))(x_before)
-    h_x, h_t = jax.grad(lambda x, s: jnp.asarray(tr.guard(s, x, params)), (0, 1))(
+    reset, guard = trace_once(tr.reset), trace_once(tr.guard)
+    g_x = jax.jacfwd(lambda x: reset(t, x, params))(x_before)
+    h_x, h_t = jax.grad(lambda x, s: jnp.asarray(guard(s, x, params)), (0, 1))(
         x_before, t
     )
-    fm = system.modes[system.sources[k]].vector_field(t, x_before, params)
-    fp = system.modes[system.targets[k]].vector_field(
-        t, tr.reset(t, x_before, params), params
+    fm = trace_once(system.modes[system.sources[k]].vector_field)(t, x_before, params)
+    fp = trace_once(system.modes[system.targets[k]].vector_field)(
+        t, reset(t, x_before, params), params
     )
     S = g_x + jnp.outer(fp - g_x @ fm, h_x) / (h_x @ fm + h_t)
     return S, h_x, h_t, fm

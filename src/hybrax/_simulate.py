@@ -33,7 +33,7 @@ from jaxtyping import Array, Float
 from ._custom_types import ModeIndex, Params
 from ._dips import DipDetectingController, hermite_minimum
 from ._hybrid import HybridSystem, Integral, signed_guard
-from ._misc import canonical_params, is_concrete
+from ._misc import canonical_params, is_concrete, trace_once
 from ._programs import compiled, system_label
 from ._settings import Settings, resolve_settings
 from ._solution import RESULTS, HybridSolution
@@ -66,7 +66,7 @@ class Tables(eqx.Module):
         return len(self.system.transitions)
 
     def field(self, mode, t, x, params):
-        per_mode = [m.vector_field for m in self.system.modes]
+        per_mode = [trace_once(m.vector_field) for m in self.system.modes]
         return self._dispatch(per_mode, mode, t, x, params)
 
     def guards(self, mode, t, x, params) -> Float[Array, " T"]:
@@ -95,7 +95,7 @@ class Tables(eqx.Module):
             def arming_of(t, x, params):
                 inf = jnp.full((), jnp.inf, x.dtype)
                 values = [
-                    jnp.asarray(tr.arm(t, x, params)).astype(x.dtype)
+                    jnp.asarray(trace_once(tr.arm)(t, x, params)).astype(x.dtype)
                     if self.system.sources[j] == m and tr.arm is not None
                     else inf
                     for j, tr in enumerate(self.system.transitions)
@@ -722,11 +722,11 @@ def run_phase(
     t_event = t_cur
     k = expected if expected is not None else fired
     if isinstance(k, int):
-        reset = system.transitions[k].reset
+        reset = trace_once(system.transitions[k].reset)
         x_plus = reset(t_event, x_minus, params)
         next_mode_value = system.targets[k]
     else:
-        resets = [tr.reset for tr in system.transitions]
+        resets = [trace_once(tr.reset) for tr in system.transitions]
         x_plus = jax.lax.switch(k, resets, t_event, x_minus, params)
         next_mode_value = jnp.asarray(system.targets, jnp.int32)[k]
     next_mode = jnp.asarray(next_mode_value, jnp.int32)
