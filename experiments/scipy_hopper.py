@@ -1,4 +1,4 @@
-"""Plain SciPy baseline: the seed paper's hopper orbit and its Floquet multiplier.
+"""Plain SciPy baseline: Zana et al.'s (2018) hopper orbit and its Floquet multiplier.
 
 Written the way a competent SciPy user would (no JAX, no hybrax): `solve_ivp`
 (DOP853) with terminal events for each phase, `scipy.optimize.root` ("hybr") for the
@@ -6,9 +6,10 @@ shooting on the lift-off section, and central finite differences of the return m
 for the multipliers. It is the baseline of `experiments/bench_orbit.py`; it is kept
 deliberately unoptimised beyond what such a user would do.
 
-Model (Zana, Bodor, Bencsik & Zelei 2018, Math. Comput. Appl. 23(4):74), minimal
-coordinates x = [z_U, z_L, v_U, v_L], m_U = mu m, m_L = (1 - mu) m,
-T = k (z_U - z_L - L0) + d (v_U - v_L):
+Model (Zana, Bodor, Bencsik & Zelei 2018, "A Tutorial for the Analysis of the
+Piecewise-Smooth Dynamics of a Constrained Multibody Model of Vertical Hopping",
+Math. Comput. Appl. 23(4):74), minimal coordinates x = [z_U, z_L, v_U, v_L],
+m_U = mu m, m_L = (1 - mu) m, T = k (z_U - z_L - L0) + d (v_U - v_L):
 
 - flight (d = d_F): a_U = -T / m_U - g, a_L = T / m_L - g;
 - touchdown when z_L crosses 0 downward, plastic impact v_L -> 0;

@@ -12,7 +12,9 @@ CELLS = [
         "md",
         """# hybrax tutorial: the vertical hopper of Zana et al. (2018)
 
-This notebook reproduces the seed paper step by step with the public API:
+This notebook reproduces Zana, Bodor, Bencsik & Zelei (2018), "A Tutorial for the
+Analysis of the Piecewise-Smooth Dynamics of a Constrained Multibody Model of
+Vertical Hopping", Math. Comput. Appl. 23(4):74, step by step with the public API:
 the constrained model, one hop, the periodic orbit, its stability two ways
 (autodiff and saltation matrices), and a continuation in the ground damping $D_G$.""",
     ),

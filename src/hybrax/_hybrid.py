@@ -263,7 +263,10 @@ class PlasticImpact(AbstractReset):
 
 class ImpactRelabel(AbstractReset):
     r"""A plastic impact on non-minimal coordinates, then a relabelling: the reset
-    of a walker's heel strike (Font-Llagunes & Kövecses, seeds 002-003).
+    of a walker's heel strike (Font-Llagunes & Kövecses, "Modelling Dynamic Walking
+    Bipeds as Variable Topology Mechanical Systems", poster, McGill University;
+    Font-Llagunes & Kövecses 2009, "On the Use of Impulsive Bilateral Constraints to
+    Characterize Topology Transitions", 2009 CCToMM M³ Symposium).
 
     $x^- \mapsto (q, \dot q^-) = $ `lift(x, params)`, the projection
     $\dot q^+ = P_a\dot q^-$ onto the motions the constraint groups `impact`
@@ -272,10 +275,11 @@ class ImpactRelabel(AbstractReset):
     foot).
 
     Observables: $T_c$ (lost), $T_a$ (kept), the impulse, and with `release` the
-    lift-off condition of seed 002 under the name `release_name`: the normal
-    velocity after the impact of the contact that is to be released (the trailing
-    foot), $B_S\dot q^+$, which must be positive for it to leave the ground; a
-    negative value means the impact model is not consistent there.
+    lift-off condition of Font-Llagunes & Kövecses's poster under the name
+    `release_name`: the normal velocity after the impact of the contact that is to
+    be released (the trailing foot), $B_S\dot q^+$, which must be positive for it to
+    leave the ground; a negative value means the impact model is not consistent
+    there.
 
     **Arguments:**
 

@@ -2,7 +2,10 @@ r"""Which motions lose the most kinetic energy at a topology change.
 
 Kövecses & Font-Llagunes (2009), "An eigenvalue problem for the analysis of variable
 topology mechanical systems", J. Comput. Nonlinear Dyn. 4(3); applied to the heel
-strike of walking bipeds by Font-Llagunes & Kövecses (seeds 002, 003). A plastic
+strike of walking bipeds by Font-Llagunes & Kövecses ("Modelling Dynamic Walking
+Bipeds as Variable Topology Mechanical Systems", poster, McGill University) and
+Font-Llagunes & Kövecses (2009), "On the Use of Impulsive Bilateral Constraints to
+Characterize Topology Transitions", 2009 CCToMM M³ Symposium. A plastic
 impact onto constraints $A\dot q^+ = 0$ keeps the admissible part
 $\dot q_a = P_a\dot q^-$ of the velocity and loses its constrained part
 $\dot q_c = P_c\dot q^-$, with $P_c = M^{-1}A^T(AM^{-1}A^T)^{-1}A$. The fraction of

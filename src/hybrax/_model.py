@@ -297,6 +297,8 @@ def orbit_energy_lost(orbit, params):
 
 def orbit_energy_lost_share(orbit, params):
     r"""$T_c / (T_c + T_a)$ of the cycle's first event: the share of the
-    pre-impact kinetic energy that the impact removes (seed 002's $T_c/T^-$)."""
+    pre-impact kinetic energy that the impact removes: the $T_c/T^-$ of
+    Font-Llagunes & Kövecses, "Modelling Dynamic Walking Bipeds as Variable Topology
+    Mechanical Systems" (poster, McGill University)."""
     del params
     return orbit.T_c[0] / (orbit.T_c[0] + orbit.T_a[0])

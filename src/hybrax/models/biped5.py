@@ -1,24 +1,24 @@
 r"""A five-link planar biped: trunk, two thighs, two shanks, point feet (Zanchi &
-Cecić 1993, "2-D biped walking system", Period. Biol. 95(1); seed 004).
+Cecić 1993, "2-D biped walking system", Period. Biol. 95(1)).
 
-**Coordinates.** The seed's absolute segment angles $\theta_1, \dots, \theta_5$
-from the vertical, each positive when the segment's upper end is ahead ($+x$) of
-its lower end: $\theta_1$ stance shank, $\theta_2$ stance thigh, $\theta_3$ trunk,
-$\theta_4$ swing thigh, $\theta_5$ swing shank. With $u(\theta) = (\sin\theta,
-\cos\theta)$ and the stance foot at $r_f$ (height $z$ up), the seed's eqs. (1)-(5):
-knee $r_f + l_1u_1$, hip $r_h = r_f + l_1u_1 + l_2u_2$, segment centres
-$G_1 = r_f + a_1u_1$, $G_2 = r_f + l_1u_1 + a_2u_2$, $G_3 = r_h + a_3u_3$,
-$G_4 = r_h - b_4u_4$, $G_5 = r_h - l_4u_4 - b_5u_5$ (eq. 5 as printed omits the
-$-l_4u_4$ term that the appendix's $I(4,5)$ needs), swing foot
-$r_h - l_4u_4 - l_5u_5$. The legs are equal: $l_1 = l_5$ (shank), $l_2 = l_4$
-(thigh), $b_5 = l_1 - a_1$, $b_4 = l_2 - a_2$.
+**Coordinates.** Zanchi & Cecić's absolute segment angles $\theta_1, \dots,
+\theta_5$ from the vertical, each positive when the segment's upper end is ahead
+($+x$) of its lower end: $\theta_1$ stance shank, $\theta_2$ stance thigh,
+$\theta_3$ trunk, $\theta_4$ swing thigh, $\theta_5$ swing shank. With
+$u(\theta) = (\sin\theta, \cos\theta)$ and the stance foot at $r_f$ (height $z$
+up), Zanchi & Cecić eqs. (1)-(5): knee $r_f + l_1u_1$, hip
+$r_h = r_f + l_1u_1 + l_2u_2$, segment centres $G_1 = r_f + a_1u_1$,
+$G_2 = r_f + l_1u_1 + a_2u_2$, $G_3 = r_h + a_3u_3$, $G_4 = r_h - b_4u_4$,
+$G_5 = r_h - l_4u_4 - b_5u_5$ (eq. 5 as printed omits the $-l_4u_4$ term that the
+appendix's $I(4,5)$ needs), swing foot $r_h - l_4u_4 - l_5u_5$. The legs are equal:
+$l_1 = l_5$ (shank), $l_2 = l_4$ (thigh), $b_5 = l_1 - a_1$, $b_4 = l_2 - a_2$.
 
-**Single support** (stance foot pinned). The Euler-Lagrange equations (seed eq. 9)
-of $T = \sum_j \tfrac12(I_j\dot\theta_j^2 + M_j|\dot G_j|^2)$, $V = g\sum_j M_j
-z_j$ (eqs. 6-7) and the joint torques $\Gamma$, built by
+**Single support** (stance foot pinned). The Euler-Lagrange equations (Zanchi &
+Cecić eq. 9) of $T = \sum_j \tfrac12(I_j\dot\theta_j^2 + M_j|\dot G_j|^2)$,
+$V = g\sum_j M_j z_j$ (eqs. 6-7) and the joint torques $\Gamma$, built by
 [`hybrax.LagrangianModel`][]: $I(\theta)\ddot\theta + B(\theta)\dot\theta^2 +
-M_G(\theta) = \Gamma$ (the seed's eq. 11 with its appendix's $I$, $B$, $M_G$;
-$M_G = \partial V/\partial\theta$).
+M_G(\theta) = \Gamma$ (Zanchi & Cecić eq. 11 with their appendix's $I$, $B$,
+$M_G$; $M_G = \partial V/\partial\theta$).
 
 **Joint torques.** A PD controller on the four joint angles, knee flexion
 $\phi_k = \theta_\text{shank} - \theta_\text{thigh}$ and hip flexion
@@ -42,10 +42,13 @@ foot is ahead of the stance foot by $0.1\,(l_1 + l_2)$ (as in
 descriptor coordinates $q = (x_f, z_f, \theta_1, \dots, \theta_5)$ with the stance
 foot free: the projection of [`hybrax.plastic_impact`][] onto the motions that
 keep the landing foot still, with the energy split ($T_c$ lost, $T_a$ kept) and
-the impulse as observables (seeds 002, 003); then the legs swap roles,
-$(\theta_1, \theta_2, \theta_3, \theta_4, \theta_5)^+ = (\theta_5, \theta_4,
-\theta_3, \theta_2, \theta_1)$ (the same angle convention for both legs makes this
-a permutation). The trailing foot's vertical velocity after the impact is
+the impulse as observables (Font-Llagunes & Kövecses, "Modelling Dynamic Walking
+Bipeds as Variable Topology Mechanical Systems", poster, McGill University;
+Font-Llagunes & Kövecses 2009, "On the Use of Impulsive Bilateral Constraints to
+Characterize Topology Transitions", 2009 CCToMM M³ Symposium); then the legs swap
+roles, $(\theta_1, \theta_2, \theta_3, \theta_4, \theta_5)^+ = (\theta_5,
+\theta_4, \theta_3, \theta_2, \theta_1)$ (the same angle convention for both legs
+makes this a permutation). The trailing foot's vertical velocity after the impact is
 recorded (`trailing_vertical_velocity`: positive where it leaves the ground).
 
 **Periodic gait.** [`hybrax.models.biped5.section`][] is the Poincaré section
@@ -64,10 +67,10 @@ doubling at 0.609 rad (`hybrax continue biped5`).
 **Forms.** `"minimal"`: $x = (\theta, \dot\theta)$ (10 states). `"descriptor"`:
 $x = (q, \dot q)$ (14 states) with the stance foot's position constrained to the
 origin by the KKT system of [`hybrax.mechanical_mode`][] (the frame moves to the
-landing foot at each heel strike). `"momentum"`: the seed's eqs. (17)-(19),
+landing foot at each heel strike). `"momentum"`: Zanchi & Cecić eqs. (17)-(19),
 $x = (\theta, P)$ with $P = \partial L/\partial\dot\theta = I(\theta)\dot\theta$,
 $\dot\theta = I^{-1}P$, $\dot P = \partial L/\partial\theta + \Gamma$; the impact
-is a jump of $P$ (seed eq. 16).
+is a jump of $P$ (Zanchi & Cecić eq. 16).
 
 **Default segments** (Winter 2009, *Biomechanics and Motor Control of Human
 Movement*, 4th ed., Table 4.1 and Fig. 4.1 after Dempster 1955 and Drillis &
@@ -123,7 +126,7 @@ class Biped5Params(eqx.Module):
     r"""Parameters of the five-link biped (SI units; defaults: Winter 2009 for a
     70 kg, 1.75 m body, see [`hybrax.models.biped5`][]).
 
-    - `m_trunk`, `m_thigh`, `m_shank`: segment masses [kg] (seed: $M_3$;
+    - `m_trunk`, `m_thigh`, `m_shank`: segment masses [kg] (Zanchi & Cecić: $M_3$;
       $M_2 = M_4$; $M_1 = M_5$).
     - `l_trunk`, `l_thigh`, `l_shank`: lengths [m] ($l_3$; $l_2 = l_4$;
       $l_1 = l_5$, knee to the point foot).
@@ -216,7 +219,7 @@ def points(q, params):
     r"""Positions for descriptor coordinates $q = (x_f, z_f, \theta_1, \dots,
     \theta_5)$: a dict with the stance foot `foot`, `knee`, `hip`, the trunk's top
     `head`, `swing_knee`, `swing_foot` and the centres `G` (shape `(5, 2)`, the
-    seed's $G_1, \dots, G_5$)."""
+    $G_1, \dots, G_5$ of Zanchi & Cecić)."""
     p = params
     foot = q[:2]
     u = [_up(q[2 + j]) for j in range(5)]
@@ -255,8 +258,8 @@ def _segment_inertias(params):
 
 
 def _lever_arms(params):
-    r"""The seed's eqs. (1)-(5) as $G_j = r_f + \sum_k A_{jk}\,u(\theta_k)$: row
-    $j$ holds the lengths along each segment from the stance foot to the centre
+    r"""Zanchi & Cecić eqs. (1)-(5) as $G_j = r_f + \sum_k A_{jk}\,u(\theta_k)$:
+    row $j$ holds the lengths along each segment from the stance foot to the centre
     $G_j$ (the centres of [`hybrax.models.biped5.points`][])."""
     p = params
     zero = jnp.zeros_like(p.l_shank)
@@ -279,8 +282,8 @@ def _lever_arms(params):
 
 
 def _kinetic(q, qd, params):
-    r"""Seed eq. (7) in descriptor coordinates: $\dot G_j = \dot r_f + \sum_k
-    A_{jk}\dot\theta_k(\cos\theta_k, -\sin\theta_k)$."""
+    r"""Zanchi & Cecić eq. (7) in descriptor coordinates:
+    $\dot G_j = \dot r_f + \sum_k A_{jk}\dot\theta_k(\cos\theta_k, -\sin\theta_k)$."""
     theta, theta_dot = q[2:], qd[2:]
     A = _lever_arms(params)
     vx = qd[0] + A @ (theta_dot * jnp.cos(theta))
@@ -291,7 +294,7 @@ def _kinetic(q, qd, params):
 
 
 def _potential(q, params):
-    """Seed eq. (6)."""
+    """Zanchi & Cecić eq. (6)."""
     heights = q[1] + _lever_arms(params) @ jnp.cos(q[2:])
     return params.g * jnp.sum(_segment_masses(params) * heights)
 
@@ -443,8 +446,8 @@ def _from_momentum(x, params):
 
 
 def momentum_from_minimal(x, params):
-    r"""$(\theta, \dot\theta) \to (\theta, P)$ with $P = I(\theta)\dot\theta$ (seed
-    eq. 17); batched on leading axes."""
+    r"""$(\theta, \dot\theta) \to (\theta, P)$ with $P = I(\theta)\dot\theta$
+    (Zanchi & Cecić eq. 17); batched on leading axes."""
     x = jnp.asarray(x, dtype=float)
     return _to_momentum(x.reshape(-1, 10), params).reshape(x.shape)
 
@@ -458,7 +461,7 @@ def momentum_to_minimal(x, params):
 
 @jax.jit
 def _momentum_field(t, x, params):
-    r"""Seed eqs. (18)-(19): $\dot\theta = I^{-1}P$,
+    r"""Zanchi & Cecić eqs. (18)-(19): $\dot\theta = I^{-1}P$,
     $\dot P = \partial T/\partial\theta - \partial V/\partial\theta + \Gamma$ (the
     partial derivative of $T$ at fixed $\dot\theta$)."""
     theta, P = x[:5], x[5:]
@@ -545,7 +548,7 @@ class HeelStrike(AbstractReset):
 
 class MomentumHeelStrike(AbstractReset):
     r"""The heel strike as a jump of the momentum, $(\theta, P^-) \to (\theta^+,
-    P^+)$ with $P^+ = I(\theta^+)\dot\theta^+$ (seed eq. 16)."""
+    P^+)$ with $P^+ = I(\theta^+)\dot\theta^+$ (Zanchi & Cecić eq. 16)."""
 
     def __call__(self, t, x, params):
         del t
@@ -689,7 +692,8 @@ def biped5() -> tuple[HybridSystem, Biped5Params]:
 
 
 def momentum() -> tuple[HybridSystem, Biped5Params]:
-    r"""The seed's generalized-momentum form, $x = (\theta, P)$ (eqs. 17-19)."""
+    r"""Zanchi & Cecić's generalized-momentum form, $x = (\theta, P)$
+    (eqs. 17-19)."""
     system = HybridSystem(
         (
             Mode(

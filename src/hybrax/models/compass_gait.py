@@ -1,6 +1,9 @@
 r"""The compass-gait biped walking passively down a slope (Goswami, Thuilot & Espiau
 1998, "A study of the passive gait of a compass-like biped robot", Int. J. Robot.
-Res. 17(12); the walker of seeds 002/003, Font-Llagunes & Kövecses).
+Res. 17(12); the walker of Font-Llagunes & Kövecses, "Modelling Dynamic Walking
+Bipeds as Variable Topology Mechanical Systems", poster, McGill University, and of
+Font-Llagunes & Kövecses 2009, "On the Use of Impulsive Bilateral Constraints to
+Characterize Topology Transitions", 2009 CCToMM M³ Symposium).
 
 Two straight legs of length $l = a + b$ joined at the hip: a point mass $m$ on each
 leg at distance $a$ from its foot, a point mass $m_H$ at the hip, on a slope of
@@ -22,10 +25,11 @@ when the foot is ahead of the hip).
   plastic on the descriptor coordinates $(x_f, y_f, \theta_s, \theta_{ns})$, with
   the stance foot free: the projection of [`hybrax.plastic_impact`][] onto the
   motions that keep the landing foot still, whose energy split ($T_c$ lost, $T_a$
-  kept) and impulse are recorded (seed 002); then the legs swap roles,
-  $\theta_s^+ = -\theta_{ns}$, $\theta_{ns}^+ = -\theta_s$. The trailing foot's
-  velocity normal to the slope after the impact (`trailing_normal_velocity`) must
-  be positive for it to leave the ground (seed 002's lift-off condition).
+  kept) and impulse are recorded (as in Font-Llagunes & Kövecses's poster); then
+  the legs swap roles, $\theta_s^+ = -\theta_{ns}$, $\theta_{ns}^+ = -\theta_s$.
+  The trailing foot's velocity normal to the slope after the impact
+  (`trailing_normal_velocity`) must be positive for it to leave the ground (the
+  poster's lift-off condition).
 """
 
 import math
@@ -184,7 +188,8 @@ def _swap_legs(q, qd_plus, params):
 
 def _trailing_normal_velocity(q, qd_plus, params):
     """The trailing (old stance) foot's velocity normal to the slope after the
-    impact: it must leave the ground (seed 002's lift-off condition)."""
+    impact: it must leave the ground (Font-Llagunes & Kövecses's lift-off
+    condition)."""
     del q
     return _along_and_above(qd_plus[:2], params)[1]
 
@@ -277,13 +282,18 @@ PARAMETERS = {
     "slope": "rad, slope angle",
     "g": "m/s^2, gravitational acceleration",
     "slope_deg": "deg, slope angle in degrees (sets slope)",
-    "mu": "derived, mass ratio m_H/(m_H + 2m) at fixed total mass (seed 002)",
-    "a_ratio": "derived, length ratio a/(a + b) at fixed leg length (seed 002)",
+    "mu": (
+        "derived, mass ratio m_H/(m_H + 2m) at fixed total mass "
+        "(Font-Llagunes & Kövecses)"
+    ),
+    "a_ratio": (
+        "derived, length ratio a/(a + b) at fixed leg length (Font-Llagunes & Kövecses)"
+    ),
 }
 
 
 def _mass_ratio(params):
-    r"""$\mu = m_H / (m_H + 2m)$ (Font-Llagunes & Kövecses, seed 002)."""
+    r"""$\mu = m_H / (m_H + 2m)$ (Font-Llagunes & Kövecses's poster)."""
     return params.m_H / (params.m_H + 2 * params.m)
 
 
@@ -296,7 +306,7 @@ def _set_mass_ratio(params, mu):
 
 
 def _length_ratio(params):
-    r"""$\alpha = a / (a + b)$ (Font-Llagunes & Kövecses, seed 002)."""
+    r"""$\alpha = a / (a + b)$ (Font-Llagunes & Kövecses's poster)."""
     return params.a / (params.a + params.b)
 
 
@@ -324,10 +334,10 @@ def make_params(
     *, slope_deg=None, mu=None, a_ratio=None, **values
 ) -> CompassGaitParams:
     r"""Build [`hybrax.models.compass_gait.CompassGaitParams`][], optionally with
-    the slope in degrees (`slope_deg`; traced values work) and seed 002's ratios
-    $\mu = m_H/(m_H + 2m)$ (`mu`, at the total mass of `m`, `m_H`) and
-    $\alpha = a/(a + b)$ (`a_ratio`, at the leg length of `a`, `b`). Unknown
-    names, and a ratio outside (0, 1), raise `ValueError`."""
+    the slope in degrees (`slope_deg`; traced values work) and Font-Llagunes &
+    Kövecses's ratios $\mu = m_H/(m_H + 2m)$ (`mu`, at the total mass of `m`,
+    `m_H`) and $\alpha = a/(a + b)$ (`a_ratio`, at the leg length of `a`, `b`).
+    Unknown names, and a ratio outside (0, 1), raise `ValueError`."""
     unknown = set(values) - set(FIELD_NAMES)
     if unknown:
         raise ValueError(

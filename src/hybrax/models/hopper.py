@@ -204,10 +204,11 @@ def _weight(params: HopperParams):
 
 
 def constrained() -> tuple[HybridSystem, HopperParams]:
-    r"""The seed's constrained hopper: modes `"flight"` (constraints `body`) and
-    `"ground"` (`body` + `ground`), transitions `"touchdown"` (guard $z_4$, downward,
-    plastic impact) and `"liftoff"` (guard $\lambda_g / (m g)$, upward, identity).
-    State $[z_1, z_2, z_3, z_4, \dot z_1, \dot z_2, \dot z_3, \dot z_4]$."""
+    r"""Zana et al.'s (2018) constrained hopper: modes `"flight"` (constraints
+    `body`) and `"ground"` (`body` + `ground`), transitions `"touchdown"` (guard
+    $z_4$, downward, plastic impact) and `"liftoff"` (guard $\lambda_g / (m g)$,
+    upward, identity). State
+    $[z_1, z_2, z_3, z_4, \dot z_1, \dot z_2, \dot z_3, \dot z_4]$."""
     flight = HopperMechanics("flight")
     ground = HopperMechanics("ground")
     touchdown = Transition(

@@ -1,6 +1,6 @@
 r"""A planar monopodial jumper: calf, thigh and torso on a point foot, knee and hip
-torques, and perfectly plastic or perfectly elastic ground contact (seed 001: Reddy
-& Munnangi, "Single-legged jumping action simulation without disrupting the
+torques, and perfectly plastic or perfectly elastic ground contact (Reddy &
+Munnangi, "Single-legged jumping action simulation without disrupting the
 structure", IJARST, after Koch & Leyendecker 2011, "Structure preserving simulation
 of compass gait and monopedal jumping", Multibody Dynamics 2011, Brussels).
 
@@ -34,13 +34,13 @@ KKT system of its active constraints.
   $\gamma = (x, y) = 0$ (no slip; friction is not bounded). The multipliers follow
   [`hybrax.AbstractLagrangianModel`][]: the ground pushes up while $\lambda_y < 0$.
 - **Touchdown** (`elastic = 0`, flight to stance): the foot height crosses 0
-  downwards; perfectly plastic impact by projection (seed 001's perfectly plastic
-  contact; [`hybrax.plastic_impact`][]), $\dot q^+ = P_a\dot q^-$ with
+  downwards; perfectly plastic impact by projection (Reddy & Munnangi's perfectly
+  plastic contact; [`hybrax.plastic_impact`][]), $\dot q^+ = P_a\dot q^-$ with
   $P_c = H^{-1}\gamma_q^T(\gamma_q H^{-1}\gamma_q^T)^{-1}\gamma_q$ and
   $P_a = I - P_c$; the energy of the constrained motion space
   $T_c = \tfrac12\dot q^T P_c^T H P_c\dot q$ is lost.
 - **Lift-off** (stance to flight): the contact is released when the normal contact
-  force changes sign (seed 001): the guard $\lambda_y/(M g)$ crosses 0 upwards.
+  force changes sign (Reddy & Munnangi): the guard $\lambda_y/(M g)$ crosses 0 upwards.
 - **Bounce** (`elastic = 1`, flight to flight): perfectly elastic contact, the
   velocity's constrained component reflected,
   $\dot q^+ = P_a\dot q^- - P_c\dot q^- = \dot q^- - 2P_c\dot q^-$: the kinetic
@@ -63,24 +63,25 @@ reach by 4 calf lengths.
     `crouch_state`) leaves the ground with this acceleration at +15 m/s$^2$.
 
 **Parameters** (defaults): masses and moments of inertia about the axis normal to
-the plane of motion are the seed's anthropometric table (calf and thigh after its
-ref. [19], torso after Kassat 1993, "Biomechanik für Nicht-Biomechaniker"):
+the plane of motion are Reddy & Munnangi's anthropometric table (calf and thigh
+after their ref. [19], torso after Kassat 1993, "Biomechanik für Nicht-Biomechaniker"):
 $m_c = 3.28$, $m_t = 6.86$, $m_b = 28.2055$ kg; $I_c = 0.0504$, $I_t = 0.1188$,
-$I_b = 0.1368$ kg m$^2$ (its $I_{e_2e_2}$ column: the seed's jumper moves in the
-$(e_1, e_3)$ plane). The seed gives no lengths: $l_c = l_t = 0.41$ m follow from its
+$I_b = 0.1368$ kg m$^2$ (its $I_{e_2e_2}$ column: the paper's jumper moves in the
+$(e_1, e_3)$ plane). The paper gives no lengths: $l_c = l_t = 0.41$ m follow from its
 inertias with Winter's radii of gyration about the centre of mass, $0.302\,l$ (leg)
 and $0.323\,l$ (thigh) (Winter 2009, *Biomechanics and Motor Control of Human
 Movement*, table 4.1), which also puts the centres of mass at $0.567\,l$ from the
 distal joint, $c_c = c_t = 0.2325$ m; the torso's centre of mass $c_b = 0.25$ m
 above the hip is our choice.
 
-**The seed's straight-leg experiment** (its Fig. 3, `straight_drop_state`): the
-jumper dropped from rest, the leg straight and upright, the calf's centre of mass at
-0.5 m. Upright, neither gravity nor the vertical contact impulse has a moment about
-the joints, so the leg stays straight with the joints free. With elastic contact it
-bounces with contacts at $(2k+1)\sqrt{2h/g}$, $h = 0.5 - c_c$ the foot's drop: 856
-in the seed's 400 s (it counts more than 830), at constant energy. With plastic
-contact it loses $T_c = M g h$, all its kinetic energy, and stands.
+**Reddy & Munnangi's straight-leg experiment** (their Fig. 3,
+`straight_drop_state`): the jumper dropped from rest, the leg straight and upright,
+the calf's centre of mass at 0.5 m. Upright, neither gravity nor the vertical
+contact impulse has a moment about the joints, so the leg stays straight with the
+joints free. With elastic contact it bounces with contacts at
+$(2k+1)\sqrt{2h/g}$, $h = 0.5 - c_c$ the foot's drop: 856 in the paper's 400 s (it
+counts more than 830), at constant energy. With plastic contact it loses
+$T_c = M g h$, all its kinetic energy, and stands.
 """
 
 import dataclasses
@@ -434,8 +435,8 @@ def jumper(
 
 
 def straight_drop_state(params: JumperParams | None = None, com_height: float = 0.5):
-    r"""The seed's straight-leg drop (its Fig. 3): the leg straight and upright, at
-    rest, the calf's centre of mass at `com_height` (0.5 m)."""
+    r"""Reddy & Munnangi's straight-leg drop (their Fig. 3): the leg straight and
+    upright, at rest, the calf's centre of mass at `com_height` (0.5 m)."""
     params = JumperParams() if params is None else params
     y = com_height - params.c_calf
     return jnp.array([0.0, y, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0])
@@ -557,7 +558,7 @@ def best_jump(
     [`JUMP_COEFFICIENTS`][hybrax.models.jumper.JUMP_COEFFICIENTS] (the first of
     each torque stays 0), from a stance start, with plastic contact released
     where the ground force changes sign (the `"liftoff"` guard) and the apex of
-    the flight that follows (seed 001's optimal jump, by gradient).
+    the flight that follows (Reddy & Munnangi's optimal jump, by gradient).
 
     **Torque limits.** Each coefficient is $a_j = \tau_{max}\tanh w_j$ and the
     minimiser moves the unbounded $w$: a cubic Bezier curve lies in the convex hull
@@ -765,8 +766,8 @@ def _bundle():
         name="jumper",
         description=(
             "planar monopodial jumper (calf, thigh, torso; knee and hip torques), "
-            "plastic or elastic foot contact (seed 001, after Koch & Leyendecker "
-            "2011)"
+            "plastic or elastic foot contact (Reddy & Munnangi, after Koch & "
+            "Leyendecker 2011)"
         ),
         parameters=PARAMETERS,
         make_params=make_params,
