@@ -3,12 +3,9 @@ argument and exit status 2; outputs are test-written first and written under a
 temporary name, so that a run never loses its results to an unwritable place or
 leaves a partial file. No JAX program runs here."""
 
-import pathlib
-
 import pytest
 
 from hybrax._cli import main
-from hybrax._io import atomic_path
 
 
 @pytest.mark.parametrize(
@@ -102,23 +99,6 @@ def test_status_advice_names_the_commands_own_options():
     assert "`" not in _for_command(late) and "t_max" not in _for_command(late)
     assert "max_steps" not in _for_command(steps)
     assert "--max-steps" in _for_command(steps, ("--max-steps",))
-
-
-def test_a_write_is_all_or_nothing(tmp_path):
-    """`atomic_path`: a write that fails midway leaves the earlier file as it was
-    and no temporary; one that succeeds replaces it whole."""
-    target = tmp_path / "run.json"
-    target.write_text("earlier")
-    with pytest.raises(RuntimeError), atomic_path(target) as temporary:
-        temporary.write_text("half of a new")
-        raise RuntimeError("killed mid-write")
-    assert target.read_text() == "earlier"
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["run.json"]
-    with atomic_path(target) as temporary:
-        assert temporary.suffix == ".json" and temporary.parent == tmp_path
-        temporary.write_text("new")
-    assert target.read_text() == "new"
-    assert sorted(p.name for p in pathlib.Path(tmp_path).iterdir()) == ["run.json"]
 
 
 def test_library_arguments_are_value_errors_naming_them():

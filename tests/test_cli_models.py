@@ -87,7 +87,7 @@ def test_wheel_orbit_is_the_closed_form(tmp_path):
     # says so first (no homotopy from the defaults is tried), then the failure,
     # whose advice names no option the command lacks.
     code, _, err = _run(
-        ["orbit", "rimless-wheel", "--set", "gamma=0", "--out", str(tmp_path)]
+        ["orbit", "rimless-wheel", "--set", "gamma=0", "--out", str(tmp_path / "level")]
     )
     lines = err.strip().splitlines()
     assert code == 1

@@ -13,6 +13,7 @@ convention).
 
 import argparse
 import concurrent.futures
+import contextlib
 import dataclasses
 import importlib
 import importlib.metadata
@@ -374,15 +375,17 @@ def _number(value) -> float | None:
     return value if math.isfinite(value) else None
 
 
-def _write_json(path: pathlib.Path, payload: dict[str, Any]) -> None:
+def _write_json(path: pathlib.Path, payload: dict[str, Any]) -> pathlib.Path:
     """`payload` as JSON at `path`, written under a temporary name and renamed
-    (a run killed mid-write leaves no partial file)."""
-    from ._io import atomic_path
+    (a run killed mid-write leaves no partial file; see `hybrax._io.write_file`
+    for where it goes if that fails); returns the path written."""
+    from ._io import write_file
 
-    if path.parent != pathlib.Path(""):
-        path.parent.mkdir(parents=True, exist_ok=True)
-    with atomic_path(path) as temporary:
-        temporary.write_text(json.dumps(payload, indent=2, allow_nan=False) + "\n")
+    text = json.dumps(payload, indent=2, allow_nan=False) + "\n"
+    with contextlib.suppress(OSError):  # (else the write's own fallback)
+        if path.parent != pathlib.Path(""):
+            path.parent.mkdir(parents=True, exist_ok=True)
+    return write_file(path, lambda temporary: temporary.write_text(text))
 
 
 # ---------------------------------------------------------------------------
@@ -1135,6 +1138,34 @@ def console() -> None:
     os._exit(code or 0)
 
 
+def _finish_outputs(args: argparse.Namespace, argv, code: int) -> int:
+    """After a run: make its `--out` folder hold this run's files only (stale
+    files of an earlier run that its manifest lists are removed; see
+    `hybrax._io.finish_folder`), and say where each file went that could not be
+    written to its own place (exit 1 then: the outputs are not where asked)."""
+    from . import _io
+
+    out = getattr(args, "out", None)
+    if out is not None and out.is_dir():
+        words = sys.argv[1:] if argv is None else list(argv)
+        removed = _io.finish_folder(out, " ".join(["hybrax", *words]))
+        if removed:
+            print(
+                f"removed from {str(out)!r} the files of an earlier run that this "
+                f"one does not write: {', '.join(removed)}",
+                file=sys.stderr,
+            )
+    for wanted, written, reason in _io.FALLBACKS:
+        print(
+            f"hybrax {args.command}: could not write {str(wanted)!r} ({reason}); "
+            f"saved it as {str(written)!r}",
+            file=sys.stderr,
+        )
+    if _io.FALLBACKS and code == 0:
+        return 1
+    return code
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line on `argv` (default `sys.argv[1:]`); returns the exit
     code. Argument errors raise `SystemExit(2)` with a one-line message; an
@@ -1147,9 +1178,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     from ._programs import announcing
 
     _enable_cache()
+    from . import _io
+
+    _io.start_run()
     try:
         with announcing(label=getattr(args, "model", None)):
-            return args.run(args, args.command_parser)
+            code = args.run(args, args.command_parser)
+        return _finish_outputs(args, argv, code)
     except KeyboardInterrupt:
         # Outputs are written whole at the end (under temporary names): an
         # interrupted run leaves none of its own, and no partial file.

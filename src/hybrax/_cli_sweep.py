@@ -27,7 +27,7 @@ import jax.tree_util as jtu
 import numpy as np
 
 from . import _cli
-from ._io import atomic_path
+from ._io import write_file
 
 
 # The largest chunk (elements per compiled call); chunks are balanced to it.
@@ -299,11 +299,15 @@ def _write_csv(path: pathlib.Path, columns: dict[str, np.ndarray]) -> None:
 
     names = list(columns)
     n = len(next(iter(columns.values())))
-    with atomic_path(path) as temporary, temporary.open("w", newline="") as stream:
-        writer = csv.writer(stream)
-        writer.writerow(names)
-        for i in range(n):
-            writer.writerow([text(columns[name][i]) for name in names])
+
+    def write(temporary):
+        with temporary.open("w", newline="") as stream:
+            writer = csv.writer(stream)
+            writer.writerow(names)
+            for i in range(n):
+                writer.writerow([text(columns[name][i]) for name in names])
+
+    return write_file(path, write)
 
 
 def _run_sweep(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
@@ -443,9 +447,9 @@ def _run_sweep(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
             shape + np.shape(out.orbit.reduced_jacobian)[1:]
         ),
     )
-    with atomic_path(npz_path) as temporary:
-        np.savez(temporary, **arrays)
-    written.append(npz_path)
+    written.append(
+        write_file(npz_path, lambda temporary: np.savez(temporary, **arrays))
+    )
 
     if len(axes) == 2:
         from . import plot
@@ -481,9 +485,9 @@ def _run_sweep(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
             ),
         )
         png_path = args.out / "sweep_heatmap.png"
-        with atomic_path(png_path) as temporary:
-            fig.savefig(temporary, dpi=150)
-        written.append(png_path)
+        written.append(
+            write_file(png_path, lambda temporary: fig.savefig(temporary, dpi=150))
+        )
     else:
         print(
             f"note: no heat map for a {len(axes)}-D grid (it needs two --grid axes)",

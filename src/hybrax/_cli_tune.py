@@ -23,7 +23,7 @@ import sys
 import numpy as np
 
 from . import _cli
-from ._io import atomic_path
+from ._io import write_file
 
 
 # Grid of the contour map, per axis.
@@ -487,9 +487,12 @@ def _figures(args, result, names) -> list[pathlib.Path]:
             final=np.asarray(result.orbit.multipliers),
             bound=args.max_multiplier,
         )
-        written.append(args.out / "tune_multipliers.png")
-        with atomic_path(written[-1]) as temporary:
-            figure.savefig(temporary, dpi=150)
+        written.append(
+            write_file(
+                args.out / "tune_multipliers.png",
+                lambda temporary: figure.savefig(temporary, dpi=150),
+            )
+        )
     path = args.out / "tune_path.png"
     history = [step for step in result.history if step.orbit_found]
     if len(names) == 2 and history and len(history) == len(result.history):
@@ -510,6 +513,5 @@ def _figures(args, result, names) -> list[pathlib.Path]:
             np.array([s.spectral_radius for s in result.history]),
             title="tuning history",
         )
-    with atomic_path(path) as temporary:
-        figure.savefig(temporary, dpi=150)
+    path = write_file(path, lambda temporary: figure.savefig(temporary, dpi=150))
     return [path, *written]

@@ -1,12 +1,16 @@
-"""Output files that cannot be lost or left half-written: a probe write before a
-command computes, and each file written under a temporary name beside its place,
-then renamed onto it (`os.replace`, atomic on one file system), so that a run
-killed mid-write leaves the previous file or none, never a partial one."""
+"""Output files that cannot be lost, mixed or left half-written: a probe write
+before a command computes; each file written under a temporary name beside its
+place, then renamed onto it (`os.replace`, atomic on one file system), so that a
+run killed mid-write leaves the previous file or none, never a partial one; a
+fallback folder where a write fails after the work is done; and a manifest per
+output folder, so that a folder holds one run's files only."""
 
 import contextlib
+import json
 import os
 import pathlib
-from collections.abc import Iterator
+import tempfile
+from collections.abc import Callable
 
 
 def probe_writable(folder: pathlib.Path) -> str | None:
@@ -35,16 +39,102 @@ def probe_writable(folder: pathlib.Path) -> str | None:
     return None
 
 
-@contextlib.contextmanager
-def atomic_path(path) -> Iterator[pathlib.Path]:
-    """A temporary path beside `path` (with the same suffix, so that writers that
-    read the format from it still do), renamed onto `path` when the block
-    succeeds and removed when it fails."""
+MANIFEST = "hybrax-manifest.json"
+
+# The files this process has written (their final places), and those written to
+# the fallback folder instead of their own place: `(wanted, written, reason)`.
+WRITTEN: list[pathlib.Path] = []
+FALLBACKS: list[tuple[pathlib.Path, pathlib.Path, str]] = []
+_FALLBACK_FOLDER: list[pathlib.Path] = []
+
+
+def start_run() -> None:
+    """Forget the files of an earlier run in this process (the command line's
+    `main` may run several)."""
+    WRITTEN.clear()
+    FALLBACKS.clear()
+
+
+def write_file(path, write: Callable[[pathlib.Path], object]) -> pathlib.Path:
+    """Write one file: `write(temporary)` writes it under a temporary name beside
+    `path` (with the same suffix, so that writers that read the format from it
+    still do), which is then renamed onto `path`; a run killed mid-write leaves
+    the previous file or none.
+
+    Where that fails after the work is done (the folder removed, the disk full,
+    a permission changed since the probe), the file goes to a fallback folder
+    (`hybrax-rescue-<pid>` in the system's temporary folder) instead and the
+    call is recorded in `FALLBACKS` for the command line to report. Returns the
+    path written."""
     path = pathlib.Path(path)
+    try:
+        _write_renamed(path, write)
+    except OSError as error:
+        rescued = _fallback_folder() / path.name
+        _write_renamed(rescued, write)
+        FALLBACKS.append((path, rescued, error.strerror or str(error)))
+        WRITTEN.append(rescued)
+        return rescued
+    WRITTEN.append(path)
+    return path
+
+
+def _write_renamed(path: pathlib.Path, write) -> None:
     temporary = path.with_name(f".{path.stem}.{os.getpid()}.partial{path.suffix}")
     try:
-        yield temporary
-        os.replace(temporary, path)
+        write(temporary)
+        _replace(temporary, path)
     finally:
-        with contextlib.suppress(FileNotFoundError):
+        with contextlib.suppress(OSError):
             temporary.unlink()
+
+
+def _replace(source: pathlib.Path, target: pathlib.Path) -> None:
+    os.replace(source, target)
+
+
+def _fallback_folder() -> pathlib.Path:
+    if not _FALLBACK_FOLDER:
+        folder = pathlib.Path(tempfile.gettempdir()) / f"hybrax-rescue-{os.getpid()}"
+        folder.mkdir(parents=True, exist_ok=True)
+        _FALLBACK_FOLDER.append(folder)
+    return _FALLBACK_FOLDER[0]
+
+
+def finish_folder(folder, command: str) -> list[str]:
+    """Make `folder` hold one run's files: remove the files that the previous
+    run's manifest lists and this run did not write (a figure that this run
+    does not make, left from an earlier run of another model or options), and
+    write this run's manifest (`hybrax-manifest.json`: the command and the files
+    it wrote there). Files that no hybrax run wrote are never touched. Returns
+    the names removed."""
+    folder = pathlib.Path(folder)
+    manifest = folder / MANIFEST
+    here = folder.resolve()
+    mine = sorted(
+        {
+            str(path.resolve().relative_to(here))
+            for path in WRITTEN
+            if path.resolve().is_relative_to(here) and path.name != MANIFEST
+        }
+    )
+    previous: list[str] = []
+    with contextlib.suppress(OSError, ValueError, TypeError, AttributeError):
+        previous = list(json.loads(manifest.read_text())["files"])
+    removed = []
+    for name in previous:
+        stale = (folder / name).resolve()
+        if name in mine or not stale.is_relative_to(here) or stale == here:
+            continue
+        with contextlib.suppress(OSError):
+            stale.unlink()
+            removed.append(name)
+    if mine or previous:
+        write_file(
+            manifest,
+            lambda temporary: temporary.write_text(
+                json.dumps({"command": command, "files": mine}, indent=2) + "\n"
+            ),
+        )
+        WRITTEN.pop()  # (the manifest lists the run's own files only)
+    return removed

@@ -445,17 +445,19 @@ def simulation_figures(
 
 def save_figures(figures: dict[str, Figure], out) -> list:
     """Write each figure to `out / name` (150 dpi), creating `out`; returns the
-    paths."""
+    paths written (each under a temporary name, then renamed; where that fails,
+    in the fallback folder of `hybrax._io.write_file`, whose path is returned
+    instead)."""
     import pathlib
 
-    from ._io import atomic_path
+    from ._io import write_file
 
     out = pathlib.Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    for name, figure in figures.items():
-        with atomic_path(out / name) as temporary:
-            figure.savefig(temporary, dpi=150)
-    return [out / name for name in figures]
+    return [
+        write_file(out / name, lambda temporary: figure.savefig(temporary, dpi=150))
+        for name, figure in figures.items()
+    ]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -570,7 +572,8 @@ def stick_figure(frames: StickFrames, *, snapshots: int = 8, ax: Axes | None = N
 
 
 def save_animation(frames: StickFrames, path, *, fps: int = 20) -> Any:
-    """Write `frames` as an animated GIF (Pillow) at `path`; returns the path.
+    """Write `frames` as an animated GIF (Pillow) at `path`; returns the path
+    written (see [`hybrax.plot.save_figures`][] for where it goes if that fails).
 
     The axes, their ticks and labels are drawn once; each frame restores that
     background and draws only the sticks and the time (as matplotlib's blitting
@@ -605,17 +608,18 @@ def save_animation(frames: StickFrames, path, *, fps: int = 20) -> Any:
         title.set_text(f"t = {time:.2f} s")
         ax.draw_artist(title)
         images.append(Image.fromarray(np.asarray(canvas.buffer_rgba())).convert("RGB"))
-    from ._io import atomic_path
+    from ._io import write_file
 
-    with atomic_path(path) as temporary:
-        images[0].save(
+    return write_file(
+        path,
+        lambda temporary: images[0].save(
             temporary,
             save_all=True,
             append_images=images[1:],
             duration=int(1000 / fps),
             loop=0,
-        )
-    return path
+        ),
+    )
 
 
 _BRANCH_COLOURS = ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple")
