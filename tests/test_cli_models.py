@@ -52,6 +52,22 @@ def test_models_lists_every_model_with_its_parameters():
         assert f"{name}:" in out
     assert "rimless-wheel" in out and "gamma" in out and "rad, slope" in out
     assert "D_G      derived" in out
+    # One model by name: its own block only; an unknown name is a usage error.
+    code, one, _ = _run(["models", "rimless-wheel"])
+    assert code == 0
+    assert one.startswith("rimless-wheel:") and "rad, slope" in one
+    assert [name for name in model_names() if f"{name}:" in one] == ["rimless-wheel"]
+    code, _, err = _run(["models", "walker"])
+    assert code == 2 and "Traceback" not in err
+    assert (
+        err.strip()
+        .splitlines()[-1]
+        .endswith(
+            "invalid choice: 'walker' (choose from "
+            + ", ".join(map(repr, model_names()))
+            + ")"
+        )
+    )
 
 
 def test_wheel_orbit_is_the_closed_form(tmp_path):
@@ -174,6 +190,63 @@ def test_wheel_tune_meets_a_speed_at_the_closed_form_slope(tmp_path):
     np.testing.assert_allclose(
         orbit["state"][0], final["values"]["gamma"] - ALPHA, atol=1e-12
     )
+
+
+@pytest.mark.slow
+def test_wheel_tune_interrupted_keeps_its_history_and_resumes(tmp_path, monkeypatch):
+    """Ctrl-C after the third evaluation (raised from the tuning's callback, as
+    a signal would arrive between steps): exit 130 with one line saying where the
+    history and its best point went; the JSON holds those three evaluations, and
+    its final point is the one with the lowest objective, with its parameters;
+    `--params` of that file resumes there (the re-run's first evaluation is at
+    that slope). (After the tuning test above: its programs are compiled.)"""
+    import hybrax._tune as tune_module
+
+    real = tune_module.tune
+
+    def interrupt_after(n):
+        def tune(*args, callback, **kwargs):
+            def step_then_stop(step):
+                callback(step)
+                if step.step == n - 1:
+                    raise KeyboardInterrupt
+
+            return real(*args, callback=step_then_stop, **kwargs)
+
+        return tune
+
+    monkeypatch.setattr(tune_module, "tune", interrupt_after(3))
+    first = tmp_path / "first.json"
+    options = ["--tolerance", "1e-7", "--no-progress", "--out", str(tmp_path)]
+    code, _, err = _run(
+        ["tune", "rimless-wheel", "--vary", "gamma", "--target", "speed=1.3"]
+        + options
+        + ["--json", str(first)]
+    )
+    assert code == 130 and "Traceback" not in err
+    line = err.strip().splitlines()[-1]
+    assert "interrupted after 3 evaluation(s)" in line and str(first) in line
+    data = json.loads(first.read_text())
+    assert data["status"] == "interrupted"
+    assert [step["step"] for step in data["history"]] == [0, 1, 2]
+    best = min(
+        (step for step in data["history"] if step["orbit_found"]),
+        key=lambda step: step["objective"],
+    )
+    assert data["final"]["values"] == best["values"]
+    assert data["final"]["params"]["gamma"] == best["values"]["gamma"]
+
+    monkeypatch.setattr(tune_module, "tune", interrupt_after(1))
+    again = tmp_path / "again.json"
+    code, _, err = _run(
+        ["tune", "rimless-wheel", "--vary", "gamma", "--target", "speed=1.3"]
+        + ["--params", str(first)]
+        + options
+        + ["--json", str(again)]
+    )
+    assert code == 130
+    resumed = json.loads(again.read_text())["history"][0]["values"]["gamma"]
+    np.testing.assert_allclose(resumed, best["values"]["gamma"], rtol=1e-12)
 
 
 def test_ball_simulate_is_the_closed_form(tmp_path):

@@ -1,6 +1,8 @@
 """Derivatives of the rimless wheel's orbit against its closed forms, in a batch
 with a failed element, and NaN (not an exception) where no orbit exists."""
 
+import dataclasses
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -152,26 +154,32 @@ def test_poincare_map_reverse_gradient_is_the_closed_form():
         np.testing.assert_allclose(row, [d_omega, d_gamma], rtol=1e-7)
 
 
-def test_tune_in_reverse_mode_finds_the_closed_form_slope():
-    """`hx.tune(mode="reverse")` (BFGS on reverse-mode implicit-function
-    gradients, the default for three or more parameters): the slope on which the
-    wheel rolls at omega* = 1.3 rad/s after heel strike, sin(gamma) = omega*^2
-    (1 - c) / (4 (g/l) sin(alpha) c) with c = cos^2(2 alpha)."""
-    params = hx.canonical_params(models.rimless_wheel.RimlessWheelParams())
+def _speed(orbit, p):
+    return orbit.u[0]
 
-    def speed_error(orbit, p):
-        return orbit.u[0] - 1.3
 
-    result = hx.tune(
+def _tune_speed(params, target):
+    """`hx.tune` of the slope to a speed after heel strike, the target a run-time
+    value (`hx.QuantityTarget`): one compiled program for every target."""
+    return hx.tune(
         WHEEL,
         WHEEL_SECTION,
         jnp.array([1.0]),
         params,
         None,
         vary=["gamma"],
-        constraints=[(speed_error, 1e-7)],
+        constraints=[(hx.QuantityTarget(_speed, jnp.asarray(target)), 1e-7)],
         mode="reverse",
     )
+
+
+def test_tune_in_reverse_mode_finds_the_closed_form_slope():
+    """`hx.tune(mode="reverse")` (BFGS on reverse-mode implicit-function
+    gradients, the default for three or more parameters): the slope on which the
+    wheel rolls at omega* = 1.3 rad/s after heel strike, sin(gamma) = omega*^2
+    (1 - c) / (4 (g/l) sin(alpha) c) with c = cos^2(2 alpha)."""
+    params = hx.canonical_params(models.rimless_wheel.RimlessWheelParams())
+    result = _tune_speed(params, 1.3)
     assert result.mode == "reverse" and bool(result.orbit.converged)
     # The constraint met to its tolerance: a feasible point, an optimum only
     # where the minimiser also met its own tolerance (here its 100 steps ran
@@ -183,3 +191,21 @@ def test_tune_in_reverse_mode_finds_the_closed_form_slope():
     c = np.cos(2 * alpha) ** 2
     gamma = np.arcsin(1.3**2 * (1 - c) / (4 * 9.81 * np.sin(alpha) * c))
     np.testing.assert_allclose(result.values["gamma"], gamma, rtol=1e-6)
+
+
+def test_tune_stops_at_the_parameters_rules():
+    """A speed no slope gives (1000 rad/s; at most about 3.9 on the steepest
+    slope, sin(gamma) = 1): the minimiser steepens the slope towards and past
+    the class's rule |gamma| < pi/2. `hx.tune` stops at the last point inside
+    the rule, says which rule the next step broke, and its result is an orbit
+    at parameters that pass the class's own check."""
+    params = hx.canonical_params(models.rimless_wheel.RimlessWheelParams())
+    result = _tune_speed(params, 1000.0)
+    assert result.result == "parameter_rule"
+    assert "`gamma` must be in (-pi/2, pi/2)" in result.rule
+    gamma = result.values["gamma"]
+    assert abs(gamma) < np.pi / 2
+    dataclasses.replace(params, gamma=gamma)  # (the class's check passes)
+    assert all(abs(step.values["gamma"]) < np.pi / 2 for step in result.history)
+    assert not result.targets_met
+    assert float(result.params.gamma) == gamma

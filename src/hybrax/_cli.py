@@ -1034,14 +1034,22 @@ def _run_orbit(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
 
 
 def _add_models(subparsers) -> None:
+    from ._registry import model_names
+
     parser = subparsers.add_parser(
         "models",
         help="list the registered models with their parameters",
         description=(
-            "List the registered models: description, formulations, state, the "
-            "commands each supports, and the parameters that --set takes with "
-            "their units and defaults."
+            "List the registered models (or the ones named): description, "
+            "formulations, state, the commands each supports, and the parameters "
+            "that --set takes with their units and defaults."
         ),
+    )
+    parser.add_argument(
+        "names",
+        nargs="*",
+        metavar="MODEL",
+        help=f"models to show (default: all): {', '.join(model_names())}",
     )
     parser.set_defaults(run=_run_models, command_parser=parser)
 
@@ -1049,8 +1057,13 @@ def _add_models(subparsers) -> None:
 def _run_models(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     from ._registry import get_model, model_names
 
-    del args, parser
-    for name in model_names():
+    unknown = [name for name in args.names if name not in model_names()]
+    if unknown:
+        parser.error(
+            f"argument MODEL: invalid choice: {unknown[0]!r} (choose from "
+            f"{', '.join(map(repr, model_names()))})"
+        )
+    for name in args.names or model_names():
         model = get_model(name)
         commands = ["simulate"]
         if model.has_orbits:

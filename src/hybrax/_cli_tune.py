@@ -218,6 +218,7 @@ def _run_tune(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         print(f"; |multiplier| < {args.max_multiplier:g}", end="")
     print()
     sys.stdout.flush()
+    steps = []
     try:
         guess = np.asarray(model.orbit_guess(params), dtype=float)
         stored = _cli._params_file_vector(args.params, "u", guess.shape[0])
@@ -238,7 +239,10 @@ def _run_tune(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
             # swamp the targets' penalties, a cost of transport of 4e-3 vanish).
             objective_scale=getattr(args, "objective_scale", "start"),
             seek_steps=args.seek_steps,
+            callback=steps.append,
         )
+    except KeyboardInterrupt:
+        return _keep_interrupted(args, params, vary, vary_names, steps)
     except ValueError as error:  # no orbit at the start
         print(f"error: {error}", file=sys.stderr)
         return 1
@@ -256,6 +260,11 @@ def _run_tune(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         f"({result.wall_time:.1f} s, of which {result.compile_time:.1f} s compiling; "
         f"{result.mode}-mode gradients)"
     )
+    if result.rule is not None:
+        print(
+            "  stopped at the last point inside the parameters' rules; the next "
+            f"step broke one: {result.rule}"
+        )
     for name, value in result.values.items():
         print(f"  {name:<18} {value:.10g}")
     for name, value in final_quantities.items():
@@ -301,23 +310,11 @@ def _run_tune(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
             "mode": result.mode,
             "status": result.status,
             "result": result.result,
+            "rule": result.rule,
             "n_evaluations": result.n_evaluations,
             "wall_time": result.wall_time,
             "compile_time": result.compile_time,
-            "history": [
-                {
-                    "step": step.step,
-                    "values": step.values,
-                    "objective": _cli._number(step.objective),
-                    "spectral_radius": _cli._number(step.spectral_radius),
-                    "multipliers": _cli._pairs(step.multipliers),
-                    "orbit_found": step.orbit_found,
-                    "status": step.status,
-                    "best": step.best,
-                    "stage": step.stage,
-                }
-                for step in result.history
-            ],
+            "history": _history_json(result.history),
             "verification": verification,
             "final": {
                 "params": _cli._params_dict(result.params),
@@ -336,6 +333,65 @@ def _run_tune(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         print(f"wrote {args.json}")
     verified = verification is None or verification["passed"]
     return 0 if (result.orbit_found and result.stable and met and verified) else 1
+
+
+def _history_json(steps) -> list[dict]:
+    return [
+        {
+            "step": step.step,
+            "values": step.values,
+            "objective": _cli._number(step.objective),
+            "spectral_radius": _cli._number(step.spectral_radius),
+            "multipliers": _cli._pairs(step.multipliers),
+            "orbit_found": step.orbit_found,
+            "status": step.status,
+            "best": step.best,
+            "stage": step.stage,
+        }
+        for step in steps
+    ]
+
+
+def _keep_interrupted(args, params, vary, vary_names, steps) -> int:
+    """Ctrl-C during the tuning: the history so far and its best point (the
+    lowest objective among the evaluations with an orbit, its parameters and
+    orbit unknowns under `final`, which `--params` reads: a re-run resumes from
+    there) go to `--json`, else `tune.json` in `--out`; exit 130."""
+    found = [s for s in steps if s.orbit_found and math.isfinite(s.objective)]
+    if not found:
+        print(
+            f"hybrax tune: interrupted after {len(steps)} evaluation(s), none with "
+            "an orbit; no output of this run was written",
+            file=sys.stderr,
+        )
+        return 130
+    best = min(found, key=lambda step: step.objective)
+    tuned = params
+    for handle, name in zip(vary, vary_names):
+        tuned = handle.set(tuned, best.values[name])
+    payload = {
+        "model": args.model,
+        "vary": vary_names,
+        "status": "interrupted",
+        "n_evaluations": len(steps),
+        "history": _history_json(steps),
+        "final": {
+            "params": _cli._params_dict(tuned),
+            "values": best.values,
+            "objective": _cli._number(best.objective),
+            "step": best.step,
+            "u": [float(v) for v in np.asarray(best.u)],
+        },
+    }
+    path = args.json if args.json is not None else args.out / "tune.json"
+    path = _cli._write_json(path, payload)
+    print(
+        f"hybrax tune: interrupted after {len(steps)} evaluation(s); wrote the "
+        f"history and the best point so far (evaluation {best.step}) to {path} "
+        f"(resume with --params {path})",
+        file=sys.stderr,
+    )
+    return 130
 
 
 # An orbit found again is the tuned one when their unknowns agree to this.

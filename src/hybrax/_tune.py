@@ -93,7 +93,10 @@ class TuneResult:
       (tracing and compiling its programs, once each, with the first step and the
       start and final solves); the rest is run time.
     - `result`: the minimiser's own status name (`"successful"` when it met its
-      tolerance); `mode`: `"reverse"` or `"forward"`.
+      tolerance), or `"parameter_rule"`: its next step would have left the
+      parameters' rules (their class's checks, e.g. a slope inside
+      $(-\pi/2, \pi/2)$), so the result is the last point inside them and
+      `rule` says which rule; `mode`: `"reverse"` or `"forward"`.
     """
 
     params: Params
@@ -111,6 +114,7 @@ class TuneResult:
     result: str
     mode: str
     problem: Any = dataclasses.field(repr=False, default=None)
+    rule: str | None = None
 
     def objective_at(self, values) -> np.ndarray:
         """The penalised objective (final stage) at a batch of values of the
@@ -594,9 +598,12 @@ def tune(
             )
             fn = problem if mode == "reverse" else _ForwardProblem(problem)
         result_name = "max_steps_reached"
+        broken = None
         # (The existence stage's steps after its first are run time too.)
         run_time = seek_run_time
         for stage, width in enumerate(widths):
+            if broken is not None:
+                break
             args = (u, jnp.asarray(width, y.dtype))
             state = _init(minimiser, fn, y, args, f_struct, aux_struct, tags)
             best = math.inf
@@ -630,6 +637,12 @@ def tune(
                     _print_step(record, stage, len(widths))
                 if callback is not None:
                     callback(record)
+                broken = _broken_rule(problem.with_values(y_next))
+                if broken is not None:
+                    # Tuning never writes parameters outside their rules: it ends
+                    # at the last point inside them.
+                    result_name = "parameter_rule"
+                    break
                 y = y_next
                 if bool(done):
                     result_name = (
@@ -685,7 +698,23 @@ def tune(
             result=result_name,
             mode=mode,
             problem=problem,
+            rule=broken,
         )
+
+
+def _broken_rule(params) -> str | None:
+    """The message of the rule of `params`' class that its (concrete) values
+    break (the class's own checks, run again by rebuilding it), else `None`;
+    also `None` for parameters without such a class."""
+    if not dataclasses.is_dataclass(params) or isinstance(params, type):
+        return None
+    try:
+        dataclasses.replace(params)
+    except ValueError as error:
+        return str(error)
+    except Exception:  # a class that cannot be rebuilt field by field: no rules
+        return None
+    return None
 
 
 def _seek(
