@@ -377,7 +377,13 @@ def test_the_orbit_is_followed_from_the_defaults_where_the_guess_fails(tmp_path)
     code, _, stderr = _run(["orbit", "hopper", "--set", "D_G=0.01", *outputs])
     assert code == 1
     lines = stderr.strip().splitlines()
-    assert lines[-2].startswith("note: with d_G = ") and ">= 0" in lines[-2]
-    assert lines[-1].startswith("no periodic orbit found")
+    assert lines[-3].startswith("note: with d_G = ") and ">= 0" in lines[-3]
+    assert lines[-2].startswith("no periodic orbit found")
+    # The failed run makes no figures: those of the run before it, in the same
+    # folder, are removed (said on the last line), so none passes for its own.
+    assert lines[-1].startswith("removed from ") and "orbit.png" in lines[-1]
+    assert [p.name for p in (tmp_path / "figures").iterdir()] == [
+        "hybrax-manifest.json"
+    ]
     assert "following the orbit from the model's defaults" not in stderr
     assert json.loads(json_path.read_text())["homotopy"] is None

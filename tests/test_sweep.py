@@ -104,7 +104,8 @@ def sharded_run(tmp_path_factory):
     yield process, folder / "out.npz"
     if process.poll() is None:
         process.kill()
-        process.communicate()
+    process.wait()
+    process.stdout.close()  # (whether or not a test read it)
 
 
 @pytest.fixture(scope="module")
