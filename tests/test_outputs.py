@@ -18,14 +18,14 @@ def _wrote(err: str) -> list[str]:
     return [line.split("wrote ", 1)[1] for line in err.splitlines() if "wrote " in line]
 
 
-def _manifest(folder: pathlib.Path) -> dict:
-    return json.loads((folder / _io.MANIFEST).read_text())
+def _manifest(folder: pathlib.Path, kind: str = "simulate") -> dict:
+    return json.loads((folder / _io.MANIFEST).read_text())["runs"][kind]
 
 
 def test_a_folder_holds_one_runs_files(tmp_path, capsys):
-    """A second run into a folder removes the files of the first that it does not
-    write (its JSON here), keeps the files it writes again and files no run wrote,
-    and lists its own files in the folder's manifest."""
+    """A second run of a command into a folder removes the files of the first
+    that it does not write (its JSON here), keeps the files it writes again and
+    files no run wrote, and lists its own files in the folder's manifest."""
     out = tmp_path / "out"
     first = ["simulate", "bouncing-ball", "--out", str(out)]
     assert main([*first, "--json", str(out / "run.json")]) == 0
@@ -49,6 +49,35 @@ def test_a_folder_holds_one_runs_files(tmp_path, capsys):
         [*files, "notes.txt", _io.MANIFEST]
     )
     assert _manifest(out)["command"] == "hybrax " + " ".join(first)
+
+
+def test_each_kind_of_run_keeps_its_own_files(tmp_path):
+    """The manifest per kind of run: a `simulate` beside an `orbit` in one folder
+    leaves the orbit's files; the next `orbit` removes only its predecessor's
+    files that it does not write again; a file written by both is the latest
+    writer's (not removed by the other's next run)."""
+    out = tmp_path / "out"
+    out.mkdir()
+
+    def run(kind, names):
+        _io.start_run()
+        for name in names:
+            _io.write_file(out / name, lambda temporary: temporary.write_text(kind))
+        return _io.finish_folder(out, kind, f"hybrax {kind}")
+
+    assert run("orbit", ["orbit.png", "energy.png", "orbit.json"]) == []
+    assert run("simulate", ["time_series.png", "energy.png"]) == []
+    assert sorted(p.name for p in out.iterdir()) == sorted(
+        ["orbit.png", "energy.png", "orbit.json", "time_series.png", _io.MANIFEST]
+    )
+    assert _manifest(out, "orbit")["files"] == ["orbit.json", "orbit.png"]
+    assert run("orbit", ["orbit.png"]) == ["orbit.json"]
+    assert (out / "energy.png").read_text() == "simulate"
+    assert run("simulate", ["time_series.png"]) == ["energy.png"]
+    assert sorted(p.name for p in out.iterdir()) == sorted(
+        ["orbit.png", "time_series.png", _io.MANIFEST]
+    )
+    assert _manifest(out, "orbit")["command"] == "hybrax orbit"
 
 
 def test_a_write_that_fails_after_the_run_keeps_the_results(

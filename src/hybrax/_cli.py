@@ -1152,20 +1152,22 @@ def console() -> None:
 
 
 def _finish_outputs(args: argparse.Namespace, argv, code: int) -> int:
-    """After a run: make its `--out` folder hold this run's files only (stale
-    files of an earlier run that its manifest lists are removed; see
-    `hybrax._io.finish_folder`), and say where each file went that could not be
-    written to its own place (exit 1 then: the outputs are not where asked)."""
+    """After a run: make its `--out` folder hold one run's files of this command
+    (those of its previous run that the folder's manifest lists and this run
+    does not write again are removed; see `hybrax._io.finish_folder`), and say
+    where each file went that could not be written to its own place (exit 1
+    then: the outputs are not where asked)."""
     from . import _io
 
     out = getattr(args, "out", None)
     if out is not None and out.is_dir():
         words = sys.argv[1:] if argv is None else list(argv)
-        removed = _io.finish_folder(out, " ".join(["hybrax", *words]))
+        removed = _io.finish_folder(out, args.command, " ".join(["hybrax", *words]))
         if removed:
             print(
-                f"removed from {str(out)!r} the files of an earlier run that this "
-                f"one does not write: {', '.join(removed)}",
+                f"removed from {str(out)!r} the files of the previous "
+                f"`{args.command}` run that this one does not write: "
+                f"{', '.join(removed)}",
                 file=sys.stderr,
             )
     for wanted, written, reason in _io.FALLBACKS:

@@ -101,13 +101,17 @@ def _fallback_folder() -> pathlib.Path:
     return _FALLBACK_FOLDER[0]
 
 
-def finish_folder(folder, command: str) -> list[str]:
-    """Make `folder` hold one run's files: remove the files that the previous
-    run's manifest lists and this run did not write (a figure that this run
-    does not make, left from an earlier run of another model or options), and
-    write this run's manifest (`hybrax-manifest.json`: the command and the files
-    it wrote there). Files that no hybrax run wrote are never touched. Returns
-    the names removed."""
+def finish_folder(folder, kind: str, command: str) -> list[str]:
+    """Make `folder` hold one run's files of each kind of run (`kind`: the
+    command's name, e.g. `"orbit"`): remove the files that the folder's
+    manifest lists for the previous run of that kind and this run did not write
+    (a figure this run does not make, left from a run of another model or
+    options, or one that failed), and record this run in the manifest
+    (`hybrax-manifest.json`: per kind, the command and the files it wrote
+    there). The files of other kinds of run stay (a `simulate` beside an
+    `orbit` in one folder), except those this run wrote anew, which are its
+    own now. Files that no hybrax run wrote are never touched. Returns the
+    names removed."""
     folder = pathlib.Path(folder)
     manifest = folder / MANIFEST
     here = folder.resolve()
@@ -118,9 +122,13 @@ def finish_folder(folder, command: str) -> list[str]:
             if path.resolve().is_relative_to(here) and path.name != MANIFEST
         }
     )
-    previous: list[str] = []
+    runs: dict[str, dict] = {}
     with contextlib.suppress(OSError, ValueError, TypeError, AttributeError):
-        previous = list(json.loads(manifest.read_text())["files"])
+        runs = {
+            str(name): {"command": str(run["command"]), "files": list(run["files"])}
+            for name, run in json.loads(manifest.read_text())["runs"].items()
+        }
+    previous = runs.pop(kind, {"files": []})["files"]
     removed = []
     for name in previous:
         stale = (folder / name).resolve()
@@ -129,12 +137,13 @@ def finish_folder(folder, command: str) -> list[str]:
         with contextlib.suppress(OSError):
             stale.unlink()
             removed.append(name)
-    if mine or previous:
-        write_file(
-            manifest,
-            lambda temporary: temporary.write_text(
-                json.dumps({"command": command, "files": mine}, indent=2) + "\n"
-            ),
-        )
-        WRITTEN.pop()  # (the manifest lists the run's own files only)
+    for run in runs.values():
+        run["files"] = [name for name in run["files"] if name not in mine]
+    if mine:
+        runs[kind] = {"command": command, "files": mine}
+    runs = {name: run for name, run in sorted(runs.items()) if run["files"]}
+    if runs or previous:
+        text = json.dumps({"runs": runs}, indent=2) + "\n"
+        write_file(manifest, lambda temporary: temporary.write_text(text))
+        WRITTEN.pop()  # (the manifest lists the runs' own files only)
     return removed
