@@ -80,6 +80,23 @@ def test_each_kind_of_run_keeps_its_own_files(tmp_path):
     assert _manifest(out, "orbit")["command"] == "hybrax orbit"
 
 
+@pytest.mark.parametrize(
+    "manifest", ["{ not json", '{"files": ["old.png"]}', '{"runs": {"orbit": {}}}']
+)
+def test_a_foreign_manifest_is_replaced_and_removes_nothing(tmp_path, manifest):
+    """A manifest that is not one of this version's (unreadable, another layout,
+    an entry without its files) is replaced; no file is removed on its word."""
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / _io.MANIFEST).write_text(manifest)
+    (out / "old.png").write_text("kept")
+    _io.start_run()
+    _io.write_file(out / "new.png", lambda temporary: temporary.write_text("new"))
+    assert _io.finish_folder(out, "orbit", "hybrax orbit") == []
+    assert (out / "old.png").read_text() == "kept"
+    assert _manifest(out, "orbit")["files"] == ["new.png"]
+
+
 def test_a_write_that_fails_after_the_run_keeps_the_results(
     tmp_path, capsys, monkeypatch
 ):

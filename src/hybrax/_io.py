@@ -123,7 +123,8 @@ def finish_folder(folder, kind: str, command: str) -> list[str]:
         }
     )
     runs: dict[str, dict] = {}
-    with contextlib.suppress(OSError, ValueError, TypeError, AttributeError):
+    # An unreadable or foreign manifest is replaced (nothing of it is removed).
+    with contextlib.suppress(OSError, ValueError, TypeError, AttributeError, KeyError):
         runs = {
             str(name): {"command": str(run["command"]), "files": list(run["files"])}
             for name, run in json.loads(manifest.read_text())["runs"].items()
