@@ -137,6 +137,45 @@ def test_wheel_continuation_in_slope_follows_the_closed_form(tmp_path):
     assert (tmp_path / "branch_multiplier.png").is_file()
 
 
+def test_wheel_continuation_interrupted_keeps_its_branch_and_resumes(
+    tmp_path, monkeypatch
+):
+    """Ctrl-C after the branch's second point: exit 130, one line naming the
+    `--start` to go on from, and the JSON and figure of the points so far (the
+    closed form's orbits); the re-run from there reaches `--stop`."""
+    import hybrax._continuation
+
+    announce = hybrax._continuation.announce
+
+    def interrupting(line):
+        announce(line)
+        if line.startswith("  point 2:"):
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(hybrax._continuation, "announce", interrupting)
+    argv = ["continue", "rimless-wheel", "--stop", "0.15", "--out", str(tmp_path)]
+    argv += ["--json", str(tmp_path / "branch.json")]
+    code, out, err = _run(argv + ["--start", "0.1"])
+    assert code == 130, err
+    last = err.strip().splitlines()[-1]
+    assert last.startswith("hybrax continue: interrupted after 3 points")
+    data = json.loads((tmp_path / "branch.json").read_text())
+    assert data["status"] == "interrupted" and len(data["branch"]) == 3
+    for point in data["branch"]:
+        np.testing.assert_allclose(
+            point["state"][1], _omega_star(point["gamma"]), rtol=1e-7
+        )
+    assert (tmp_path / "branch_multiplier.png").is_file()
+    resume = re.search(r"--start (\S+)\)", last).group(1)
+    assert float(resume) == data["branch"][-1]["gamma"]
+    monkeypatch.setattr(hybrax._continuation, "announce", announce)
+    code, out, err = _run(argv + ["--start", resume])
+    assert code == 0, err
+    data = json.loads((tmp_path / "branch.json").read_text())
+    assert data["branch"][0]["gamma"] == float(resume)
+    assert data["branch"][-1]["gamma"] == pytest.approx(0.15, abs=1e-12)
+
+
 def test_wheel_sweep_finds_orbits_exactly_where_the_wheel_vaults(tmp_path):
     code, out, _ = _run(
         ["sweep", "rimless-wheel", "--grid", "gamma=0.04:0.12:3"]

@@ -116,6 +116,41 @@ def test_logistic_fixed_point_branch(fixed):
     assert fixed.parameter_name == "r" and fixed.method == "pseudo-arclength"
 
 
+def test_an_interrupted_continuation_keeps_its_points(fixed, monkeypatch):
+    """Ctrl-C after the third accepted point: `hx.Interrupted` (a
+    KeyboardInterrupt) whose `partial` is the branch so far, point for point the
+    uninterrupted branch's, with the status `interrupted`."""
+    import hybrax._continuation
+
+    announce = hybrax._continuation.announce
+    lines = []
+
+    def interrupting(line):
+        announce(line)
+        lines.append(line)
+        if line.startswith("  point 3:"):
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(hybrax._continuation, "announce", interrupting)
+    with pytest.raises(hx.Interrupted) as info:
+        hx.continue_fixed_points(
+            logistic,
+            0.6,
+            2.5,
+            stop=3.6,
+            parameter_name="r",
+            continuation_settings=SETTINGS,
+        )
+    assert isinstance(info.value, KeyboardInterrupt)
+    partial = info.value.partial
+    assert partial.status == "interrupted" and "after 4 point(s)" in partial.message
+    n = partial.parameter.size
+    assert n == 4 + len(partial.special_points)
+    np.testing.assert_array_equal(partial.parameter, fixed.parameter[:n])
+    np.testing.assert_array_equal(partial.u, fixed.u[:n])
+    assert partial.kind == fixed.kind[:n]
+
+
 def test_logistic_period_doubling_at_three(fixed):
     (flip,) = fixed.period_doublings
     assert fixed.special_points == (flip,)

@@ -12,6 +12,7 @@ the module so that it compiles while this process does.
 import contextlib
 import csv
 import io
+import json
 import math
 import os
 import subprocess
@@ -548,6 +549,85 @@ def test_warm_starts_from_the_nearest_converged_orbit(system_and_section):
     assert warm.orbit.n_steps[:16].sum() < cold.orbit.n_steps[:16].sum()
 
 
+def _interrupt_after(monkeypatch, n_finished: int) -> None:
+    """Ctrl-C (a KeyboardInterrupt) once `n_finished` elements have finished."""
+    update = hybrax._sweep._Progress.update
+
+    def interrupting(self, count):
+        update(self, count)
+        if self.done >= n_finished:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(hybrax._sweep._Progress, "update", interrupting)
+
+
+def _ramp_params():
+    """Sixteen hopper sets with an orbit each and one without (D_G > 0)."""
+    mu = np.linspace(0.78, 0.82, 16)
+    return eqx.tree_at(
+        lambda p: (p.mu, p.d_G),
+        models.hopper.HopperParams(),
+        (np.append(mu, 0.8), np.append(np.full(16, -0.0377), 0.01) * SCALE),
+    )
+
+
+def test_an_interrupted_sweep_keeps_its_finished_elements(
+    system_and_section, monkeypatch
+):
+    """Ctrl-C during the rounds raises `hx.Interrupted` (a KeyboardInterrupt)
+    once the running rounds end; its `partial` holds every finished element
+    exactly as the uninterrupted sweep gives it and marks the others `not_run`
+    with NaN values."""
+    system, section = system_and_section
+    params = _ramp_params()
+    whole = _rounds_of_four(system, section, params, order=None)
+    _interrupt_after(monkeypatch, 4)
+    with pytest.raises(hx.Interrupted) as info:
+        _rounds_of_four(system, section, params, order=None)
+    assert isinstance(info.value, KeyboardInterrupt)
+    partial = info.value.partial
+    names = np.array(partial.status_names)
+    ran = names != "not_run"
+    assert 4 <= ran.sum() < 17, names
+    assert "interrupted" in hx.status_message(hx.RESULTS.not_run)[0]
+    np.testing.assert_array_equal(partial.status[ran], whole.status[ran])
+    np.testing.assert_array_equal(partial.orbit.u[ran], whole.orbit.u[ran])
+    np.testing.assert_array_equal(partial.multipliers[ran], whole.multipliers[ran])
+    np.testing.assert_array_equal(partial.orbit.n_steps[ran], whole.orbit.n_steps[ran])
+    assert np.isnan(partial.orbit.u[~ran]).all()
+    assert np.isnan(partial.multipliers[~ran]).all()
+    assert not partial.converged[~ran].any()
+    assert f"after {ran.sum()} of 17" in str(info.value)
+
+
+def test_an_interrupt_during_the_retries_keeps_the_first_solves(
+    system_and_section, monkeypatch
+):
+    """Ctrl-C while the elements without an orbit are solved again from their
+    neighbours' orbits: `partial` holds the whole first pass and the retries
+    that finished, as the uninterrupted sweep does."""
+    system, section = system_and_section
+    params = _ramp_params()
+    whole = _rounds_of_four(system, section, params, order=None, retry=True)
+    update = hybrax._sweep._Progress.update
+
+    def interrupting(self, count):  # the retries' (quiet) progress only
+        update(self, count)
+        if not self.desc:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(hybrax._sweep._Progress, "update", interrupting)
+    with pytest.raises(hx.Interrupted) as info:
+        _rounds_of_four(system, section, params, order=None, retry=True)
+    partial = info.value.partial
+    assert "not_run" not in partial.status_names
+    np.testing.assert_array_equal(partial.status, whole.status)
+    np.testing.assert_array_equal(partial.retried, whole.retried)
+    assert partial.retried[16] and not partial.converged[16]
+    np.testing.assert_array_equal(partial.orbit.n_steps, whole.orbit.n_steps)
+    np.testing.assert_array_equal(partial.orbit.u, whole.orbit.u)
+
+
 def test_nearest_converged_orbit_in_scaled_parameters():
     from hybrax._sweep import _nearest_solved, _parameter_features
 
@@ -689,6 +769,50 @@ def test_cli_writes_table_and_heatmap(tmp_path, swept):
     assert not data["converged"][:, 2].any() and data["converged"][:, :2].all()
     png = (tmp_path / "sweep_heatmap.png").read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_cli_interrupted_sweep_writes_the_finished_points(
+    tmp_path, swept, monkeypatch, capsys
+):
+    """Ctrl-C in `hybrax sweep`: exit 130, one line, and the table, arrays,
+    heat map and JSON of the points that finished (each row as the
+    uninterrupted run's), the others with the status `not_run`."""
+    del swept  # compiled the same program first
+    grid = ["--grid", "mu=0.75:0.8:2", "--grid", "D_G=-0.04:0:3", "--no-progress"]
+    assert main(["sweep", "hopper", *grid, "--out", str(tmp_path / "whole")]) == 0
+    capsys.readouterr()
+    _interrupt_after(monkeypatch, 1)
+    folder = tmp_path / "partial"
+    code = main(
+        ["sweep", "hopper", *grid, "--out", str(folder), "--json", str(folder / "j")]
+    )
+    out, err = capsys.readouterr()
+    assert code == 130
+    (line,) = err.strip().splitlines()
+    assert line.startswith("hybrax sweep: interrupted after ")
+    assert "Traceback" not in out + err
+    with (tmp_path / "whole" / "sweep.csv").open() as stream:
+        whole = list(csv.DictReader(stream))
+    with (folder / "sweep.csv").open() as stream:
+        partial = list(csv.DictReader(stream))
+    ran = [row["status"] != "not_run" for row in partial]
+    assert 1 <= sum(ran) < 6
+    assert f"after {sum(ran)} of 6 points" in line
+    assert f"not run (interrupted) at {6 - sum(ran)}" in out
+    for kept, row, full in zip(ran, partial, whole):
+        if kept and row["retried_from_neighbour"] != full["retried_from_neighbour"]:
+            # A point without an orbit whose retry from its neighbour's orbit
+            # had not run (the whole run's retry found none either).
+            assert row["converged"] == full["converged"] == "false"
+            for key in ("newton_iterations", "retried_from_neighbour"):
+                del row[key], full[key]
+        if kept:
+            assert row == full
+        else:
+            assert row["period"] == "nan" and row["converged"] == "false"
+    record = json.loads((folder / "j").read_text())
+    assert record["status"] == "interrupted" and record["not_run"] == 6 - sum(ran)
+    assert (folder / "sweep_heatmap.png").stat().st_size > 0
 
 
 def test_cli_warm_start_reaches_the_sweep(tmp_path, swept, monkeypatch):

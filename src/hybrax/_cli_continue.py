@@ -130,6 +130,7 @@ def _run_continue(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
     from ._continuation import continue_branch
     from ._misc import canonical_params
     from ._settings import Settings
+    from ._solution import Interrupted
 
     model = _cli._load_model(parser, args.model)
     spec = model.continuation
@@ -191,23 +192,28 @@ def _run_continue(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
     began = time.perf_counter()
     branch = None
     for guess in guesses:
-        branch = continue_branch(
-            system,
-            section,
-            guess,
-            params,
-            parameter,
-            start=start,
-            stop=stop,
-            method=args.method,
-            step=min(0.02, args.max_step),
-            max_step=args.max_step,
-            max_points=args.max_points,
-            max_period=max_period,
-            parameter_scale=theta,
-            settings=Settings(rtol=args.tol, atol=args.tol),
-            throw=False,
-        )
+        try:
+            branch = continue_branch(
+                system,
+                section,
+                guess,
+                params,
+                parameter,
+                start=start,
+                stop=stop,
+                method=args.method,
+                step=min(0.02, args.max_step),
+                max_step=args.max_step,
+                max_points=args.max_points,
+                max_period=max_period,
+                parameter_scale=theta,
+                settings=Settings(rtol=args.tol, atol=args.tol),
+                throw=False,
+            )
+        except Interrupted as stop_early:
+            if stop_early.partial is None:  # no point yet: `main`'s one line
+                raise KeyboardInterrupt from None
+            branch = stop_early.partial
         if branch.status != "start_failed":
             break
     elapsed = time.perf_counter() - began
@@ -329,15 +335,29 @@ def _run_continue(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
         limits={k: _cli._number(v) for k, v in limits.items()},
     )
     levels = [(section, branch)]
-    if args.cascade:
-        levels += _follow_cascade(
-            args, system, section, branch, params, parameter, stop, max_period, theta
-        )
-        payload["cascade"] = [
-            _level_record(model, form, level_section, level, parameter, 2**k)
-            for k, (level_section, level) in enumerate(levels)
-            if k > 0
-        ]
+    interrupted = branch.status == "interrupted"
+    if args.cascade and not interrupted:
+        try:
+            levels += _follow_cascade(
+                args,
+                system,
+                section,
+                branch,
+                params,
+                parameter,
+                stop,
+                max_period,
+                theta,
+            )
+        except Interrupted:  # the first branch is whole; the cascade is dropped
+            interrupted = True
+            payload["cascade_status"] = "interrupted"
+        else:
+            payload["cascade"] = [
+                _level_record(model, form, level_section, level, parameter, 2**k)
+                for k, (level_section, level) in enumerate(levels)
+                if k > 0
+            ]
     print()
     if len(levels) > 1:
         for path in _bifurcation_figure(model, form, levels, parameter, args):
@@ -348,6 +368,15 @@ def _run_continue(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
     if args.json is not None:
         _cli._write_json(args.json, payload)
         print(f"wrote {args.json}")
+    if interrupted:
+        what = (
+            f"after {branch.n_points} points; wrote the branch so far (continue "
+            f"it with --start {float(branch.parameter[-1])!r})"
+            if branch.status == "interrupted"
+            else "during the cascade; wrote the first branch without it"
+        )
+        print(f"hybrax continue: interrupted {what}", file=sys.stderr)
+        return 130
     return 0
 
 

@@ -311,6 +311,7 @@ def _write_csv(path: pathlib.Path, columns: dict[str, np.ndarray]) -> None:
 
 
 def _run_sweep(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    from ._solution import Interrupted
     from ._sweep import sweep_orbits
 
     model = _cli._load_model(parser, args.model)
@@ -380,37 +381,45 @@ def _run_sweep(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
                 f"argument --guess: no scan guess for {args.model!r} ({form_name})"
             )
         guess = scan
-    out = sweep_orbits(
-        system,
-        section,
-        guess,
-        params,
-        chunk_size=chunk,
-        progress=not args.no_progress,
-        # A mapped quantity may read phase observables (the hopper's apex heights).
-        phase_observables=args.quantity is not None,
-        warm_start=args.warm_start,
-        **_sweep_options(
-            tol=args.tol,
-            t_max=args.t_max,
-            max_iterations=args.max_iterations,
-            map_iterations=args.map_iterations,
-        ),
-    )
+    try:
+        out = sweep_orbits(
+            system,
+            section,
+            guess,
+            params,
+            chunk_size=chunk,
+            progress=not args.no_progress,
+            # A mapped quantity may read phase observables (the hopper's apex
+            # heights).
+            phase_observables=args.quantity is not None,
+            warm_start=args.warm_start,
+            **_sweep_options(
+                tol=args.tol,
+                t_max=args.t_max,
+                max_iterations=args.max_iterations,
+                map_iterations=args.map_iterations,
+            ),
+        )
+        interrupted = False
+    except Interrupted as stop:
+        if stop.partial is None:  # nothing finished: `main`'s one line
+            raise KeyboardInterrupt from None
+        out, interrupted = stop.partial, True
     elapsed = time.perf_counter() - start
 
     columns, _ = _columns(axes, params, out, system, section, flag[0], quantities)
     converged = columns["converged"]
     stable = columns["stable"]
     pulling = columns[flag[0]]
+    not_run = columns["status"] == "not_run"
     failures: dict[str, int] = {}
-    for name in columns["status"][~converged]:
+    for name in columns["status"][~converged & ~not_run]:
         failures[str(name)] = failures.get(str(name), 0) + 1
     n_conv = int(converged.sum())
     retried = columns["retried_from_neighbour"] & ~converged
     print(
         f"  converged {n_conv}/{n} (stable {int(stable.sum())}, unstable "
-        f"{n_conv - int(stable.sum())}); no orbit at {n - n_conv}"
+        f"{n_conv - int(stable.sum())}); no orbit at {n - n_conv - int(not_run.sum())}"
         + (
             ": " + ", ".join(f"{k} {v}" for k, v in sorted(failures.items()))
             if failures
@@ -423,6 +432,8 @@ def _run_sweep(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
             else ""
         )
     )
+    if interrupted:
+        print(f"  not run (interrupted) at {int(not_run.sum())}")
     if pulling.any():
         print(f"  {int(pulling.sum())} {flag[1]}")
     print(f"  time {elapsed:.1f} s ({n / elapsed:.1f} points/s, compilation included)")
@@ -478,6 +489,7 @@ def _run_sweep(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
             ),
             title=title,
             level=1.0 if args.quantity is None else None,
+            not_run=not_run.reshape(shape),
             colorbar_label=(
                 r"leading nontrivial $|\nu|$"
                 if args.quantity is None
@@ -507,10 +519,19 @@ def _run_sweep(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
                 "converged": n_conv,
                 "stable": int(stable.sum()),
                 "failures": failures,
+                "not_run": int(not_run.sum()),
+                "status": "interrupted" if interrupted else "finished",
                 flag[0]: int(pulling.sum()),
                 "seconds": elapsed,
                 "files": [str(p) for p in written],
             },
         )
         print(f"wrote {args.json}")
+    if interrupted:
+        print(
+            f"hybrax sweep: interrupted after {n - int(not_run.sum())} of {n} "
+            "points; wrote those, the others with the status `not_run`",
+            file=sys.stderr,
+        )
+        return 130
     return 0

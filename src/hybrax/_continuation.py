@@ -81,7 +81,7 @@ from ._settings import (
     resolve_root_finder,
     resolve_settings,
 )
-from ._solution import RESULTS
+from ._solution import RESULTS, Interrupted
 
 
 # ---------------------------------------------------------------------------
@@ -300,7 +300,8 @@ class SolutionBranch(_SpecialPointViews):
     `period_doublings`, `neimark_sackers`; `iterates` ($m$ for fixed points of
     $g^m$, `None` for [`hybrax.continue_zeros`][]); `parameter_name`, `method`,
     `status` (why the continuation stopped: `"reached_bound"`, `"max_points"`,
-    `"min_step"`, `"start_failed"`), `message` and `n_rejected` (rejected steps).
+    `"min_step"`, `"start_failed"`; `"interrupted"` on the `partial` of
+    [`hybrax.Interrupted`][]), `message` and `n_rejected` (rejected steps).
     """
 
     parameter_name: str
@@ -353,8 +354,9 @@ class Branch(_SpecialPointViews):
     present in the arrays at its `index`) and its views `folds`,
     `period_doublings` and `neimark_sackers`; `parameter_name`, `method`, `status`
     (why the continuation stopped: `"reached_bound"`, `"max_points"`,
-    `"max_period"`, `"min_step"`, `"start_failed"`), `message` and `n_rejected`
-    (rejected steps).
+    `"max_period"`, `"min_step"`, `"start_failed"`; `"interrupted"` on the
+    `partial` of [`hybrax.Interrupted`][]), `message` and `n_rejected` (rejected
+    steps).
     """
 
     parameter_name: str
@@ -931,59 +933,63 @@ def _follow(
 ) -> _Trace:
     """Pseudo-arclength (or natural) continuation from `first` (whose tangent is
     set) until the branch leaves `[low, high]`, `max_points` are computed, the
-    step falls below `min_step`, or `stop_when(point)` returns `(status,
-    message)`."""
+    step falls below `min_step`, `stop_when(point)` returns `(status,
+    message)`, or Ctrl-C interrupts it (status `"interrupted"`)."""
     scale = _scale(first.z.shape[0] - 1, settings.parameter_scale)
     first.kind = "start"
     points, specials = [first], []
     h = settings.initial_step
     n_rejected = 0
     status, message = "max_points", f"reached max_points = {settings.max_points}"
-    while len(points) < settings.max_points:
-        prev = points[-1]
-        z_pred, w, predicted = _predict(prev, h, direction, settings, scale)
-        new = corrector(z_pred, w)
-        if not _acceptable(new, prev, z_pred, predicted, h, settings, scale):
-            n_rejected += 1
-            h *= 0.5
-            if h < settings.min_step:
-                status = "min_step"
-                message = (
-                    f"step below min_step = {settings.min_step:g} at "
-                    f"{parameter_name} = {prev.lam:.8g}"
-                )
-                if settings.method == "natural":
-                    message += " (a fold stops natural continuation)"
+    try:
+        while len(points) < settings.max_points:
+            prev = points[-1]
+            z_pred, w, predicted = _predict(prev, h, direction, settings, scale)
+            new = corrector(z_pred, w)
+            if not _acceptable(new, prev, z_pred, predicted, h, settings, scale):
+                n_rejected += 1
+                h *= 0.5
+                if h < settings.min_step:
+                    status = "min_step"
+                    message = (
+                        f"step below min_step = {settings.min_step:g} at "
+                        f"{parameter_name} = {prev.lam:.8g}"
+                    )
+                    if settings.method == "natural":
+                        message += " (a fold stops natural continuation)"
+                    break
+                continue
+            for point, kind, g, located in _special_points_between(
+                corrector, prev, new, scale, settings
+            ):
+                if low <= point.lam <= high and len(points) < settings.max_points:
+                    specials.append((len(points), kind, g, located))
+                    points.append(point)
+                    label = kind.replace("_", " ")
+                    announce(f"  {label} at {parameter_name} = {point.lam:.8g}")
+            if not low <= new.lam <= high:
+                end = _finish_on_bound(corrector, prev, new, low, high, scale)
+                if end is not None and len(points) < settings.max_points:
+                    points.append(end)
+                status, message = "reached_bound", f"left [{low:g}, {high:g}]"
                 break
-            continue
-        for point, kind, g, located in _special_points_between(
-            corrector, prev, new, scale, settings
-        ):
-            if low <= point.lam <= high and len(points) < settings.max_points:
-                specials.append((len(points), kind, g, located))
-                points.append(point)
-                announce(
-                    f"  {kind.replace('_', ' ')} at {parameter_name} = {point.lam:.8g}"
-                )
-        if not low <= new.lam <= high:
-            end = _finish_on_bound(corrector, prev, new, low, high, scale)
-            if end is not None and len(points) < settings.max_points:
-                points.append(end)
-            status, message = "reached_bound", f"left [{low:g}, {high:g}]"
-            break
-        if len(points) >= settings.max_points:
-            break
-        points.append(new)
-        # A line per point (the command line's progress; else the log's).
-        announce(
-            f"  point {len(points) - 1}: {parameter_name} = {new.lam:.8g} "
-            f"({new.n_steps} Newton steps, step {h:.3g})"
-        )
-        reason = None if stop_when is None else stop_when(new)
-        if reason is not None:
-            status, message = reason
-            break
-        h = _adapt_step(h, new.n_steps, settings)
+            if len(points) >= settings.max_points:
+                break
+            points.append(new)
+            # A line per point (the command line's progress; else the log's).
+            announce(
+                f"  point {len(points) - 1}: {parameter_name} = {new.lam:.8g} "
+                f"({new.n_steps} Newton steps, step {h:.3g})"
+            )
+            reason = None if stop_when is None else stop_when(new)
+            if reason is not None:
+                status, message = reason
+                break
+            h = _adapt_step(h, new.n_steps, settings)
+    except KeyboardInterrupt:
+        # The points accepted so far are whole (a point is appended once done).
+        status = "interrupted"
+        message = f"interrupted (Ctrl-C) after {len(points)} point(s)"
     return _Trace(points, specials, status, message, n_rejected)
 
 
@@ -1254,7 +1260,7 @@ def _continue_solutions(
     settings = continuation_settings
     options = _Options(resolve_root_finder(root_finder), settings.max_iterations)
     corrector = _Corrector(residual, options, settings.residual_tol)
-    first = start_point(corrector, settings)
+    first = _first_point(start_point, corrector, settings)
     failure = _start_failure(
         first,
         "no solution found at the start",
@@ -1272,7 +1278,26 @@ def _continue_solutions(
     if direction is None:  # a switched branch: natural steps go where it leaves
         direction = 1 if first.tangent[-1] >= 0 else -1
     trace = _follow(corrector, first, low, high, direction, settings, parameter_name)
-    return _solution_branch(trace, parameter_name, settings.method, iterates)
+    return _interrupted_or(
+        _solution_branch(trace, parameter_name, settings.method, iterates)
+    )
+
+
+def _interrupted_or(branch):
+    """`branch`, or [`hybrax.Interrupted`][] raised with it where Ctrl-C stopped
+    its continuation."""
+    if branch.status == "interrupted":
+        raise Interrupted(branch, branch.message)
+    return branch
+
+
+def _first_point(start_point, *args):
+    """`start_point(*args)`; Ctrl-C there is [`hybrax.Interrupted`][] without a
+    branch."""
+    try:
+        return start_point(*args)
+    except KeyboardInterrupt:
+        raise Interrupted(None, "interrupted before the first point") from None
 
 
 def continue_zeros(
@@ -1813,7 +1838,7 @@ def _continue_orbits(
     )
     options = _Options(root_finder, continuation.max_iterations)
     corrector = _Corrector(residual, options, continuation.residual_tol)
-    first = start_point(corrector)
+    first = _first_point(start_point, corrector)
     failure = _start_failure(
         first,
         f"no periodic orbit found {where}",
@@ -1848,7 +1873,9 @@ def _continue_orbits(
         parameter.name,
         beyond_max_period,
     )
-    return _orbit_branch(trace, parameter.name, continuation.method, settings.guard_tol)
+    return _interrupted_or(
+        _orbit_branch(trace, parameter.name, continuation.method, settings.guard_tol)
+    )
 
 
 def period_doubled_section(section: PoincareSection) -> PoincareSection:

@@ -85,6 +85,10 @@ class RESULTS(dfx.RESULTS):  # pyright: ignore[reportGeneralTypeIssues]
         "tolerance) although every cycle it ran succeeded: no orbit was found from "
         "this guess, or none exists."
     )
+    not_run = (
+        "Not solved: the run was interrupted (Ctrl-C) before this element's solve "
+        "finished; its values are NaN (see `hybrax.Interrupted`)."
+    )
 
 
 # Every item of `RESULTS`, ours and inherited, in a fixed order (filtered on what
@@ -119,6 +123,7 @@ _CANDIDATE_NAMES = (
     "wrong_event_sequence",
     "shooting_failed",
     "singular_dynamics",
+    "not_run",
 )
 STATUS_NAMES: tuple[str, ...] = tuple(
     n for n in _CANDIDATE_NAMES if hasattr(RESULTS, n)
@@ -151,6 +156,34 @@ def status_message(result: RESULTS) -> list[str]:
         messages[c] if c >= 0 else "unknown status"
         for c in np.ravel(status_code(result))
     ]
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C (a `KeyboardInterrupt`) stopped [`hybrax.sweep_orbits`][] or a
+    continuation ([`hybrax.continue_branch`][] and its siblings); `partial` holds
+    the work that had finished.
+
+    It is a `KeyboardInterrupt`, so a script that does not catch it stops as
+    before. Catch it to keep what was computed:
+
+    ```python
+    try:
+        out = hx.sweep_orbits(system, section, guess, batch)
+    except hx.Interrupted as stop:
+        out = stop.partial  # finished elements exact, the others `not_run`
+    ```
+
+    - After `sweep_orbits`: an [`hybrax.OrbitSweep`][] whose finished elements are
+      exactly those of an uninterrupted sweep and whose other elements have the
+      status `not_run` and NaN values (`None` when no element had finished).
+    - After a continuation: the [`hybrax.Branch`][] (or
+      [`hybrax.SolutionBranch`][]) of the points accepted so far, with `status ==
+      "interrupted"` (`None` when no point had been found).
+    """
+
+    def __init__(self, partial, message: str = "interrupted"):
+        super().__init__(message)
+        self.partial = partial
 
 
 class HybridSolution(eqx.Module):

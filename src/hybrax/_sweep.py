@@ -45,7 +45,7 @@ from ._settings import (
     resolve_root_finder,
     resolve_settings,
 )
-from ._solution import RESULTS, status_code, status_name
+from ._solution import RESULTS, STATUS_NAMES, Interrupted, status_code, status_name
 
 
 _AXIS = "batch"
@@ -566,6 +566,9 @@ class OrbitSweep(eqx.Module):
         return np.asarray(self.multipliers)[:, 0]
 
 
+# The status code of an element an interrupt left unsolved.
+_NOT_RUN = STATUS_NAMES.index("not_run")
+
 # Where an orbit element's solve starts (see `_OrbitSolve`).
 _RESUME, _FROM_GUESS, _FROM_U = 0, 1, 2
 
@@ -768,17 +771,25 @@ def _retry_from_neighbours(fn, static, dynamic, u, plan, max_iterations, orbit):
     starts = np.full(n_local, _FROM_GUESS, np.int8)
     starts[failed] = _FROM_U
     quiet = _Progress(n_local, False, "")
-    again = _run_rounds(
-        fn,
-        static,
-        dynamic,
-        u_all,
-        plan,
-        quiet,
-        max_iterations,
-        order=failed,
-        starts=starts,
-    )
+    try:
+        again = _run_rounds(
+            fn,
+            static,
+            dynamic,
+            u_all,
+            plan,
+            quiet,
+            max_iterations,
+            order=failed,
+            starts=starts,
+        )
+        stopped = None
+    except _Stopped as interrupted:
+        # The retries that finished count; the others keep their first solve.
+        stopped, again = interrupted, interrupted.orbit
+        failed = failed[np.asarray(status_code(again.result))[failed] != _NOT_RUN]
+    except KeyboardInterrupt:  # before any retry finished
+        raise _Stopped(orbit, retried) from None
     retried[failed] = True
     found = failed[np.asarray(status_code(again.result))[failed] == 0]
     steps = np.array(orbit.n_steps)
@@ -792,7 +803,10 @@ def _retry_from_neighbours(fn, static, dynamic, u, plan, max_iterations, orbit):
         return merged
 
     orbit = jtu.tree_map(merge, orbit, again)
-    return eqx.tree_at(lambda o: o.n_steps, orbit, steps), retried
+    orbit = eqx.tree_at(lambda o: o.n_steps, orbit, steps)
+    if stopped is not None:
+        raise _Stopped(orbit, retried) from None
+    return orbit, retried
 
 
 def _tail_size(size: int, n_live: int, n_devices: int) -> int:
@@ -871,6 +885,7 @@ def _run_rounds(
     solved_u = collections.deque(maxlen=_WARM_POOL)
     lock = threading.Lock()
     stop = threading.Event()  # set when a stream failed or the caller interrupted
+    finished = []  # the elements whose outputs are stored (for an interrupt)
 
     # The queue, shared by the streams (read and extended under `lock`):
     # `waiting[0][waiting[1]:]` are still waiting.
@@ -993,13 +1008,59 @@ def _run_rounds(
 
                 jtu.tree_map(store, rows, out_dynamic)
                 rows.n_steps[targets] = used[targets] + mapped[targets]
+                with lock:
+                    finished.extend(targets.tolist())
                 lanes[finished_lanes] = -1
                 bar.update(len(finished_lanes))
 
     # Several streams, each a chunk of its own, share the queue.
     n_streams = _streams(plan, -(-n_local // size), rounds=True)
-    _in_threads([run_stream] * n_streams, n_streams, stop)
+    try:
+        _in_threads([run_stream] * n_streams, n_streams, stop)
+    except KeyboardInterrupt:
+        # `_in_threads` has let the running rounds end and store their finished
+        # elements; the rest were not solved.
+        if results[0] is None:
+            raise
+        done = np.zeros(n_local, bool)
+        done[finished] = True
+        partial = _not_run(eqx.combine(results[0], results[1]), done)
+        partial.n_steps[~done] = (used + mapped)[~done]
+        raise _Stopped(partial, np.zeros(n_local, bool)) from None
     return eqx.combine(results[0], results[1])
+
+
+class _Stopped(Exception):
+    """Ctrl-C during the rounds: the local orbits so far (`_not_run` where
+    unfinished) and the retried mask, for `sweep_orbits` to hand back."""
+
+    def __init__(self, orbit, retried):
+        super().__init__("interrupted")
+        self.orbit, self.retried = orbit, retried
+
+
+def _not_run(orbit, done):
+    """`orbit` (host rows) with the rows not `done` blanked: NaN floats, -1
+    integers, `False` booleans, the status `not_run`."""
+
+    def blank(leaf):
+        if not eqx.is_array(leaf):
+            return leaf
+        leaf = np.array(leaf)
+        if np.issubdtype(leaf.dtype, np.inexact):
+            leaf[~done] = np.nan
+        elif leaf.dtype == bool:
+            leaf[~done] = False
+        else:
+            leaf[~done] = -1
+        return leaf
+
+    result = jtu.tree_map(
+        lambda code, not_run: np.where(done, code, not_run),
+        orbit.result,
+        RESULTS.not_run,
+    )
+    return eqx.tree_at(lambda o: o.result, jtu.tree_map(blank, orbit), result)
 
 
 def _float_leaf(leaf) -> bool:
@@ -1189,7 +1250,12 @@ def sweep_orbits(
 
     **Returns:** an [`hybrax.OrbitSweep`][] (NumPy arrays, batch axis first).
 
-    **Raises:** `ValueError` for a malformed batch or guess.
+    **Raises:** `ValueError` for a malformed batch or guess. On Ctrl-C, once the
+    rounds running have ended, [`hybrax.Interrupted`][] whose `partial` is the
+    sweep so far: every finished element as an uninterrupted sweep gives it
+    (before its retry from a neighbour, if that had not finished), the others
+    with the status `not_run` and NaN values (`partial` is `None` when no
+    element had finished, and always with `distributed`).
     """
     check_float64("sweep_orbits")
     params_batch, n = _batch_params(params_batch)
@@ -1269,6 +1335,7 @@ def sweep_orbits(
             chunk_size = lanes * len(devices)
     plan = _plan(n, chunk_size, devices, distributed)
     bar = _Progress(plan.n_local, progress and jax.process_index() == 0, "orbits")
+    interrupted = False
     try:
         with announcing_progress(bar.enabled, bar.write):
             queue = None
@@ -1290,6 +1357,12 @@ def sweep_orbits(
                 orbit, retried = _retry_from_neighbours(
                     fn, static, dynamic, u_batch, plan, max_iterations, orbit
                 )
+    except _Stopped as stopped:
+        if distributed:  # the other processes' rows cannot be gathered
+            raise Interrupted(None) from None
+        orbit, retried, interrupted = stopped.orbit, stopped.retried, True
+    except KeyboardInterrupt:  # before any element finished
+        raise Interrupted(None) from None
     finally:
         bar.close()
     orbit, retried = _gathered((orbit, retried), n, distributed)
@@ -1316,6 +1389,8 @@ def sweep_orbits(
     multipliers = sorted_multipliers_batch(
         np.where(converged, np.asarray(orbit.reduced_jacobian), np.nan)
     )
-    return OrbitSweep(
-        orbit=orbit, multipliers=multipliers, status=code, retried=retried
-    )
+    out = OrbitSweep(orbit=orbit, multipliers=multipliers, status=code, retried=retried)
+    if interrupted:
+        n_run = int(np.sum(code != _NOT_RUN))
+        raise Interrupted(out, f"interrupted after {n_run} of {n} elements")
+    return out

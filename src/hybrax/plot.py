@@ -850,6 +850,7 @@ def sweep_heatmap(
     no_orbit_label: str = "no orbit found",
     title: str | None = None,
     level: float | None = 1.0,
+    not_run: np.ndarray | None = None,
 ) -> Figure:
     r"""A heat map of a multiplier magnitude (or any orbit quantity) over a 2-D
     parameter grid (e.g. from [`hybrax.sweep_orbits`][]), with the stability
@@ -869,6 +870,9 @@ def sweep_heatmap(
       (e.g. orbits whose ground would have to pull), labelled `flagged_label`.
     - `no_orbit_label`: the legend entry of the hatched region.
     - `level`: the contoured value (1: the stability boundary), or `None`.
+    - `not_run`: optional `(len(x), len(y))` booleans: cells an interrupted sweep
+      did not solve (status `not_run`), drawn white, apart from those without an
+      orbit.
 
     **Returns:** the matplotlib `Figure`; its first axes hold the map.
 
@@ -886,11 +890,12 @@ def sweep_heatmap(
             f"`values` must have shape (len(x), len(y)) = ({x.size}, {y.size}); "
             f"got {values.shape}."
         )
-    if flagged is not None and np.shape(flagged) != values.shape:
-        raise ValueError(
-            f"`flagged` must have the shape of `values` {values.shape}; got "
-            f"{np.shape(flagged)}."
-        )
+    for name, mask in (("flagged", flagged), ("not_run", not_run)):
+        if mask is not None and np.shape(mask) != values.shape:
+            raise ValueError(
+                f"`{name}` must have the shape of `values` {values.shape}; got "
+                f"{np.shape(mask)}."
+            )
     fig = Figure(figsize=(7.6, 5.4), layout="constrained")
     ax = fig.add_subplot(1, 1, 1)
 
@@ -924,6 +929,19 @@ def sweep_heatmap(
     )
     fig.colorbar(mesh, ax=ax, label=colorbar_label)
     handles = [Patch(label=no_orbit_label, **hatch_style)]
+    if not_run is not None and np.any(not_run):
+        from matplotlib.colors import ListedColormap
+
+        blank = np.ma.masked_where(~np.asarray(not_run, bool), np.ones(values.shape))
+        ax.pcolormesh(xe, ye, blank.T, cmap=ListedColormap(["white"]), zorder=1)
+        handles.append(
+            Patch(
+                facecolor="white",
+                edgecolor="0.55",
+                linewidth=0.8,
+                label="not run (interrupted)",
+            )
+        )
     # Contour only where the level is crossed (matplotlib warns otherwise).
     if (
         level is not None
