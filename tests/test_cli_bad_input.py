@@ -98,7 +98,7 @@ def test_status_advice_names_the_commands_own_options():
     assert "--t-max" in _for_command(late, ("--t-max",))
     assert "`" not in _for_command(late) and "t_max" not in _for_command(late)
     assert "max_steps" not in _for_command(steps)
-    assert "--max-steps" in _for_command(steps, ("--max-steps",))
+    assert "--max-ode-steps" in _for_command(steps, ("--max-ode-steps",))
 
 
 def test_library_arguments_are_value_errors_naming_them():
@@ -132,3 +132,71 @@ def test_library_arguments_are_value_errors_naming_them():
         hx.simulate(system, jnp.array([0.5, 0.6, 0.0, 0.0]), params, n_events=1)
     with pytest.raises(ValueError, match="`L0` must be > 0"):
         hopper.make_params(L0=0.0)
+
+
+def test_help_and_usage_errors_import_no_jax():
+    """`hybrax --help`, a command's `--help`, `--version` and an argument that
+    does not parse end before JAX (or equinox, diffrax) is imported: they
+    answer in a fraction of a second."""
+    import subprocess
+    import sys
+
+    script = (
+        "import sys\n"
+        "from hybrax._cli import main\n"
+        "for argv in (['--help'], ['--version'], ['orbit', '--help'],\n"
+        "             ['sweep', '--help'], ['orbit', 'hopper', '--tol', 'x']):\n"
+        "    try:\n"
+        "        main(argv)\n"
+        "    except SystemExit:\n"
+        "        pass\n"
+        "heavy = ('jax', 'jaxlib', 'equinox', 'diffrax', 'optimistix')\n"
+        "print(sorted({m.split('.')[0] for m in sys.modules} & set(heavy)))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True
+    )
+    assert done.stdout.strip().splitlines()[-1] == "[]"
+    assert "argument --tol: not a number: 'x'" in done.stderr
+
+
+def test_every_command_has_the_solver_options_with_the_librarys_defaults():
+    """`--tol`, `--t-max` and `--max-ode-steps` in every command, their defaults
+    those of `hx.Settings` except where the command's help says why (orbit's
+    tolerance, sweep's time limit); a negative value may follow its option."""
+    import hybrax as hx
+    from hybrax import _cli
+
+    settings = hx.Settings()
+    assert float(settings.stepsize_controller.rtol) == _cli.TOL
+    assert float(settings.stepsize_controller.atol) == _cli.TOL
+    assert float(settings.t_max) == _cli.T_MAX
+    assert settings.max_steps == _cli.MAX_ODE_STEPS
+    parser = _cli._build_parser()
+    expected = {
+        "simulate": (_cli.TOL, _cli.T_MAX),
+        "orbit": (1e-12, _cli.T_MAX),
+        "continue": (_cli.TOL, _cli.T_MAX),
+        "sweep": (_cli.TOL, 5.0),
+        "tune": (_cli.TOL, _cli.T_MAX),
+    }
+    for command, (tol, t_max) in expected.items():
+        args = parser.parse_args([command, "hopper"])
+        assert (args.tol, args.t_max) == (tol, t_max), command
+        assert args.max_ode_steps == _cli.MAX_ODE_STEPS
+        made = _cli.solver_settings(args)
+        assert float(made.t_max) == t_max and made.max_steps == _cli.MAX_ODE_STEPS
+    attached = _cli._negative_values_attached
+    argv = ["simulate", "hopper", "--x0", "-1,2", "--t-max", "3", "--set", "a=-1"]
+    assert attached(argv) == [
+        "simulate",
+        "hopper",
+        "--x0=-1,2",
+        "--t-max",
+        "3",
+        "--set",
+        "a=-1",
+    ]
+    assert attached(["continue", "x", "--start", "-1e-3"])[-1] == "--start=-1e-3"
+    args = parser.parse_args(attached(["continue", "hopper", "--start", "-.5"]))
+    assert args.start == -0.5

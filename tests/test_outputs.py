@@ -5,7 +5,9 @@ The runs are `hybrax simulate bouncing-ball` in-process (one small program,
 compiled once for the module)."""
 
 import errno
+import importlib.metadata
 import json
+import math
 import pathlib
 
 import pytest
@@ -150,3 +152,34 @@ def test_a_write_is_all_or_nothing(tmp_path):
     assert _io.write_file(path, whole) == path
     assert path.read_text() == "new"
     assert [p.name for p in tmp_path.iterdir()] == ["result.json"]
+
+
+def test_figure_format_quiet_and_no_figures(tmp_path, capsys):
+    """`--format svg --dpi 80 -q`: the figures as SVG, nothing on stdout, and
+    the JSON records the version, its layout and the solver options (the
+    library's defaults); a negative value may follow its option (`--x0 1,-2`:
+    the first impact where 1 - 2 t - g t^2 / 2 = 0). The next run with
+    `--no-figures` writes none and removes the first run's."""
+    out = tmp_path / "out"
+    argv = ["simulate", "bouncing-ball", "--out", str(out), "--json", str(out / "r")]
+    assert main([*argv, "--format", "svg", "--dpi", "80", "-q", "--x0", "1,-2"]) == 0
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    figures = sorted(p.name for p in out.glob("*.svg"))
+    assert figures == ["energy.svg", "phase_portrait.svg", "time_series.svg"]
+    assert not list(out.glob("*.png"))
+    assert (out / "energy.svg").read_text().lstrip().startswith("<?xml")
+    record = json.loads((out / "r").read_text())
+    assert record["hybrax"] == importlib.metadata.version("hybrax")
+    assert record["schema"] == 1
+    assert record["settings"] == {"tol": 1e-10, "t_max": 50.0, "max_ode_steps": 4096}
+    assert record["x0"] == [1.0, -2.0]
+    g = record["params"]["g"]
+    first = (-2 + math.sqrt(4 + 2 * g)) / g
+    assert record["events"][0]["t"] == pytest.approx(first, rel=1e-9)
+
+    assert main([*argv, "--no-figures"]) == 0
+    captured = capsys.readouterr()
+    assert "wrote" in captured.out and ".svg" not in captured.out
+    assert not list(out.glob("*.svg")) and not list(out.glob("*.png"))
+    assert "energy.svg" in captured.err  # the removal is said

@@ -17,17 +17,17 @@ import contextlib
 import dataclasses
 import importlib
 import importlib.metadata
+import io
 import json
 import math
 import os
 import pathlib
+import re
 import sys
 import threading
 from collections.abc import Sequence
 from typing import Any
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 
 
@@ -39,6 +39,8 @@ _GUARD_NOTE_TOL = 1e-6
 def _enable_x64() -> None:
     """Run JAX in float64: event times and orbits need it. Call before any array is
     made."""
+    import jax
+
     jax.config.update("jax_enable_x64", True)
 
 
@@ -111,6 +113,31 @@ def _add_common_model_args(parser: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help="also write the results as JSON to FILE",
     )
+    output = parser.add_argument_group("output options")
+    output.add_argument(
+        "--no-figures",
+        dest="figures",
+        action="store_false",
+        help="write no figures or animations (the tables and JSON still)",
+    )
+    output.add_argument(
+        "--format",
+        choices=("png", "pdf", "svg"),
+        default="png",
+        help="the figures' file format (default: %(default)s; animations stay GIF)",
+    )
+    output.add_argument(
+        "--dpi",
+        type=bounded_int(30, 1200),
+        default=150,
+        help="resolution of raster figures (default: %(default)s)",
+    )
+    output.add_argument(
+        "-q",
+        "--quiet",
+        action="store_true",
+        help="print nothing but warnings and errors (no results, no progress)",
+    )
 
 
 def _positive_float(text: str) -> float:
@@ -169,6 +196,83 @@ def _unit_interval(text: str) -> float:
     if not (math.isfinite(value) and 0 < value < 1):
         raise argparse.ArgumentTypeError(f"must lie in (0, 1), got {text!r}")
     return value
+
+
+# The solver options of every command and their defaults: those of
+# `hybrax.Settings` (a test checks that they agree), so that a command and a
+# library call with default settings compute the same thing. A command that
+# needs other defaults says why in its help (`add_solver_args`).
+TOL = 1e-10
+T_MAX = 50.0
+MAX_ODE_STEPS = 4096
+SOLVER_POLICY = (
+    "Every command takes the solver options --tol (rtol = atol of the step-size "
+    f"controller, default {TOL:g}), --t-max (the time limit of a run or of one "
+    f"cycle, default {T_MAX:g}) and --max-ode-steps (integration steps per "
+    f"phase, default {MAX_ODE_STEPS}), the defaults of the library's "
+    "hybrax.Settings; only `orbit` (--tol 1e-12, for its monodromy cross-check) "
+    "and `sweep` (--t-max 5: a batch waits for its slowest element) differ."
+)
+
+
+def add_solver_args(
+    parser: argparse.ArgumentParser,
+    *,
+    tol: float = TOL,
+    t_max: float = T_MAX,
+    why: str = "",
+) -> None:
+    """`--tol`, `--t-max` and `--max-ode-steps` with the common defaults (see
+    `SOLVER_POLICY`); `why` says why a command's `tol` or `t_max` differs."""
+    note = f"; {why}" if why else ""
+    group = parser.add_argument_group(
+        "solver options", f"the same in every command (`hybrax --help`){note}"
+    )
+    group.add_argument(
+        "--tol",
+        type=_unit_interval,
+        default=tol,
+        metavar="TOL",
+        help="integration tolerance rtol = atol (default: %(default)g)",
+    )
+    group.add_argument(
+        "--t-max",
+        type=_positive_float,
+        default=t_max,
+        metavar="T",
+        help="give up a run (or a cycle) not done by time T (default: %(default)g)",
+    )
+    group.add_argument(
+        "--max-ode-steps",
+        type=bounded_int(16, 10_000_000),
+        default=MAX_ODE_STEPS,
+        metavar="N",
+        help="integration steps allowed per phase (default: %(default)s); a "
+        "change compiles the programs again",
+    )
+
+
+def solver_settings(args: argparse.Namespace, **extra):
+    """The `hybrax.Settings` of the solver options in `args` (`extra`: other
+    fields, e.g. the adjoint)."""
+    from ._settings import Settings
+
+    return Settings(
+        rtol=args.tol,
+        atol=args.tol,
+        t_max=args.t_max,
+        max_steps=args.max_ode_steps,
+        **extra,
+    )
+
+
+def solver_record(args: argparse.Namespace) -> dict:
+    """The solver options of a run, for its JSON."""
+    return {"tol": args.tol, "t_max": args.t_max, "max_ode_steps": args.max_ode_steps}
+
+
+# The options the library's advice names (see `_for_command`).
+SOLVER_OPTIONS = ("--t-max", "--max-ode-steps")
 
 
 def _check_outputs(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
@@ -350,8 +454,8 @@ _LIBRARY_ADVICE = (
     ),
     (
         "Try increasing `max_steps`.",
-        "--max-steps",
-        "Try increasing --max-steps.",
+        "--max-ode-steps",
+        "Try increasing --max-ode-steps.",
         "A phase took more integration steps than allowed: its dynamics are stiff "
         "there, or the motion left the model's domain.",
     ),
@@ -375,12 +479,23 @@ def _number(value) -> float | None:
     return value if math.isfinite(value) else None
 
 
+# The layout of the commands' JSON files (raised when a key changes meaning).
+JSON_SCHEMA = 1
+
+
 def _write_json(path: pathlib.Path, payload: dict[str, Any]) -> pathlib.Path:
-    """`payload` as JSON at `path`, written under a temporary name and renamed
+    """`payload` as JSON at `path`, after the keys `hybrax` (the version) and
+    `schema` (`JSON_SCHEMA`), written under a temporary name and renamed
     (a run killed mid-write leaves no partial file; see `hybrax._io.write_file`
     for where it goes if that fails); returns the path written."""
     from ._io import write_file
 
+    # Every result file says what wrote it and in which layout.
+    payload = {
+        "hybrax": importlib.metadata.version("hybrax"),
+        "schema": JSON_SCHEMA,
+        **payload,
+    }
     text = json.dumps(payload, indent=2, allow_nan=False) + "\n"
     with contextlib.suppress(OSError):  # (else the write's own fallback)
         if path.parent != pathlib.Path(""):
@@ -411,7 +526,7 @@ def _add_simulate(subparsers) -> None:
         help=(
             "initial state in the model's minimal coordinates (default: the "
             "model's; for the hopper zU,zL,vU,vL with both masses at rest and the "
-            "foot 0.1 m up); write --x0=-1,... if the first value is negative"
+            "foot 0.1 m up)"
         ),
     )
     parser.add_argument(
@@ -426,13 +541,7 @@ def _add_simulate(subparsers) -> None:
         "(default: the model's, 5 for most)",
     )
     _add_form_arg(parser)
-    parser.add_argument(
-        "--t-max",
-        type=_positive_float,
-        default=50.0,
-        metavar="T",
-        help="give up if the events are not done by time T (default: %(default)s)",
-    )
+    add_solver_args(parser)
     parser.set_defaults(run=_run_simulate, command_parser=parser)
 
 
@@ -500,7 +609,9 @@ def _explain_stop(model, system, solution, params) -> str | None:
 
 
 def _run_simulate(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    from ._settings import Settings
+    import jax
+    import jax.numpy as jnp
+
     from ._simulate import simulate
     from ._solution import RESULTS
     from .plot import Trajectory
@@ -535,7 +646,7 @@ def _run_simulate(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
             jnp.asarray(state0, dtype=float),
             params,
             n_events=n_events,
-            settings=Settings(t_max=args.t_max),
+            settings=solver_settings(args),
             n_save=200,
         )
     except ValueError as error:  # a state outside its mode's declared domain
@@ -579,9 +690,9 @@ def _run_simulate(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
         print(summary)
     else:
         sys.stdout.flush()  # keep the table before the failure in a shared terminal
-        print(f"{summary}: {_for_command(message, ('--t-max',))}", file=sys.stderr)
+        print(f"{summary}: {_for_command(message, SOLVER_OPTIONS)}", file=sys.stderr)
 
-    if trajectory.t_phase.shape[0] > 0:
+    if args.figures and trajectory.t_phase.shape[0] > 0:
         for path in model.simulate_figures(trajectory, params, args.out):
             print(f"wrote {path}")
         for path in _stick_outputs(model, trajectory, params, args.out):
@@ -607,7 +718,7 @@ def _run_simulate(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
             "state_names": list(model.state_names),
             "cycles": args.cycles,
             "hops": args.cycles,  # (the hopper's word for a cycle)
-            "t_max": args.t_max,
+            "settings": solver_record(args),
             "status": status,
             "status_message": message,
             "t_final": float(solution.t_final),
@@ -627,7 +738,6 @@ def _run_simulate(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
 # and the perturbed trajectories, which use the first period only).
 _ORBIT_PERIODS = 3
 _ORBIT_SAMPLES = 400
-_ORBIT_T_MAX = 50.0
 
 
 def _add_orbit(subparsers) -> None:
@@ -645,12 +755,11 @@ def _add_orbit(subparsers) -> None:
     )
     _add_common_model_args(parser)
     _add_form_arg(parser)
-    parser.add_argument(
-        "--tol",
-        type=_unit_interval,
-        default=1e-12,
-        help="integration tolerance rtol = atol (default 1e-12, at which the "
-        "monodromy by autodiff and by saltation agree to 1e-8)",
+    add_solver_args(
+        parser,
+        tol=1e-12,
+        why="--tol 1e-12 here, at which the monodromy by autodiff and by "
+        "saltation agree to 1e-8",
     )
     parser.add_argument(
         "--no-homotopy",
@@ -728,6 +837,9 @@ def _orbit_from_defaults(model, system, section, params, orbit, shooting):
     JSON (`None` where none was tried: at the defaults, or without an orbit
     there). Returns `(orbit, record)`; the orbit is the failed one unless the
     family reached `params`."""
+    import jax
+    import jax.numpy as jnp
+
     from ._homotopy import continue_to_params
     from ._misc import canonical_params
     from ._periodic import find_periodic_orbit
@@ -765,10 +877,12 @@ def _orbit_from_defaults(model, system, section, params, orbit, shooting):
 
 
 def _run_orbit(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    import jax
+    import jax.numpy as jnp
+
     from ._misc import canonical_params
     from ._periodic import find_periodic_orbit
     from ._programs import prepare
-    from ._settings import Settings
     from ._simulate import simulate
     from ._solution import status_message, status_name
 
@@ -785,7 +899,6 @@ def _run_orbit(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
     if form.section is None:
         parser.error(f"argument --form: no Poincaré section for {form_name!r}")
     section = form.section()
-    tol = float(args.tol)
     # From NumPy parameters: no program per operation.
     guess = jnp.asarray(model.orbit_guess(jax.device_get(params)), dtype=float)
     stored = _params_file_vector(args.params, "u", guess.shape[0])
@@ -806,7 +919,7 @@ def _run_orbit(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
             x,
             p,
             n_events=_ORBIT_PERIODS * n_cycle,
-            settings=Settings(t_max=_ORBIT_T_MAX),
+            settings=solver_settings(args),
             mode0=mode0,
             n_save=_ORBIT_SAMPLES,
         ),
@@ -817,7 +930,7 @@ def _run_orbit(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
     # critical path.
     pool.submit(importlib.import_module, "hybrax.plot")
     pool.shutdown(wait=False)
-    settings = Settings(rtol=tol, atol=tol)
+    settings = solver_settings(args)
     # Newton on the variational return map: its last iteration holds the orbit's
     # cycle, apexes and saltation monodromy, so the program needs no further
     # pass (the smallest program, compiled once).
@@ -859,6 +972,7 @@ def _run_orbit(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
         "form": form_name,
         "params": _params_dict(params),
         "state_names": list(model.state_names),
+        "settings": solver_record(args),
         "converged": converged,
         "status": status,
         "status_message": message,
@@ -901,7 +1015,7 @@ def _run_orbit(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
             print(f"note: {hint}.", file=sys.stderr)
         print(
             f"no periodic orbit found: {orbit.describe_failure()}. "
-            f"{_for_command(message)}",
+            f"{_for_command(message, SOLVER_OPTIONS)}",
             file=sys.stderr,
         )
         if args.json is not None:
@@ -1003,7 +1117,7 @@ def _run_orbit(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
     print(f"  {verdict}: largest nontrivial |multiplier| = {leading:.10f}")
     print()
 
-    if simulated:
+    if simulated and args.figures:
         perturbed, labels = [], []
         for index, size, label in model.hook("orbit_perturbations") or ():
             start = state.copy()
@@ -1016,7 +1130,7 @@ def _run_orbit(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
             print(f"wrote {path}")
         for path in _stick_outputs(model, trajectory, params, args.out):
             print(f"wrote {path}")
-    else:
+    elif not simulated:
         print(
             f"note: the simulation of {_ORBIT_PERIODS} periods from the orbit "
             f"failed ({sim_status}); no figures written.",
@@ -1097,6 +1211,7 @@ def _build_parser() -> argparse.ArgumentParser:
             "Simulation and stability analysis of hybrid mechanical systems. "
             f"Models: {', '.join(model_names())} (`hybrax models` lists them)."
         ),
+        epilog=SOLVER_POLICY,
     )
     parser.add_argument(
         "--version",
@@ -1181,13 +1296,39 @@ def _finish_outputs(args: argparse.Namespace, argv, code: int) -> int:
     return code
 
 
+# A value that starts like a negative number (`-1,0.5`, `-1e-3`, `-inf`), which
+# argparse would take for an option.
+_NEGATIVE_VALUE = re.compile(r"-(\d|\.\d|inf|nan)", re.IGNORECASE)
+
+
+def _negative_values_attached(argv: list[str]) -> list[str]:
+    """`argv` with each negative value that follows a long option attached to it
+    (`--x0 -1,0.5` becomes `--x0=-1,0.5`): argparse reads a token that starts
+    with `-` as an option unless it is a plain number, and no command takes a
+    negative number as a positional argument."""
+    joined: list[str] = []
+    for token in argv:
+        previous = joined[-1] if joined else ""
+        if (
+            previous.startswith("--")
+            and "=" not in previous
+            and _NEGATIVE_VALUE.match(token)
+        ):
+            joined[-1] = f"{previous}={token}"
+        else:
+            joined.append(token)
+    return joined
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line on `argv` (default `sys.argv[1:]`); returns the exit
     code. Argument errors raise `SystemExit(2)` with a one-line message; an
     interrupt (Ctrl-C) returns 130 after one line."""
-    _enable_x64()
     parser = _build_parser()
-    args = parser.parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    # `--help`, `--version` and usage errors end here, before JAX is imported.
+    args = parser.parse_args(_negative_values_attached(argv))
+    _enable_x64()
     # Errors found after parsing print the subcommand's usage: hand its parser on.
     _check_outputs(args.command_parser, args)
     from ._programs import announcing
@@ -1195,9 +1336,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     _enable_cache()
     from . import _io
 
-    _io.start_run()
+    _io.start_run(
+        _io.FigureOptions(
+            format=getattr(args, "format", "png"), dpi=getattr(args, "dpi", 150)
+        )
+    )
+    quiet = getattr(args, "quiet", False)
     try:
-        with announcing(label=getattr(args, "model", None)):
+        with contextlib.ExitStack() as stack:
+            if quiet:  # results and progress go nowhere; warnings still print
+                stack.enter_context(contextlib.redirect_stdout(io.StringIO()))
+            else:
+                stack.enter_context(announcing(label=getattr(args, "model", None)))
             code = args.run(args, args.command_parser)
         return _finish_outputs(args, argv, code)
     except KeyboardInterrupt:

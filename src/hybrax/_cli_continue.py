@@ -15,7 +15,6 @@ import sys
 import time
 from typing import Any
 
-import jax.numpy as jnp
 import numpy as np
 
 from . import _cli
@@ -105,13 +104,6 @@ def add_parser(subparsers) -> None:
         help="arclength scale of the parameter (default: the model's)",
     )
     parser.add_argument(
-        "--tol",
-        type=_cli._unit_interval,
-        default=1e-10,
-        metavar="TOL",
-        help="integration tolerance rtol = atol per cycle (default: %(default)s)",
-    )
-    parser.add_argument(
         "--cascade",
         type=_cli.bounded_int(0, 10),
         default=0,
@@ -123,13 +115,15 @@ def add_parser(subparsers) -> None:
             "Adds the JSON list 'cascade' and the figure bifurcation.png"
         ),
     )
+    _cli.add_solver_args(parser)
     parser.set_defaults(run=_run_continue, command_parser=parser)
 
 
 def _run_continue(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    import jax.numpy as jnp
+
     from ._continuation import continue_branch
     from ._misc import canonical_params
-    from ._settings import Settings
     from ._solution import Interrupted
 
     model = _cli._load_model(parser, args.model)
@@ -159,7 +153,6 @@ def _run_continue(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
     for label, value in (
         ("--max-period", max_period),
         ("--max-step", args.max_step),
-        ("--tol", args.tol),
     ):
         if not (math.isfinite(value) and value > 0):
             parser.error(f"argument {label}: must be positive, got {value}")
@@ -207,7 +200,7 @@ def _run_continue(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
                 max_points=args.max_points,
                 max_period=max_period,
                 parameter_scale=theta,
-                settings=Settings(rtol=args.tol, atol=args.tol),
+                settings=_cli.solver_settings(args),
                 throw=False,
             )
         except Interrupted as stop_early:
@@ -231,7 +224,7 @@ def _run_continue(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
         "message": branch.message,
         "n_points": branch.n_points,
         "n_rejected": branch.n_rejected,
-        "tol": args.tol,
+        "settings": _cli.solver_record(args),
         "seconds": elapsed,
     }
     print(f"{args.model} ({form_name}), parameters:")
@@ -359,12 +352,13 @@ def _run_continue(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
                 if k > 0
             ]
     print()
-    if len(levels) > 1:
+    if args.figures and len(levels) > 1:
         for path in _bifurcation_figure(model, form, levels, parameter, args):
             print(f"wrote {path}")
-    figures = model.hook("continuation_figures") or _branch_figures
-    for path in figures(branch, summary, params, parameter, args.out):
-        print(f"wrote {path}")
+    if args.figures:
+        figures = model.hook("continuation_figures") or _branch_figures
+        for path in figures(branch, summary, params, parameter, args.out):
+            print(f"wrote {path}")
     if args.json is not None:
         _cli._write_json(args.json, payload)
         print(f"wrote {args.json}")
@@ -391,7 +385,6 @@ def _follow_cascade(
         continue_branch_period_doubled,
         period_doubled_section,
     )
-    from ._settings import Settings
 
     # The same step control as the period-1 branch.
     steps = ContinuationSettings(
@@ -420,7 +413,7 @@ def _follow_cascade(
             parameter,
             stop=stop,
             max_period=(2**k) * max_period,
-            settings=Settings(rtol=args.tol, atol=args.tol),
+            settings=_cli.solver_settings(args),
             continuation_settings=steps,
             throw=False,
         )
@@ -445,6 +438,8 @@ def _crossings(model, form, section, branch):
     """Per point of `branch`, the first minimal coordinate right after each cycle
     of the model's own section (2^k crossings on a period-2^k branch) and each
     cycle's duration: `(values (N, c), durations (N, c))`."""
+    import jax.numpy as jnp
+
     length = len(model.forms[model.default_form].section().sequence)
     cycles = len(section.sequence) // length
     ends = [(c + 1) * length - 1 for c in range(cycles)]

@@ -21,13 +21,10 @@ import sys
 import time
 from typing import Any
 
-import equinox as eqx
-import jax
-import jax.tree_util as jtu
 import numpy as np
 
 from . import _cli
-from ._io import write_file
+from ._io import write_figure, write_file
 
 
 # The largest chunk (elements per compiled call); chunks are balanced to it.
@@ -43,7 +40,6 @@ _MAX_ITERATIONS = 10
 # orbits' arrays stay within a few GB.
 _MAX_POINTS = 1_000_000
 _MAP_ITERATIONS = 30
-_TOL = 1e-10
 # Newton's Jacobian. Under vmap, forward-mode AD through the cycle costs less per
 # iteration than the variational cycle (0.36 against 0.49 ms per element at a
 # batch of 1024 on one CPU core) but compiles ~7 s longer; on the default grid
@@ -56,8 +52,9 @@ _PULL_TOL = 1e-9
 
 def _sweep_options(
     *,
-    tol: float = _TOL,
+    tol: float = _cli.TOL,
     t_max: float = _T_MAX,
+    max_ode_steps: int = _cli.MAX_ODE_STEPS,
     max_iterations: int = _MAX_ITERATIONS,
     map_iterations: int = _MAP_ITERATIONS,
     jacobian: str = _JACOBIAN,
@@ -67,7 +64,12 @@ def _sweep_options(
     from ._settings import Settings
 
     return dict(
-        settings=Settings(rtol=float(tol), atol=float(tol), t_max=float(t_max)),
+        settings=Settings(
+            rtol=float(tol),
+            atol=float(tol),
+            t_max=float(t_max),
+            max_steps=int(max_ode_steps),
+        ),
         max_iterations=int(max_iterations),
         return_map_iterations=int(map_iterations),
         jacobian=jacobian,
@@ -138,19 +140,6 @@ def add_parser(subparsers) -> None:
         help="Newton iteration limit per point (default: %(default)s)",
     )
     parser.add_argument(
-        "--t-max",
-        type=_cli._positive_float,
-        default=_T_MAX,
-        metavar="T",
-        help="give up a cycle not done by time T (default: %(default)s)",
-    )
-    parser.add_argument(
-        "--tol",
-        type=_cli._unit_interval,
-        default=_TOL,
-        help="integration tolerance rtol = atol (default: %(default)s)",
-    )
-    parser.add_argument(
         "--quantity",
         metavar="NAME",
         help=(
@@ -170,6 +159,12 @@ def add_parser(subparsers) -> None:
     )
     parser.add_argument(
         "--no-progress", action="store_true", help="do not show the progress bar"
+    )
+    _cli.add_solver_args(
+        parser,
+        t_max=_T_MAX,
+        why=f"--t-max {_T_MAX:g} here: every element of a chunk waits for its "
+        "slowest, so a hopeless one must give up early",
     )
     parser.set_defaults(run=_run_sweep, command_parser=parser)
 
@@ -208,6 +203,8 @@ def _parse_grid(
 def _grid_params(parser, model, sets: dict[str, float], axes):
     """The parameters of every grid point (C order: the last axis fastest), as one
     PyTree with leaves of shape `(n_points,)`."""
+    import jax.tree_util as jtu
+
     names = [name for name, _ in axes]
     points = []
     for values in itertools.product(*[v for _, v in axes]):
@@ -238,6 +235,7 @@ def _columns(
 ) -> tuple[dict[str, np.ndarray], list[str]]:
     """Per-point columns (flat arrays) of the CSV and NPZ files; `quantities`
     (name -> `q(orbit, params)`) adds a column per model quantity."""
+    import equinox as eqx
 
     converged = np.asarray(out.converged)
     n = converged.size
@@ -311,6 +309,8 @@ def _write_csv(path: pathlib.Path, columns: dict[str, np.ndarray]) -> None:
 
 
 def _run_sweep(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    import jax
+
     from ._solution import Interrupted
     from ._sweep import sweep_orbits
 
@@ -337,8 +337,6 @@ def _run_sweep(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
             parser.error(f"argument --grid: parameter {name!r} given twice")
         if name in sets:
             parser.error(f"argument --grid: parameter {name!r} is also given by --set")
-    if not args.tol > 0:
-        parser.error("argument --tol: must be positive")
 
     known = dict(model.quantities or {})
     quantities = {}
@@ -388,7 +386,7 @@ def _run_sweep(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
             guess,
             params,
             chunk_size=chunk,
-            progress=not args.no_progress,
+            progress=not (args.no_progress or args.quiet),
             # A mapped quantity may read phase observables (the hopper's apex
             # heights).
             phase_observables=args.quantity is not None,
@@ -396,6 +394,7 @@ def _run_sweep(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
             **_sweep_options(
                 tol=args.tol,
                 t_max=args.t_max,
+                max_ode_steps=args.max_ode_steps,
                 max_iterations=args.max_iterations,
                 map_iterations=args.map_iterations,
             ),
@@ -462,7 +461,7 @@ def _run_sweep(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
         write_file(npz_path, lambda temporary: np.savez(temporary, **arrays))
     )
 
-    if len(axes) == 2:
+    if len(axes) == 2 and args.figures:
         from . import plot
 
         (xname, x), (yname, y) = axes
@@ -496,11 +495,8 @@ def _run_sweep(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
                 else args.quantity
             ),
         )
-        png_path = args.out / "sweep_heatmap.png"
-        written.append(
-            write_file(png_path, lambda temporary: fig.savefig(temporary, dpi=150))
-        )
-    else:
+        written.append(write_figure(args.out / "sweep_heatmap.png", fig))
+    elif len(axes) != 2:
         print(
             f"note: no heat map for a {len(axes)}-D grid (it needs two --grid axes)",
             file=sys.stderr,
@@ -516,6 +512,7 @@ def _run_sweep(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
                 "grid": {name: [float(v) for v in values] for name, values in axes},
                 "set": sets,
                 "points": n,
+                "settings": _cli.solver_record(args),
                 "converged": n_conv,
                 "stable": int(stable.sum()),
                 "failures": failures,

@@ -23,7 +23,7 @@ import sys
 import numpy as np
 
 from . import _cli
-from ._io import write_file
+from ._io import write_figure
 
 
 # Grid of the contour map, per axis.
@@ -110,6 +110,7 @@ def add_parser(subparsers) -> None:
     parser.add_argument(
         "--no-progress", action="store_true", help="do not print each evaluation"
     )
+    _cli.add_solver_args(parser)
     parser.set_defaults(run=_run_tune, command_parser=parser)
 
 
@@ -239,6 +240,7 @@ def _run_tune(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
             # swamp the targets' penalties, a cost of transport of 4e-3 vanish).
             objective_scale=getattr(args, "objective_scale", "start"),
             seek_steps=args.seek_steps,
+            settings=_cli.solver_settings(args),
             callback=steps.append,
         )
     except KeyboardInterrupt:
@@ -287,8 +289,8 @@ def _run_tune(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     trajectory = None
     if args.verify_steps and result.orbit_found:
         verification, trajectory = _verify(model, system, section, result, args)
-    written = _figures(args, result, vary_names)
-    if trajectory is not None:
+    written = _figures(args, result, vary_names) if args.figures else []
+    if trajectory is not None and args.figures:
         # The tuned motion: the last steps of the verifying walk, on the orbit.
         last = min(6, len(trajectory.t_events))
         written += _cli._stick_outputs(
@@ -307,6 +309,7 @@ def _run_tune(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
             "minimize": args.minimize,
             "tolerance": args.tolerance,
             "max_multiplier": args.max_multiplier,
+            "settings": _cli.solver_record(args),
             "mode": result.mode,
             "status": result.status,
             "result": result.result,
@@ -372,6 +375,7 @@ def _keep_interrupted(args, params, vary, vary_names, steps) -> int:
     payload = {
         "model": args.model,
         "vary": vary_names,
+        "settings": _cli.solver_record(args),
         "status": "interrupted",
         "n_evaluations": len(steps),
         "history": _history_json(steps),
@@ -415,7 +419,6 @@ def _verify(model, system, section, result, args):
     import jax.numpy as jnp
 
     from ._periodic import find_periodic_orbit
-    from ._settings import Settings
     from ._simulate import simulate
     from ._solution import status_name
     from .plot import Trajectory
@@ -433,7 +436,7 @@ def _verify(model, system, section, result, args):
 
     # The tuning's own settings (forward-mode adjoint: primal values are the
     # same), so that this solve reuses the tuning's compiled orbit program.
-    settings = Settings(adjoint=dfx.ForwardMode())
+    settings = _cli.solver_settings(args, adjoint=dfx.ForwardMode())
 
     def find(u):
         # Ten return-map iterations before Newton, so that a cold start reaches
@@ -543,12 +546,7 @@ def _figures(args, result, names) -> list[pathlib.Path]:
             final=np.asarray(result.orbit.multipliers),
             bound=args.max_multiplier,
         )
-        written.append(
-            write_file(
-                args.out / "tune_multipliers.png",
-                lambda temporary: figure.savefig(temporary, dpi=150),
-            )
-        )
+        written.append(write_figure(args.out / "tune_multipliers.png", figure))
     path = args.out / "tune_path.png"
     history = [step for step in result.history if step.orbit_found]
     if len(names) == 2 and history and len(history) == len(result.history):
@@ -569,5 +567,4 @@ def _figures(args, result, names) -> list[pathlib.Path]:
             np.array([s.spectral_radius for s in result.history]),
             title="tuning history",
         )
-    path = write_file(path, lambda temporary: figure.savefig(temporary, dpi=150))
-    return [path, *written]
+    return [write_figure(path, figure), *written]

@@ -6,6 +6,7 @@ fallback folder where a write fails after the work is done; and a manifest per
 output folder, so that a folder holds one run's files only."""
 
 import contextlib
+import dataclasses
 import json
 import os
 import pathlib
@@ -48,11 +49,40 @@ FALLBACKS: list[tuple[pathlib.Path, pathlib.Path, str]] = []
 _FALLBACK_FOLDER: list[pathlib.Path] = []
 
 
-def start_run() -> None:
+@dataclasses.dataclass(frozen=True)
+class FigureOptions:
+    """How a run writes its figures: `format` (one of `FIGURE_FORMATS`, the
+    file suffix) at `dpi` dots per inch (raster formats). Set per run by
+    `start_run` (the command line's `--format` and `--dpi`)."""
+
+    format: str = "png"
+    dpi: float = 150.0
+
+
+FIGURE_FORMATS = ("png", "pdf", "svg")
+_FIGURES = [FigureOptions()]
+
+
+def start_run(figures: FigureOptions | None = None) -> None:
     """Forget the files of an earlier run in this process (the command line's
-    `main` may run several)."""
+    `main` may run several) and set how this run writes figures."""
     WRITTEN.clear()
     FALLBACKS.clear()
+    _FIGURES[0] = FigureOptions() if figures is None else figures
+
+
+def write_figure(path, figure) -> pathlib.Path:
+    """Write a matplotlib `figure` at `path` with its suffix replaced by the
+    run's figure format, at the run's dpi (see `FigureOptions`), through
+    `write_file`; returns the path written."""
+    options = _FIGURES[0]
+    path = pathlib.Path(path).with_suffix(f".{options.format}")
+    return write_file(
+        path,
+        lambda temporary: figure.savefig(
+            temporary, dpi=options.dpi, format=options.format
+        ),
+    )
 
 
 def write_file(path, write: Callable[[pathlib.Path], object]) -> pathlib.Path:

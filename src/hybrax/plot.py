@@ -444,20 +444,18 @@ def simulation_figures(
 
 
 def save_figures(figures: dict[str, Figure], out) -> list:
-    """Write each figure to `out / name` (150 dpi), creating `out`; returns the
-    paths written (each under a temporary name, then renamed; where that fails,
-    in the fallback folder of `hybrax._io.write_file`, whose path is returned
-    instead)."""
+    """Write each figure to `out / name`, creating `out`, as PNG at 150 dpi (the
+    command line's `--format` and `--dpi` change the suffix and resolution);
+    returns the paths written (each under a temporary name, then renamed; where
+    that fails, in the fallback folder of `hybrax._io.write_file`, whose path is
+    returned instead)."""
     import pathlib
 
-    from ._io import write_file
+    from ._io import write_figure
 
     out = pathlib.Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    return [
-        write_file(out / name, lambda temporary: figure.savefig(temporary, dpi=150))
-        for name, figure in figures.items()
-    ]
+    return [write_figure(out / name, figure) for name, figure in figures.items()]
 
 
 @dataclasses.dataclass(frozen=True)
