@@ -17,7 +17,7 @@ it runs the program in a fresh process with an empty cache directory
 cache, and reports the seconds of tracing, lowering and XLA compilation of each
 (hybrax's compile records; for `grad`, JAX's own monitoring events), the first
 call's wall time, and the warm run time (median of `--repeats` calls). Compile
-times are a first-class cost: the table and targets are in docs/performance.md.
+times are a first-class cost: the table and targets are in docs/pages/performance.md.
 
 Usage: `python experiments/bench_compile.py [--models hopper,compass-gait]
 [--programs orbit,simulate] [--repeats 5] [--json]`. Runs each measurement in

@@ -64,7 +64,8 @@ def virtual_constraint_torques(
     outputs, output_rates, coefficients, phase, phase_rate, kp, kd, torque_limit
 ):
     r"""Saturated PD torques on virtual constraints $y = h(s)$ with Bézier
-    references (see [`hybrax._control`][]):
+    references (Westervelt et al. 2007, *Feedback Control of Dynamic Bipedal
+    Robot Locomotion*, ch. 6):
 
     $$s_c = \min(\max(s, 0), 1),\quad e = y - h(s_c),\quad \dot e = \dot y -
     h'(s_c)\,\dot s,$$

@@ -49,7 +49,7 @@ class HopperParams(eqx.Module):
     - `L0`: unstretched spring length [m].
 
     Defaults are the paper's section 4.2. Eager construction checks the values
-    ([`hybrax.models.hopper_params`][] also accepts $D_G$).
+    ([`hybrax.models.hopper.make_params`][] also accepts $D_G$).
     """
 
     g: float = 9.81
@@ -364,7 +364,7 @@ def minimal() -> tuple[HybridSystem, HopperParams]:
 
     Flight: $m_U\ddot z_U = -T - m_U g$, $m_L\ddot z_L = T - m_L g$ with $d = d_F$.
     Ground: $z_L = \dot z_L = 0$, $m_U\ddot z_U = -T - m_U g$ with $d = d_G$.
-    Same transitions as [`hybrax.models.constrained_hopper`][]."""
+    Same transitions as [`hybrax.models.hopper.constrained`][]."""
     modes = (
         Mode(
             _flight_field,

@@ -31,7 +31,7 @@ def phase_portraits(
 
     Left: the upper mass in the $(z_U, \dot z_U)$ plane, with the lift-off surface
     $\lambda_g = 0$, i.e. the line $z_U = L_0 + (m_L g - d_G \dot z_U)/k$ (see
-    [`hybrax.hopper.liftoff_state`][]). Right: the lower mass in the
+    [`hybrax.models.hopper.liftoff_state`][]). Right: the lower mass in the
     $(z_L, \dot z_L)$ plane, with the touchdown surface $z_L = 0$ and each plastic
     impact $\dot z_L^- \to 0$ drawn as a dashed vertical segment. Phases are
     coloured by mode; the start, touchdown (pre-impact) and lift-off points are
@@ -41,7 +41,7 @@ def phase_portraits(
 
     - `trajectory`: a [`hybrax.plot.Trajectory`][] (or any object with its
       attributes) in minimal coordinates.
-    - `params`: the [`hybrax.hopper.HopperParams`][] of the run.
+    - `params`: the [`hybrax.models.hopper.HopperParams`][] of the run.
     - `axes`: two matplotlib `Axes` to draw into; default a new figure.
 
     **Returns:** the matplotlib `Figure`.
@@ -120,7 +120,7 @@ def energy_history(
 
     $T = \tfrac12(m_U\dot z_U^2 + m_L\dot z_L^2)$ and
     $V = g(m_U z_U + m_L z_L) + \tfrac12 k(z_U - z_L - L_0)^2$ from
-    [`hybrax.hopper.energies`][]. At each touchdown the plastic impact removes
+    [`hybrax.models.hopper.energies`][]. At each touchdown the plastic impact removes
     $T_c = \tfrac12 m_L (\dot z_L^-)^2$ from the total (a red arrow down the drop)
     and keeps $T_a = \tfrac12 m_U (\dot z_U^-)^2$ as kinetic energy (a purple arrow
     from 0 up to the kinetic energy after the impact).
@@ -129,7 +129,7 @@ def energy_history(
 
     - `trajectory`: a [`hybrax.plot.Trajectory`][] (or any object with its
       attributes) in minimal coordinates.
-    - `params`: the [`hybrax.hopper.HopperParams`][] of the run.
+    - `params`: the [`hybrax.models.hopper.HopperParams`][] of the run.
     - `ax`: a matplotlib `Axes` to draw into; default a new figure.
     - `annotate`: whether to mark $T_c$ and $T_a$ at the touchdowns.
 
@@ -234,7 +234,7 @@ def orbit_figure(
     Left: a 3-D view with the foot height $z_L$ upwards, so that the touchdown
     surface $z_L = 0$ is the grey floor; on it lies the lift-off surface
     $\lambda_g = 0$, the line $z_U = L_0 + (m_L g - d_G\dot z_U)/k$ (see
-    [`hybrax.hopper.liftoff_state`][]). Right: the view from above, the projection
+    [`hybrax.models.hopper.liftoff_state`][]). Right: the view from above, the projection
     onto the $(z_U, \dot z_U)$ plane. The orbit is black, each perturbed trajectory
     has its own colour; the points where a curve meets a switching surface are
     marked (touchdown, pre-impact: down triangle; lift-off: up triangle) and each
@@ -246,7 +246,7 @@ def orbit_figure(
     - `orbit`: one period of the orbit as a [`hybrax.plot.Trajectory`][] (plain
       NumPy arrays; any object with its attributes will do) in minimal
       coordinates $[z_U, z_L, \dot z_U, \dot z_L]$.
-    - `params`: the [`hybrax.hopper.HopperParams`][] of the orbit.
+    - `params`: the [`hybrax.models.hopper.HopperParams`][] of the orbit.
     - `perturbed`: trajectories started near the orbit, as `Trajectory`s.
     - `labels`: a legend entry per perturbed trajectory; default
       `"perturbed 1"`, ...

@@ -555,7 +555,7 @@ def best_jump(
 ) -> BestJump:
     r"""The knee and hip torque profiles that lift the jumper's centre of mass
     highest: $\max_a\ y_{apex}(a)$ over the Bezier coefficients
-    [`JUMP_COEFFICIENTS`][hybrax.models.jumper.JUMP_COEFFICIENTS] (the first of
+    `JUMP_COEFFICIENTS` (the first of
     each torque stays 0), from a stance start, with plastic contact released
     where the ground force changes sign (the `"liftoff"` guard) and the apex of
     the flight that follows (Reddy & Munnangi's optimal jump, by gradient).
