@@ -1012,7 +1012,8 @@ class _ShootingRootFinder(optx.AbstractRootFinder):
     On the hopper (tol 1e-10) a variational pass cost 40 / 75 / 165 us per lane
     at tolerances 1e-6 / 1e-8 / 1e-10 (32 lanes, CPU), and Newton takes the same
     3-5 iterations: `sweep_orbits` on the batch of 1024 ran 1929-2048 orbits/s
-    before, 2727-2745 with the schedule (alternating runs; see docs/pages/performance.md).
+    before, 2727-2745 with the schedule (alternating runs; see
+    docs/pages/performance.md).
 
     **Idle lanes.** `idle` is `True` once the wrapped solver has stopped
     (converged, failed or at a non-finite iterate), so that the residual runs a
