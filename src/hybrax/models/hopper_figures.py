@@ -237,9 +237,9 @@ def orbit_figure(
     [`hybrax.models.hopper.liftoff_state`][]). Right: the view from above, the
     projection onto the $(z_U, \dot z_U)$ plane. The orbit is black, each perturbed
     trajectory has its own colour; the points where a curve meets a switching
-    surface are marked (touchdown, pre-impact: down triangle; lift-off: up triangle) and each
-    perturbed start by an open circle. The plastic impact changes only $\dot z_L$,
-    so a touchdown is one point in this subspace.
+    surface are marked (touchdown, pre-impact: down triangle; lift-off: up
+    triangle) and each perturbed start by an open circle. The plastic impact
+    changes only $\dot z_L$, so a touchdown is one point in this subspace.
 
     **Arguments:**
 
