@@ -501,10 +501,24 @@ def test_branch_figure(branch):
     ]
     assert len(markers) == 2  # the folds, once per curve
     labels = [text.get_text() for text in ax.get_legend().get_texts()]
-    assert {"t_F", "t_G", "stable", "unstable", "fold"} <= set(labels)
+    assert {"t_F", "t_G", "stable", "unstable", "fold (LP)"} <= set(labels)
+    assert "period doubling (PD)" not in labels  # only what is drawn
+    # Each fold labelled LP on each curve, at the fold.
+    notes = [a for a in ax.texts if a.get_text() == "LP"]
+    assert len(notes) == 2 * len(branch.folds)
+    assert {a.xy[0] for a in notes} == {branch.parameter[f.index] for f in branch.folds}
     assert ax.get_xlabel() == "D_G" and ax.get_ylabel() == "time"
     with pytest.raises(ValueError, match="stable"):
         hybrax.plot.branch_figure(branch.parameter, {}, branch.stable[:-1])
+    # A branch of stable orbits only: no "unstable" in the legend; its period
+    # doubling labelled PD.
+    fig = hybrax.plot.branch_figure(
+        np.arange(4.0), {"y": np.arange(4.0)}, np.ones(4, bool), period_doublings=[2]
+    )
+    (ax,) = fig.axes
+    labels = [text.get_text() for text in ax.get_legend().get_texts()]
+    assert labels == ["y", "stable", "period doubling (PD)"]
+    assert [a.get_text() for a in ax.texts] == ["PD"]
 
 
 def test_a_hybrid_branch_is_a_pytree_of_stacked_arrays(branch):

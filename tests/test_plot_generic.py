@@ -83,23 +83,81 @@ def test_phase_portrait_draws_the_switching_surface():
         hybrax.plot.phase_portrait(trajectory, 0, 1, surfaces=[("z", 0.0, "x")])
 
 
-def test_energy_history_drops_by_the_energy_lost_at_each_impact():
-    trajectory = _trajectory()
+def _drawn_energy(trajectory):
     params = bouncing_ball.BallParams(g=G, e=E, m=M)
     fig = hybrax.plot.energy_history(
         trajectory, lambda x: bouncing_ball.energies(x, params)
     )
-    (ax,) = fig.axes
-    totals = [line for line in ax.get_lines() if line.get_label() == "total T + V"]
-    np.testing.assert_allclose(totals[0].get_ydata(), M * G * H, rtol=1e-12)
-    (drops,) = [c for c in ax.collections if c.get_label() == r"lost at impact $T_c$"]
+    ax, losses = fig.axes
+    # The total is drawn in black, one line per phase.
+    totals = [line.get_ydata() for line in ax.get_lines() if line.get_color() == "k"]
+    (drops,) = [c for c in ax.collections if c.get_label() == "lost at the event"]
+    return fig, ax, losses, totals, drops
+
+
+def test_energy_history_drops_by_the_energy_lost_at_each_impact():
+    """The drawn total is flat over each flight and drops at each impact by
+    T_c = (1 - e^2) m v^2 / 2 (a red step, and a stem on the loss panel)."""
+    trajectory = _trajectory()
+    fig, ax, losses, totals, drops = _drawn_energy(trajectory)
+    remaining = M * G * H
+    for total, lost in zip(totals, [0.0, *trajectory.T_c]):
+        remaining -= lost
+        np.testing.assert_allclose(total, remaining, rtol=1e-12)
     for segment, t, lost in zip(
         drops.get_segments(), trajectory.t_events, trajectory.T_c
     ):
         np.testing.assert_allclose(segment[:, 0], t)
         np.testing.assert_allclose(segment[0, 1] - segment[1, 1], -lost, rtol=1e-12)
+    (stems,) = [c for c in losses.containers]
+    np.testing.assert_allclose(stems.markerline.get_ydata(), trajectory.T_c)
+    assert losses.get_xlabel() == "t [s]" and ax.get_ylabel() == "energy [J]"
     # The closed form of the first loss: (1 - e^2) m g h.
     np.testing.assert_allclose(trajectory.T_c[0], (1 - E**2) * M * G * H, rtol=1e-12)
+
+
+def test_energy_history_keeps_one_datum_when_the_frame_moves():
+    """A walker's coordinates move with its stance foot: here the ball's frame
+    rises by 0.3 m at every impact (its heights read 0.3 m less per bounce). The
+    figure puts every phase on the first one's datum: the same totals and drops
+    as in a fixed frame, not a total that the moving datum keeps flat."""
+    fixed = _trajectory()
+    shift = 0.3 * np.arange(fixed.t_phase.shape[0])
+    moved = hybrax.plot.Trajectory(
+        **{
+            **fixed.__dict__,
+            "x_phase": fixed.x_phase
+            - np.stack(
+                [
+                    shift[:, None] * np.ones(fixed.x_phase.shape[1]),
+                    0 * fixed.x_phase[..., 1],
+                ],
+                axis=-1,
+            ),
+            "x_before": fixed.x_before - np.stack([shift, 0 * shift], axis=-1),
+            "x_after": fixed.x_after - np.stack([shift + 0.3, 0 * shift], axis=-1),
+        }
+    )
+    *_, totals_fixed, drops_fixed = _drawn_energy(fixed)
+    *_, totals_moved, drops_moved = _drawn_energy(moved)
+    for a, b in zip(totals_fixed, totals_moved):
+        np.testing.assert_allclose(b, a, rtol=1e-12, atol=1e-12)
+    for a, b in zip(drops_fixed.get_segments(), drops_moved.get_segments()):
+        np.testing.assert_allclose(b, a, rtol=1e-12, atol=1e-12)
+
+
+def test_an_elastic_event_draws_no_loss():
+    """Restitution e = 1: nothing is lost, so nothing is drawn as lost (a
+    reported T_c of the reflected motion is no loss) and no loss panel."""
+    trajectory = _trajectory()
+    elastic = hybrax.plot.Trajectory(
+        **{**trajectory.__dict__, "x_after": trajectory.x_before * [1.0, -1.0]}
+    )
+    fig = hybrax.plot.energy_history(
+        elastic, lambda x: bouncing_ball.energies(x, bouncing_ball.BallParams())
+    )
+    (ax,) = fig.axes
+    assert not [c for c in ax.collections if c.get_label() == "lost at the event"]
 
 
 def test_orbit_portrait_draws_the_orbit_and_the_perturbed_starts():

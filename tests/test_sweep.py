@@ -726,8 +726,24 @@ def test_sweep_heatmap_marks_missing_orbits():
     labels = [t.get_text() for t in fig.legends[0].get_texts()]
     assert labels == ["no orbit found", r"$|\nu| = 1$", "flagged"]
     assert ax.get_xlabel() == "mu" and ax.get_ylabel() == "D_G"
+    # One linear scale from 0 to 2, white at |nu| = 1.
+    assert (mesh.norm.vmin, mesh.norm.vmax) == (0.0, 2.0)
+    assert mesh.norm(1.0) == 0.5 and mesh.norm(0.5) == 0.25
     with pytest.raises(ValueError, match="`values`"):
         hybrax.plot.sweep_heatmap(x, y, values.T, xlabel="", ylabel="")
+    # A solver failure apart from no orbit: a dark cell of its own, in the legend.
+    failed = np.zeros_like(flagged)
+    failed[2, 3] = True
+    values[0, 0] = 3.0  # beyond the scale: the colour bar's arrow
+    fig = hybrax.plot.sweep_heatmap(
+        x, y, values, xlabel="mu", ylabel="D_G", failed=failed
+    )
+    ax = fig.axes[0]
+    dark = [c for c in ax.collections if isinstance(c, QuadMesh)][1]
+    assert np.array_equal(~np.ma.getmaskarray(dark.get_array()).reshape(4, 3).T, failed)
+    labels = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert "solver failed (status in the table)" in labels
+    assert fig.axes[1].get_label() == "<colorbar>" and fig.axes[1].collections
 
 
 def test_cli_writes_table_and_heatmap(tmp_path, swept):

@@ -798,8 +798,14 @@ def _stick_outputs(model, trajectory, params, out) -> list:
         frame_shift=None if shift is None else (lambda x: shift(x, params)),
         frames=80,
     )
-    paths = plot.save_figures({"stick_figure.png": plot.stick_figure(frames)}, out)
-    return [*paths, plot.save_animation(frames, pathlib.Path(out) / "animation.gif")]
+    units = model.figures.units if model.figures is not None else plot.Units()
+    strobe = plot.stick_figure(frames, units=units)
+    strobe.suptitle(f"{model.name}: stick figures")
+    paths = plot.save_figures({"stick_figure.png": strobe}, out)
+    animation = plot.save_animation(
+        frames, pathlib.Path(out) / "animation.gif", units=units
+    )
+    return [*paths, animation]
 
 
 def _events_slice(trajectory, events: slice):

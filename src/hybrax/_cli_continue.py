@@ -9,6 +9,7 @@ branch is drawn as period and multiplier against the parameter.
 
 import argparse
 import dataclasses
+import functools
 import math
 import pathlib
 import sys
@@ -356,7 +357,9 @@ def _run_continue(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
         for path in _bifurcation_figure(model, form, levels, parameter, args):
             print(f"wrote {path}")
     if args.figures:
-        figures = model.hook("continuation_figures") or _branch_figures
+        figures = model.hook("continuation_figures") or functools.partial(
+            _branch_figures, model
+        )
         for path in figures(branch, summary, params, parameter, args.out):
             print(f"wrote {path}")
     if args.json is not None:
@@ -488,15 +491,35 @@ def _bifurcation_figure(model, form, levels, parameter, args):
     each cycle's duration against the parameter, for every level of the cascade."""
     from . import plot
 
+    units = model.figures.units if model.figures is not None else plot.Units()
     drawn = []
+    born = None  # (parameter, values, durations) where the next level branches off
     for k, (section, branch) in enumerate(levels):
         values, durations = _crossings(model, form, section, branch)
+        parameter_values, stable = branch.parameter, branch.stable
+        doublings = [p.index for p in branch.period_doublings]
+        offset = 0  # of the branch's points in the drawn arrays
+        if born is not None:
+            # Drawn from the period doubling it was born at, where its orbit is
+            # the parent's traversed twice (no gap before its first point).
+            x0, v0, d0 = born
+            repeat = values.shape[1] // v0.size
+            parameter_values = np.concatenate([[x0], parameter_values])
+            values = np.concatenate([np.tile(v0, repeat)[None], values])
+            durations = np.concatenate([np.tile(d0, repeat)[None], durations])
+            stable = np.concatenate([stable[:1], stable])
+            doublings = [i + 1 for i in doublings]
+            offset = 1
+        born = None
+        if branch.period_doublings:
+            i = branch.period_doublings[0].index  # where the cascade switched
+            born = (branch.parameter[i], values[i + offset], durations[i + offset])
         drawn.append(
             dict(
-                parameter=branch.parameter,
+                parameter=parameter_values,
                 panels=[values, durations],
-                stable=branch.stable,
-                period_doublings=[p.index for p in branch.period_doublings],
+                stable=stable,
+                period_doublings=doublings,
                 label=f"period {2**k}",
             )
         )
@@ -505,33 +528,40 @@ def _bifurcation_figure(model, form, levels, parameter, args):
         xlabel=model.label(parameter.name),
         ylabels=(
             f"{model.label(model.state_names[0])} after each cycle",
-            "duration of each cycle [s]",
+            f"duration of each cycle [{units.time}]",
         ),
         title=f"{args.model}: period-doubling cascade in {parameter.name}",
     )
     return plot.save_figures({"bifurcation.png": figure}, args.out)
 
 
-def _branch_figures(branch, summary, params, parameter, out: pathlib.Path):
-    """`branch.png`: period and leading multiplier along the branch (any model),
-    stable points solid, unstable dashed, special points marked."""
+def _branch_figures(model, branch, summary, params, parameter, out: pathlib.Path):
+    """`branch_period.png` and `branch_multiplier.png`: period and leading
+    multiplier along the branch (any model), stable points solid, unstable
+    dashed, special points marked; the parameter with its unit, the model's name
+    in the titles."""
     from . import plot
 
     del params
+    units = model.figures.units if model.figures is not None else plot.Units()
     common = dict(
         stable=branch.stable,
         folds=[f.index for f in branch.folds],
         period_doublings=[p.index for p in branch.period_doublings],
-        xlabel=parameter.name,
+        neimark_sackers=[p.index for p in branch.neimark_sackers],
+        xlabel=model.label(parameter.name),
     )
     specs = {
         "branch_period.png": dict(
-            curves={"period": summary["period"]}, ylabel="period [s]"
+            curves={"period": summary["period"]},
+            ylabel=f"period [{units.time}]",
+            title=f"{model.name}: period along the branch",
         ),
         "branch_multiplier.png": dict(
             curves={r"$\nu$": summary["multiplier"]},
             ylabel="leading multiplier (modulus if complex)",
             reference_lines=(1.0, -1.0),
+            title=f"{model.name}: leading Floquet multiplier along the branch",
         ),
     }
     return plot.save_figures(

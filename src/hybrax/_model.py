@@ -15,6 +15,8 @@ from typing import Any
 
 import equinox as eqx
 
+from ._units import Units
+
 
 class ModelForm(eqx.Module):
     """One formulation of a model (e.g. minimal or constrained coordinates).
@@ -83,12 +85,15 @@ class FigureSpec(eqx.Module):
     - `portrait`: the state indices `(i, j)` of the phase portraits.
     - `surfaces`: `params -> [(axis, value, label), ...]`, lines drawn on the
       portraits (e.g. the heel-strike angle), or `None`.
+    - `units`: the [`hybrax.plot.Units`][] of time, length and energy on the
+      figures' axes (default SI; a dimensionless model gives its own).
     """
 
     labels: tuple[str, ...] = eqx.field(static=True)
     energy: Callable[[Any, Any], Any] = eqx.field(static=True)
     portrait: tuple[int, int] = eqx.field(static=True, default=(0, 1))
     surfaces: Callable[[Any], Any] | None = eqx.field(static=True, default=None)
+    units: Units = eqx.field(static=True, default_factory=Units)
 
 
 class ModelBundle(eqx.Module):
@@ -212,6 +217,8 @@ class ModelBundle(eqx.Module):
             lambda x: spec.energy(x, params),
             portrait=spec.portrait,
             surfaces=() if spec.surfaces is None else spec.surfaces(params),
+            units=spec.units,
+            title=self.name,
         )
         return plot.save_figures(figures, out)
 
@@ -237,13 +244,18 @@ class ModelBundle(eqx.Module):
             perturbed_labels=perturbed_labels,
             surfaces=() if spec.surfaces is None else spec.surfaces(params),
         )
+        orbit.suptitle(f"{self.name}: one period and perturbed starts")
         paths = plot.save_figures({"orbit.png": orbit}, out)
         return paths + self.simulate_figures(trajectory, params, out)
 
     def label(self, name: str) -> str:
-        """A figure label for a parameter or state name (the name itself if none
-        is declared)."""
-        return (self.labels or {}).get(name, name)
+        """A figure label for a parameter or state name: the declared one, else
+        the name with the unit of its `parameters` entry ("unit, meaning"), e.g.
+        `"k [N/m]"` (the name alone for a dimensionless or derived one)."""
+        if name in (self.labels or {}):
+            return self.labels[name]
+        unit = self.parameters.get(name, "").split(",")[0].strip()
+        return f"{name} [{unit}]" if unit not in ("", "1", "derived") else name
 
 
 def field_parameters(params_class, model_name: str):

@@ -19,6 +19,8 @@ from jaxtyping import Float
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
+from ._units import Units as Units
+
 
 # Colours of the phases by mode name (others cycle through `_EXTRA_COLOURS`).
 _MODE_COLOURS = {"flight": "tab:blue", "ground": "tab:orange"}
@@ -224,6 +226,7 @@ def time_series(
     labels: Sequence[str] | None = None,
     *,
     axes: Sequence[Axes] | None = None,
+    units: Units | None = None,
 ) -> Figure:
     r"""State entries against time, one panel each, phases coloured by mode and
     events marked (any model).
@@ -234,7 +237,9 @@ def time_series(
     - `indices`: which state entries (default: all).
     - `labels`: a label per state entry of the trajectory (default $x_i$).
     - `axes`: draw into these (one per index) instead of a new figure.
+    - `units`: the time unit of the axis (default seconds).
     """
+    units = Units() if units is None else units
     n = trajectory.x_phase.shape[-1]
     indices = list(range(n)) if indices is None else [int(i) for i in indices]
     if any(not 0 <= i < n for i in indices):
@@ -265,7 +270,7 @@ def time_series(
         )
         ax.set_ylabel(names[i])
         _legend(ax)
-    axes[-1].set_xlabel("t [s]")
+    axes[-1].set_xlabel(f"t [{units.time}]")
     return fig
 
 
@@ -321,26 +326,59 @@ def energy_history(
     energy: Callable[[np.ndarray], tuple[Any, Any]],
     *,
     ax: Axes | None = None,
+    units: Units | None = None,
 ) -> Figure:
-    r"""Kinetic, potential and total energy over time, with the energy each impact
-    removes ($T_c$, the drop of the total at the event) marked (any model).
+    r"""Kinetic, potential and total energy over time on one potential datum,
+    with the energy each event removes marked (any model).
+
+    A walker's coordinates move with its stance foot, so `energy` measures the
+    potential from a datum that moves at every step. Positions do not jump at an
+    event, so the potential does not either: each phase's potential is shifted by
+    the constant that makes it continuous across the events before it, which puts
+    the whole run on the first phase's datum. The total then drops at an event by
+    exactly the kinetic energy the event removes, $T(x^-) - T(x^+)$ (the $T_c$ of
+    a plastic impact; nothing for an elastic one), drawn as a red step; below, a
+    second panel shows each event's loss on its own scale (a few joules stay
+    visible beside a total of hundreds).
 
     **Arguments:**
 
     - `trajectory`: a [`hybrax.plot.Trajectory`][].
     - `energy`: `x -> (kinetic, potential)` for states batched on the leading
       axis, in the trajectory's coordinates.
-    - `ax`: draw into these axes instead of a new figure.
+    - `ax`: draw the energies into these axes (without the loss panel) instead
+      of a new figure.
+    - `units`: the time and energy units of the axes (default SI).
     """
+    units = Units() if units is None else units
+
+    def energies(x):
+        kinetic, potential = energy(np.asarray(x, dtype=float))
+        return np.asarray(kinetic, dtype=float), np.asarray(potential, dtype=float)
+
+    n_events = trajectory.t_events.size
+    kinetic_before, potential_before = energies(trajectory.x_before)
+    kinetic_after, potential_after = energies(trajectory.x_after)
+    # The datum of phase k (phase k ends at event k).
+    datum = np.concatenate([[0.0], np.cumsum(potential_before - potential_after)])
+    lost = kinetic_before - kinetic_after
+    scale = np.nanmax(np.abs(kinetic_before + potential_before), initial=0.0)
+    shown = np.isfinite(lost) & (np.abs(lost) > 1e-9 * max(scale, 1e-300))
     if ax is None:
-        fig = Figure(figsize=(7.0, 4.0), layout="constrained")
-        ax = fig.add_subplot()
+        fig = Figure(figsize=(7.0, 5.2 if shown.any() else 4.0), layout="constrained")
+        if shown.any():
+            ax, loss_ax = fig.subplots(
+                2, 1, sharex=True, height_ratios=(3, 1), squeeze=True
+            )
+        else:
+            ax, loss_ax = fig.add_subplot(), None
     else:
-        fig = ax.figure
+        fig, loss_ax = ax.figure, None
     first = True
-    for t, x in zip(trajectory.t_phase, trajectory.x_phase):
+    for k, (t, x) in enumerate(zip(trajectory.t_phase, trajectory.x_phase)):
         keep = np.all(np.isfinite(x), axis=1)
-        kinetic, potential = (np.asarray(e, dtype=float) for e in energy(x[keep]))
+        kinetic, potential = energies(x[keep])
+        potential = potential + datum[min(k, n_events)]
         for values, colour, label in (
             (kinetic, "tab:blue", "kinetic T"),
             (potential, "tab:orange", "potential V"),
@@ -348,22 +386,28 @@ def energy_history(
         ):
             ax.plot(t[keep], values, color=colour, label=label if first else None)
         first = False
-    lost = np.isfinite(trajectory.T_c) & (trajectory.T_c > 0)
-    if np.any(lost):
-        kinetic, potential = (
-            np.asarray(e, dtype=float) for e in energy(trajectory.x_before[lost])
-        )
-        total = kinetic + potential
+    if shown.any():
+        total = kinetic_before + potential_before + datum[:n_events]
         ax.vlines(
-            trajectory.t_events[lost],
-            total - trajectory.T_c[lost],
-            total,
+            trajectory.t_events[shown],
+            total[shown] - lost[shown],
+            total[shown],
             color="tab:red",
             linewidth=2.0,
-            label=r"lost at impact $T_c$",
+            label="lost at the event",
         )
-    ax.set_xlabel("t [s]")
-    ax.set_ylabel("energy [J]")
+        if loss_ax is not None:
+            loss_ax.stem(
+                trajectory.t_events[shown],
+                lost[shown],
+                linefmt="tab:red",
+                markerfmt="v",
+                basefmt=" ",
+            )
+            loss_ax.set_ylabel(f"lost [{units.energy}]")
+            loss_ax.set_ylim(0.0, 1.2 * float(np.max(lost[shown], initial=0.0)))
+    ax.set_ylabel(f"energy [{units.energy}]")
+    (ax if loss_ax is None else loss_ax).set_xlabel(f"t [{units.time}]")
     _legend(ax)
     return fig
 
@@ -430,17 +474,28 @@ def simulation_figures(
     *,
     portrait: tuple[int, int] = (0, 1),
     surfaces: Sequence[tuple[str, float, str]] = (),
+    units: Units | None = None,
+    title: str | None = None,
 ) -> dict[str, Figure]:
     """The figures of a simulation of any model, by file name: `time_series.png`,
     `phase_portrait.png` (state entries `portrait`, with `surfaces`) and
-    `energy.png` (`energy(x) -> (kinetic, potential)`)."""
-    return {
-        "time_series.png": time_series(trajectory, labels=labels),
+    `energy.png` (`energy(x) -> (kinetic, potential)`), in `units`, each titled
+    `title` (e.g. the model's name) and what it shows."""
+    figures = {
+        "time_series.png": time_series(trajectory, labels=labels, units=units),
         "phase_portrait.png": phase_portrait(
             trajectory, *portrait, labels, surfaces=surfaces
         ),
-        "energy.png": energy_history(trajectory, energy),
+        "energy.png": energy_history(trajectory, energy, units=units),
     }
+    if title:
+        for name, what in (
+            ("time_series.png", "state over time"),
+            ("phase_portrait.png", "phase portrait"),
+            ("energy.png", "energy"),
+        ):
+            figures[name].suptitle(f"{title}: {what}")
+    return figures
 
 
 def save_figures(figures: dict[str, Figure], out) -> list:
@@ -552,7 +607,13 @@ def _draw_sticks(ax: Axes, lines, alpha: float = 1.0) -> list:
     return artists
 
 
-def stick_figure(frames: StickFrames, *, snapshots: int = 8, ax: Axes | None = None):
+def stick_figure(
+    frames: StickFrames,
+    *,
+    snapshots: int = 8,
+    ax: Axes | None = None,
+    units: Units | None = None,
+):
     """`snapshots` stick figures of `frames` drawn over each other, later ones
     darker (a strobe picture of a step or a jump)."""
     if ax is None:
@@ -564,12 +625,21 @@ def stick_figure(frames: StickFrames, *, snapshots: int = 8, ax: Axes | None = N
     for j, index in enumerate(np.round(picks).astype(int)):
         _draw_sticks(ax, frames.polylines[index], alpha=0.25 + 0.75 * j / len(picks))
     xlim, ylim = _stick_limits(frames)
-    ax.set(xlim=xlim, ylim=ylim, aspect="equal", xlabel="x [m]", ylabel="y [m]")
-    ax.set_title(f"t = {frames.times[0]:.2f} to {frames.times[-1]:.2f} s")
+    units = Units() if units is None else units
+    ax.set(
+        xlim=xlim,
+        ylim=ylim,
+        aspect="equal",
+        xlabel=f"x [{units.length}]",
+        ylabel=f"y [{units.length}]",
+    )
+    ax.set_title(f"t = {frames.times[0]:.2f} to {frames.times[-1]:.2f} {units.time}")
     return fig
 
 
-def save_animation(frames: StickFrames, path, *, fps: int = 20) -> Any:
+def save_animation(
+    frames: StickFrames, path, *, fps: int = 20, units: Units | None = None
+) -> Any:
     """Write `frames` as an animated GIF (Pillow) at `path`; returns the path
     written (see [`hybrax.plot.save_figures`][] for where it goes if that fails).
 
@@ -588,8 +658,15 @@ def save_animation(frames: StickFrames, path, *, fps: int = 20) -> Any:
     canvas = FigureCanvasAgg(fig)
     ax = fig.add_subplot()
     xlim, ylim = _stick_limits(frames)
-    ax.set(xlim=xlim, ylim=ylim, aspect="equal", xlabel="x [m]", ylabel="y [m]")
-    title = ax.set_title("t = 0.00 s")
+    units = Units() if units is None else units
+    ax.set(
+        xlim=xlim,
+        ylim=ylim,
+        aspect="equal",
+        xlabel=f"x [{units.length}]",
+        ylabel=f"y [{units.length}]",
+    )
+    title = ax.set_title(f"t = 0.00 {units.time}")
     # One layout for all frames.
     fig.tight_layout()
     artists = _draw_sticks(ax, frames.polylines[0])
@@ -603,7 +680,7 @@ def save_animation(frames: StickFrames, path, *, fps: int = 20) -> Any:
         for artist, line in zip(artists, frames.polylines[index]):
             artist.set_data(line[:, 0], line[:, 1])
             ax.draw_artist(artist)
-        title.set_text(f"t = {time:.2f} s")
+        title.set_text(f"t = {time:.2f} {units.time}")
         ax.draw_artist(title)
         images.append(Image.fromarray(np.asarray(canvas.buffer_rgba())).convert("RGB"))
     from ._io import write_file
@@ -636,6 +713,14 @@ def _stability_runs(stable: np.ndarray) -> list[tuple[int, int, bool]]:
     return runs
 
 
+# Marker, abbreviation and name of the special points a branch figure marks.
+_SPECIAL_STYLES = (
+    ("o", "LP", "fold"),
+    ("s", "PD", "period doubling"),
+    ("D", "NS", "Neimark-Sacker"),
+)
+
+
 def branch_figure(
     parameter: Float[np.ndarray, " N"],
     curves: dict[str, Float[np.ndarray, " N"]],
@@ -643,6 +728,7 @@ def branch_figure(
     *,
     folds: Sequence[int] = (),
     period_doublings: Sequence[int] = (),
+    neimark_sackers: Sequence[int] = (),
     flagged: np.ndarray | None = None,
     flagged_label: str = "flagged",
     reference_lines: Sequence[float] = (),
@@ -661,9 +747,11 @@ def branch_figure(
       [`hybrax.Branch`][]'s `parameter`).
     - `curves`: label $\to$ one value per point; each curve gets its colour.
     - `stable`: whether each orbit is stable (`Branch.stable`).
-    - `folds`, `period_doublings`: indices of the located special points in the
-      arrays (`SpecialPoint.index` of `branch.folds`, `branch.period_doublings`);
-      marked with circles and squares on every curve.
+    - `folds`, `period_doublings`, `neimark_sackers`: indices of the located
+      special points in the arrays (`SpecialPoint.index` of `branch.folds`,
+      `branch.period_doublings`, `branch.neimark_sackers`); marked with circles,
+      squares and diamonds on every curve and labelled LP, PD and NS (the usual
+      abbreviations). The legend lists only what is drawn.
     - `flagged`: points to mark with small grey crosses, e.g. orbits that are not
       admissible (for the hopper: the ground pulls right after touchdown), with the
       legend entry `flagged_label`.
@@ -691,7 +779,10 @@ def branch_figure(
         flagged = np.asarray(flagged, dtype=bool)
         if flagged.shape != (n,):
             raise ValueError(f"`flagged` must have shape ({n},); got {flagged.shape}.")
-    for name, indices in (("folds", folds), ("period_doublings", period_doublings)):
+    specials = (folds, period_doublings, neimark_sackers)
+    for name, indices in zip(
+        ("folds", "period_doublings", "neimark_sackers"), specials
+    ):
         if any(not 0 <= int(i) < n for i in indices):
             raise ValueError(f"`{name}` holds an index outside 0..{n - 1}.")
     if ax is None:
@@ -720,12 +811,13 @@ def branch_figure(
                 linestyle="none",
                 marker="x",
                 markersize=3,
-                markeredgewidth=0.8,
-                color="0.4",
-                alpha=0.6,
-                zorder=3,
+                markeredgewidth=0.6,
+                color="0.55",
+                alpha=0.5,
+                # Under the branch, whose line style (stable or not) stays seen.
+                zorder=1,
             )
-        for indices, marker in ((folds, "o"), (period_doublings, "s")):
+        for indices, (marker, short, _) in zip(specials, _SPECIAL_STYLES):
             index = np.asarray(indices, dtype=int)
             ax.plot(
                 x[index],
@@ -738,19 +830,26 @@ def branch_figure(
                 markeredgewidth=1.3,
                 zorder=5,
             )
+            for i in index:  # the usual abbreviations, as AUTO and COCO print
+                ax.annotate(
+                    short,
+                    (x[i], y[i]),
+                    xytext=(5, 5),
+                    textcoords="offset points",
+                    fontsize="small",
+                    zorder=6,
+                )
     style = dict(color="0.3")
-    ax.plot([], [], linestyle="-", label="stable", **style)
-    ax.plot([], [], linestyle="--", label="unstable", **style)
-    if len(folds):
-        ax.plot(
-            [], [], linestyle="none", marker="o", markerfacecolor="white",
-            markeredgecolor="k", label="fold",
-        )  # fmt: skip
-    if len(period_doublings):
-        ax.plot(
-            [], [], linestyle="none", marker="s", markerfacecolor="white",
-            markeredgecolor="k", label="period doubling",
-        )  # fmt: skip
+    if stable.any():
+        ax.plot([], [], linestyle="-", label="stable", **style)
+    if not stable.all():
+        ax.plot([], [], linestyle="--", label="unstable", **style)
+    for indices, (marker, short, name) in zip(specials, _SPECIAL_STYLES):
+        if len(indices):
+            ax.plot(
+                [], [], linestyle="none", marker=marker, markerfacecolor="white",
+                markeredgecolor="k", label=f"{name} ({short})",
+            )  # fmt: skip
     if flagged is not None and np.any(flagged):
         ax.plot([], [], linestyle="none", marker="x", color="0.45", label=flagged_label)
     ax.set_xlabel(xlabel)
@@ -822,12 +921,16 @@ def bifurcation_diagram(
         ax.set_ylabel(ylabel)
         ax.grid(True, alpha=0.3)
     style = dict(color="0.3")
-    axes[0].plot([], [], linestyle="-", label="stable", **style)
-    axes[0].plot([], [], linestyle="--", label="unstable", **style)
-    axes[0].plot(
-        [], [], linestyle="none", marker="s", markerfacecolor="white",
-        markeredgecolor="k", label="period doubling",
-    )  # fmt: skip
+    every = [np.asarray(level["stable"], dtype=bool) for level in levels]
+    if any(stable.any() for stable in every):
+        axes[0].plot([], [], linestyle="-", label="stable", **style)
+    if any(not stable.all() for stable in every):
+        axes[0].plot([], [], linestyle="--", label="unstable", **style)
+    if any(len(level.get("period_doublings", ())) for level in levels):
+        axes[0].plot(
+            [], [], linestyle="none", marker="s", markerfacecolor="white",
+            markeredgecolor="k", label="period doubling (PD)",
+        )  # fmt: skip
     axes[0].legend(fontsize="small")
     axes[-1].set_xlabel(xlabel)
     if title:
@@ -849,6 +952,8 @@ def sweep_heatmap(
     title: str | None = None,
     level: float | None = 1.0,
     not_run: np.ndarray | None = None,
+    failed: np.ndarray | None = None,
+    failed_label: str = "solver failed (status in the table)",
 ) -> Figure:
     r"""A heat map of a multiplier magnitude (or any orbit quantity) over a 2-D
     parameter grid (e.g. from [`hybrax.sweep_orbits`][]), with the stability
@@ -856,8 +961,10 @@ def sweep_heatmap(
 
     Cells without a value (NaN: no orbit found there) are not coloured: they show
     the hatched grey background, so a missing orbit never reads as a value. The
-    colour scale is diverging about `level`: blue below (stable), red above; with
-    `level=None` (a quantity other than a multiplier) it is sequential, uncontoured.
+    colour scale is linear from 0 to `2 level`, diverging about `level` (white
+    there): blue below (stable), red above, values beyond `2 level` at the top
+    colour; with `level=None` (a quantity other than a multiplier) it is
+    sequential, uncontoured.
 
     **Arguments:**
 
@@ -871,12 +978,16 @@ def sweep_heatmap(
     - `not_run`: optional `(len(x), len(y))` booleans: cells an interrupted sweep
       did not solve (status `not_run`), drawn white, apart from those without an
       orbit.
+    - `failed`, `failed_label`: optional `(len(x), len(y))` booleans: cells where
+      the solver failed (a cycle that could not be integrated, rather than a
+      shooting that found no orbit), drawn dark grey, apart from the hatched
+      cells without an orbit.
 
     **Returns:** the matplotlib `Figure`; its first axes hold the map.
 
     **Raises:** `ValueError` if the shapes do not match.
     """
-    from matplotlib.colors import TwoSlopeNorm
+    from matplotlib.colors import Normalize
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch, Rectangle
 
@@ -888,7 +999,7 @@ def sweep_heatmap(
             f"`values` must have shape (len(x), len(y)) = ({x.size}, {y.size}); "
             f"got {values.shape}."
         )
-    for name, mask in (("flagged", flagged), ("not_run", not_run)):
+    for name, mask in (("flagged", flagged), ("not_run", not_run), ("failed", failed)):
         if mask is not None and np.shape(mask) != values.shape:
             raise ValueError(
                 f"`{name}` must have the shape of `values` {values.shape}; got "
@@ -916,17 +1027,27 @@ def sweep_heatmap(
         )
     )
     finite = np.isfinite(values)
+    extend = "neither"
     if level is None:
         norm, cmap = None, "viridis"
     else:
+        # One linear scale, diverging about `level` (white there): 0 to 2 level,
+        # values above it drawn at the top colour (the bar's arrow says so).
         top = float(np.nanmax(values)) if finite.any() else level
-        norm = TwoSlopeNorm(vmin=0.0, vcenter=level, vmax=max(top, 1.25 * level))
-        cmap = "RdYlBu_r"
+        norm = Normalize(vmin=0.0, vmax=2.0 * level)
+        cmap = "RdBu_r"
+        extend = "max" if top > 2.0 * level else "neither"
     mesh = ax.pcolormesh(
         xe, ye, np.ma.masked_invalid(values).T, cmap=cmap, norm=norm, zorder=1
     )
-    fig.colorbar(mesh, ax=ax, label=colorbar_label)
+    fig.colorbar(mesh, ax=ax, label=colorbar_label, extend=extend)
     handles = [Patch(label=no_orbit_label, **hatch_style)]
+    if failed is not None and np.any(failed):
+        from matplotlib.colors import ListedColormap
+
+        dark = np.ma.masked_where(~np.asarray(failed, bool), np.ones(values.shape))
+        ax.pcolormesh(xe, ye, dark.T, cmap=ListedColormap(["0.35"]), zorder=1)
+        handles.append(Patch(facecolor="0.35", label=failed_label))
     if not_run is not None and np.any(not_run):
         from matplotlib.colors import ListedColormap
 

@@ -345,6 +345,7 @@ def _bundle():
         ModelForm,
         field_parameters,
     )
+    from .._units import Units
 
     make_params, parameter = field_parameters(SimplestWalkerParams, "simplest-walker")
     return ModelBundle(
@@ -373,7 +374,13 @@ def _bundle():
             "theta_dot": _LABELS[2],
             "phi_dot": _LABELS[3],
         },
-        figures=FigureSpec(_LABELS, energies, portrait=(0, 2)),
+        figures=FigureSpec(
+            _LABELS,
+            energies,
+            portrait=(0, 2),
+            # Dimensionless: time in sqrt(l/g), lengths in l, energy in M g l.
+            units=Units(time=r"$\sqrt{l/g}$", length="$l$", energy="$M g l$"),
+        ),
         hooks={
             "orbit_summary": _orbit_summary,
             "orbit_perturbations": ((2, -0.01, r"$\dot\theta - 0.01$"),),
