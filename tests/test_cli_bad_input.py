@@ -200,3 +200,57 @@ def test_every_command_has_the_solver_options_with_the_librarys_defaults():
     assert attached(["continue", "x", "--start", "-1e-3"])[-1] == "--start=-1e-3"
     args = parser.parse_args(attached(["continue", "hopper", "--start", "-.5"]))
     assert args.start == -0.5
+
+
+def test_wide_states_fold_to_the_tables_width():
+    """The biped's ten-entry states: every line of the event table within 100
+    columns, each state whole on its own lines; a two-entry state stays on one
+    line per event."""
+    import numpy as np
+
+    from hybrax._cli import _event_table, _format_state, _params_lines
+    from hybrax.plot import Trajectory
+
+    def trajectory(n):
+        x = np.linspace(-1.0, 1.0, 2 * n).reshape(2, n)
+        return Trajectory(
+            t_phase=np.zeros((0, 1)),
+            x_phase=np.zeros((0, 1, n)),
+            phase_modes=(),
+            t_events=np.array([0.6, 1.2]),
+            event_kinds=("heelstrike", "heelstrike"),
+            x_before=x,
+            x_after=-x,
+            T_c=np.array([3.07, 3.08]),
+            T_a=np.array([53.7, 52.0]),
+        )
+
+    wide = _event_table(trajectory(10))
+    assert all(len(line) <= 100 for line in wide)
+    text = " ".join(" ".join(wide).split())
+    for state in (*trajectory(10).x_before, *trajectory(10).x_after):
+        assert " ".join(_format_state(state).split()) in text
+    narrow = _event_table(trajectory(2))
+    assert len(narrow) == 3  # the header and one line per event
+    assert all(len(line) <= 100 for line in narrow)
+    names = {f"parameter_{i}": float(i) for i in range(40)}
+    lines = _params_lines(names).splitlines()
+    assert len(lines) > 1 and all(len(line) <= 100 for line in lines)
+
+
+def test_models_json_lists_every_model_with_its_defaults(capsys):
+    import json
+
+    from hybrax._cli import main
+    from hybrax.models import get_model, model_names
+
+    assert main(["models", "--json"]) == 0
+    listing = json.loads(capsys.readouterr().out)
+    assert sorted(listing) == model_names()
+    wheel = listing["rimless-wheel"]
+    assert wheel["parameters"]["alpha"]["unit"] == "rad"
+    assert "tune" in wheel["commands"] and wheel["state"] == ["theta", "omega"]
+    defaults = get_model("rimless-wheel").make_params()
+    for name, entry in wheel["parameters"].items():
+        if hasattr(defaults, name):
+            assert entry["default"] == float(getattr(defaults, name))

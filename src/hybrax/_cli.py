@@ -24,6 +24,7 @@ import os
 import pathlib
 import re
 import sys
+import textwrap
 import threading
 from collections.abc import Sequence
 from typing import Any
@@ -549,12 +550,46 @@ def _format_state(x) -> str:
     return "[" + ", ".join(f"{v:+.6f}" for v in x) + "]"
 
 
-def _event_table(trajectory) -> list[str]:
-    width = len(_format_state(np.zeros(trajectory.x_before.shape[-1])))
-    lines = [
-        f"{'#':>3}  {'t [s]':>10}  {'event':<9}  {'state before':<{width}}  "
-        f"{'state after':<{width}}  {'T_c [J]':>9}  {'T_a [J]':>9}"
-    ]
+# The widest line the command line prints (a terminal's common width and more).
+_TABLE_WIDTH = 100
+
+
+def _folded(text: str, indent: int = 2, width: int = _TABLE_WIDTH) -> str:
+    """`text` indented by two spaces and wrapped to `width` columns, its
+    continuation lines indented by `indent` more."""
+    return "\n".join(
+        textwrap.wrap(
+            text,
+            width,
+            initial_indent="  ",
+            subsequent_indent=" " * (2 + indent),
+            break_on_hyphens=False,
+        )
+    )
+
+
+def _params_lines(values: dict[str, float]) -> str:
+    """The parameters as `name=value` pairs, wrapped to the table's width."""
+    return _folded(", ".join(f"{k}={v:g}" for k, v in values.items()), indent=0)
+
+
+def _event_table(trajectory, width: int = _TABLE_WIDTH) -> list[str]:
+    """The events, one line each (time, kind, states before and after, energy
+    lost and kept); where that line would be wider than `width`, each event's
+    states go on lines of their own below it, wrapped to `width`."""
+    state_width = len(_format_state(np.zeros(trajectory.x_before.shape[-1])))
+    kind_width = max([9, *(len(kind) for kind in trajectory.event_kinds)])
+    folded = 3 + 2 + 10 + 2 + kind_width + 2 * (2 + state_width) + 22 > width
+    energy_header = f"{'T_c [J]':>9}  {'T_a [J]':>9}"
+    if folded:
+        header = f"{'#':>3}  {'t [s]':>10}  {'event':<{kind_width}}  {energy_header}"
+    else:
+        header = (
+            f"{'#':>3}  {'t [s]':>10}  {'event':<{kind_width}}  "
+            f"{'state before':<{state_width}}  {'state after':<{state_width}}  "
+            f"{energy_header}"
+        )
+    lines = [header]
     for k, kind in enumerate(trajectory.event_kinds):
         T_c, T_a = trajectory.T_c[k], trajectory.T_a[k]
         energy = (
@@ -562,11 +597,21 @@ def _event_table(trajectory) -> list[str]:
             if np.isfinite(T_c) and np.isfinite(T_a)
             else f"{'':9}  {'':9}"
         )
-        lines.append(
-            f"{k + 1:>3}  {trajectory.t_events[k]:10.6f}  {kind:<9}  "
-            f"{_format_state(trajectory.x_before[k])}  "
-            f"{_format_state(trajectory.x_after[k])}  {energy}".rstrip()
-        )
+        before = _format_state(trajectory.x_before[k])
+        after = _format_state(trajectory.x_after[k])
+        lead = f"{k + 1:>3}  {trajectory.t_events[k]:10.6f}  {kind:<{kind_width}}  "
+        if not folded:
+            lines.append(f"{lead}{before}  {after}  {energy}".rstrip())
+            continue
+        lines.append(f"{lead}{energy}".rstrip())
+        for label, text in (("before", before), ("after", after)):
+            lines += textwrap.wrap(
+                text,
+                width,
+                initial_indent=f"{'':5}{label:<7}",
+                subsequent_indent=" " * 12,
+                break_on_hyphens=False,
+            )
     return lines
 
 
@@ -657,8 +702,13 @@ def _run_simulate(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
     succeeded = bool(solution.result == RESULTS.successful)
 
     print(f"{args.model} ({form_name}), parameters:")
-    print("  " + ", ".join(f"{k}={v:g}" for k, v in _params_dict(params).items()))
-    print(f"  x0 = {_format_state(x0)}  ({', '.join(model.state_names)})")
+    print(_params_lines(_params_dict(params)))
+    print(
+        _folded(
+            f"x0 = {_format_state(x0)}  ({', '.join(model.state_names)})",
+            indent=7,
+        )
+    )
     print()
     if trajectory.event_kinds:
         for line in _event_table(trajectory):
@@ -999,7 +1049,7 @@ def _run_orbit(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
         }, lines
 
     print(f"{args.model} ({form_name}), parameters:")
-    print("  " + ", ".join(f"{k}={v:g}" for k, v in _params_dict(params).items()))
+    print(_params_lines(_params_dict(params)))
     print()
     if not converged:
         keys = (
@@ -1171,6 +1221,13 @@ def _add_models(subparsers) -> None:
         metavar="MODEL",
         help=f"models to show (default: all): {', '.join(model_names())}",
     )
+    parser.add_argument(
+        "--json",
+        dest="as_json",
+        action="store_true",
+        help="print the same as JSON (name -> description, forms, state, commands, "
+        "parameters with unit, meaning and default, orbit quantities)",
+    )
     parser.set_defaults(run=_run_models, command_parser=parser)
 
 
@@ -1183,6 +1240,7 @@ def _run_models(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
             f"argument MODEL: invalid choice: {unknown[0]!r} (choose from "
             f"{', '.join(map(repr, model_names()))})"
         )
+    listing = {}
     for name in args.names or model_names():
         model = get_model(name)
         commands = ["simulate"]
@@ -1193,6 +1251,23 @@ def _run_models(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
         if model.has_orbits and model.quantities:
             commands.append("tune")
         defaults = _params_dict(model.make_params())
+        if args.as_json:
+            listing[name] = {
+                "description": model.description,
+                "forms": list(model.forms),
+                "state": list(model.state_names),
+                "commands": commands,
+                "parameters": {
+                    parameter: {
+                        "unit": meaning.split(",")[0].strip(),
+                        "meaning": meaning.split(",", 1)[-1].strip(),
+                        "default": defaults.get(parameter),
+                    }
+                    for parameter, meaning in model.parameters.items()
+                },
+                "quantities": list(model.quantities or ()),
+            }
+            continue
         print(f"{name}: {model.description}")
         print(
             f"  forms: {', '.join(model.forms)}; state: {', '.join(model.state_names)}"
@@ -1205,6 +1280,8 @@ def _run_models(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
         if model.quantities:
             print(f"  orbit quantities: {', '.join(model.quantities)}")
         print()
+    if args.as_json:
+        print(json.dumps(listing, indent=2))
     return 0
 
 

@@ -229,7 +229,7 @@ def _run_continue(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
         "seconds": elapsed,
     }
     print(f"{args.model} ({form_name}), parameters:")
-    print("  " + ", ".join(f"{k}={v:g}" for k, v in payload["params"].items()))
+    print(_cli._params_lines(payload["params"]))
     print(f"continuation in {name} from {start:g} towards {stop:g} ({args.method})")
     if branch.status == "start_failed":
         sys.stdout.flush()
