@@ -51,3 +51,19 @@ def run_notebook(path, tmp_path, monkeypatch, **environment):
     ]
     text = "".join(out.get("text", "") for out in outputs)
     return text, [out for out in outputs if out.get("output_type") == "error"]
+
+
+def assert_same_result(first, second):
+    """Two results with the same PyTree structure (classes, static fields,
+    statuses) and bit-equal leaves of the same dtypes (NaN where NaN)."""
+    import jax.tree_util as jtu
+
+    leaves, structure = jtu.tree_flatten(first)
+    again, structure_again = jtu.tree_flatten(second)
+    # As text: static parts may hold objects compared by identity (a branch's
+    # special points), whose printed fields must agree.
+    assert str(structure) == str(structure_again)
+    for a, b in zip(leaves, again):
+        a, b = np.asarray(a), np.asarray(b)
+        assert a.dtype == b.dtype and a.shape == b.shape
+        assert np.array_equal(a, b, equal_nan=a.dtype.kind in "fc")

@@ -521,6 +521,16 @@ def test_branch_figure(branch):
     assert [a.get_text() for a in ax.texts] == ["PD"]
 
 
+def test_a_hybrid_branch_round_trips_through_a_file(branch, tmp_path):
+    from helpers import assert_same_result
+
+    hx.save(tmp_path / "branch.npz", branch)
+    again = hx.load(tmp_path / "branch.npz")
+    assert type(again) is hx.Branch
+    assert_same_result(branch, again)
+    assert [f.parameter for f in again.folds] == [f.parameter for f in branch.folds]
+
+
 def test_a_hybrid_branch_is_a_pytree_of_stacked_arrays(branch):
     import jax
 

@@ -180,6 +180,16 @@ def test_statuses_flag_failures(swept):
     assert np.all(np.abs(mult[:, 1]) < 1e-8)
 
 
+def test_a_sweep_round_trips_through_a_file(swept, tmp_path):
+    from helpers import assert_same_result
+
+    hx.save(tmp_path / "sweep.npz", swept)
+    again = hx.load(tmp_path / "sweep.npz")
+    assert type(again) is hx.OrbitSweep
+    assert_same_result(swept, again)
+    assert again.status_names == swept.status_names
+
+
 def test_sweep_equals_loop_of_single_solves(swept, single_solves):
     for i, orbit in enumerate(single_solves):
         assert hx.status_name(orbit.result)[0] == swept.status_names[i]

@@ -193,6 +193,22 @@ def test_tune_in_reverse_mode_finds_the_closed_form_slope():
     np.testing.assert_allclose(result.values["gamma"], gamma, rtol=1e-6)
 
 
+def test_a_tuning_round_trips_through_a_file(tmp_path):
+    """Its history, orbit and tuned parameters come back bit for bit; the
+    objective function (`problem`, for `objective_at`) is not data: None."""
+    from helpers import assert_same_result
+
+    params = hx.canonical_params(models.rimless_wheel.RimlessWheelParams())
+    result = _tune_speed(params, 1.3)
+    hx.save(tmp_path / "tune.npz", result)
+    again = hx.load(tmp_path / "tune.npz")
+    assert type(again) is hx.TuneResult and again.problem is None
+    assert_same_result(result.orbit, again.orbit)
+    assert_same_result(result.params, again.params)
+    assert again.values == result.values and again.status == result.status
+    assert [s.objective for s in again.history] == [s.objective for s in result.history]
+
+
 def test_tune_stops_at_the_parameters_rules():
     """A speed no slope gives (1000 rad/s; at most about 3.9 on the steepest
     slope, sin(gamma) = 1): the minimiser steepens the slope towards and past

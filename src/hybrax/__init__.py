@@ -22,6 +22,7 @@ configure_xla_cpu()
 
 if TYPE_CHECKING:
     from . import models as models, plot as plot
+    from ._archive import load as load, save as save
     from ._continuation import (
         Branch as Branch,
         ContinuationSettings as ContinuationSettings,
@@ -139,6 +140,8 @@ if TYPE_CHECKING:
 
 # Public name -> the module that defines it.
 _EXPORTS = {
+    "load": "._archive",
+    "save": "._archive",
     "AbstractParameter": "._parameters",
     "Branch": "._continuation",
     "ContinuationSettings": "._continuation",

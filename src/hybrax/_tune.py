@@ -113,7 +113,9 @@ class TuneResult:
     compile_time: float
     result: str
     mode: str
-    problem: Any = dataclasses.field(repr=False, default=None)
+    problem: Any = dataclasses.field(
+        repr=False, default=None, metadata={"archive": False}
+    )
     rule: str | None = None
 
     def objective_at(self, values) -> np.ndarray:
