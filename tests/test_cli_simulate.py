@@ -357,6 +357,13 @@ def test_energy_history_content(solution):
     texts = [text.get_text() for text in ax.texts]
     assert sum("T_c" in text for text in texts) == HOPS
     assert sum("T_a" in text for text in texts) == HOPS
+    # The labels sit in the band no curve crosses (above every kinetic energy,
+    # below every potential and total): they cover no data.
+    top_kinetic = np.nanmax(kinetic.get_ydata())
+    bottom = np.nanmin(np.r_[potential.get_ydata(), total.get_ydata()])
+    for text in ax.texts:
+        if text.get_text():
+            assert top_kinetic < text.xy[1] < bottom
     # The total drops by T_c across each touchdown (end of one phase, start of the
     # next).
     E = np.asarray(total.get_ydata()).reshape(2 * HOPS, N_SAVE)

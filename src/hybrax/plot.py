@@ -30,8 +30,6 @@ _EVENT_STYLE = {
     "liftoff": dict(marker="^", color="tab:green", label="lift-off"),
 }
 
-_TEXT_BOX = dict(boxstyle="round,pad=0.15", facecolor="white", edgecolor="none")
-
 
 @dataclasses.dataclass(frozen=True)
 class Trajectory:

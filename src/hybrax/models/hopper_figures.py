@@ -11,7 +11,6 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from ..plot import (
-    _TEXT_BOX,
     Trajectory,
     _events,
     _legend,
@@ -135,8 +134,9 @@ def energy_history(
 
     **Returns:** the matplotlib `Figure`.
     """
+    own_figure = ax is None
     if ax is None:
-        fig = Figure(figsize=(10.0, 4.8), layout="constrained")
+        fig = Figure(figsize=(10.0, 5.2), layout="constrained")
         ax = fig.subplots()
     else:
         fig = ax.get_figure()
@@ -150,6 +150,15 @@ def energy_history(
         ax.plot(t, potential, color="tab:blue", label="potential $V$")
         ax.plot(t, total, color="k", label="total $T + V$")
     if annotate:
+        # The labels go in the widest band that no curve crosses (between the
+        # kinetic and the potential energy), where they cover no data.
+        drawn = (
+            np.concatenate([kinetic, potential, total]) if x.shape[0] else [0.0, 1.0]
+        )
+        drawn = np.sort(np.asarray(drawn)[np.isfinite(drawn)])
+        widest = int(np.argmax(np.diff(drawn))) if drawn.size > 1 else 0
+        low, high = drawn[widest], drawn[min(widest + 1, drawn.size - 1)]
+        label_c, label_a = low + 0.6 * (high - low), low + 0.4 * (high - low)
         touchdown = np.flatnonzero(_events(trajectory, "touchdown"))
         for k, index in enumerate(touchdown):
             t_event = float(trajectory.t_events[index])
@@ -170,12 +179,11 @@ def energy_history(
             )
             ax.annotate(
                 f"$T_c$ = {T_c:.3g} J",
-                xy=(t_event, before),
-                xytext=(4, 5),
-                textcoords="offset points",
+                xy=(t_event, label_c),
+                horizontalalignment="center",
+                verticalalignment="center",
                 color="tab:red",
                 fontsize="small",
-                bbox=_TEXT_BOX,
             )
             ax.annotate(
                 "",
@@ -185,14 +193,11 @@ def energy_history(
             )
             ax.annotate(
                 f"$T_a$ = {T_a:.3g} J",
-                xy=(t_event, 0.5 * T_a),
-                xytext=(-4, 0),
-                textcoords="offset points",
+                xy=(t_event, label_a),
+                horizontalalignment="center",
+                verticalalignment="center",
                 color="tab:purple",
                 fontsize="small",
-                horizontalalignment="right",
-                verticalalignment="center",
-                bbox=_TEXT_BOX,
             )
             if k == 0:
                 ax.plot([], [], color="tab:red", label="$T_c$: lost at touchdown")
@@ -200,7 +205,11 @@ def energy_history(
     ax.set_xlabel("$t$ [s]")
     ax.set_ylabel("energy [J]")
     ax.grid(True, alpha=0.3)
-    _legend(ax)
+    if own_figure and ax.get_legend_handles_labels()[0]:
+        # Below the axes: inside, it sat in the band the labels use.
+        fig.legend(loc="outside lower center", ncols=5, fontsize="small")
+    else:
+        _legend(ax)
     return fig
 
 
