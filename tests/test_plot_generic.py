@@ -202,9 +202,43 @@ def test_stick_frames_follow_the_closed_form_and_shift_at_events(tmp_path):
             dt = t_1 / 49
             assert ball[0, 1] == pytest.approx(H - G * t**2 / 2, abs=G * dt**2 / 8)
     figure = hybrax.plot.stick_figure(frames, snapshots=5)
-    assert len(figure.axes[0].lines) == 5 * 2
+    assert len(figure.axes[0].lines) == 1 + 5  # the ground once, five balls
     path = hybrax.plot.save_animation(frames, tmp_path / "ball.gif", fps=10)
     from PIL import Image
 
     with Image.open(path) as gif:
-        assert gif.n_frames == 40
+        assert gif.n_frames == 40 and gif.size == (800, 450)
+    # Frames by simulated time: one every 1/fps from the start to the end.
+    timed = hybrax.plot.stick_frames(
+        trajectory,
+        lambda x: [np.array([[-0.5, 0.0], [0.5, 0.0]]), np.array([[0.0, x[0]]])],
+        fps=25.0,
+    )
+    duration = float(np.max(trajectory.t_phase))
+    assert len(timed.times) == int(duration * 25) + 1
+    np.testing.assert_allclose(np.diff(timed.times), duration / (len(timed.times) - 1))
+
+
+def test_a_strobe_of_a_motion_in_place_sets_its_snapshots_apart():
+    """A body that only moves up and down (the ball, 0.2 m wide): the strobe
+    draws its snapshots side by side, each labelled with its time, on one
+    ground line across the figure."""
+    trajectory = _trajectory()
+    frames = hybrax.plot.stick_frames(
+        trajectory,
+        lambda x: [
+            np.array([[-0.5, 0.0], [0.5, 0.0]]),
+            np.array([[-0.1, x[0]], [0.1, x[0]]]),
+        ],
+        frames=30,
+    )
+    fig = hybrax.plot.stick_figure(frames, snapshots=4)
+    (ax,) = fig.axes
+    ground, *balls = ax.lines
+    assert len(balls) == 4
+    centres = [float(np.mean(line.get_xdata())) for line in balls]
+    assert np.all(np.diff(centres) > 0.2)  # apart, not on top of each other
+    assert ground.get_xdata()[0] <= ax.get_xlim()[0] + 1e-9
+    assert ground.get_xdata()[-1] >= centres[-1]
+    times = [float(text.get_text()) for text in ax.texts]
+    np.testing.assert_allclose(times, frames.times[[0, 10, 19, 29]], atol=5e-3)

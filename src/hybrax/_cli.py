@@ -134,6 +134,14 @@ def _add_common_model_args(parser: argparse.ArgumentParser) -> None:
         help="resolution of raster figures (default: %(default)s)",
     )
     output.add_argument(
+        "--fps",
+        type=_positive_float,
+        default=25.0,
+        help="animation frames per second of simulated time, played at that rate "
+        "(real time; at most 600 frames, a longer run plays faster) "
+        "(default: %(default)g)",
+    )
+    output.add_argument(
         "-q",
         "--quiet",
         action="store_true",
@@ -745,7 +753,7 @@ def _run_simulate(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
     if args.figures and trajectory.t_phase.shape[0] > 0:
         for path in model.simulate_figures(trajectory, params, args.out):
             print(f"wrote {path}")
-        for path in _stick_outputs(model, trajectory, params, args.out):
+        for path in _stick_outputs(model, trajectory, params, args.out, args.fps):
             print(f"wrote {path}")
     if args.json is not None:
         events = []
@@ -833,8 +841,9 @@ def _matrix(values) -> list[list[float | None]]:
     return [[_number(v) for v in row] for row in np.asarray(values)]
 
 
-def _stick_outputs(model, trajectory, params, out) -> list:
-    """`stick_figure.png` (a strobe picture) and `animation.gif` of a model that
+def _stick_outputs(model, trajectory, params, out, fps: float = 25.0) -> list:
+    """`stick_figure.png` (a strobe picture) and `animation.gif` (`fps` frames
+    per unit of simulated time, shown at that rate: real time) of a model that
     declares the `"stick_figure"` hook (and, for a walker, `"frame_shift"`)."""
     skeleton = model.hook("stick_figure")
     if skeleton is None:
@@ -846,14 +855,16 @@ def _stick_outputs(model, trajectory, params, out) -> list:
         trajectory,
         lambda x: skeleton(x, params),
         frame_shift=None if shift is None else (lambda x: shift(x, params)),
-        frames=80,
+        fps=fps,
     )
     units = model.figures.units if model.figures is not None else plot.Units()
     strobe = plot.stick_figure(frames, units=units)
     strobe.suptitle(f"{model.name}: stick figures")
     paths = plot.save_figures({"stick_figure.png": strobe}, out)
+    # Played at `fps`: real time while the frames fit their cap, faster beyond
+    # (the title's clock says how fast).
     animation = plot.save_animation(
-        frames, pathlib.Path(out) / "animation.gif", units=units
+        frames, pathlib.Path(out) / "animation.gif", units=units, fps=fps
     )
     return [*paths, animation]
 
@@ -1184,7 +1195,7 @@ def _run_orbit(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
             cycle, perturbed, labels, trajectory, params, args.out
         ):
             print(f"wrote {path}")
-        for path in _stick_outputs(model, trajectory, params, args.out):
+        for path in _stick_outputs(model, trajectory, params, args.out, args.fps):
             print(f"wrote {path}")
     elif not simulated:
         print(

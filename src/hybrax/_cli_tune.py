@@ -298,6 +298,7 @@ def _run_tune(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
             _cli._events_slice(trajectory, slice(-last, None)),
             result.params,
             args.out,
+            args.fps,
         )
     for path in written:
         print(f"wrote {path}")
