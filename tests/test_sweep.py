@@ -608,6 +608,15 @@ def test_an_interrupted_sweep_keeps_its_finished_elements(
     assert np.isnan(partial.multipliers[~ran]).all()
     assert not partial.converged[~ran].any()
     assert f"after {ran.sum()} of 17" in str(info.value)
+    # Resumed: the finished elements kept, the others solved, as the whole.
+    monkeypatch.undo()
+    resumed = _rounds_of_four(system, section, params, order=None, resume=partial)
+    np.testing.assert_array_equal(resumed.status, whole.status)
+    np.testing.assert_array_equal(resumed.orbit.u[ran], partial.orbit.u[ran])
+    np.testing.assert_allclose(resumed.orbit.u, whole.orbit.u, atol=EQUAL_TOL)
+    np.testing.assert_allclose(resumed.multipliers, whole.multipliers, atol=1e-10)
+    with pytest.raises(ValueError, match="`resume`"):
+        _rounds_of_four(system, section, params, resume=whole.orbit)
 
 
 def test_an_interrupt_during_the_retries_keeps_the_first_solves(
@@ -839,6 +848,28 @@ def test_cli_interrupted_sweep_writes_the_finished_points(
     record = json.loads((folder / "j").read_text())
     assert record["status"] == "interrupted" and record["not_run"] == 6 - sum(ran)
     assert (folder / "sweep_heatmap.png").stat().st_size > 0
+    # `--resume` finishes it: the whole run's table; the partial file goes.
+    saved = folder / "sweep_partial.npz"
+    assert line.endswith(f"--resume {saved}")
+    monkeypatch.undo()
+    assert (
+        main(["sweep", "hopper", *grid, "--out", str(folder), "--resume", str(saved)])
+        == 0
+    )
+    with (folder / "sweep.csv").open() as stream:
+        finished = list(csv.DictReader(stream))
+    assert [row["status"] for row in finished] == [row["status"] for row in whole]
+    for row, full in zip(finished, whole):
+        if row["converged"] == "true":
+            np.testing.assert_allclose(
+                float(row["period"]), float(full["period"]), rtol=1e-12
+            )
+    assert not saved.exists()
+    (folder / "other.npz").write_bytes(b"")
+    with pytest.raises(SystemExit) as info:
+        main(["sweep", "hopper", *grid, "--resume", str(folder / "other.npz")])
+    assert info.value.code == 2
+    assert "argument --resume" in capsys.readouterr().err
 
 
 def test_cli_warm_start_reaches_the_sweep(tmp_path, swept, monkeypatch):

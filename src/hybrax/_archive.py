@@ -18,6 +18,7 @@ import io
 import json
 import pathlib
 import sys
+import zipfile
 from typing import Any
 
 import equinox as eqx
@@ -58,6 +59,14 @@ def save(path, result: Any) -> pathlib.Path:
     again = hx.load("orbit.npz")  # the same arrays, bit for bit
     ```
     """
+    path = pathlib.Path(path)
+    content = archive_bytes(result)
+    write_renamed(path, lambda temporary: temporary.write_bytes(content))
+    return path
+
+
+def archive_bytes(result: Any) -> bytes:
+    """The content of the archive [`hybrax.save`][] writes for `result`."""
     arrays: dict[str, np.ndarray] = {}
     record = {
         "hybrax": importlib.metadata.version("hybrax"),
@@ -65,15 +74,9 @@ def save(path, result: Any) -> pathlib.Path:
         "result": _encode(result, arrays),
     }
     arrays[_RECORD] = np.array(json.dumps(record))
-    path = pathlib.Path(path)
-
-    def write(temporary: pathlib.Path) -> None:
-        buffer = io.BytesIO()
-        np.savez(buffer, **arrays)
-        temporary.write_bytes(buffer.getvalue())
-
-    write_renamed(path, write)
-    return path
+    buffer = io.BytesIO()
+    np.savez(buffer, **arrays)
+    return buffer.getvalue()
 
 
 def load(path) -> Any:
@@ -87,7 +90,7 @@ def load(path) -> Any:
     try:
         with np.load(path, allow_pickle=False) as archive:
             arrays = {key: archive[key] for key in archive.files}
-    except (OSError, ValueError) as error:
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as error:
         raise ValueError(f"`path`: {str(path)!r} is not a saved result ({error}).")
     if _RECORD not in arrays:
         raise ValueError(f"`path`: {str(path)!r} is not a result saved by hybrax.")

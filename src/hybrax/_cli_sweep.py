@@ -172,6 +172,15 @@ def add_parser(subparsers) -> None:
         ),
     )
     parser.add_argument(
+        "--resume",
+        type=pathlib.Path,
+        default=None,
+        metavar="FILE",
+        help="finish the interrupted sweep saved in FILE (the sweep_partial.npz "
+        "that Ctrl-C writes): its finished points are kept, the others solved "
+        "(the same --grid and options)",
+    )
+    parser.add_argument(
         "--warm-start",
         action="store_true",
         help=(
@@ -402,6 +411,19 @@ def _run_sweep(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
                 f"argument --guess: no scan guess for {args.model!r} ({form_name})"
             )
         guess = scan
+    resume = None
+    if args.resume is not None:
+        from ._archive import load
+
+        try:
+            resume = load(args.resume)
+        except ValueError as error:
+            parser.error(f"argument --resume: {error}")
+        if type(resume).__name__ != "OrbitSweep" or np.shape(resume.status) != (n,):
+            parser.error(
+                f"argument --resume: {str(args.resume)!r} is not an interrupted "
+                f"sweep of this grid ({n} points)"
+            )
     try:
         out = sweep_orbits(
             system,
@@ -414,6 +436,7 @@ def _run_sweep(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
             # heights).
             phase_observables=args.quantity is not None,
             warm_start=args.warm_start,
+            resume=resume,
             **_sweep_options(
                 tol=args.tol,
                 t_max=args.t_max,
@@ -550,9 +573,16 @@ def _run_sweep(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
         )
         print(f"wrote {args.json}")
     if interrupted:
+        from ._archive import archive_bytes
+
+        partial = write_file(
+            args.out / "sweep_partial.npz",
+            lambda temporary: temporary.write_bytes(archive_bytes(out)),
+        )
         print(
             f"hybrax sweep: interrupted after {n - int(not_run.sum())} of {n} "
-            "points; wrote those, the others with the status `not_run`",
+            "points; wrote those, the others with the status `not_run`; finish "
+            f"with --resume {partial}",
             file=sys.stderr,
         )
         return 130

@@ -1063,6 +1063,53 @@ def _not_run(orbit, done):
     return eqx.tree_at(lambda o: o.result, jtu.tree_map(blank, orbit), result)
 
 
+def _rows(tree, rows, n):
+    """The elements `rows` of a batch PyTree (leaves with leading axis `n`)."""
+    return jtu.tree_map(
+        lambda leaf: (
+            np.asarray(leaf)[rows]
+            if eqx.is_array_like(leaf) and np.ndim(leaf) >= 1 and np.shape(leaf)[0] == n
+            else leaf
+        ),
+        tree,
+    )
+
+
+def _resumed(resume, n, solve) -> OrbitSweep:
+    """`resume` (an interrupted sweep of `n` elements) with its `not_run`
+    elements replaced by `solve(rows)`'s; Ctrl-C there raises
+    [`hybrax.Interrupted`][] with the merged sweep so far."""
+    if not isinstance(resume, OrbitSweep) or np.shape(resume.status) != (n,):
+        raise ValueError(
+            f"`resume` must be the OrbitSweep of an interrupted sweep of this batch "
+            f"({n} elements); got {type(resume).__name__} of shape "
+            f"{np.shape(getattr(resume, 'status', None))}."
+        )
+    rows = np.flatnonzero(np.asarray(resume.status) == _NOT_RUN)
+    if not rows.size:
+        return resume
+
+    def merged(part):
+        def put(whole, piece):
+            if not eqx.is_array(whole):
+                return whole
+            whole = np.array(whole)
+            whole[rows] = np.asarray(piece)
+            return whole
+
+        return jtu.tree_map(put, resume, part)
+
+    try:
+        part = solve(rows)
+    except Interrupted as stop:
+        if stop.partial is None:
+            raise Interrupted(resume, str(stop)) from None
+        whole = merged(stop.partial)
+        n_run = int(np.sum(np.asarray(whole.status) != _NOT_RUN))
+        raise Interrupted(whole, f"interrupted after {n_run} of {n} elements") from None
+    return merged(part)
+
+
 def _float_leaf(leaf) -> bool:
     return isinstance(leaf, float | np.floating) or (
         eqx.is_array(leaf) and jnp.issubdtype(leaf.dtype, jnp.floating)
@@ -1134,6 +1181,7 @@ def sweep_orbits(
     order: str | None = "defect",
     warm_start: bool = False,
     retry: bool = True,
+    resume: OrbitSweep | None = None,
 ) -> OrbitSweep:
     r"""Periodic orbits and their multipliers for a batch of parameter sets, with
     [`hybrax.find_periodic_orbit`][] under one compiled `jit(vmap(...))` (see
@@ -1248,6 +1296,11 @@ def sweep_orbits(
       is reported without an orbit only where neither its guess nor its
       nearest neighbour's orbit leads to one.
 
+    - `resume`: the `partial` sweep of an earlier call on this batch that was
+      interrupted ([`hybrax.Interrupted`][]): its finished elements are kept as
+      they are and only those with the status `not_run` are solved (their retry
+      from a neighbour's orbit looks among themselves). Default `None`.
+
     **Returns:** an [`hybrax.OrbitSweep`][] (NumPy arrays, batch axis first).
 
     **Raises:** `ValueError` for a malformed batch or guess. On Ctrl-C, once the
@@ -1259,6 +1312,35 @@ def sweep_orbits(
     """
     check_float64("sweep_orbits")
     params_batch, n = _batch_params(params_batch)
+    if resume is not None:
+        return _resumed(
+            resume,
+            n,
+            lambda rows: sweep_orbits(
+                system,
+                section,
+                u_guess
+                if callable(u_guess) or np.ndim(u_guess) < 2
+                else np.asarray(u_guess)[rows],
+                _rows(params_batch, rows, n),
+                chunk_size=chunk_size,
+                progress=progress,
+                devices=devices,
+                distributed=distributed,
+                analyse=analyse,
+                return_map_iterations=return_map_iterations,
+                settings=settings,
+                root_finder=root_finder,
+                max_iterations=max_iterations,
+                residual_tol=residual_tol,
+                jacobian=jacobian,
+                phase_observables=phase_observables,
+                round_iterations=round_iterations,
+                order=order,
+                warm_start=warm_start,
+                retry=retry,
+            ),
+        )
     if callable(u_guess):
         guess, u_batch = u_guess, None
     else:
