@@ -242,3 +242,27 @@ def test_a_strobe_of_a_motion_in_place_sets_its_snapshots_apart():
     assert ground.get_xdata()[-1] >= centres[-1]
     times = [float(text.get_text()) for text in ax.texts]
     np.testing.assert_allclose(times, frames.times[[0, 10, 19, 29]], atol=5e-3)
+
+
+def test_many_entries_in_two_columns_with_one_legend():
+    """Ten state entries (a multibody's angles and rates): five rows in two
+    columns, the first five entries on the left; one legend for the figure,
+    with readable names, and none in the panels."""
+    ball = _trajectory()
+    wide = hybrax.plot.Trajectory(
+        **{
+            **ball.__dict__,
+            "x_phase": np.tile(ball.x_phase, 5),
+            "x_before": np.tile(ball.x_before, 5),
+            "x_after": np.tile(ball.x_after, 5),
+            "phase_modes": ("in_the_air",) * len(ball.phase_modes),
+        }
+    )
+    fig = hybrax.plot.time_series(wide, labels=[f"x{i}" for i in range(10)])
+    panels = [ax for ax in fig.axes if ax.get_visible()]
+    assert len(panels) == 10
+    left = [ax.get_ylabel() for ax in panels if ax.get_subplotspec().colspan.start == 0]
+    assert left == [f"x{i}" for i in range(5)]
+    assert all(ax.get_legend() is None for ax in panels)
+    (legend,) = fig.legends
+    assert [t.get_text() for t in legend.get_texts()] == ["in the air", "impact"]

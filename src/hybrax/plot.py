@@ -212,7 +212,8 @@ def _event_marks(ax: Axes, trajectory: Trajectory, values) -> None:
     markers = ("D", "s", "P", "X", "*")
     for k, kind in enumerate(dict.fromkeys(trajectory.event_kinds)):
         style = _EVENT_STYLE.get(
-            kind, dict(marker=markers[k % len(markers)], color="k", label=kind)
+            kind,
+            dict(marker=markers[k % len(markers)], color="k", label=_readable(kind)),
         )
         mask = _events(trajectory, kind)
         ax.plot(*values(mask), linestyle="none", markersize=7, zorder=4, **style)
@@ -243,9 +244,19 @@ def time_series(
     if any(not 0 <= i < n for i in indices):
         raise ValueError(f"`indices` must lie in [0, {n}); got {indices}.")
     names = _labels(labels, n)
+    own_figure = axes is None
     if axes is None:
-        fig = Figure(figsize=(7.0, 1.9 * len(indices) + 0.6), layout="constrained")
-        axes = fig.subplots(len(indices), 1, sharex=True, squeeze=False)[:, 0]
+        # Many entries (a multibody's angles and rates): two columns, the first
+        # half of the entries on the left, the second on the right.
+        columns = 2 if len(indices) > 6 else 1
+        rows = -(-len(indices) // columns)
+        fig = Figure(
+            figsize=(6.0 * columns + 1.0, 1.6 * rows + 1.0), layout="constrained"
+        )
+        grid = fig.subplots(rows, columns, sharex=True, squeeze=False)
+        axes = [grid[k % rows, k // rows] for k in range(len(indices))]
+        for ax in grid.ravel()[len(indices) :]:
+            ax.set_visible(False)
     else:
         fig = axes[0].figure
     for ax, i in zip(axes, indices):
@@ -258,7 +269,7 @@ def time_series(
                 t,
                 x[:, i],
                 color=_mode_colour(mode, colours),
-                label=None if mode in labelled else mode,
+                label=None if mode in labelled else _readable(mode),
             )
             labelled.add(mode)
         _event_marks(
@@ -267,9 +278,23 @@ def time_series(
             lambda mask: (trajectory.t_events[mask], trajectory.x_before[mask, i]),
         )
         ax.set_ylabel(names[i])
-        _legend(ax)
-    axes[-1].set_xlabel(f"t [{units.time}]")
+    for ax in axes:
+        if ax.get_subplotspec() is None or ax.get_subplotspec().is_last_row():
+            ax.set_xlabel(f"t [{units.time}]")
+    handles, texts = axes[0].get_legend_handles_labels()
+    if own_figure and handles:
+        # One legend for the figure (the modes and events are the same in
+        # every panel), below the panels (the title is above).
+        fig.legend(handles, texts, loc="outside lower center", ncols=min(6, len(texts)))
+    elif handles:
+        _legend(axes[0])
     return fig
+
+
+def _readable(name: str) -> str:
+    """A mode or transition name for a legend (`single_support` as "single
+    support")."""
+    return name.replace("_", " ")
 
 
 def phase_portrait(

@@ -1016,8 +1016,12 @@ def _frame_shift(x_before, params):
     return np.asarray(_drawn_points(jnp.asarray(x_before[:5], dtype=float), params))[-1]
 
 
-_LABELS = tuple(rf"$\theta_{j}$ [rad]" for j in range(1, 6)) + tuple(
-    rf"$\dot\theta_{j}$ [rad/s]" for j in range(1, 6)
+# Which segment each absolute angle is, on the axes (Zanchi & Cecic's order).
+_SEGMENTS = ("stance shank", "stance thigh", "trunk", "swing thigh", "swing shank")
+_LABELS = tuple(
+    rf"$\theta_{j}$ {name} [rad]" for j, name in enumerate(_SEGMENTS, start=1)
+) + tuple(
+    rf"$\dot\theta_{j}$ {name} [rad/s]" for j, name in enumerate(_SEGMENTS, start=1)
 )
 
 
