@@ -25,6 +25,7 @@ import numpy as np
 
 from . import _cli
 from ._io import write_figure, write_file
+from ._solution import NUMERICAL_FAILURES
 
 
 # The largest chunk (elements per compiled call); chunks are balanced to it.
@@ -45,29 +46,6 @@ _MAP_ITERATIONS = 30
 # batch of 1024 on one CPU core) but compiles ~7 s longer; on the default grid
 # (1846 points) the variational one finishes first (59 against 64 s in all).
 _JACOBIAN = "variational"
-# The statuses of a numerical failure (the integration or a linear solve broke
-# down, or the input was not finite), told apart on the heat map from those
-# that say no orbit was found (the shooting did not converge, the cycle never
-# returned or took another course: usually no orbit exists there).
-_SOLVER_FAILURES = (
-    "max_steps_reached",
-    "max_steps_rejected",
-    "dt_min_reached",
-    "internal_error",
-    "event_location_failed",
-    "nonfinite_state",
-    "nonfinite_parameters",
-    "singular_dynamics",
-    "nonlinear_max_steps_reached",
-    "nonlinear_divergence",
-    "nonfinite",
-    "singular",
-    "breakdown",
-    "stagnation",
-    "conlim",
-    "nonfinite_input",
-)
-
 # The guard of the ground phase right after touchdown is -lambda_g / (m g) (O(1));
 # below minus this the ground would have to pull: not admissible.
 _PULL_TOL = 1e-9
@@ -536,7 +514,9 @@ def _run_sweep(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
             level=1.0 if args.quantity is None else None,
             not_run=not_run.reshape(shape),
             # A numerical failure, apart from no orbit found.
-            failed=np.isin(columns["status"], _SOLVER_FAILURES).reshape(shape),
+            failed=np.isin(columns["status"], sorted(NUMERICAL_FAILURES)).reshape(
+                shape
+            ),
             colorbar_label=(
                 r"leading nontrivial $|\nu|$"
                 if args.quantity is None

@@ -128,6 +128,21 @@ _CANDIDATE_NAMES = (
 STATUS_NAMES: tuple[str, ...] = tuple(
     n for n in _CANDIDATE_NAMES if hasattr(RESULTS, n)
 )
+# The statuses of a numerical failure (the integration or a linear solve broke
+# down, or the input was not finite), as against those that say the motion took
+# another course or no orbit was found (usually: none exists there).
+NUMERICAL_FAILURES: frozenset[str] = frozenset(
+    # Every item diffrax, optimistix and lineax define (they come before
+    # hybrax's own) but success and `event_occurred`, and hybrax's numerical ones.
+    name
+    for name in _CANDIDATE_NAMES[: _CANDIDATE_NAMES.index("event_not_reached")]
+    if name not in ("successful", "event_occurred")
+) | {
+    "event_location_failed",
+    "nonfinite_state",
+    "nonfinite_parameters",
+    "singular_dynamics",
+}
 
 
 def status_code(result: RESULTS) -> np.ndarray:
