@@ -25,7 +25,6 @@ import numpy as np
 
 from . import _cli
 from ._io import write_figure, write_file
-from ._solution import NUMERICAL_FAILURES
 
 
 # The largest chunk (elements per compiled call); chunks are balanced to it.
@@ -321,7 +320,7 @@ def _write_csv(path: pathlib.Path, columns: dict[str, np.ndarray]) -> None:
 def _run_sweep(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     import jax
 
-    from ._solution import Interrupted
+    from ._solution import NUMERICAL_FAILURES, Interrupted
     from ._sweep import sweep_orbits
 
     model = _cli._load_model(parser, args.model)
