@@ -478,6 +478,10 @@ def _drop_derivatives(e, h):
     return [e**2, G**2 * (2 / G) ** 1.5 * np.sqrt(h) / 2]
 
 
+# Slow: the observed ball's simulation and its reverse-mode derivative compile
+# for 20 s cold; the fast set keeps event observables in the plastic impact's
+# test and phase observables in the orbit routines' tests.
+@pytest.mark.slow
 def test_event_and_phase_observables_of_the_ball():
     """T_c, T_a at each impact, the apex of each flight and two integrals over
     each flight, against closed forms, and a user's own event observable; the

@@ -948,6 +948,9 @@ def test_sweep_orbits_argument_errors(system_and_section):
         hx.sweep_orbits(system, section, np.zeros(2), models.hopper.HopperParams())
 
 
+# Slow: its 32-lane chunks, return map and single solves compile for 16 s cold;
+# the fast set keeps the retry through the interrupted sweep's retries above.
+@pytest.mark.slow
 def test_failed_elements_are_retried_from_their_nearest_neighbour(system_and_section):
     """A line of D_G across the hopper family's edge, swept with the command's
     options. With `retry` (the default) an element without an orbit from its
