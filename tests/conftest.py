@@ -27,7 +27,8 @@ os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {_FAST_COMPILE}".s
 
 jax.config.update("jax_enable_x64", True)
 # Reuse XLA compilations across test runs (CI runs the suite once; developers often).
-_cache = os.environ.get("HYBRAX_TEST_CACHE", ".jax_cache")
+# An absolute path: a test that changes the working directory keeps it.
+_cache = os.path.abspath(os.environ.get("HYBRAX_TEST_CACHE", ".jax_cache"))
 jax.config.update("jax_compilation_cache_dir", _cache)
 jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
 

@@ -1,6 +1,8 @@
-"""The documentation's code runs as written: the tutorial's Python blocks, in
-order, in one namespace (each block's own checks compare with closed forms,
-central differences and the second route to the multipliers)."""
+"""The documentation's code runs as written: each page's Python blocks
+(` ```python `; ` ```py ` marks an illustration, such as a multi-host recipe),
+in order, in one namespace per page (the tutorial's own checks compare with
+closed forms, central differences and the second route to the multipliers);
+and the concepts page explains every status."""
 
 import pathlib
 import re
@@ -24,3 +26,55 @@ def test_the_own_model_tutorial_runs(capsys):
         exec(compile(block, "own-model.md", "exec"), namespace)
     assert namespace["orbit"].converged
     assert "successful" in capsys.readouterr().out
+
+
+# Pages whose code runs after another's, in its namespace (the gradients page
+# continues the getting-started example).
+_AFTER = {"how-to/gradients.md": "getting-started.md"}
+
+
+@pytest.mark.slow  # the hopper's simulation, orbits, branch, gradient, sweep
+@pytest.mark.parametrize(
+    "page",
+    [
+        "getting-started.md",
+        "how-to/orbit.md",
+        "how-to/continuation.md",
+        "how-to/sweep.md",
+        "how-to/gradients.md",
+    ],
+)
+def test_the_how_to_pages_run(page, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # (a page may save a file)
+    namespace: dict = {}
+    pages = [_AFTER[page], page] if page in _AFTER else [page]
+    for name in pages:
+        for block in _python_blocks(PAGES / name):
+            exec(compile(block, name, "exec"), namespace)
+
+
+def test_every_page_block_is_python_or_marked_illustration():
+    """A page's ` ```python ` blocks are the ones the tests run: every page with
+    code is in the runs above or the tutorial's."""
+    ran = {
+        "tutorials/own-model.md",
+        "getting-started.md",
+        "how-to/orbit.md",
+        "how-to/continuation.md",
+        "how-to/sweep.md",
+        "how-to/gradients.md",
+    }
+    with_code = {
+        str(path.relative_to(PAGES))
+        for path in PAGES.rglob("*.md")
+        if _python_blocks(path)
+    }
+    assert with_code <= ran, with_code - ran
+
+
+def test_the_concepts_page_explains_every_status():
+    from hybrax._solution import STATUS_NAMES
+
+    text = (PAGES / "concepts.md").read_text()
+    rows = set(re.findall(r"^\| `(\w+)` \|", text, re.M))
+    assert rows == set(STATUS_NAMES)
