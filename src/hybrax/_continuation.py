@@ -963,8 +963,10 @@ def _follow(
                 corrector, prev, new, scale, settings
             ):
                 if low <= point.lam <= high and len(points) < settings.max_points:
-                    specials.append((len(points), kind, g, located))
+                    # The point first: an interrupt between the two lines leaves
+                    # no special point without its point.
                     points.append(point)
+                    specials.append((len(points) - 1, kind, g, located))
                     label = kind.replace("_", " ")
                     announce(f"  {label} at {parameter_name} = {point.lam:.8g}")
             if not low <= new.lam <= high:
