@@ -857,7 +857,7 @@ def _stick_outputs(model, trajectory, params, out, fps: float = 25.0) -> list:
         frame_shift=None if shift is None else (lambda x: shift(x, params)),
         fps=fps,
     )
-    units = model.figures.units if model.figures is not None else plot.Units()
+    units = model.units
     strobe = plot.stick_figure(frames, units=units)
     strobe.suptitle(f"{model.name}: stick figures")
     paths = plot.save_figures({"stick_figure.png": strobe}, out)

@@ -491,7 +491,7 @@ def _bifurcation_figure(model, form, levels, parameter, args):
     each cycle's duration against the parameter, for every level of the cascade."""
     from . import plot
 
-    units = model.figures.units if model.figures is not None else plot.Units()
+    units = model.units
     drawn = []
     born = None  # (parameter, values, durations) where the next level branches off
     for k, (section, branch) in enumerate(levels):
@@ -543,7 +543,7 @@ def _branch_figures(model, branch, summary, params, parameter, out: pathlib.Path
     from . import plot
 
     del params
-    units = model.figures.units if model.figures is not None else plot.Units()
+    units = model.units
     common = dict(
         stable=branch.stable,
         folds=[f.index for f in branch.folds],

@@ -196,6 +196,12 @@ class ModelBundle(eqx.Module):
             return list(self.branch_guesses(params))
         return [self.orbit_guess(params)]
 
+    @property
+    def units(self) -> Units:
+        """The units on the model's figures (its `figures.units`; SI without
+        `figures`)."""
+        return self.figures.units if self.figures is not None else Units()
+
     def hook(self, name: str):
         """The hook called `name`, or `None`."""
         return self.hooks.get(name)
