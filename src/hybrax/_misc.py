@@ -90,14 +90,39 @@ def _call_traced_once(fn, *args):
         # not a compiled program of its own.
         return fn(*args)
     dynamic, static = eqx.partition((fn, args), eqx.is_array)
+    # Keyed by the static part's structure and leaves (a module holding a dict
+    # of functions, such as a mode's observables, hashes so).
+    key = _StaticKey(*jax.tree.flatten(static)[::-1])
     try:
-        hash(static)
+        hash(key)
     except TypeError:
         return fn(*args)
-    return _inline_call(static, dynamic)
+    # JAX keys its trace cache by the abstract mesh in force too, which it leaves
+    # unset in a program's first trace and sets (empty) when it differentiates
+    # that program: set explicitly, the derivative rules reuse the first trace.
+    with jax.sharding.use_abstract_mesh(jax.sharding.get_abstract_mesh()):
+        return _inline_call(key, dynamic)
+
+
+class _StaticKey:
+    __slots__ = ("treedef", "leaves")
+
+    def __init__(self, treedef, leaves):
+        self.treedef = treedef
+        self.leaves = tuple(leaves)
+
+    def __hash__(self):
+        return hash((self.treedef, self.leaves))
+
+    def __eq__(self, other):
+        return (
+            isinstance(other, _StaticKey)
+            and self.treedef == other.treedef
+            and self.leaves == other.leaves
+        )
 
 
 @functools.partial(jax.jit, static_argnums=0, inline=True)
-def _inline_call(static, dynamic):
-    fn, args = eqx.combine(dynamic, static)
+def _inline_call(key, dynamic):
+    fn, args = eqx.combine(dynamic, jax.tree.unflatten(key.treedef, key.leaves))
     return fn(*args)

@@ -27,6 +27,7 @@ import equinox as eqx
 import equinox.internal as eqxi
 import jax
 import jax.numpy as jnp
+import jax.tree_util as jtu
 import numpy as np
 import optimistix as optx
 from jax.custom_derivatives import SymbolicZero
@@ -1583,26 +1584,48 @@ class _Shooting(eqx.Module):
         info = (root_ok, last_result, n_steps, self.residual_tol, sol.t_events)
         return outputs, (outputs[0].u, J, mono_ad, info)
 
-    def evaluate(self, u, params, mono_ad, info, adjoint):
+    def evaluate(self, u, params, mono_ad, info, adjoint, *, monodromy=True):
         """The outputs as functions of `(u, params)`: one variational pass with
         `adjoint`, differentiable. The AD monodromy's derivative is the saltation
-        route's (their values agree to the integration tolerance)."""
+        route's (their values agree to the integration tolerance).
+
+        With `monodromy=False`, one plain cycle instead: the same values and
+        derivatives except `reduced_jacobian` (zero, without derivative) and the
+        Floquet analysis (`None`). For a derivative of outputs that do not
+        depend on the monodromy: the variational equation's derivative takes the
+        model's second derivatives (reverse mode through it took the hopper's
+        `jax.grad` of the period 1.6-1.8 s more tracing)."""
         # Undiagnosed (a smaller program): the solve diagnosed this cycle already.
         # Should the pass find other events than the solve did (a dip only the
         # diagnosed pass catches), its derivatives would belong to another cycle:
         # they are NaN then.
-        u_next, M, sol, mono_s = _variational_map(
-            self.system,
-            self.section,
-            self.sequence,
-            self.settings,
-            u,
-            params,
-            phase_observables=self.phase_observables,
-            diagnose=False,
-            adjoint=adjoint,
-            full=mono_ad is not None,
-        )
+        if monodromy:
+            u_next, M, sol, mono_s = _variational_map(
+                self.system,
+                self.section,
+                self.sequence,
+                self.settings,
+                u,
+                params,
+                phase_observables=self.phase_observables,
+                diagnose=False,
+                adjoint=adjoint,
+                full=mono_ad is not None,
+            )
+        else:
+            sol, _ = cycle(
+                self.system,
+                self.section.chart(u, params),
+                params,
+                self.sequence,
+                self.settings,
+                adjoint,
+                phase_observables=self.phase_observables,
+                diagnose=False,
+            )
+            u_next = self.section.coordinates(sol.x_after[-1], params)
+            M = jnp.zeros((u.shape[0], u.shape[0]), u.dtype)
+            mono_s = mono_ad = None
         root_ok, last_result, n_steps, residual_tol, t_events = info
         same = jnp.all(jnp.abs(sol.t_events - t_events) <= 1e-6 * (1 + t_events))
         sol = eqx.tree_at(
@@ -1701,21 +1724,46 @@ def _orbit_tangent_jvp(primals, tangents):
     return out, eqxi.filter_primitive_bind(_orbit_tangent_p, *rest, t_t_dynamic)
 
 
+def _is_none(x):
+    return x is None
+
+
+def _zeros_where_none(cotangents, like):
+    return jtu.tree_map(
+        lambda ct, leaf: (
+            (None if leaf is None else jnp.zeros_like(leaf)) if ct is None else ct
+        ),
+        cotangents,
+        like,
+        is_leaf=_is_none,
+    )
+
+
 def _orbit_tangent_transpose(inputs, cotangents):
     r"""The transpose of the tangent map, in reverse mode: one linearisation of
     the outputs in $(u, p)$ swept back twice, for their dependence on $(u, p)$
     and for $u$'s on $p$, $\bar p \mathrel{-}= P_p^\top w$ with
     $J^\top w = \bar u$."""
-    shooting, params, u, J, mono_ad, info, _, _ = inputs
+    shooting, params, u, J, mono_ad, info, like, _ = inputs
     adjoint = _reverse_adjoint(shooting.settings)
     dynamic, static = eqx.partition(params, eqx.is_inexact_array)
-    _, vjp_outputs = jax.vjp(
-        lambda u_, d: _inexact(
-            shooting.evaluate(u_, eqx.combine(d, static), mono_ad, info, adjoint)
-        ),
-        u,
-        dynamic,
+    # Cotangents of outputs that nothing reads come as `None` (symbolic zeros).
+    orbit_cts, floquet_cts = cotangents
+    monodromy = orbit_cts.reduced_jacobian is not None or any(
+        ct is not None for ct in jtu.tree_leaves(floquet_cts, is_leaf=_is_none)
     )
+    cotangents = (
+        _zeros_where_none(orbit_cts, like[0]),
+        _zeros_where_none(floquet_cts, like[1]) if monodromy else None,
+    )
+
+    def outputs(u_, dynamic_):
+        p = eqx.combine(dynamic_, static)
+        return _inexact(
+            shooting.evaluate(u_, p, mono_ad, info, adjoint, monodromy=monodromy)
+        )
+
+    _, vjp_outputs = jax.vjp(outputs, u, dynamic)
     u_bar, p_bar = vjp_outputs(cotangents)
     w = jnp.linalg.solve(J.T, u_bar)
     zeros = jax.tree_util.tree_map(jnp.zeros_like, cotangents)
@@ -1734,20 +1782,26 @@ _orbit_tangent_p = eqxi.create_vprim(
     eqxi.filter_primitive_def(_orbit_tangent_impl),
     eqxi.filter_primitive_def(_orbit_tangent_abstract_eval),
     eqxi.filter_primitive_jvp(_orbit_tangent_jvp),
-    eqxi.filter_primitive_transpose(materialise_zeros=True)(_orbit_tangent_transpose),
+    eqxi.filter_primitive_transpose(materialise_zeros=False)(_orbit_tangent_transpose),
 )
+
+
+def _primal(shooting, params, u_guess):
+    return shooting.primal(params, u_guess)
 
 
 @eqx.filter_custom_jvp
 def _orbit(params, u_guess, *, shooting):
-    return shooting.primal(params, u_guess)[0]
+    # Through one kept trace: JAX traces this function for the primal program and
+    # the derivative rule below again; both reuse the first trace of the solve.
+    return trace_once(_primal)(shooting, params, u_guess)[0]
 
 
 @_orbit.def_jvp
 def _orbit_jvp(primals, tangents, *, shooting):
     params, u_guess = primals
     t_params, _ = tangents
-    outputs, (u, J, mono_ad, info) = shooting.primal(params, u_guess)
+    outputs, (u, J, mono_ad, info) = trace_once(_primal)(shooting, params, u_guess)
     zeros = jax.tree_util.tree_map(_zero_tangent, outputs)
     if t_params is None:
         return outputs, zeros
