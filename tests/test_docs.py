@@ -42,6 +42,7 @@ _AFTER = {"how-to/gradients.md": "getting-started.md"}
         "how-to/continuation.md",
         "how-to/sweep.md",
         "how-to/gradients.md",
+        "how-to/command-line-model.md",
     ],
 )
 def test_the_how_to_pages_run(page, tmp_path, monkeypatch):
@@ -63,6 +64,7 @@ def test_every_page_block_is_python_or_marked_illustration():
         "how-to/continuation.md",
         "how-to/sweep.md",
         "how-to/gradients.md",
+        "how-to/command-line-model.md",
     }
     with_code = {
         str(path.relative_to(PAGES))

@@ -1243,7 +1243,7 @@ def _add_models(subparsers) -> None:
 
 
 def _run_models(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    from ._registry import get_model, model_names
+    from ._registry import model_names
 
     unknown = [name for name in args.names if name not in model_names()]
     if unknown:
@@ -1253,7 +1253,7 @@ def _run_models(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
         )
     listing = {}
     for name in args.names or model_names():
-        model = get_model(name)
+        model = _load_model(parser, name)
         commands = ["simulate"]
         if model.has_orbits:
             commands += ["orbit", "sweep"]

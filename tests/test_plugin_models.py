@@ -1,0 +1,150 @@
+"""A model of another package on the command line, through the `hybrax.models`
+entry-point group: an installed distribution (here a `.dist-info` folder on the
+path, as pip leaves one) registers a bouncing ball written with the public API;
+`hybrax models` lists it without importing it, `hybrax simulate` runs it (its
+impact times against the closed form), and a broken entry is one line and exit 2.
+"""
+
+import contextlib
+import io
+import json
+import math
+import textwrap
+
+import pytest
+
+from hybrax import _registry
+from hybrax._cli import main
+
+
+PLUGIN = """
+import dataclasses
+
+import equinox as eqx
+import jax.numpy as jnp
+
+import hybrax as hx
+
+
+class Params(eqx.Module):
+    g: float = 9.81
+    e: float = 0.8
+
+    def __check_init__(self):
+        if not 0 <= self.e <= 1:
+            raise ValueError(f"Parameter `e` must be in [0, 1]; got {self.e}.")
+
+
+def _fall(t, x, p):
+    return jnp.stack([x[1], -p.g * jnp.ones_like(x[1])])
+
+
+def _bounce(t, x, p):
+    return x.at[1].multiply(-p.e)
+
+
+def _system():
+    return hx.HybridSystem(
+        [hx.Mode(_fall, "air")],
+        [hx.Transition("air", "air", lambda t, x, p: x[0], False, _bounce, "impact")],
+        n_states=2,
+    )
+
+
+def bundle():
+    return hx.ModelBundle(
+        name="ball-demo",
+        description="a ball dropped from 1 m, restitution e",
+        parameters={"g": "m/s^2, gravity", "e": "1, restitution"},
+        make_params=lambda **values: Params(**values),
+        parameter=hx.FieldParameter,
+        state_names=("y", "v"),
+        default_state=lambda params: jnp.array([1.0, 0.0]),
+        forms={"minimal": hx.ModelForm(_system)},
+    )
+
+
+def misnamed():
+    return dataclasses.replace(bundle(), name="other")
+"""
+
+ENTRY_POINTS = """
+[hybrax.models]
+ball-demo = ballpit:bundle
+misnamed = ballpit:misnamed
+not-a-bundle = ballpit:Params
+"""
+
+
+@pytest.fixture
+def installed_plugin(tmp_path, monkeypatch):
+    (tmp_path / "ballpit.py").write_text(textwrap.dedent(PLUGIN))
+    info = tmp_path / "ballpit-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: ballpit\nVersion: 0.1\n"
+    )
+    (info / "entry_points.txt").write_text(ENTRY_POINTS)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    _registry.plugin_models.cache_clear()
+    yield tmp_path
+    _registry.plugin_models.cache_clear()
+
+
+def _run(argv):
+    stdout, stderr = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+        try:
+            code = main(argv)
+        except SystemExit as stop:
+            code = stop.code
+    return code, stdout.getvalue(), stderr.getvalue()
+
+
+def test_a_packages_model_runs_through_the_command_line(installed_plugin):
+    assert {"ball-demo", "misnamed", "hopper"} <= set(_registry.model_names())
+    code, out, err = _run(["models", "ball-demo"])
+    assert code == 0, err
+    assert "ball-demo" in out and "restitution" in out
+
+    path = installed_plugin / "run.json"
+    code, out, err = _run(
+        [
+            "simulate",
+            "ball-demo",
+            "--cycles",
+            "3",
+            "--set",
+            "e=0.5",
+            "--no-figures",
+            "--json",
+            str(path),
+            "-q",
+        ]
+    )
+    assert code == 0, err
+    record = json.loads(path.read_text())
+    assert record["model"] == "ball-demo" and record["status"] == "successful"
+    # Dropped from 1 m: the first impact at sqrt(2/g), then flights of 2 e^k v1/g.
+    g, e = 9.81, 0.5
+    v1 = math.sqrt(2 * g)
+    expected = [math.sqrt(2 / g)]
+    for k in (1, 2):
+        expected.append(expected[-1] + 2 * e**k * v1 / g)
+    times = [event["t"] for event in record["events"]]
+    assert times == pytest.approx(expected, rel=1e-9)
+
+
+@pytest.mark.parametrize(
+    "name, message",
+    [
+        ("misnamed", "gives the model named 'other'"),
+        ("not-a-bundle", "must give a hybrax.ModelBundle"),
+    ],
+)
+def test_a_broken_entry_point_is_one_line_and_exit_2(installed_plugin, name, message):
+    code, out, err = _run(["simulate", name])
+    assert code == 2
+    lines = err.strip().splitlines()
+    assert message in lines[-1] and "ballpit:" in lines[-1]
+    assert "Traceback" not in err
