@@ -80,3 +80,28 @@ def test_the_concepts_page_explains_every_status():
     text = (PAGES / "concepts.md").read_text()
     rows = set(re.findall(r"^\| `(\w+)` \|", text, re.M))
     assert rows == set(STATUS_NAMES)
+
+
+def test_the_gallery_shows_every_model_as_its_bundle_says():
+    """The gallery (written by `docs/gallery.py`) has a section for every model of
+    the zoo, whose parameter table lists exactly the bundle's parameters with their
+    units and defaults, and whose figure is there."""
+    from hybrax._cli import model_record
+    from hybrax._registry import REGISTRY, get_model
+
+    text = (PAGES / "gallery.md").read_text()
+    sections = dict(re.findall(r"^## (\S+)\n(.*?)(?=^## |\Z)", text, re.S | re.M))
+    assert set(sections) == set(REGISTRY)
+    for name, body in sections.items():
+        record = model_record(get_model(name))
+        rows = re.findall(r"^\| `(\w+)` \| ([^|]*) \| [^|]* \| ([^|]*) \|$", body, re.M)
+        assert [row[0] for row in rows] == list(record["parameters"]), name
+        for parameter, unit, default in rows:
+            expected = record["parameters"][parameter]
+            assert unit.strip() == expected["unit"], (name, parameter)
+            if expected["default"] is None:
+                assert default.strip() == "", (name, parameter)
+            else:
+                assert float(default) == pytest.approx(expected["default"], rel=1e-5)
+        figure = re.search(r"\]\((images/gallery/[\w-]+\.png)\)", body)
+        assert figure and (PAGES / figure.group(1)).is_file(), name

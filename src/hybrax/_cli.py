@@ -1251,49 +1251,60 @@ def _run_models(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
             f"argument MODEL: invalid choice: {unknown[0]!r} (choose from "
             f"{', '.join(map(repr, model_names()))})"
         )
-    listing = {}
-    for name in args.names or model_names():
-        model = _load_model(parser, name)
-        commands = ["simulate"]
-        if model.has_orbits:
-            commands += ["orbit", "sweep"]
-        if model.has_orbits and model.continuation is not None:
-            commands.append("continue")
-        if model.has_orbits and model.quantities:
-            commands.append("tune")
-        defaults = _params_dict(model.make_params())
-        if args.as_json:
-            listing[name] = {
-                "description": model.description,
-                "forms": list(model.forms),
-                "state": list(model.state_names),
-                "commands": commands,
-                "parameters": {
-                    parameter: {
-                        "unit": meaning.split(",")[0].strip(),
-                        "meaning": meaning.split(",", 1)[-1].strip(),
-                        "default": defaults.get(parameter),
-                    }
-                    for parameter, meaning in model.parameters.items()
-                },
-                "quantities": list(model.quantities or ()),
-            }
-            continue
-        print(f"{name}: {model.description}")
-        print(
-            f"  forms: {', '.join(model.forms)}; state: {', '.join(model.state_names)}"
-        )
-        print(f"  commands: {', '.join(commands)}")
-        for parameter, meaning in model.parameters.items():
-            default = defaults.get(parameter)
-            shown = "derived" if default is None else f"{default:g}"
-            print(f"    {parameter:<6} {shown:>9}  {meaning}")
-        if model.quantities:
-            print(f"  orbit quantities: {', '.join(model.quantities)}")
-        print()
+    listing = {
+        name: model_record(_load_model(parser, name))
+        for name in args.names or model_names()
+    }
     if args.as_json:
         print(json.dumps(listing, indent=2))
+        return 0
+    for name, record in listing.items():
+        print(f"{name}: {record['description']}")
+        forms, state = ", ".join(record["forms"]), ", ".join(record["state"])
+        print(f"  forms: {forms}; state: {state}")
+        print(f"  commands: {', '.join(record['commands'])}")
+        for parameter, row in record["parameters"].items():
+            default = row["default"]
+            shown = "derived" if default is None else f"{default:g}"
+            text = (
+                row["meaning"]
+                if row["unit"] == row["meaning"]
+                else f"{row['unit']}, {row['meaning']}"
+            )
+            print(f"    {parameter:<6} {shown:>9}  {text}")
+        if record["quantities"]:
+            print(f"  orbit quantities: {', '.join(record['quantities'])}")
+        print()
     return 0
+
+
+def model_record(model) -> dict:
+    """What `hybrax models` says of a model (and the documentation's gallery):
+    description, forms, state, the commands it runs through, each parameter's unit,
+    meaning and default (`None` for a derived one), its orbit quantities."""
+    commands = ["simulate"]
+    if model.has_orbits:
+        commands += ["orbit", "sweep"]
+    if model.has_orbits and model.continuation is not None:
+        commands.append("continue")
+    if model.has_orbits and model.quantities:
+        commands.append("tune")
+    defaults = _params_dict(model.make_params())
+    return {
+        "description": model.description,
+        "forms": list(model.forms),
+        "state": list(model.state_names),
+        "commands": commands,
+        "parameters": {
+            parameter: {
+                "unit": meaning.split(",")[0].strip(),
+                "meaning": meaning.split(",", 1)[-1].strip(),
+                "default": defaults.get(parameter),
+            }
+            for parameter, meaning in model.parameters.items()
+        },
+        "quantities": list(model.quantities or ()),
+    }
 
 
 def _build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,155 @@
+"""Writes the documentation's model gallery, `docs/pages/gallery.md`: each model of
+the zoo with its description, forms, state, commands, parameters (unit, meaning,
+default), orbit quantities, a link to its equations, and the figure of its main
+command.
+
+Run `python docs/gallery.py` after changing a model (the page's tables come from
+the models' bundles; `tests/test_docs.py` checks that they agree), and `python
+docs/gallery.py --figures` to draw the figures again (it runs each command into a
+temporary folder and copies one figure per model to `docs/pages/images/gallery/`).
+"""
+
+import argparse
+import pathlib
+import shutil
+import subprocess
+import sys
+import tempfile
+
+
+DOCS = pathlib.Path(__file__).resolve().parent
+PAGE = DOCS / "pages" / "gallery.md"
+IMAGES = DOCS / "pages" / "images" / "gallery"
+
+#: Per model: the command that draws its figure, the file it writes, and what the
+#: figure shows.
+FIGURES = {
+    "hopper": (
+        "orbit",
+        "orbit.png",
+        "the periodic orbit and two perturbed starts (Zana et al. 2018, Fig. 3)",
+    ),
+    "compass-gait": ("orbit", "stick_figure.png", "three steps of the passive gait"),
+    "simplest-walker": (
+        "orbit",
+        "orbit.png",
+        "one period of the gait and a perturbed start",
+    ),
+    "rimless-wheel": (
+        "orbit",
+        "orbit.png",
+        "the rolling wheel's periodic orbit and a perturbed start",
+    ),
+    "biped5": ("orbit", "stick_figure.png", "the level-ground gait under PD torques"),
+    "bouncing-ball": (
+        "simulate",
+        "time_series.png",
+        "five bounces from 1 m, each rebound e times the impact speed",
+    ),
+    "jumper": (
+        "simulate",
+        "stick_figure.png",
+        "the straight-legged drop onto the ground until it stands",
+    ),
+}
+
+HEADER = """# Model gallery
+
+Every model of the zoo (`hybrax.models`), as `hybrax models NAME` describes it:
+its formulations, state, the commands it runs through, its parameters with units
+and defaults (`--set NAME=VALUE` changes one), its orbit quantities (for `tune`,
+`sweep --quantity` and summaries), and the figure of its main command. The
+equations and references are in each model's module, linked under its name; what
+the models reproduce from their papers is on [the models page](models.md).
+This page is written by `docs/gallery.py` from the models themselves.
+"""
+
+
+def _default(value) -> str:
+    return f"{value:.6g}" if isinstance(value, float) else str(value)
+
+
+def section(name: str) -> str:
+    """The gallery's section of one model, from its bundle."""
+    from hybrax._cli import model_record
+    from hybrax._registry import get_model
+
+    info = model_record(get_model(name))
+    module = _module_of(name)
+    command, figure, caption = FIGURES[name]
+    lines = [
+        f"## {name}",
+        "",
+        f"{info['description'][0].upper()}{info['description'][1:]}. Equations and "
+        f"reference: [`hybrax.models.{module}`][].",
+        "",
+        f"- forms: {', '.join(f'`{form}`' for form in info['forms'])} (the first "
+        "is the default)",
+        f"- state: {', '.join(f'`{s}`' for s in info['state'])}",
+        f"- commands: {', '.join(f'`{c}`' for c in info['commands'])}",
+    ]
+    if info.get("quantities"):
+        lines.append(f"- quantities: {', '.join(f'`{q}`' for q in info['quantities'])}")
+    lines += ["", "| parameter | unit | meaning | default |", "|---|---|---|---|"]
+    for parameter, row in info["parameters"].items():
+        default = "" if row["default"] is None else _default(row["default"])
+        lines.append(
+            f"| `{parameter}` | {row['unit']} | {row['meaning']} | {default} |"
+        )
+    lines += [
+        "",
+        f"![{name}: {caption}](images/gallery/{name}.png)",
+        "",
+        f"`hybrax {command} {name}`: {caption}.",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def _module_of(name: str) -> str:
+    from hybrax._registry import REGISTRY
+
+    return REGISTRY[name]
+
+
+def page() -> str:
+    from hybrax._registry import REGISTRY
+
+    return HEADER + "\n" + "\n".join(section(name) for name in sorted(REGISTRY))
+
+
+def draw_figures() -> None:
+    IMAGES.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as folder:
+        for name, (command, figure, _) in FIGURES.items():
+            out = pathlib.Path(folder) / name
+            subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "hybrax",
+                    command,
+                    name,
+                    "--dpi",
+                    "70",
+                    "--out",
+                    str(out),
+                    "-q",
+                ],
+                check=True,
+            )
+            shutil.copyfile(out / figure, IMAGES / f"{name}.png")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--figures", action="store_true", help="draw the figures")
+    args = parser.parse_args()
+    if args.figures:
+        draw_figures()
+    PAGE.write_text(page())
+    print(f"wrote {PAGE}")
+
+
+if __name__ == "__main__":
+    main()
