@@ -384,3 +384,22 @@ def test_derived_parameters_work_on_traced_values():
             default_state=str,
             forms={},
         )
+
+
+def test_verbose_prints_the_librarys_log_and_excludes_quiet(capsys):
+    """`-v` sends the `hybrax` logger's records (each compilation, what is kept
+    between runs) to stderr for the run, and only for it; with `-q` it is a usage
+    error."""
+    import logging
+
+    from hybrax._cli import _log_to_stderr
+
+    code, _, err = _run(["simulate", "bouncing-ball", "-q", "-v"])
+    assert code == 2 and "not allowed with argument -q" in err.splitlines()[-1]
+    logger = logging.getLogger("hybrax")
+    with _log_to_stderr():
+        logger.info("compiled the simulation in 1.0 s")
+    logger.info("after the run")
+    err = capsys.readouterr().err
+    assert "hybrax: compiled the simulation in 1.0 s" in err
+    assert "after the run" not in err

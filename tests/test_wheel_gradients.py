@@ -2,6 +2,7 @@
 with a failed element, and NaN (not an exception) where no orbit exists."""
 
 import dataclasses
+import json
 
 import equinox as eqx
 import jax
@@ -207,6 +208,22 @@ def test_a_tuning_round_trips_through_a_file(tmp_path):
     assert_same_result(result.params, again.params)
     assert again.values == result.values and again.status == result.status
     assert [s.objective for s in again.history] == [s.objective for s in result.history]
+
+    # The command line takes the tuned parameters from the file (`--params`).
+    from hybrax._cli import main
+
+    record = tmp_path / "run.json"
+    code = main(
+        ["simulate", "rimless-wheel", "--params", str(tmp_path / "tune.npz"),
+         "--cycles", "1", "--no-figures", "--json", str(record), "-q"]
+    )  # fmt: skip
+    assert code == 0
+    assert json.loads(record.read_text())["params"]["gamma"] == result.values["gamma"]
+    # A saved result that holds no parameters of the model: one line, exit 2.
+    hx.save(tmp_path / "orbit.npz", result.orbit)
+    with pytest.raises(SystemExit) as stop:
+        main(["simulate", "rimless-wheel", "--params", str(tmp_path / "orbit.npz")])
+    assert stop.value.code == 2
 
 
 def test_tune_stops_at_the_parameters_rules():

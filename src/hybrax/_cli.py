@@ -96,9 +96,10 @@ def _add_common_model_args(parser: argparse.ArgumentParser) -> None:
         type=pathlib.Path,
         default=None,
         metavar="FILE",
-        help="take the parameters from a JSON file: a `hybrax tune` result (its "
-        "final parameters), any command's JSON (its `params`) or a NAME: VALUE "
-        "object; --set overrides it",
+        help="take the parameters from a file: a `hybrax tune` result (its "
+        "final parameters), any command's JSON (its `params`), a NAME: VALUE "
+        "object, or a result saved by hybrax.save (a TuneResult or the model's "
+        "parameters); --set overrides it",
     )
     parser.add_argument(
         "--out",
@@ -141,12 +142,39 @@ def _add_common_model_args(parser: argparse.ArgumentParser) -> None:
         "(real time; at most 600 frames, a longer run plays faster) "
         "(default: %(default)g)",
     )
-    output.add_argument(
+    talk = output.add_mutually_exclusive_group()
+    talk.add_argument(
         "-q",
         "--quiet",
         action="store_true",
         help="print nothing but warnings and errors (no results, no progress)",
     )
+    talk.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="also print the library's log (logger `hybrax`: each compilation and "
+        "what is kept between runs, and why not) on stderr",
+    )
+
+
+@contextlib.contextmanager
+def _log_to_stderr():
+    """Within the block, the `hybrax` logger's records (INFO and above) go to
+    stderr, one line each (`-v`)."""
+    import logging
+
+    logger = logging.getLogger("hybrax")
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("hybrax: %(message)s"))
+    level = logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
 
 
 def _positive_float(text: str) -> float:
@@ -314,12 +342,20 @@ def _read_params_file(
 ) -> dict[str, float]:
     """The parameter values of a `--params` file (checked: one line and exit 2
     on a bad file)."""
-    try:
-        data = json.loads(path.read_text())
-    except OSError as error:
-        parser.error(f"argument --params: cannot read {str(path)!r}: {error.strerror}")
-    except ValueError:
-        parser.error(f"argument --params: {str(path)!r} is not JSON")
+    if _is_archive(path):
+        data = _params_of_archive(parser, model, path)
+    else:
+        try:
+            data = json.loads(path.read_text())
+        except OSError as error:
+            parser.error(
+                f"argument --params: cannot read {str(path)!r}: {error.strerror}"
+            )
+        except ValueError:
+            parser.error(
+                f"argument --params: {str(path)!r} is neither JSON nor a result "
+                "saved by hybrax.save"
+            )
     if isinstance(data, dict) and isinstance(data.get("final"), dict):
         data = data["final"]
     if isinstance(data, dict) and isinstance(data.get("params"), dict):
@@ -339,12 +375,59 @@ def _read_params_file(
     return values
 
 
+def _is_archive(path: pathlib.Path) -> bool:
+    """Whether `path` is a zip file (as `hybrax.save` writes), by its first bytes."""
+    try:
+        with open(path, "rb") as file:
+            return file.read(4) == b"PK\x03\x04"
+    except OSError:
+        return False
+
+
+def _load_archive(parser: argparse.ArgumentParser, path: pathlib.Path):
+    from ._archive import load
+
+    try:
+        return load(path)
+    except ValueError as error:
+        parser.error(f"argument --params: {error}".replace("`path`: ", ""))
+
+
+def _params_of_archive(parser, model, path: pathlib.Path) -> dict:
+    """The parameters held by a result saved with `hybrax.save`: a
+    `hybrax.TuneResult` (its tuned parameters) or the model's parameter object
+    itself, as a NAME: VALUE dictionary."""
+    saved = _load_archive(parser, path)
+    params = getattr(saved, "params", saved)
+    expected = type(model.make_params())
+    if not isinstance(params, expected):
+        parser.error(
+            f"argument --params: {str(path)!r} holds no {model.name} parameters "
+            f"(a {type(saved).__name__}; save a hybrax.TuneResult of this model or "
+            f"its {expected.__name__})"
+        )
+    return {
+        field.name: np.asarray(getattr(params, field.name)).item()
+        for field in dataclasses.fields(params)
+        if np.ndim(getattr(params, field.name)) == 0
+    }
+
+
 def _params_file_vector(path: pathlib.Path | None, key: str, size: int):
     """A vector stored beside the parameters of a `--params` file (a `hybrax tune`
-    result's final orbit `u` or `state`), or None where there is none of that
-    size. The file has been checked by `_read_params_file`."""
+    result's final orbit `u` or `state`, in its JSON or as a saved
+    `hybrax.TuneResult`), or None where there is none of that size. The file has
+    been checked by `_read_params_file`."""
     if path is None:
         return None
+    if _is_archive(path):
+        from ._archive import load
+
+        orbit = getattr(load(path), "orbit", None)
+        value = None if orbit is None else np.asarray(getattr(orbit, key, None))
+        if value is None or value.shape != (size,) or not np.all(np.isfinite(value)):
+            return None
+        return value.astype(float)
     data = json.loads(path.read_text())
     for place in (data.get("final"), data) if isinstance(data, dict) else ():
         if isinstance(place, dict):
@@ -1451,6 +1534,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         with contextlib.ExitStack() as stack:
             if quiet:  # results and progress go nowhere; warnings still print
                 stack.enter_context(contextlib.redirect_stdout(io.StringIO()))
+            elif getattr(args, "verbose", False):
+                # The log holds the announcements too: printed once, from it.
+                stack.enter_context(_log_to_stderr())
+                stack.enter_context(
+                    announcing(lambda line: None, label=getattr(args, "model", None))
+                )
             else:
                 stack.enter_context(announcing(label=getattr(args, "model", None)))
             code = args.run(args, args.command_parser)
