@@ -266,3 +266,24 @@ def test_many_entries_in_two_columns_with_one_legend():
     assert all(ax.get_legend() is None for ax in panels)
     (legend,) = fig.legends
     assert [t.get_text() for t in legend.get_texts()] == ["in the air", "impact"]
+
+
+def test_the_rimless_wheel_is_drawn_as_one_wheel_with_its_contact_spoke():
+    """The wheel's figure: the slope, every spoke as one line out of the hub and
+    back (one colour; each tip one spoke length from the hub, the tips 2 alpha
+    apart), and the contact spoke on its own, ending on the slope at the origin."""
+    from hybrax.models import rimless_wheel
+
+    params = rimless_wheel.RimlessWheelParams()
+    ground, wheel, marked = rimless_wheel._stick_figure(np.array([0.05, -1.0]), params)
+    n = int(round(np.pi / params.alpha))
+    hub = wheel[0]
+    assert wheel.shape == (2 * n + 1, 2)
+    np.testing.assert_allclose(wheel[0::2], np.broadcast_to(hub, (n + 1, 2)))
+    tips = wheel[1::2] - hub
+    np.testing.assert_allclose(np.hypot(*tips.T), params.l, rtol=1e-12)
+    angles = np.sort(np.mod(np.arctan2(tips[:, 1], tips[:, 0]), 2 * np.pi))
+    np.testing.assert_allclose(np.diff(angles), 2 * params.alpha, rtol=1e-9)
+    np.testing.assert_allclose(marked, [hub, [0.0, 0.0]], atol=1e-12)
+    slope = ground[1] - ground[0]
+    assert abs(slope[1] / slope[0] + np.tan(params.gamma)) < 1e-12

@@ -152,7 +152,10 @@ def _spoke_foot(x, params, k):
 
 
 def _stick_figure(x, params):
-    """The slope through the contact, then the spokes from the hub."""
+    """The slope through the contact, then the wheel: its spokes as one line out
+    of the hub and back (one colour), and the spoke in contact at the start
+    drawn again on its own (a second colour), so that the rotation reads from one
+    frame to the next."""
     x = np.asarray(x)
     reach = 2.0 * float(params.l)
     slope = float(params.gamma)
@@ -160,8 +163,10 @@ def _stick_figure(x, params):
     ground = reach * np.stack([-downhill, downhill])
     hub = _hub(x, params)
     n_spokes = int(round(np.pi / float(params.alpha)))
-    spokes = [np.stack([hub, _spoke_foot(x, params, k)]) for k in range(n_spokes)]
-    return [ground, *spokes]
+    feet = [_spoke_foot(x, params, k) for k in range(n_spokes)]
+    wheel = np.stack([point for foot in feet for point in (hub, foot)] + [hub])
+    marked = np.stack([hub, feet[0]])
+    return [ground, wheel, marked]
 
 
 def _frame_shift(x_before, params):
