@@ -1,4 +1,7 @@
-"""Shared test helpers: finite differences and tolerances."""
+"""Shared test helpers: finite differences, tolerances, running the command line."""
+
+import contextlib
+import io
 
 import numpy as np
 
@@ -67,3 +70,17 @@ def assert_same_result(first, second):
         a, b = np.asarray(a), np.asarray(b)
         assert a.dtype == b.dtype and a.shape == b.shape
         assert np.array_equal(a, b, equal_nan=a.dtype.kind in "fc")
+
+
+def run_cli(argv):
+    """`hybrax ARGV` in this process: `(exit code, stdout, stderr)` (a usage
+    error's `SystemExit` as its code)."""
+    from hybrax._cli import main
+
+    stdout, stderr = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+        try:
+            code = main(argv)
+        except SystemExit as stop:
+            code = stop.code
+    return code, stdout.getvalue(), stderr.getvalue()

@@ -9,8 +9,6 @@ the multiplier of the step map is c, and an orbit exists only where the wheel
 vaults over the top: omega*^2 > 2 (g/l) (1 - cos(gamma - alpha)).
 """
 
-import contextlib
-import io
 import json
 import math
 import re
@@ -18,7 +16,7 @@ import re
 import numpy as np
 import pytest
 
-from hybrax._cli import main
+from helpers import run_cli as _run
 from hybrax._registry import model_names
 
 
@@ -33,16 +31,6 @@ def _omega_star(gamma, alpha=ALPHA):
 
 def _vaults(gamma, alpha):
     return _omega_star(gamma, alpha) ** 2 > 2 * G * (1 - math.cos(gamma - alpha))
-
-
-def _run(argv):
-    stdout, stderr = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
-        try:
-            code = main(argv)
-        except SystemExit as exit_:
-            code = exit_.code
-    return code, stdout.getvalue(), stderr.getvalue()
 
 
 def test_models_lists_every_model_with_its_parameters():

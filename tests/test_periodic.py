@@ -542,3 +542,40 @@ def test_loosened_iterations_find_the_fixed_tolerance_orbit(minimal_orbit, monke
         orbit.reduced_jacobian, fixed.reduced_jacobian, rtol=0, atol=1e-9
     )
     assert int(orbit.n_steps) <= int(fixed.n_steps)
+
+
+@pytest.mark.slow  # the analysed orbit's program compiles once more, traced whole
+def test_an_eager_analysis_in_two_programs_equals_the_single_program():
+    """An eager `find_periodic_orbit(analyse=True)` runs the solve (with the
+    saltation monodromy) and the AD monodromy with the Floquet analysis as two
+    programs, compiled at once; under `jax.jit` the same call is one program.
+    Both give the same orbit and the same analysis."""
+    from hybrax import _programs
+
+    system, section = models.hopper.minimal()[0], models.hopper.section("minimal")
+    params = hx.canonical_params(models.hopper.make_params())
+    guess = models.hopper.orbit_guess(params)
+    before = len(_programs.COMPILATIONS)
+    eager = hx.find_periodic_orbit(system, section, guess, params)
+    names = {r.what for r in _programs.COMPILATIONS[before:]}
+    assert names <= {
+        "the orbit search with its saltation monodromy",
+        "the AD monodromy and Floquet analysis",
+    }
+    traced = jax.jit(lambda p: hx.find_periodic_orbit(system, section, guess, p))(
+        params
+    )
+    assert bool(eager.converged) and bool(traced.converged)
+    np.testing.assert_allclose(eager.u, traced.u, rtol=1e-13)
+    np.testing.assert_allclose(eager.period, traced.period, rtol=1e-13)
+    for name in (
+        "monodromy_ad",
+        "monodromy_saltation",
+        "multipliers_ad",
+        "multipliers_saltation",
+        "trivial_ad",
+        "conserved_saltation",
+    ):
+        np.testing.assert_allclose(
+            getattr(eager.floquet, name), getattr(traced.floquet, name), atol=1e-12
+        )

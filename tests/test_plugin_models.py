@@ -5,16 +5,14 @@ path, as pip leaves one) registers a bouncing ball written with the public API;
 impact times against the closed form), and a broken entry is one line and exit 2.
 """
 
-import contextlib
-import io
 import json
 import math
 import textwrap
 
 import pytest
 
+from helpers import run_cli as _run
 from hybrax import _registry
-from hybrax._cli import main
 
 
 PLUGIN = """
@@ -89,16 +87,6 @@ def installed_plugin(tmp_path, monkeypatch):
     _registry.plugin_models.cache_clear()
     yield tmp_path
     _registry.plugin_models.cache_clear()
-
-
-def _run(argv):
-    stdout, stderr = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
-        try:
-            code = main(argv)
-        except SystemExit as stop:
-            code = stop.code
-    return code, stdout.getvalue(), stderr.getvalue()
 
 
 def test_a_packages_model_runs_through_the_command_line(installed_plugin):

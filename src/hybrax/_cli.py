@@ -1439,11 +1439,16 @@ def console() -> None:
         # documented recipe for SIGPIPE).
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         code = 1
+    programs = sys.modules.get("hybrax._programs")
     others_busy = any(
         thread.is_alive() and not thread.daemon
         for thread in threading.enumerate()
         if thread is not threading.main_thread()
-    )
+        # (The library's compiler threads wait idle between programs.)
+        and not (
+            programs is not None and thread.name.startswith(programs.COMPILER_THREADS)
+        )
+    ) or (programs is not None and programs.compiling_in_background())
     if others_busy or not (code is None or isinstance(code, int)):
         raise SystemExit(code)
     for stream in (sys.stdout, sys.stderr):

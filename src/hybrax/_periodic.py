@@ -36,7 +36,7 @@ from jaxtyping import Array, ArrayLike, Complex, Float, Int
 from ._custom_types import Params
 from ._hybrid import HybridSystem, MechanicalVectorField
 from ._misc import canonical_params, check_float64, is_concrete, trace_once
-from ._programs import call, compiled, system_label
+from ._programs import call, compiled, prepare, system_label
 from ._saltation import saltation_parts
 from ._settings import (
     Settings,
@@ -1467,7 +1467,8 @@ def _assemble(
     )
     orbit = masked_nan(orbit, converged)
     if mono_ad is None:
-        return orbit, None
+        # (The saltation monodromy alone: the analysis's first half.)
+        return orbit, None if mono_s is None else masked_nan(mono_s, converged)
     mode0 = system.sources[sequence[0]]
     floquet = _floquet(system, section, orbit.state, params, mode0, mono_ad, mono_s)
     return orbit, masked_nan(floquet, converged)
@@ -1498,6 +1499,10 @@ class _Shooting(eqx.Module):
     # least-squares solver's iterations (which optimistix bounds itself).
     iteration_cap: int = eqx.field(static=True)
     least_squares_iterations: int = eqx.field(static=True)
+    # False: the analysis stops at the saltation monodromy, which stands in the
+    # Floquet slot of the outputs; `_floquet_analysis` adds the AD route in a
+    # program of its own (see `find_periodic_orbit`).
+    ad_monodromy: bool = eqx.field(static=True, default=True)
 
     @property
     def sequence(self):
@@ -1549,7 +1554,7 @@ class _Shooting(eqx.Module):
         last_iterate, next_loosening, guard = resume
         _, last_iterate = _finite_or(last_iterate, u_guess)
         mono_ad = None
-        if self.analyse:
+        if self.analyse and self.ad_monodromy:
             # The independent route: forward-mode AD through the composite flow.
             state = self.section.chart(u, params)
             dx_dx0, dt_dx0, sol_ad = _cycle_jacobian(
@@ -1613,17 +1618,9 @@ class _Shooting(eqx.Module):
                 full=mono_ad is not None,
             )
         else:
-            sol, _ = cycle(
-                self.system,
-                self.section.chart(u, params),
-                params,
-                self.sequence,
-                self.settings,
-                adjoint,
-                phase_observables=self.phase_observables,
-                diagnose=False,
+            sol, u_next = self.next_section_state(
+                u, params, adjoint, self.phase_observables
             )
-            u_next = self.section.coordinates(sol.x_after[-1], params)
             M = jnp.zeros((u.shape[0], u.shape[0]), u.dtype)
             mono_s = mono_ad = None
         root_ok, last_result, n_steps, residual_tol, t_events = info
@@ -1650,8 +1647,9 @@ class _Shooting(eqx.Module):
             info,
         )
 
-    def residual(self, u, params, adjoint):
-        """$F(u, p) = P(u; p) - u$ by one cycle (for the implicit derivative)."""
+    def next_section_state(self, u, params, adjoint, phase_observables=False):
+        """One plain, undiagnosed cycle from the section state of `u`:
+        `(solution, u_next)`."""
         sol, _ = cycle(
             self.system,
             self.section.chart(u, params),
@@ -1659,9 +1657,10 @@ class _Shooting(eqx.Module):
             self.sequence,
             self.settings,
             adjoint,
+            phase_observables=phase_observables,
             diagnose=False,
         )
-        return self.section.coordinates(sol.x_after[-1], params) - u
+        return sol, self.section.coordinates(sol.x_after[-1], params)
 
 
 def _inexact(outputs):
@@ -1995,6 +1994,12 @@ def find_periodic_orbit(
         )
     # Like the guess, the memory carries no derivative.
     safeguard = jax.lax.stop_gradient(safeguard)
+    params = canonical_params(params)
+    # An eager analysed orbit runs as two programs (see `_solve_then_analyse`).
+    split = analyse and not _traced(
+        (u_guess, params, settings, safeguard, max_iterations, residual_tol)
+        + (return_map_iterations, first_loosening, iterations_used)
+    )
     shooting = _Shooting(
         system,
         section,
@@ -2017,16 +2022,66 @@ def find_periodic_orbit(
             for solver in (root_finder, fallback)
         )
         else 0,
+        ad_monodromy=not split,
     )
-    orbit, floquet = call(
-        "the orbit search" + (" with its Floquet analysis" if analyse else ""),
-        _shoot,
-        (shooting, u_guess, canonical_params(params)),
-        label=system_label(system),
-    )
+    label = system_label(system)
+    if split:
+        orbit, floquet = _solve_then_analyse(shooting, u_guess, params, label)
+    else:
+        orbit, floquet = call(
+            "the orbit search" + (" with its Floquet analysis" if analyse else ""),
+            _shoot,
+            (shooting, u_guess, params),
+            label=label,
+        )
     if throw:
         orbit = raise_if_failed(orbit, orbit.result)
     return dataclasses.replace(orbit, floquet=floquet)
+
+
+def _traced(tree) -> bool:
+    return any(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree.leaves(tree))
+
+
+def _floquet_analysis(system, section, settings, state, params, mono_s, result):
+    """The analysis's second half at a found orbit's state: the AD monodromy
+    (forward mode through one cycle) and the multipliers of both routes, NaN
+    where the orbit's `result` is not `successful`."""
+    sequence = resolve_sequence(system, section)[0]
+    dx_dx0, dt_dx0, sol_ad = _cycle_jacobian(system, state, params, sequence, settings)
+    mono_ad = _monodromy_from_jacobian(system, dx_dx0, dt_dx0, sol_ad, sequence, params)
+    mode0 = system.sources[sequence[0]]
+    floquet = _floquet(system, section, state, params, mode0, mono_ad, mono_s)
+    return masked_nan(floquet, result == RESULTS.successful)
+
+
+def _solve_then_analyse(shooting, u_guess, params, label):
+    """An eager analysed orbit as two programs: the solve with the saltation
+    monodromy (`shooting.ad_monodromy` false), then the AD monodromy with the
+    Floquet analysis. XLA compiles the first in another thread while the second
+    is traced and compiled here (XLA compiles a program on one core and leaves
+    the interpreter free). The values are those of the single program that a
+    traced call (under `jax.jit`, `vmap` or a derivative) runs."""
+    solve_program = prepare(
+        "the orbit search with its saltation monodromy",
+        _shoot,
+        (shooting, u_guess, params),
+        label=label,
+        background=True,
+    )
+    # The analysis's inputs by their shapes (NumPy: nothing to dispatch).
+    n, dtype = shooting.system.n_states, u_guess.dtype
+    fixed = (shooting.system, shooting.section, shooting.settings)
+    state, monodromy = np.zeros(n, dtype), np.zeros((n, n), dtype)
+    analysis_program = prepare(
+        "the AD monodromy and Floquet analysis",
+        _floquet_analysis,
+        (*fixed, state, params, monodromy, RESULTS.successful),
+        label=label,
+    )
+    orbit, mono_s = solve_program(shooting, u_guess, params)
+    floquet = analysis_program(*fixed, orbit.state, params, mono_s, orbit.result)
+    return orbit, floquet
 
 
 def _check_guess_shape(system, section, u_guess, params) -> None:

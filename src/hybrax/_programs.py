@@ -489,14 +489,47 @@ def _callback_free(flat, structs):
 
 class _Program:
     """A compiled program of flat array inputs, with the structure of its
-    outputs."""
+    outputs. `compiled` may be a future of it (compiled in the background): a
+    call waits for it."""
 
     def __init__(self, compiled, out_spec):
         self.compiled = compiled
         self.out_spec = out_spec
 
     def __call__(self, dynamic):
-        return _decode(self.out_spec, self.compiled(*dynamic))
+        compiled = self.compiled
+        if isinstance(compiled, concurrent.futures.Future):
+            compiled = compiled.result()
+        return _decode(self.out_spec, compiled(*dynamic))
+
+
+#: Where programs prepared with `background=True` are compiled by XLA (which
+#: releases the interpreter: the caller traces the next program meanwhile).
+COMPILER_THREADS = "hybrax-xla"
+_COMPILER = concurrent.futures.ThreadPoolExecutor(
+    max(1, min(4, os.cpu_count() or 1)), thread_name_prefix=COMPILER_THREADS
+)
+_PENDING: set = set()
+
+
+def _in_background(compile_it) -> concurrent.futures.Future:
+    future = _COMPILER.submit(compile_it)
+    with _LOCK:
+        _PENDING.add(future)
+
+    def done(finished):
+        with _LOCK:
+            _PENDING.discard(finished)
+
+    future.add_done_callback(done)
+    return future
+
+
+def compiling_in_background() -> bool:
+    """Whether XLA is still compiling a program prepared with `background=True`
+    (its threads, named `COMPILER_THREADS`, otherwise only wait for work)."""
+    with _LOCK:
+        return any(not future.done() for future in _PENDING)
 
 
 _MEMORY: dict = {}
@@ -536,7 +569,7 @@ def _structs(dynamic):
 
 
 def _compile(
-    what, label, fn, args, treedef, is_array, static, dynamic, original
+    what, label, fn, args, treedef, is_array, static, dynamic, original, background
 ) -> _Program:
     if _LABEL is not None:
         label = f" for {_LABEL}"
@@ -551,7 +584,7 @@ def _compile(
             built = _BUILT.get(key)
         if built is not None:
             return built
-    program = _build(what, label, flat, dynamic, out_box, key)
+    program = _build(what, label, flat, dynamic, out_box, key, background)
     if key is not None:
         with _LOCK:
             _BUILT[key] = program
@@ -562,9 +595,10 @@ def _compile(
 _BUILT: dict[str, "_Program"] = {}
 
 
-def _build(what, label, flat, dynamic, out_box, key) -> "_Program":
+def _build(what, label, flat, dynamic, out_box, key, background) -> "_Program":
     """Load the program kept under `key` (in the cache directory), or trace,
-    keep and compile it."""
+    keep and compile it; with `background`, XLA compiles it in another thread
+    (the returned program waits for it when called)."""
     path = None
     if key is not None and _CACHE_DIR is not None:
         path = pathlib.Path(_CACHE_DIR) / "programs" / key
@@ -605,18 +639,25 @@ def _build(what, label, flat, dynamic, out_box, key) -> "_Program":
         if path is not None:
             exported = _keep(path, program, structs, out_box, what)
         if exported is None:
-            compiled = jax.jit(program).trace(*structs).lower().compile()
+            lowered = jax.jit(program).trace(*structs).lower()
         else:
             # The kept program's own compilation, which later processes find in
             # JAX's cache (a direct lowering would have another key).
-            compiled = jax.jit(exported.call).lower(*dynamic).compile()
-    total = time.perf_counter() - start
+            lowered = jax.jit(exported.call).lower(*dynamic)
+    before_xla = time.perf_counter() - start
     trace, lower = durations["trace"], durations["lower"]
-    record = CompileRecord(
-        what, label, trace, lower, max(total - trace - lower, 0.0), 0.0, False
-    )
-    _finish(record, kept=path is not None and exported is not None)
-    return _Program(compiled, out_box[-1])
+    kept = path is not None and exported is not None
+
+    def compile_it():
+        xla_start = time.perf_counter()
+        compiled = lowered.compile()
+        xla = time.perf_counter() - xla_start + max(before_xla - trace - lower, 0.0)
+        _finish(CompileRecord(what, label, trace, lower, xla, 0.0, False), kept=kept)
+        return compiled
+
+    if background:
+        return _Program(_in_background(compile_it), out_box[-1])
+    return _Program(compile_it(), out_box[-1])
 
 
 _DURATION_EVENTS = {
@@ -721,14 +762,23 @@ class _Applied:
         return hash((_Applied, self.fn))
 
 
-def _lookup(what, label, fn, packed):
+def _lookup(what, label, fn, packed, background=False):
     treedef, is_array, static, dynamic = _split((packed,))
     applied = _Applied(fn)
     key = _memory_key(applied, treedef, static, dynamic)
 
     def build():
         return _compile(
-            what, label, applied, (packed,), treedef, is_array, static, dynamic, fn
+            what,
+            label,
+            applied,
+            (packed,),
+            treedef,
+            is_array,
+            static,
+            dynamic,
+            fn,
+            background,
         )
 
     if key is None:
@@ -756,7 +806,9 @@ def _traced(packed) -> bool:
     return any(isinstance(leaf, jax.core.Tracer) for leaf in jtu.tree_leaves(packed))
 
 
-def prepare(what: str, fn, args=(), kwargs=None, *, label: str = ""):
+def prepare(
+    what: str, fn, args=(), kwargs=None, *, label: str = "", background: bool = False
+):
     """The compiled program of `fn(*args, **kwargs)` for these arguments' static
     part and shapes, compiled now if not compiled before (see the module
     docstring); returns a callable taking `(*args, **kwargs)` of the same
@@ -764,11 +816,13 @@ def prepare(what: str, fn, args=(), kwargs=None, *, label: str = ""):
     `label` the model (" for compass-gait"). Called with traced arguments
     (inside a user's transformation) it returns `fn` under `equinox.filter_jit`:
     the caller's transformation compiles it, as one program under an eager
-    `jax.vmap` or `jax.grad`."""
+    `jax.vmap` or `jax.grad`. With `background`, the caller traces the program
+    and XLA compiles it in another thread: the caller goes on (to trace the next
+    program) and the first call waits for it."""
     packed = (tuple(args), dict(kwargs or {}))
     if _traced(packed):
         return _jitted(fn)
-    program, _ = _lookup(what, label, fn, packed)
+    program, _ = _lookup(what, label, fn, packed, background)
 
     def run(*call_args, **call_kwargs):
         return program(_split(((call_args, call_kwargs),))[3])
