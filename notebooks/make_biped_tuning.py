@@ -1,7 +1,11 @@
-"""Writes `biped_tuning.ipynb` from the cells below (run: python make_biped_tuning.py).
+"""Writes `biped_tuning.ipynb` from the cells below (run: python make_biped_tuning.py;
+with `--execute` it runs the notebook at its full budget and keeps its outputs).
 
-The notebook is executed by the test suite (tests/test_notebook_biped.py) with a
-small budget (the environment variable HYBRAX_NOTEBOOK_BUDGET)."""
+The notebook is executed by the test suite (tests/test_notebook.py), with a
+small budget (the environment variable HYBRAX_NOTEBOOK_BUDGET) and at its full
+budget."""
+
+import sys
 
 from make_tutorial import write_notebook
 
@@ -25,16 +29,14 @@ finding the gait again from scratch and walking 50 steps.""",
     ),
     (
         "code",
-        """import dataclasses
+        """%matplotlib inline
+import dataclasses
 import os
 
 import jax
 
 jax.config.update("jax_enable_x64", True)  # analysis needs float64
 
-import matplotlib
-
-matplotlib.use("Agg")
 import numpy as np
 
 import hybrax as hx
@@ -112,10 +114,11 @@ print("speed:", round(float(quantities["speed"](orbit, result.params)), 4), "m/s
     ),
     (
         "code",
-        """tuned = [s for s in result.history if s.stage == "tune" and s.converged]
+        """tuned = [s for s in result.history if s.stage == "tune" and s.orbit_found]
 fig = hybrax.plot.multiplier_history_figure(
     [s.multipliers for s in tuned], final=np.asarray(orbit.multipliers), bound=0.9
-)""",
+)
+display(fig)""",
     ),
     (
         "md",
@@ -140,7 +143,7 @@ print("predicted by the multipliers:",
 
 
 def main() -> None:
-    write_notebook(CELLS, "biped_tuning.ipynb")
+    write_notebook(CELLS, "biped_tuning.ipynb", execute="--execute" in sys.argv)
 
 
 if __name__ == "__main__":

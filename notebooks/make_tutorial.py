@@ -1,8 +1,10 @@
-"""Writes `hopper_tutorial.ipynb` from the cells below (run: python make_tutorial.py).
+"""Writes `hopper_tutorial.ipynb` from the cells below (run: python make_tutorial.py;
+with `--execute` it runs the notebook and keeps its outputs and figures).
 
 The notebook is executed by the test suite (tests/test_notebook.py)."""
 
 import pathlib
+import sys
 
 import nbformat
 
@@ -20,13 +22,11 @@ the constrained model, one hop, the periodic orbit, its stability two ways
     ),
     (
         "code",
-        """import jax
+        """%matplotlib inline
+import jax
 
 jax.config.update("jax_enable_x64", True)  # analysis needs float64
 
-import matplotlib
-
-matplotlib.use("Agg")
 import numpy as np
 
 import hybrax as hx
@@ -63,7 +63,8 @@ print(hx.status_message(sol.result))
 for t, k, tc in zip(sol.t_events, sol.transitions, sol.T_c):
     print(f"t = {float(t):.6f} s  {system.transitions[int(k)].name:9s}  T_c = {float(tc):.3f} J")
 trajectory = hybrax.plot.Trajectory.from_solution(sol, system, to_minimal=models.hopper.to_minimal)
-fig = hybrax.models.hopper_figures.energy_history(trajectory, params)""",
+fig = hybrax.models.hopper_figures.energy_history(trajectory, params)
+display(fig)""",
     ),
     (
         "md",
@@ -135,14 +136,16 @@ fig2 = hybrax.plot.branch_figure(
     reference_lines=[1.0],
     xlabel="$D_G$",
     title="Fig. 7: the nontrivial Floquet multiplier",
-)""",
+)
+display(fig, fig2)""",
     ),
 ]
 
 
-def write_notebook(cells, name: str) -> None:
+def write_notebook(cells, name: str, execute: bool = False) -> None:
     """Write `cells` ((kind, source) pairs) as the notebook `name` beside this
-    script."""
+    script; with `execute`, run it first (a fresh kernel in a temporary folder)
+    and keep its outputs, so that it reads with its figures where it is not run."""
     notebook = nbformat.v4.new_notebook()
     notebook.cells = [
         nbformat.v4.new_markdown_cell(src)
@@ -156,12 +159,24 @@ def write_notebook(cells, name: str) -> None:
         "language": "python",
     }
     path = pathlib.Path(__file__).with_name(name)
+    if execute:
+        import tempfile
+
+        from nbclient import NotebookClient
+
+        with tempfile.TemporaryDirectory() as folder:
+            NotebookClient(
+                notebook,
+                timeout=3600,
+                kernel_name="python3",
+                resources={"metadata": {"path": folder}},
+            ).execute()
     nbformat.write(notebook, path)
     print(f"wrote {path}")
 
 
 def main() -> None:
-    write_notebook(CELLS, "hopper_tutorial.ipynb")
+    write_notebook(CELLS, "hopper_tutorial.ipynb", execute="--execute" in sys.argv)
 
 
 if __name__ == "__main__":
