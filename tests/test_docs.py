@@ -33,18 +33,19 @@ def test_the_own_model_tutorial_runs(capsys):
 _AFTER = {"how-to/gradients.md": "getting-started.md"}
 
 
-@pytest.mark.slow  # the hopper's simulation, orbits, branch, gradient, sweep
-@pytest.mark.parametrize(
-    "page",
-    [
-        "getting-started.md",
-        "how-to/orbit.md",
-        "how-to/continuation.md",
-        "how-to/sweep.md",
-        "how-to/gradients.md",
-        "how-to/command-line-model.md",
-    ],
+# The pages whose code the next test runs (the tutorial's runs above).
+_RUN_PAGES = (
+    "getting-started.md",
+    "how-to/orbit.md",
+    "how-to/continuation.md",
+    "how-to/sweep.md",
+    "how-to/gradients.md",
+    "how-to/command-line-model.md",
 )
+
+
+@pytest.mark.slow  # the hopper's simulation, orbits, branch, gradient, sweep
+@pytest.mark.parametrize("page", _RUN_PAGES)
 def test_the_how_to_pages_run(page, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # (a page may save a file)
     namespace: dict = {}
@@ -57,15 +58,7 @@ def test_the_how_to_pages_run(page, tmp_path, monkeypatch):
 def test_every_page_block_is_python_or_marked_illustration():
     """A page's ` ```python ` blocks are the ones the tests run: every page with
     code is in the runs above or the tutorial's."""
-    ran = {
-        "tutorials/own-model.md",
-        "getting-started.md",
-        "how-to/orbit.md",
-        "how-to/continuation.md",
-        "how-to/sweep.md",
-        "how-to/gradients.md",
-        "how-to/command-line-model.md",
-    }
+    ran = {"tutorials/own-model.md", *_RUN_PAGES}
     with_code = {
         str(path.relative_to(PAGES))
         for path in PAGES.rglob("*.md")
