@@ -401,6 +401,12 @@ def _cycle_jacobian(system, x0, params, sequence, settings):
     return dx_dx0, dt_dx0, sol
 
 
+def _ad_monodromy(system, state, params, sequence, settings):
+    """The monodromy by forward-mode AD through one cycle from `state`."""
+    dx_dx0, dt_dx0, sol = _cycle_jacobian(system, state, params, sequence, settings)
+    return _monodromy_from_jacobian(system, dx_dx0, dt_dx0, sol, sequence, params)
+
+
 def _monodromy_from_jacobian(system, dx_dx0, dt_dx0, sol, sequence, params):
     # Phi~ = d x_e^+ / d x0 - f^+(x_e^+) d t_e / d x0: the flow over the fixed
     # duration t_e, continued past the last event with the post-event field.
@@ -1556,12 +1562,12 @@ class _Shooting(eqx.Module):
         mono_ad = None
         if self.analyse and self.ad_monodromy:
             # The independent route: forward-mode AD through the composite flow.
-            state = self.section.chart(u, params)
-            dx_dx0, dt_dx0, sol_ad = _cycle_jacobian(
-                self.system, state, params, self.sequence, self.settings
-            )
-            mono_ad = _monodromy_from_jacobian(
-                self.system, dx_dx0, dt_dx0, sol_ad, self.sequence, params
+            mono_ad = _ad_monodromy(
+                self.system,
+                self.section.chart(u, params),
+                params,
+                self.sequence,
+                self.settings,
             )
         outputs = _assemble(
             self.system,
@@ -1996,10 +2002,9 @@ def find_periodic_orbit(
     safeguard = jax.lax.stop_gradient(safeguard)
     params = canonical_params(params)
     # An eager analysed orbit runs as two programs (see `_solve_then_analyse`).
-    split = analyse and not _traced(
-        (u_guess, params, settings, safeguard, max_iterations, residual_tol)
-        + (return_map_iterations, first_loosening, iterations_used)
-    )
+    inputs = (u_guess, params, settings, safeguard, max_iterations, residual_tol)
+    inputs += (return_map_iterations, first_loosening, iterations_used)
+    split = analyse and all(map(is_concrete, jax.tree.leaves(inputs)))
     shooting = _Shooting(
         system,
         section,
@@ -2039,17 +2044,12 @@ def find_periodic_orbit(
     return dataclasses.replace(orbit, floquet=floquet)
 
 
-def _traced(tree) -> bool:
-    return any(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree.leaves(tree))
-
-
 def _floquet_analysis(system, section, settings, state, params, mono_s, result):
     """The analysis's second half at a found orbit's state: the AD monodromy
     (forward mode through one cycle) and the multipliers of both routes, NaN
     where the orbit's `result` is not `successful`."""
     sequence = resolve_sequence(system, section)[0]
-    dx_dx0, dt_dx0, sol_ad = _cycle_jacobian(system, state, params, sequence, settings)
-    mono_ad = _monodromy_from_jacobian(system, dx_dx0, dt_dx0, sol_ad, sequence, params)
+    mono_ad = _ad_monodromy(system, state, params, sequence, settings)
     mode0 = system.sources[sequence[0]]
     floquet = _floquet(system, section, state, params, mode0, mono_ad, mono_s)
     return masked_nan(floquet, result == RESULTS.successful)
