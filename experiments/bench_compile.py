@@ -165,7 +165,7 @@ def _program(model_name, program):
             start=value,
             bounds=(value - 0.5 * abs(value) - 0.1, value + 0.5 * abs(value) + 0.1),
             direction=1,
-            max_points=3,
+            continuation_settings=hx.ContinuationSettings(max_points=3),
             throw=False,
         )
     raise ValueError(program)

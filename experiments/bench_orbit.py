@@ -17,7 +17,8 @@ Every hybrax row does the baseline's work, `phase_observables=False` (no apex
 heights: SciPy computes none); one more row runs the library's default, which
 records the phase observables (dense output and extrema in every Newton pass),
 and one starts Newton's inexact iterations at the loosest tolerance
-(`first_loosening=math.inf`, as for a rough guess; the same compiled program).
+(`hybrax.ShootingStart(guess, loosening=math.inf)`, as for a rough guess; the
+same compiled program).
 
 `--profile` adds warm timings of the pieces of one cycle (simulate; its JVP with
 `diffrax.ForwardMode()`; `jax.jacfwd` of the cycle end state; `hybrax.monodromy` at
@@ -328,17 +329,26 @@ def main():
         if form == "minimal":
             # The first Newton iteration at the loosest tolerance, as for a rough
             # guess (the model's is 4% off): the same compiled program.
-            run("all, first_loosening=inf", first_loosening=math.inf, **SAME_WORK)
+            rough = hx.ShootingStart(guess, loosening=math.inf)
+            run(
+                "all, loosening=inf",
+                call=lambda: hx.find_periodic_orbit(
+                    system, section, rough, p, **SAME_WORK
+                ),
+            )
             run("all + apexes (default)")
             # The Newton Jacobian by forward-mode AD through the solver instead
             # of the variational equations, and chord iterations reusing the
             # first one (a primal cycle per iteration).
-            run("all, Newton, AD Jacobian", jacobian="autodiff", **SAME_WORK)
+            run(
+                "all, Newton, AD Jacobian",
+                shooting=hx.Shooting(jacobian="autodiff"),
+                **SAME_WORK,
+            )
             chord = optimistix.Chord(rtol=1e-11, atol=1e-11)
             run(
                 "all, Chord, AD Jacobian",
-                jacobian="autodiff",
-                root_finder=chord,
+                shooting=hx.Shooting(chord, jacobian="autodiff"),
                 **SAME_WORK,
             )
             # The same-work solve inside the caller's own `jax.jit`: without the

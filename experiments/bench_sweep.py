@@ -192,10 +192,12 @@ def main():
     system, section = models.hopper.minimal()[0], models.hopper.section()
     options = dict(
         settings=hx.Settings(rtol=args.tol, atol=args.tol, t_max=args.t_max),
-        max_iterations=args.max_iterations,
-        return_map_iterations=args.map_iterations,
-        jacobian=args.jacobian,
-        root_finder=optx.Newton(rtol=args.newton_tol, atol=args.newton_tol),
+        shooting=hx.Shooting(
+            optx.Newton(rtol=args.newton_tol, atol=args.newton_tol),
+            max_iterations=args.max_iterations,
+            return_map_iterations=args.map_iterations,
+            jacobian=args.jacobian,
+        ),
         chunk_size=args.chunk,
         round_iterations=args.round_iterations,
     )

@@ -114,7 +114,8 @@ with stability along the branch and folds located.""",
 branch = hx.continue_branch(
     minimal, section_min, models.hopper.orbit_guess(params), params,
     models.hopper.parameter("D_G"), start=float(params.D_G), bounds=(-0.06, -0.0005),
-    direction=-1, max_points=120, max_period=1.2, parameter_scale=0.01,
+    direction=-1, max_period=1.2,
+    continuation_settings=hx.ContinuationSettings(max_points=120, parameter_scale=0.01),
     settings=hx.Settings(rtol=1e-12, atol=1e-12),
 )
 print(branch.n_points, "orbits; folds at D_G =", [round(f.parameter, 6) for f in branch.folds])

@@ -49,12 +49,10 @@ REFERENCE_FOLDS = (
 )
 
 
-def _continue(mu, start, stop, v_guess, **kwargs):
+def _continue(mu, start, stop, v_guess, throw=True, **steps):
+    """The branch with the `ContinuationSettings` fields `steps` (by default
+    `parameter_scale=THETA, max_step=0.1`)."""
     params = hx.canonical_params(models.hopper.make_params(D_G=start, mu=mu))
-    options = dict(
-        parameter_scale=THETA, max_step=0.1, settings=hx.Settings(rtol=TOL, atol=TOL)
-    )
-    options.update(kwargs)
     return hx.continue_branch(
         SYSTEM,
         SECTION,
@@ -63,7 +61,11 @@ def _continue(mu, start, stop, v_guess, **kwargs):
         D_G,
         start=start,
         stop=stop,
-        **options,
+        continuation_settings=hx.ContinuationSettings(
+            **{"parameter_scale": THETA, "max_step": 0.1, **steps}
+        ),
+        settings=hx.Settings(rtol=TOL, atol=TOL),
+        throw=throw,
     )
 
 
@@ -88,7 +90,7 @@ def natural_short():
         -0.02,
         0.3,
         method="natural",
-        step=0.0025,
+        initial_step=0.0025,
         min_step=1e-4,
         max_step=0.0025,
     )
@@ -249,8 +251,8 @@ def test_natural_agrees_with_pseudo_arclength(arclength_short, natural_short):
 
 def test_natural_continuation_stops_at_a_fold():
     n = _continue(
-        0.8, -0.03, -0.04, 0.7, method="natural", step=0.002, max_step=0.002,
-        min_step=1e-4,
+        0.8, -0.03, -0.04, 0.7, method="natural", initial_step=0.002,
+        max_step=0.002, min_step=1e-4,
     )  # fmt: skip
     assert n.status == "min_step"
     assert n.parameter[-1] > -0.0354390342 and not n.folds
@@ -354,14 +356,11 @@ def test_parameter_get_set():
 @pytest.mark.parametrize(
     "kwargs, match",
     [
-        (dict(method="secant"), "`method`"),
         (dict(stop=None), "`stop` or `bounds`"),
         (dict(bounds=(0.0, -1.0)), "`bounds`"),
         (dict(stop=-0.02, bounds=(-0.02, -0.01)), "`start`"),
-        (dict(step=1.0, max_step=0.1), "`step`"),
         (dict(direction=2), "`direction`"),
-        (dict(parameter_scale=0.0), "`parameter_scale`"),
-        (dict(max_points=0), "`max_points`"),
+        (dict(continuation_settings=dict(max_step=0.1)), "`continuation_settings`"),
     ],
 )
 def test_argument_errors(kwargs, match):

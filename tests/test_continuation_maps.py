@@ -292,6 +292,7 @@ def test_one_compilation_per_map(fixed):
         (dict(parameter_scale=-1.0), "`parameter_scale`"),
         (dict(max_iterations=0), "`max_iterations`"),
         (dict(shrink=1.5), "`shrink`"),
+        (dict(corrector="newton"), "`corrector`"),
     ],
 )
 def test_settings_errors(kwargs, match):
@@ -372,7 +373,7 @@ def kicked():
         "r",
         start=2.8,
         stop=3.5,
-        max_step=0.1,
+        continuation_settings=hx.ContinuationSettings(max_step=0.1),
     )
     doubled = hx.continue_branch_period_doubled(
         system,

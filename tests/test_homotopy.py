@@ -88,9 +88,9 @@ def test_random_parameter_sets_inside_the_existence_region():
             D_G,
             start=-0.005,
             stop=-0.12,
-            parameter_scale=0.01,
-            max_step=0.1,
-            max_points=400,
+            continuation_settings=hx.ContinuationSettings(
+                parameter_scale=0.01, max_step=0.1, max_points=400
+            ),
         )
         lowest = float(branch.parameter.min())
         assert branch.folds and lowest < -0.02

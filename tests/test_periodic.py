@@ -230,9 +230,9 @@ def test_float32_warns_and_bad_arguments_raise():
     jax.config.update("jax_enable_x64", False)
     try:
         with pytest.warns(RuntimeWarning, match="float64"):
-            with pytest.raises(ValueError, match="max_iterations"):
+            with pytest.raises(ValueError, match="`shooting`"):
                 hx.find_periodic_orbit(
-                    system, section, jnp.ones(2), PARAMS, max_iterations=0
+                    system, section, jnp.ones(2), PARAMS, shooting="newton"
                 )
     finally:
         jax.config.update("jax_enable_x64", True)
@@ -245,8 +245,18 @@ def test_float32_warns_and_bad_arguments_raise():
             jnp.ones(2),
             PARAMS,
         )
-    with pytest.raises(ValueError, match="fallback"):
-        hx.find_periodic_orbit(system, section, jnp.ones(2), PARAMS, fallback="lm")
+    with pytest.raises(ValueError, match="`max_iterations`"):
+        hx.Shooting(max_iterations=0)
+    with pytest.raises(ValueError, match="`fallback`"):
+        hx.Shooting(fallback="lm")
+    with pytest.raises(ValueError, match="`residual_tol`"):
+        hx.Shooting(residual_tol=-1e-8)
+    with pytest.raises(ValueError, match="`return_map_iterations`"):
+        hx.Shooting(return_map_iterations=1.5)
+    with pytest.raises(ValueError, match="`jacobian`"):
+        hx.Shooting(jacobian="finite-differences")
+    with pytest.raises(ValueError, match="`root_finder`"):
+        hx.Shooting(root_finder="newton")
 
 
 def test_least_squares_solver_finds_the_reference_orbit(reference, minimal_orbit):
@@ -262,8 +272,9 @@ def test_least_squares_solver_finds_the_reference_orbit(reference, minimal_orbit
         models.hopper.orbit_guess(PARAMS),
         PARAMS,
         settings=SETTINGS,
-        root_finder=optx.LevenbergMarquardt(rtol=1e-12, atol=1e-12),
-        max_iterations=100,
+        shooting=hx.Shooting(
+            optx.LevenbergMarquardt(rtol=1e-12, atol=1e-12), max_iterations=100
+        ),
         analyse=False,
         phase_observables=False,
     )

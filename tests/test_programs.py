@@ -75,9 +75,9 @@ def test_run_time_options_compile_nothing(compilations):
         dict(settings=hx.Settings(t_max=7.0)),
         dict(settings=hx.Settings(rtol=1e-9, atol=1e-9)),
         dict(settings=hx.Settings(guard_tol=1e-8, constraint_tol=1e-7, dip_tol=1e-11)),
-        dict(max_iterations=17),
-        dict(residual_tol=1e-9),
-        dict(return_map_iterations=3),
+        dict(shooting=hx.Shooting(max_iterations=17)),
+        dict(shooting=hx.Shooting(residual_tol=1e-9)),
+        dict(shooting=hx.Shooting(return_map_iterations=3)),
     ]
     with compilations as counted:
         orbits = [solve(**options) for options in variants]
@@ -278,7 +278,8 @@ _SCRIPT = textwrap.dedent(
     )
     branch = hx.continue_branch(
         system, section, jnp.array([1.0]), params, "gamma",
-        start=0.08, stop=0.09, max_points=3,
+        start=0.08, stop=0.09,
+        continuation_settings=hx.ContinuationSettings(max_points=3),
     )
     print(json.dumps({
         "records": [[r.what, r.cached, r.trace, r.xla] for r in _programs.COMPILATIONS],

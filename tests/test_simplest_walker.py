@@ -94,7 +94,7 @@ def _gait(model, slope, gait):
         parameter,
         start=slope,
         stop=2 * slope,
-        max_points=1,
+        continuation_settings=hx.ContinuationSettings(max_points=1),
         settings=SETTINGS,
     )
     return branch.u[0], float(branch.period[0]), branch.multipliers[0]

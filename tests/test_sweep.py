@@ -11,6 +11,7 @@ the module so that it compiles while this process does.
 
 import contextlib
 import csv
+import dataclasses
 import io
 import json
 import math
@@ -145,17 +146,22 @@ def _single_solve(system, section, u, params, options):
     from `u` (its guess): the return-map iterations, then the first Newton
     iteration at the loosest tolerance from a rough start, at the settings'
     after return-map iterations."""
-    first_loosening = 1.0 if options["return_map_iterations"] else math.inf
+    loosening = 1.0 if int(options["shooting"].return_map_iterations) else math.inf
     return hx.find_periodic_orbit(
         system,
         section,
-        u,
+        hx.ShootingStart(u, loosening=loosening),
         params,
         analyse=False,
         phase_observables=False,
-        first_loosening=first_loosening,
         **options,
     )
+
+
+def _with_map_iterations(options, n):
+    """`options` with `n` return-map iterations."""
+    shooting = dataclasses.replace(options["shooting"], return_map_iterations=n)
+    return dict(options, shooting=shooting)
 
 
 def test_statuses_flag_failures(swept):
@@ -289,7 +295,7 @@ def test_rounds_resume_where_they_stopped(system_and_section, starts, monkeypatc
     assert settings.stepsize_controller.rtol == settings.stepsize_controller.atol
     # Two return-map iterations (they run in the first round): Newton's
     # iterations then span several rounds.
-    options = dict(OPTIONS, return_map_iterations=2)
+    options = _with_map_iterations(OPTIONS, 2)
     single_solves = [_single_solve(system, section, u, p, options) for p, u in starts]
     rounds = _rounds_of_one(system, section, _params(), options)
     resume, from_guess = hybrax._sweep._RESUME, hybrax._sweep._FROM_GUESS
@@ -332,11 +338,12 @@ def test_rounds_resume_with_the_loosening_where_they_stopped(system_and_section)
     """From the rough guess (no return-map iterations) the first Newton iteration
     integrates at the loosest tolerance and the later ones tighten with the step
     (`find_periodic_orbit`'s inexact Newton). Cut into rounds of one iteration,
-    each solve resumes with the loosening where it stopped (`next_loosening`),
-    so its iterates are those of the uncut single solve: the same orbit and the
-    same number of iterations."""
+    each solve resumes with the loosening where it stopped
+    (`orbit.restart.loosening`), so its iterates are those of the uncut single
+    solve: the same orbit and the same number of iterations. So do single solves
+    cut after one iteration and resumed from `orbit.restart`."""
     system, section = system_and_section
-    options = dict(OPTIONS, return_map_iterations=0)
+    options = _with_map_iterations(OPTIONS, 0)
     # The first and third orbits (the second needs the return-map iterations).
     params = jax.tree_util.tree_map(
         lambda leaf: leaf[[0, 2]] if np.ndim(leaf) else leaf, _params()
@@ -352,11 +359,34 @@ def test_rounds_resume_with_the_loosening_where_they_stopped(system_and_section)
         assert orbit.converged and out.converged[i]
         assert out.orbit.n_steps[i] == int(orbit.n_steps) > 1
         np.testing.assert_allclose(out.orbit.u[i], orbit.u, rtol=0, atol=EQUAL_TOL)
-    with pytest.raises(ValueError, match="first_loosening"):
-        hx.find_periodic_orbit(system, section, orbit.u, p, first_loosening=0.5)
+        # The same solve cut after each iteration and resumed from its restart.
+        start = hx.ShootingStart(models.hopper.orbit_guess(p), loosening=math.inf)
+        for part in range(int(orbit.n_steps)):
+            shooting = dataclasses.replace(options["shooting"], max_iterations=part + 1)
+            cut = hx.find_periodic_orbit(
+                system,
+                section,
+                start,
+                p,
+                analyse=False,
+                phase_observables=False,
+                settings=options["settings"],
+                shooting=shooting,
+            )
+            assert int(cut.n_steps) == 1
+            assert int(cut.restart.iterations_used) == part + 1
+            start = cut.restart
+        assert cut.converged
+        np.testing.assert_allclose(cut.u, orbit.u, rtol=0, atol=EQUAL_TOL)
+    with pytest.raises(ValueError, match="loosening"):
+        hx.find_periodic_orbit(
+            system, section, hx.ShootingStart(orbit.u, loosening=0.5), p
+        )
     for used in (-1, 40, 1.5):  # in [0, max_iterations), an integer
         with pytest.raises(ValueError, match="iterations_used"):
-            hx.find_periodic_orbit(system, section, orbit.u, p, iterations_used=used)
+            hx.find_periodic_orbit(
+                system, section, hx.ShootingStart(orbit.u, iterations_used=used), p
+            )
 
 
 def test_concurrent_streams_equal_single_solves(
@@ -482,7 +512,7 @@ def _rounds_of_four(system, section, params, **extra):
         chunk_size=8,
         round_iterations=4,
         **{"retry": False, **extra},
-        **dict(OPTIONS, return_map_iterations=0),
+        **_with_map_iterations(OPTIONS, 0),
     )
 
 
@@ -505,7 +535,7 @@ def test_remaining_elements_move_to_a_smaller_chunk(system_and_section, monkeypa
         return evaluate(fn, static, chunk, sharding)
 
     monkeypatch.setattr(hybrax._sweep, "_evaluate", spy)
-    options = dict(OPTIONS, return_map_iterations=0)
+    options = _with_map_iterations(OPTIONS, 0)
     # Eight elements: two orbits, the set without one at D_G = 0 (its Newton
     # wanders, all its iterations), an orbit, the NaN set, then orbits again:
     # the set that wanders runs its last round alone.

@@ -97,6 +97,7 @@ if TYPE_CHECKING:
         PeriodicOrbit as PeriodicOrbit,
         PoincareSection as PoincareSection,
         ShootingSafeguard as ShootingSafeguard,
+        ShootingStart as ShootingStart,
         constraint_tangent_basis as constraint_tangent_basis,
         find_periodic_orbit as find_periodic_orbit,
         floquet_multipliers as floquet_multipliers,
@@ -112,6 +113,7 @@ if TYPE_CHECKING:
     )
     from ._settings import (
         Settings as Settings,
+        Shooting as Shooting,
     )
     from ._simulate import (
         simulate as simulate,
@@ -198,6 +200,7 @@ _EXPORTS = {
     "PeriodicOrbit": "._periodic",
     "PoincareSection": "._periodic",
     "ShootingSafeguard": "._periodic",
+    "ShootingStart": "._periodic",
     "constraint_tangent_basis": "._periodic",
     "find_periodic_orbit": "._periodic",
     "floquet_multipliers": "._periodic",
@@ -206,6 +209,7 @@ _EXPORTS = {
     "phase_fundamental_matrix": "._saltation",
     "saltation_matrix": "._saltation",
     "Settings": "._settings",
+    "Shooting": "._settings",
     "simulate": "._simulate",
     "RESULTS": "._solution",
     "STATUS_NAMES": "._solution",

@@ -1084,7 +1084,7 @@ def _run_orbit(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
     # Newton on the variational return map: its last iteration holds the orbit's
     # cycle, apexes and saltation monodromy, so the program needs no further
     # pass (the smallest program, compiled once).
-    shooting = dict(settings=settings, jacobian="variational", phase_observables=False)
+    shooting = dict(settings=settings, phase_observables=False)
     orbit = find_periodic_orbit(system, section, guess, params, **shooting)
     homotopy = None
     no_orbit_hint = model.hook("no_orbit_hint")
@@ -1155,7 +1155,7 @@ def _run_orbit(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
         ).split()
         payload.update(dict.fromkeys(keys))
         payload.update(dict.fromkeys(model_summary(None)[0]))
-        best = orbit.safeguard
+        best = orbit.restart.safeguard
         payload["best_iterate"] = [_number(v) for v in np.asarray(best.best_iterate)]
         payload["best_residual_norm"] = _number(float(best.best_defect))
         sys.stdout.flush()

@@ -120,6 +120,20 @@ def add_parser(subparsers) -> None:
     parser.set_defaults(run=_run_continue, command_parser=parser)
 
 
+def _continuation_settings(args: argparse.Namespace, theta: float, method: str):
+    """The command's `ContinuationSettings`: its step options and the parameter
+    scale `theta`."""
+    from ._continuation import ContinuationSettings
+
+    return ContinuationSettings(
+        method=method,
+        initial_step=min(0.02, args.max_step),
+        max_step=args.max_step,
+        max_points=args.max_points,
+        parameter_scale=theta,
+    )
+
+
 def _run_continue(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     import jax.numpy as jnp
 
@@ -195,12 +209,8 @@ def _run_continue(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
                 parameter,
                 start=start,
                 stop=stop,
-                method=args.method,
-                step=min(0.02, args.max_step),
-                max_step=args.max_step,
-                max_points=args.max_points,
                 max_period=max_period,
-                parameter_scale=theta,
+                continuation_settings=_continuation_settings(args, theta, args.method),
                 settings=_cli.solver_settings(args),
                 throw=False,
             )
@@ -384,18 +394,13 @@ def _follow_cascade(
     then of that branch, `args.cascade` times: `[(section, branch), ...]` of the
     doubled levels."""
     from ._continuation import (
-        ContinuationSettings,
         continue_branch_period_doubled,
         period_doubled_section,
     )
 
-    # The same step control as the period-1 branch.
-    steps = ContinuationSettings(
-        initial_step=min(0.02, args.max_step),
-        max_step=args.max_step,
-        max_points=args.max_points,
-        parameter_scale=theta,
-    )
+    # The same step control as the period-1 branch (switched branches leave
+    # their doubling along the arclength).
+    steps = _continuation_settings(args, theta, "pseudo-arclength")
 
     levels = []
     for k in range(1, args.cascade + 1):

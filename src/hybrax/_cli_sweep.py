@@ -61,7 +61,7 @@ def _sweep_options(
 ) -> dict[str, Any]:
     """The keyword arguments of `sweep_orbits` for these settings (the defaults are
     the command's)."""
-    from ._settings import Settings
+    from ._settings import Settings, Shooting
 
     return dict(
         settings=Settings(
@@ -70,9 +70,11 @@ def _sweep_options(
             t_max=float(t_max),
             max_steps=int(max_ode_steps),
         ),
-        max_iterations=int(max_iterations),
-        return_map_iterations=int(map_iterations),
-        jacobian=jacobian,
+        shooting=Shooting(
+            max_iterations=int(max_iterations),
+            return_map_iterations=int(map_iterations),
+            jacobian=jacobian,
+        ),
     )
 
 

@@ -116,6 +116,9 @@ class ContinuationSettings(eqx.Module):
     - `locate`: locate special points (otherwise they are not reported).
     - `locate_tol`, `max_locate_iterations`: the tolerance on the chord (scaled
       coordinates) and the iteration limit of their location.
+    - `corrector`: the root finder of the corrector (Newton on the extended
+      system), any `optimistix.AbstractRootFinder`; default
+      `optimistix.Newton(rtol=1e-11, atol=1e-11)`.
     - `max_iterations`: the corrector's iteration limit.
     - `residual_tol`: the largest $\max|F|$ accepted as a point of the branch.
     - `fast_newton`, `slow_newton`, `growth`, `shrink`, `min_tangent_cos`,
@@ -136,6 +139,9 @@ class ContinuationSettings(eqx.Module):
     locate: bool = eqx.field(static=True, default=True)
     locate_tol: float = eqx.field(static=True, default=1e-11, converter=float)
     max_locate_iterations: int = eqx.field(static=True, default=60)
+    corrector: optx.AbstractRootFinder = eqx.field(
+        default=None, converter=lambda finder: resolve_root_finder(finder, "corrector")
+    )
     max_iterations: int = eqx.field(static=True, default=12)
     residual_tol: float = eqx.field(static=True, default=1e-8, converter=float)
     fast_newton: int = eqx.field(static=True, default=3)
@@ -153,7 +159,7 @@ class ContinuationSettings(eqx.Module):
             )
         if not 0 < self.min_step <= self.initial_step <= self.max_step:
             raise ValueError(
-                "Need 0 < `min_step` <= `initial_step` (`step`) <= `max_step`; got "
+                "Need 0 < `min_step` <= `initial_step` <= `max_step`; got "
                 f"{self.min_step}, {self.initial_step}, {self.max_step}."
             )
         if isinstance(self.max_points, bool) or int(self.max_points) < 1:
@@ -182,21 +188,18 @@ class ContinuationSettings(eqx.Module):
 
 
 def _resolve_continuation_settings(
-    continuation_settings: ContinuationSettings | None, **overrides
+    continuation_settings: ContinuationSettings | None,
 ) -> ContinuationSettings:
-    """`continuation_settings` (or the defaults) with the keywords that are not
-    `None` replacing its fields."""
+    """`continuation_settings`, or the defaults; a clear error for anything
+    else."""
     if continuation_settings is None:
-        continuation_settings = ContinuationSettings()
-    elif not isinstance(continuation_settings, ContinuationSettings):
+        return ContinuationSettings()
+    if not isinstance(continuation_settings, ContinuationSettings):
         raise ValueError(
             "`continuation_settings` must be a hybrax.ContinuationSettings; got "
             f"{type(continuation_settings).__name__}."
         )
-    overrides = {k: v for k, v in overrides.items() if v is not None}
-    if not overrides:
-        return continuation_settings
-    return dataclasses.replace(continuation_settings, **overrides)
+    return continuation_settings
 
 
 # ---------------------------------------------------------------------------
@@ -1253,14 +1256,13 @@ def _continue_solutions(
     parameter_name: str,
     iterates: int | None,
     continuation_settings: ContinuationSettings,
-    root_finder,
     throw: bool,
     check_start: Callable[[_Point], str | None] | None = None,
 ) -> SolutionBranch:
     """The driver shared by the zero and map clients: the first point from
     `start_point`, then [`_follow`][]."""
     settings = continuation_settings
-    options = _Options(resolve_root_finder(root_finder), settings.max_iterations)
+    options = _Options(settings.corrector, settings.max_iterations)
     corrector = _Corrector(residual, options, settings.residual_tol)
     first = _first_point(start_point, corrector, settings)
     failure = _start_failure(
@@ -1317,7 +1319,6 @@ def continue_zeros(
     direction: int | None = None,
     parameter_name: str = "lambda",
     continuation_settings: ContinuationSettings | None = None,
-    root_finder: optx.AbstractRootFinder | None = None,
     throw: bool = True,
 ) -> SolutionBranch:
     r"""Follow a branch of zeros of $F(u, \lambda) = 0$ in the scalar $\lambda$.
@@ -1352,9 +1353,7 @@ def continue_zeros(
       of `stop - lam0` (required without `stop`).
     - `parameter_name`: the label of $\lambda$.
     - `continuation_settings`: a [`hybrax.ContinuationSettings`][] (method, steps,
-      location); default `ContinuationSettings()`.
-    - `root_finder`: the corrector; default
-      `optimistix.Newton(rtol=1e-11, atol=1e-11)`.
+      location, the corrector); default `ContinuationSettings()`.
     - `throw`: raise if no zero is found at the start; otherwise return an empty
       branch with status `"start_failed"`.
 
@@ -1404,7 +1403,6 @@ def continue_zeros(
         parameter_name=parameter_name,
         iterates=None,
         continuation_settings=settings,
-        root_finder=root_finder,
         throw=throw,
     )
 
@@ -1427,7 +1425,6 @@ def continue_fixed_points(
     direction: int | None = None,
     parameter_name: str = "lambda",
     continuation_settings: ContinuationSettings | None = None,
-    root_finder: optx.AbstractRootFinder | None = None,
     throw: bool = True,
 ) -> SolutionBranch:
     r"""Follow a branch of fixed points of a map $g(u, \lambda)$, or of period-$m$
@@ -1491,7 +1488,6 @@ def continue_fixed_points(
         parameter_name=parameter_name,
         iterates=iterates,
         continuation_settings=settings,
-        root_finder=root_finder,
         throw=throw,
     )
 
@@ -1534,7 +1530,6 @@ def continue_period_doubled(
     bounds: tuple[float, float] | None = None,
     parameter_name: str | None = None,
     continuation_settings: ContinuationSettings | None = None,
-    root_finder: optx.AbstractRootFinder | None = None,
     throw: bool = True,
 ) -> SolutionBranch:
     r"""Switch onto the period-$2m$ branch that bifurcates at a period doubling of
@@ -1564,8 +1559,7 @@ def continue_period_doubled(
       [`hybrax.continue_zeros`][], with $\lambda^*$ as the start; the side the
       new branch leaves on is found, not given.
     - `parameter_name`: default `branch.parameter_name`.
-    - `continuation_settings`, `root_finder`, `throw`: as for
-      [`hybrax.continue_zeros`][].
+    - `continuation_settings`, `throw`: as for [`hybrax.continue_zeros`][].
 
     **Returns:** a [`hybrax.SolutionBranch`][] with `iterates` $= 2m$; its `u` is
     one point of each period-$2m$ orbit.
@@ -1634,7 +1628,6 @@ def continue_period_doubled(
         else parameter_name,
         iterates=iterates,
         continuation_settings=settings,
-        root_finder=root_finder,
         throw=throw,
         check_start=check_start,
     )
@@ -1656,22 +1649,10 @@ def continue_branch(
     stop: float | None = None,
     bounds: tuple[float, float] | None = None,
     direction: int | None = None,
-    method: Literal["pseudo-arclength", "natural"] | None = None,
-    step: float | None = None,
-    min_step: float | None = None,
-    max_step: float | None = None,
-    max_points: int | None = None,
     max_period: float | None = None,
-    parameter_scale: float | None = None,
-    locate: bool | None = None,
-    locate_tol: float | None = None,
-    max_locate_iterations: int | None = None,
-    settings: Settings | None = None,
-    root_finder: optx.AbstractRootFinder | None = None,
-    max_iterations: int | None = None,
-    residual_tol: float | None = None,
-    throw: bool = True,
     continuation_settings: ContinuationSettings | None = None,
+    settings: Settings | None = None,
+    throw: bool = True,
 ) -> Branch:
     r"""Follow a branch of periodic orbits in one scalar parameter.
 
@@ -1722,19 +1703,14 @@ def continue_branch(
     - `direction`: `+1` or `-1`, the initial sign of $d\lambda$; default the sign
       of `stop - start` (required without `stop`).
     - `max_period`: stop once an orbit's period exceeds this.
-    - `method`, `step` (the `initial_step`), `min_step`, `max_step`,
-      `max_points`, `parameter_scale`, `locate`, `locate_tol`,
-      `max_locate_iterations`, `max_iterations`, `residual_tol`: the fields of
-      [`hybrax.ContinuationSettings`][] (see there; its defaults where `None`).
+    - `continuation_settings`: a [`hybrax.ContinuationSettings`][]: the method,
+      its steps, the location of special points and the corrector; default
+      `ContinuationSettings()`.
     - `settings`: a [`hybrax.Settings`][] for each cycle (see
       [`hybrax.poincare_map`][]); its `guard_tol` is also how far past a guard a
       phase may start and still count as admissible (`Branch.admissible`).
-    - `root_finder`: the corrector, any `optimistix.AbstractRootFinder`; default
-      `optimistix.Newton(rtol=1e-11, atol=1e-11)`.
     - `throw`: raise if no orbit is found at the start; otherwise return an empty
       branch with status `"start_failed"`.
-    - `continuation_settings`: a [`hybrax.ContinuationSettings`][] to start from;
-      the keywords above that are given replace its fields.
 
     **Returns:** a [`hybrax.Branch`][].
 
@@ -1764,7 +1740,10 @@ def continue_branch(
         params = hybrax.canonical_params(models.hopper_params(D_G=-0.005))
         branch = hybrax.continue_branch(
             system, section, models.orbit_guess(params, 0.3), params, D_G,
-            start=-0.005, stop=-0.04, parameter_scale=0.01, max_step=0.1,
+            start=-0.005, stop=-0.04,
+            continuation_settings=hybrax.ContinuationSettings(
+                parameter_scale=0.01, max_step=0.1
+            ),
         )
         [fold.parameter for fold in branch.folds]  # [-0.035439, -0.023735]
         ```
@@ -1776,20 +1755,7 @@ def continue_branch(
     """
     check_float64("continue_branch")
     parameter = _as_parameter(parameter, params)
-    continuation = _resolve_continuation_settings(
-        continuation_settings,
-        method=method,
-        initial_step=step,
-        min_step=min_step,
-        max_step=max_step,
-        max_points=max_points,
-        parameter_scale=parameter_scale,
-        locate=locate,
-        locate_tol=locate_tol,
-        max_locate_iterations=max_locate_iterations,
-        max_iterations=max_iterations,
-        residual_tol=residual_tol,
-    )
+    continuation = _resolve_continuation_settings(continuation_settings)
     start, low, high, direction = _resolve_range(start, stop, bounds, direction)
     u0 = _check_u0(u0)
     return _continue_orbits(
@@ -1806,7 +1772,6 @@ def continue_branch(
         direction=direction,
         max_period=max_period,
         settings=settings,
-        root_finder=root_finder,
         continuation=continuation,
         throw=throw,
     )
@@ -1825,7 +1790,6 @@ def _continue_orbits(
     direction,
     max_period,
     settings,
-    root_finder,
     continuation: ContinuationSettings,
     throw,
     check_start: Callable[[_Point], str | None] | None = None,
@@ -1833,12 +1797,11 @@ def _continue_orbits(
     """The driver of the hybrid-orbit clients: the first point from
     `start_point`, then [`_follow`][] with the `max_period` stop."""
     settings = _forward_mode_settings(settings)
-    root_finder = resolve_root_finder(root_finder)
     resolve_sequence(system, section)
     residual = _ReturnMapResidual(
         system, section, parameter, canonical_params(params), settings
     )
-    options = _Options(root_finder, continuation.max_iterations)
+    options = _Options(continuation.corrector, continuation.max_iterations)
     corrector = _Corrector(residual, options, continuation.residual_tol)
     first = _first_point(start_point, corrector)
     failure = _start_failure(
@@ -1912,7 +1875,6 @@ def continue_branch_period_doubled(
     amplitude: float | None = None,
     max_period: float | None = None,
     settings: Settings | None = None,
-    root_finder: optx.AbstractRootFinder | None = None,
     continuation_settings: ContinuationSettings | None = None,
     throw: bool = True,
 ) -> Branch:
@@ -1936,8 +1898,8 @@ def continue_branch_period_doubled(
       holds `point` (for the next level of a cascade, the doubled section).
     - `point`: a period doubling ([`hybrax.SpecialPoint`][] of kind
       `"period_doubling"`) of that branch.
-    - `params`, `parameter`, `max_period`, `settings`, `root_finder`, `throw`: as
-      for [`hybrax.continue_branch`][].
+    - `params`, `parameter`, `max_period`, `settings`, `throw`: as for
+      [`hybrax.continue_branch`][].
     - `stop`, `bounds`: the range of $\lambda$, with `point.parameter` as start;
       the side the new branch leaves on is found, not given.
     - `amplitude`: $a$; default `continuation_settings.initial_step`, then a third,
@@ -2003,7 +1965,6 @@ def continue_branch_period_doubled(
             direction=None,
             max_period=max_period,
             settings=settings,
-            root_finder=root_finder,
             continuation=continuation,
             throw=throw and last,
             check_start=check_start,

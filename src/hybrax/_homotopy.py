@@ -35,7 +35,7 @@ from ._hybrid import HybridSystem
 from ._misc import canonical_params, check_float64
 from ._parameters import AbstractParameter
 from ._periodic import PeriodicOrbit, PoincareSection, find_periodic_orbit
-from ._settings import Settings
+from ._settings import Settings, Shooting
 
 
 def _is_float(leaf) -> bool:
@@ -164,8 +164,8 @@ def continue_to_params(
     *,
     settings: Settings | None = None,
     continuation_settings: ContinuationSettings | None = None,
+    shooting: Shooting | None = None,
     analyse: bool = True,
-    jacobian: str = "variational",
     phase_observables: bool = True,
 ) -> Homotopy:
     r"""The periodic orbit at `params`, followed from one at `params_from` along the
@@ -197,7 +197,7 @@ def continue_to_params(
     - `settings`: a [`hybrax.Settings`][] for each cycle.
     - `continuation_settings`: a [`hybrax.ContinuationSettings`][] for the path
       (its `parameter_scale` weighs $s$ against $u$; default 1).
-    - `analyse`, `jacobian`, `phase_observables`: for the final orbit, as in
+    - `shooting`, `analyse`, `phase_observables`: for the final orbit, as in
       [`hybrax.find_periodic_orbit`][].
 
     **Returns:** a [`hybrax.Homotopy`][].
@@ -240,7 +240,6 @@ def continue_to_params(
         direction=1,
         max_period=None,
         settings=settings,
-        root_finder=None,
         continuation=continuation,
         throw=False,
     )
@@ -254,9 +253,9 @@ def continue_to_params(
             section,
             jnp.asarray(branch.u[-1]),
             path.end,
+            shooting=shooting,
             settings=settings,
             analyse=analyse,
-            jacobian=jacobian,
             phase_observables=phase_observables,
         )
         n, folds = len(s) - 1, len(branch.folds)

@@ -40,9 +40,9 @@ from ._programs import call, compiled, prepare, system_label
 from ._saltation import saltation_parts
 from ._settings import (
     Settings,
-    check_iterations,
-    resolve_root_finder,
+    Shooting,
     resolve_settings,
+    resolve_shooting,
 )
 from ._simulate import raise_if_failed, run_events
 from ._solution import RESULTS, HybridSolution, masked_nan
@@ -123,23 +123,21 @@ class PeriodicOrbit(eqx.Module):
       converged, the residual is below tolerance and the cycle ran as declared;
       otherwise the cause (the failure of the cycle at the last iterate, e.g.
       `max_steps_reached`, or `shooting_failed` when every cycle ran).
-    - `last_iterate`: the root finder's last iterate, not a result but the point
-      to resume from: a solve that ran out of iterations (status
-      `shooting_failed` with `n_steps == max_iterations`) continues from it with
-      more (with `safeguard=orbit.safeguard`); [`hybrax.sweep_orbits`][] resumes
-      its unfinished elements so. `safeguard`: the safeguarded Newton's memory
-      ([`hybrax.ShootingSafeguard`][]), with the best iterate of a solve that
-      did not converge and its defect (`orbit.describe_failure()` reports
-      them). Neither has a derivative. `next_loosening`: how much looser than
-      the settings the next iteration would have integrated (see the inexact Newton of
-      [`hybrax.find_periodic_orbit`][]); resume with it as `first_loosening`.
+    - `restart`: the [`hybrax.ShootingStart`][] that resumes the solve, not a
+      result: the root finder's last iterate, the loosening of its next
+      iteration, the iterations used and the safeguarded Newton's memory (with
+      the best iterate of a solve that did not converge and its defect, which
+      `orbit.describe_failure()` reports). A solve that ran out of iterations
+      (status `shooting_failed`) continues with `find_periodic_orbit(system,
+      section, orbit.restart, params, shooting=...)` and a larger
+      `max_iterations`; [`hybrax.sweep_orbits`][] resumes its unfinished
+      elements so. No derivative.
     - `floquet`: the [`hybrax.FloquetAnalysis`][] (monodromy by autodiff and by
       the saltation product, their discrepancy, the multipliers) when the orbit
       was found with `analyse=True`; `None` otherwise.
 
     Every floating value of an orbit that did not converge is NaN (and so is its
-    derivative), `last_iterate`, `safeguard` and `next_loosening` excepted: a
-    failure never passes for a finite number.
+    derivative), `restart` excepted: a failure never passes for a finite number.
     """
 
     u: Float[Array, " k"]
@@ -152,9 +150,7 @@ class PeriodicOrbit(eqx.Module):
     residual_norm: Float[Array, ""]
     n_steps: Int[Array, ""]
     result: RESULTS
-    last_iterate: Float[Array, " k"]
-    next_loosening: Float[Array, ""]
-    safeguard: "ShootingSafeguard"
+    restart: "ShootingStart"
     floquet: "FloquetAnalysis | None" = None
 
     @property
@@ -175,7 +171,8 @@ class PeriodicOrbit(eqx.Module):
             return ""
         status = status_name(self.result)[0]
         n = int(self.n_steps)
-        if status == "shooting_failed" and bool(self.safeguard.dead):
+        memory = self.restart.safeguard
+        if status == "shooting_failed" and bool(memory.dead):
             head = (
                 f"shooting_failed: no progress towards an orbit in {n} "
                 "evaluations (neither Newton's own iterates nor a second pass "
@@ -190,8 +187,8 @@ class PeriodicOrbit(eqx.Module):
                 f"{status} in the cycle of evaluation {n} of the shooting (its "
                 "earlier trial points were cut back)"
             )
-        best = np.asarray(self.safeguard.best_iterate, dtype=float)
-        defect = float(self.safeguard.best_defect)
+        best = np.asarray(memory.best_iterate, dtype=float)
+        defect = float(memory.best_defect)
         if not np.isfinite(defect):
             return head
         values = ", ".join(f"{v:.6g}" for v in best)
@@ -865,7 +862,7 @@ def _relative_step(new_y, y):
 
 class ShootingSafeguard(eqx.Module):
     r"""The safeguarded Newton's memory (see [`hybrax.find_periodic_orbit`][]),
-    kept with each [`hybrax.PeriodicOrbit`][] as `orbit.safeguard`:
+    kept with each [`hybrax.PeriodicOrbit`][] as `orbit.restart.safeguard`:
 
     - `best_iterate`: the best iterate so far (the last one accepted), and
       `best_defect`, $\max|F|$ at it ($\infty$ before any evaluation);
@@ -882,8 +879,8 @@ class ShootingSafeguard(eqx.Module):
       solve died (a cycle failed where nothing was left to fall back to, or no
       progress for `_PATIENCE` evaluations).
 
-    A solve cut short resumes with it (`find_periodic_orbit(...,
-    safeguard=orbit.safeguard)`), so that the cut solve takes the iterates of the
+    A solve cut short resumes with it (in `orbit.restart`, a
+    [`hybrax.ShootingStart`][]), so that the cut solve takes the iterates of the
     uncut one. No derivative."""
 
     best_iterate: Array
@@ -917,6 +914,42 @@ class ShootingSafeguard(eqx.Module):
             rejected=jnp.asarray(False),
             dead=jnp.asarray(False),
         )
+
+
+class ShootingStart(eqx.Module):
+    r"""Where a shooting solve starts: the guess and, for a solve cut short, the
+    state to resume it from. [`hybrax.find_periodic_orbit`][] takes one in place
+    of a plain guess array (which means `ShootingStart(u)`), and every orbit
+    carries the one that resumes it, `orbit.restart`.
+
+    **Arguments:**
+
+    - `u`: the reduced unknowns to start from.
+    - `loosening`: how much looser than the settings the first iteration
+      integrates (a factor on the default controller's `rtol` and `atol`, clipped
+      to the inexact Newton's range, see [`hybrax.find_periodic_orbit`][]), a
+      number $\ge 1$. `1.0` (default) suits a guess near the orbit (a warm
+      start: a loose cycle's error would spoil its first step); `math.inf`, the
+      loosest, a rough guess such as a model's orbit guess
+      ([`hybrax.sweep_orbits`][] starts its elements so).
+    - `iterations_used`: the iterations a cut solve has taken so far, in
+      $[0, 	ext{max\_iterations})$: the resumed solve stops after the rest of
+      [`hybrax.Shooting`][]'s `max_iterations` (with a root finder such as the
+      default Newton; a least-squares solver runs all of them), so that the
+      parts of a cut solve take the iterations of the uncut one, and takes no
+      return-map iterations (those came first).
+    - `safeguard`: the safeguarded Newton's memory ([`hybrax.ShootingSafeguard`][])
+      where the cut solve stopped, so that the resumed solve takes the iterates
+      of the uncut one; `None` (default): a fresh start at `u`.
+
+    Every field may be traced (one per element under `vmap`); none carries a
+    derivative (an orbit does not depend on where its solve started).
+    """
+
+    u: Float[Array, " k"]
+    loosening: Float[ArrayLike, ""] = 1.0
+    iterations_used: Int[ArrayLike, ""] = 0
+    safeguard: "ShootingSafeguard | None" = None
 
 
 # Trial kinds of the safeguarded Newton (see `_ShootingRootFinder`).
@@ -1467,9 +1500,12 @@ def _assemble(
         residual_norm=residual_norm,
         n_steps=n_steps,
         result=result,
-        last_iterate=jax.lax.stop_gradient(u),
-        next_loosening=jnp.ones((), u.dtype),
-        safeguard=ShootingSafeguard.fresh(jax.lax.stop_gradient(u)),
+        restart=ShootingStart(
+            u=jax.lax.stop_gradient(u),
+            loosening=jnp.ones((), u.dtype),
+            iterations_used=jnp.zeros((), n_steps.dtype),
+            safeguard=ShootingSafeguard.fresh(jax.lax.stop_gradient(u)),
+        ),
     )
     orbit = masked_nan(orbit, converged)
     if mono_ad is None:
@@ -1583,11 +1619,17 @@ class _Shooting(eqx.Module):
             (root_ok, last_result, n_steps, self.residual_tol),
         )
         # Kept finite where the orbit is NaN: the point to resume a solve from.
+        # The return-map iterations, a solve's first, count apart.
+        newton_steps = n_steps - jnp.minimum(n_steps, self.return_map_iterations)
+        restart = ShootingStart(
+            u=last_iterate,
+            loosening=next_loosening,
+            iterations_used=jnp.asarray(self.iterations_used) + newton_steps,
+            safeguard=guard,
+        )
         outputs = (
             eqx.tree_at(
-                lambda o: (o.last_iterate, o.next_loosening, o.safeguard),
-                outputs[0],
-                jax.lax.stop_gradient((last_iterate, next_loosening, guard)),
+                lambda o: o.restart, outputs[0], jax.lax.stop_gradient(restart)
             ),
             outputs[1],
         )
@@ -1836,31 +1878,24 @@ def _shoot(shooting, u_guess, params):
 def find_periodic_orbit(
     system: HybridSystem,
     section: PoincareSection,
-    u_guess: Float[Array, " k"],
+    u_guess: "Float[Array, ' k'] | ShootingStart",
     params: Params,
     *,
+    shooting: Shooting | None = None,
     settings: Settings | None = None,
-    root_finder: optx.AbstractRootFinder | None = None,
-    max_iterations: int = 40,
-    residual_tol: float = 1e-8,
     analyse: bool = True,
-    jacobian: str = "variational",
     phase_observables: bool = True,
-    return_map_iterations: int = 0,
-    fallback: optx.AbstractRootFinder | None = None,
-    first_loosening: float | Float[Array, ""] = 1.0,
-    iterations_used: int | Int[Array, ""] = 0,
-    safeguard: "ShootingSafeguard | None" = None,
     throw: bool = False,
 ) -> PeriodicOrbit:
     r"""Find a periodic orbit by shooting and, by default, analyse its stability.
 
     Solves $F(u) = \pi(P(\chi(u))) - u = 0$ (Zana et al. 2018 eq. 30) with an
-    optimistix root finder; the return map $P$ runs one cycle of the section's
-    transition sequence with the event engine of [`hybrax.simulate`][]. A solve that
-    did not converge, whose residual exceeds `residual_tol` (some solvers report
-    success off a root), or whose cycle failed is never reported as converged: its
-    status names the cause and its values are NaN.
+    optimistix root finder (a [`hybrax.Shooting`][] holds it and its options);
+    the return map $P$ runs one cycle of the section's
+    transition sequence with the event engine of [`hybrax.simulate`][]. A solve
+    that did not converge, whose residual exceeds the shooting's `residual_tol`
+    (some solvers report success off a root), or whose cycle failed is never
+    reported as converged: its status names the cause and its values are NaN.
 
     With `analyse=True` it also returns a [`hybrax.FloquetAnalysis`][]: the monodromy
     matrix by autodiff and by the saltation product, their discrepancy and the
@@ -1884,57 +1919,21 @@ def find_periodic_orbit(
     **Arguments:**
 
     - `system`, `section`: the hybrid system and its [`hybrax.PoincareSection`][].
-    - `u_guess`: initial guess of the reduced unknowns.
+    - `u_guess`: initial guess of the reduced unknowns, or a
+      [`hybrax.ShootingStart`][]: a rough guess's (`ShootingStart(u,
+      loosening=math.inf)`), or `orbit.restart` to resume a solve cut short.
     - `params`: the parameter PyTree.
+    - `shooting`: a [`hybrax.Shooting`][]: the root finder, `max_iterations`,
+      `residual_tol`, the Jacobian of Newton's steps, return-map iterations and a
+      fallback solver; default `hybrax.Shooting()` (the safeguarded
+      `optimistix.Newton(rtol=1e-11, atol=1e-11)`, 40 iterations).
     - `settings`: a [`hybrax.Settings`][] for each cycle (its `t_max` bounds one
       cycle; both derivative modes work whatever its `adjoint`, see above).
-    - `root_finder`: any `optimistix.AbstractRootFinder`; default
-      `optimistix.Newton(rtol=1e-11, atol=1e-11)`.
-    - `max_iterations`: root-finder iteration limit. A run-time value: every limit
-      up to the program's static loop bound (64, or the next power of two above)
-      runs the same compiled program.
-    - `residual_tol`: the largest $\max|F|$ accepted as an orbit (run-time).
     - `analyse`: also compute monodromy matrices and multipliers.
-    - `jacobian`: how Newton differentiates the return map. `"variational"`
-      (default): the first variational equation integrated with the state and the
-      saltation matrices at the events (one augmented solve per iteration, whose
-      last one also holds the orbit's analysis). `"autodiff"`: forward-mode AD
-      through diffrax, then a variational pass at the solution. On the hopper's
-      analysed orbit (`experiments/bench_orbit.py`, CPU) the variational program
-      compiles in 8.5 s against 8.8 s and runs in 1.8 ms against 2.3 ms warm (for
-      a gradient it had compiled in 18 s against 26 s). The outputs and their
-      derivatives do not depend on this choice.
     - `phase_observables`: record the phase observables of the orbit's cycle
       (e.g. apex heights, `orbit.cycle.phase_observables`); `False` saves their
       cost (they need the cycle's dense output) when they are not wanted. Event
       observables (`orbit.T_c`, ...) are always recorded.
-    - `return_map_iterations`: iterate the return map this many times from the
-      guess before the Newton steps (cheap forward cycles that pull the guess
-      towards a stable orbit; an iteration whose cycle fails is not taken). They
-      are the root finder's first iterations, counted in `n_steps` and apart from
-      `max_iterations`; a run-time value (no second program). A least-squares
-      root finder (as `root_finder` or `fallback`) takes none.
-    - `fallback`: a second root finder, e.g. `optimistix.LevenbergMarquardt(rtol,
-      atol)`, run from the same guess where the first one did not converge (the
-      damped step recovers orbits from guesses where Newton overshoots into a
-      region where the cycle fails). `None` (default): none.
-    - `first_loosening`: how much looser than `settings` the first iteration
-      integrates (a factor on the default controller's `rtol` and `atol`,
-      clipped to the schedule's range below). `1.0` (default) suits a guess near
-      the orbit (a warm start: a loose cycle's error would spoil its first
-      step); `math.inf`, the loosest, a rough guess such as a model's
-      `orbit_guess` ([`hybrax.sweep_orbits`][] starts its elements from the
-      guess so). May be traced (one per element under `vmap`).
-    - `iterations_used`: for resuming a solve cut short (from `orbit.last_iterate`
-      with `first_loosening=orbit.next_loosening`), the iterations it has taken
-      so far, in $[0, \text{max\_iterations})$: this call stops after the rest of
-      `max_iterations` (with a root finder such as the default Newton; a
-      least-squares solver runs all its `max_iterations`), so that the parts of a
-      cut solve take the iterations of the uncut one. `n_steps` counts this
-      call's. May be traced.
-    - `safeguard`: for resuming too, `orbit.safeguard` (the safeguarded Newton's
-      memory, see below): the resumed solve takes the iterates of the uncut one.
-      `None` (default): a fresh start at `u_guess`.
     - `throw`: raise an error carrying the status message if no orbit was found.
 
     **Safeguarded Newton.** A root finder such as the default Newton is kept
@@ -1950,9 +1949,9 @@ def find_periodic_orbit(
     solve. Near an orbit every Newton step is accepted, so the iterates are
     Newton's; far from one each rejection costs a cycle. A solve ends without an
     orbit where the guess fails, the return map's image of an accepted iterate
-    fails, both passes stall, or the iterations run out; the orbit's `safeguard`
-    then holds the best iterate and its defect, and `orbit.describe_failure()`
-    says which cycle failed.
+    fails, both passes stall, or the iterations run out; the orbit's
+    `restart.safeguard` then holds the best iterate and its defect, and
+    `orbit.describe_failure()` says which cycle failed.
 
     **Inexact Newton.** With the default step-size controller
     (`diffrax.PIDController`), an iteration far from the root integrates its
@@ -1975,68 +1974,65 @@ def find_periodic_orbit(
     check_float64("find_periodic_orbit")
     settings = resolve_settings(settings)
     _check_adjoint(settings)
-    root_finder = resolve_root_finder(root_finder)
-    max_iterations = check_iterations(max_iterations)
-    if is_concrete(residual_tol) and not residual_tol > 0:
-        raise ValueError(f"`residual_tol` must be positive; got {residual_tol}.")
+    shooting = resolve_shooting(shooting)
     resolve_sequence(system, section)
-    u_guess = jnp.atleast_1d(jnp.asarray(u_guess, dtype=jnp.result_type(float)))
+    start = u_guess if isinstance(u_guess, ShootingStart) else ShootingStart(u_guess)
+    u_guess = jnp.atleast_1d(jnp.asarray(start.u, dtype=jnp.result_type(float)))
     if u_guess.ndim != 1:
         raise ValueError(f"`u_guess` must be 1-D; got shape {u_guess.shape}.")
     if is_concrete(u_guess) and not bool(jnp.all(jnp.isfinite(u_guess))):
         raise ValueError(f"`u_guess` must be finite; got {np.asarray(u_guess)}.")
     _check_guess_shape(system, section, u_guess, params)
-    if jacobian not in ("variational", "autodiff"):
-        raise ValueError(
-            f"`jacobian` must be 'variational' or 'autodiff'; got {jacobian!r}."
-        )
-    fallback = None if fallback is None else resolve_root_finder(fallback, "fallback")
+    safeguard = start.safeguard
     if safeguard is None:
         safeguard = ShootingSafeguard.fresh(u_guess)
     elif not isinstance(safeguard, ShootingSafeguard):
         raise ValueError(
-            "`safeguard` must be a solve's `orbit.safeguard` or None; got "
-            f"{type(safeguard).__name__}."
+            "`u_guess.safeguard` must be a solve's `orbit.restart.safeguard` or "
+            f"None; got {type(safeguard).__name__}."
         )
-    # Like the guess, the memory carries no derivative.
+    # Like the guess, the start carries no derivative.
     safeguard = jax.lax.stop_gradient(safeguard)
+    max_iterations = shooting.max_iterations
+    iterations_used = _check_used(start.iterations_used, max_iterations)
+    # The return-map iterations come first: a resumed solve has taken them.
+    map_iterations = _as_input(shooting.return_map_iterations, int)
+    map_iterations = (
+        np.where(iterations_used > 0, 0, map_iterations)
+        if is_concrete(iterations_used) and is_concrete(map_iterations)
+        else jnp.where(iterations_used > 0, 0, map_iterations)
+    )
     params = canonical_params(params)
     # An eager analysed orbit runs as two programs (see `_solve_then_analyse`).
-    inputs = (u_guess, params, settings, safeguard, max_iterations, residual_tol)
-    inputs += (return_map_iterations, first_loosening, iterations_used)
+    inputs = (u_guess, params, settings, shooting, start, safeguard)
     split = analyse and all(map(is_concrete, jax.tree.leaves(inputs)))
-    shooting = _Shooting(
+    solve = _Shooting(
         system,
         section,
         settings,
-        root_finder,
+        shooting.root_finder,
         max_iterations=_as_input(max_iterations, int),
-        residual_tol=_as_input(residual_tol, float),
-        return_map_iterations=_check_map_iterations(return_map_iterations),
-        first_loosening=_check_loosening(first_loosening),
-        iterations_used=_check_used(iterations_used, max_iterations),
+        residual_tol=_as_input(shooting.residual_tol, float),
+        return_map_iterations=map_iterations,
+        first_loosening=_check_loosening(start.loosening),
+        iterations_used=iterations_used,
         safeguard=safeguard,
         analyse=bool(analyse),
-        jacobian=jacobian,
+        jacobian=shooting.jacobian,
         phase_observables=bool(phase_observables),
-        fallback=fallback,
+        fallback=shooting.fallback,
         iteration_cap=iteration_cap(max_iterations),
-        least_squares_iterations=max_iterations
-        if any(
-            isinstance(solver, optx.AbstractLeastSquaresSolver)
-            for solver in (root_finder, fallback)
-        )
-        else 0,
+        least_squares_iterations=max_iterations if shooting.least_squares else 0,
         ad_monodromy=not split,
     )
     label = system_label(system)
     if split:
-        orbit, floquet = _solve_then_analyse(shooting, u_guess, params, label)
+        orbit, floquet = _solve_then_analyse(solve, u_guess, params, label)
     else:
         orbit, floquet = call(
             "the orbit search" + (" with its Floquet analysis" if analyse else ""),
             _shoot,
-            (shooting, u_guess, params),
+            (solve, u_guess, params),
             label=label,
         )
     if throw:
@@ -2124,25 +2120,6 @@ def iteration_cap(max_iterations: int) -> int:
     return max(64, 1 << (int(max_iterations) - 1).bit_length())
 
 
-def _check_map_iterations(return_map_iterations) -> Int[ArrayLike, ""]:
-    """`return_map_iterations` as an int array (one compilation for every value),
-    NumPy where concrete; may be traced."""
-    if isinstance(return_map_iterations, jax.core.Tracer):
-        return jnp.asarray(return_map_iterations, jnp.result_type(int))
-    value = np.asarray(return_map_iterations)
-    if (
-        value.shape != ()
-        or isinstance(return_map_iterations, bool)
-        or not np.issubdtype(value.dtype, np.integer)
-        or value < 0
-    ):
-        raise ValueError(
-            f"`return_map_iterations` must be an integer >= 0; got "
-            f"{return_map_iterations!r}."
-        )
-    return value.astype(jnp.result_type(int))
-
-
 def _check_used(iterations_used, max_iterations: int) -> Int[ArrayLike, ""]:
     """`iterations_used` as an int array (one compilation for every value): NumPy
     where concrete, which jit takes as an array argument without a device array
@@ -2152,7 +2129,8 @@ def _check_used(iterations_used, max_iterations: int) -> Int[ArrayLike, ""]:
             jnp.result_type(iterations_used), jnp.integer
         ):
             raise ValueError(
-                "`iterations_used` must be an integer scalar; got shape "
+                "`ShootingStart.iterations_used` must be an integer scalar; got "
+                "shape "
                 f"{jnp.shape(iterations_used)}, dtype "
                 f"{jnp.result_type(iterations_used)}."
             )
@@ -2164,7 +2142,8 @@ def _check_used(iterations_used, max_iterations: int) -> Int[ArrayLike, ""]:
         or not 0 <= value < max_iterations
     ):
         raise ValueError(
-            "`iterations_used` must be an integer in [0, max_iterations); got "
+            "`ShootingStart.iterations_used` must be an integer in [0, "
+            "max_iterations); got "
             f"{iterations_used!r} (max_iterations {max_iterations})."
         )
     return value.astype(jnp.result_type(int))
@@ -2177,14 +2156,14 @@ def _check_loosening(first_loosening) -> Float[ArrayLike, ""]:
     if isinstance(first_loosening, jax.core.Tracer):
         if jnp.shape(first_loosening) != ():
             raise ValueError(
-                "`first_loosening` must be a scalar; got shape "
+                "`ShootingStart.loosening` must be a scalar; got shape "
                 f"{jnp.shape(first_loosening)}."
             )
         return jnp.asarray(first_loosening, dtype=dtype)
     value = np.asarray(first_loosening)
     if value.shape != () or value.dtype.kind not in "fiu" or not value >= 1:
         raise ValueError(
-            f"`first_loosening` must be a number >= 1; got {first_loosening!r}."
+            f"`ShootingStart.loosening` must be a number >= 1; got {first_loosening!r}."
         )
     return value.astype(dtype)
 

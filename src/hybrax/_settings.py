@@ -187,6 +187,132 @@ def resolve_settings(settings: Settings | None) -> Settings:
     return settings
 
 
+class Shooting(eqx.Module):
+    r"""How a periodic orbit is solved for: the root finder of the shooting
+    equation $F(u) = \pi(P(\chi(u))) - u = 0$ (Zana et al. 2018 eq. 30) and its
+    options, in the manner of optimistix's solver objects.
+
+    One object accepted by [`hybrax.find_periodic_orbit`][],
+    [`hybrax.sweep_orbits`][], [`hybrax.tune`][] and the command line (the
+    continuation's corrector, Newton on the extended system, is set in
+    [`hybrax.ContinuationSettings`][]). How each phase is integrated is
+    [`hybrax.Settings`][]'s.
+
+    **Arguments:**
+
+    - `root_finder`: any `optimistix.AbstractRootFinder`, or a least-squares
+      solver such as `optimistix.LevenbergMarquardt` (which minimises
+      $\frac12|F|^2$); default `optimistix.Newton(rtol=1e-11, atol=1e-11)`,
+      safeguarded inside the model's domain (see [`hybrax.find_periodic_orbit`][]).
+    - `max_iterations`: the iteration limit (default 40). Every limit up to the
+      program's static loop bound (64, or the next power of two above) runs the
+      same compiled program.
+    - `residual_tol`: the largest $\max|F|$ accepted as an orbit (default `1e-8`;
+      some solvers report success off a root).
+    - `jacobian`: how Newton differentiates the return map. `"variational"`
+      (default): the first variational equation integrated with the state and the
+      saltation matrices at the events (one augmented solve per iteration, whose
+      last one also holds the orbit's analysis). `"autodiff"`: forward-mode AD
+      through diffrax, then a variational pass at the solution. The orbit and its
+      derivatives do not depend on this choice.
+    - `return_map_iterations`: iterate the return map this many times from the
+      guess before the Newton steps (default 0): cheap forward cycles that pull
+      the guess towards a stable orbit (an iteration whose cycle fails is not
+      taken). They count in the orbit's `n_steps` and apart from
+      `max_iterations`; a resumed solve (a [`hybrax.ShootingStart`][] with
+      `iterations_used > 0`) takes none. A least-squares solver takes none.
+    - `fallback`: a second root finder, e.g. `optimistix.LevenbergMarquardt(rtol,
+      atol)`, run from the same guess where the first one did not converge (its
+      damped step recovers orbits from guesses where Newton overshoots into a
+      region where the cycle fails); default none.
+
+    **Compiling.** `max_iterations` (within its loop bound), `residual_tol`,
+    `return_map_iterations` and the default root finder's tolerances are run-time
+    values: another one runs the program already compiled. The root finder's
+    kind, `jacobian` and `fallback` change the program.
+    """
+
+    root_finder: optx.AbstractRootFinder | optx.AbstractLeastSquaresSolver
+    max_iterations: int = eqx.field(static=True)
+    residual_tol: ArrayLike
+    jacobian: str = eqx.field(static=True)
+    return_map_iterations: ArrayLike
+    fallback: optx.AbstractRootFinder | optx.AbstractLeastSquaresSolver | None
+
+    def __init__(
+        self,
+        root_finder: optx.AbstractRootFinder
+        | optx.AbstractLeastSquaresSolver
+        | None = None,
+        *,
+        max_iterations: int = 40,
+        residual_tol: float = 1e-8,
+        jacobian: str = "variational",
+        return_map_iterations: int = 0,
+        fallback: optx.AbstractRootFinder
+        | optx.AbstractLeastSquaresSolver
+        | None = None,
+    ):
+        self.root_finder = resolve_root_finder(root_finder)
+        self.max_iterations = check_iterations(max_iterations)
+        if not isinstance(residual_tol, jax.core.Tracer):
+            if isinstance(residual_tol, bool) or not (
+                np.ndim(residual_tol) == 0 and float(residual_tol) > 0
+            ):
+                raise ValueError(
+                    f"`residual_tol` must be a positive number; got {residual_tol!r}."
+                )
+            residual_tol = _run_time(residual_tol)
+        self.residual_tol = residual_tol
+        if jacobian not in ("variational", "autodiff"):
+            raise ValueError(
+                f"`jacobian` must be 'variational' or 'autodiff'; got {jacobian!r}."
+            )
+        self.jacobian = jacobian
+        if not isinstance(return_map_iterations, jax.core.Tracer):
+            value = np.asarray(return_map_iterations)
+            if (
+                value.shape != ()
+                or isinstance(return_map_iterations, bool)
+                or not np.issubdtype(value.dtype, np.integer)
+                or value < 0
+            ):
+                raise ValueError(
+                    "`return_map_iterations` must be an integer >= 0; got "
+                    f"{return_map_iterations!r}."
+                )
+            return_map_iterations = value.astype(np.int64)
+        self.return_map_iterations = return_map_iterations
+        self.fallback = (
+            None if fallback is None else resolve_root_finder(fallback, "fallback")
+        )
+
+    @property
+    def least_squares(self) -> bool:
+        """Whether a least-squares solver takes part (`root_finder` or `fallback`)."""
+        return any(
+            isinstance(solver, optx.AbstractLeastSquaresSolver)
+            for solver in (self.root_finder, self.fallback)
+        )
+
+
+@functools.cache
+def _default_shooting() -> Shooting:
+    """`Shooting()`, built once (immutable)."""
+    return Shooting()
+
+
+def resolve_shooting(shooting: Shooting | None) -> Shooting:
+    """`shooting`, or the defaults; a clear error for anything else."""
+    if shooting is None:
+        return _default_shooting()
+    if not isinstance(shooting, Shooting):
+        raise ValueError(
+            f"`shooting` must be a hybrax.Shooting; got {type(shooting).__name__}."
+        )
+    return shooting
+
+
 def resolve_root_finder(
     root_finder: optx.AbstractRootFinder | optx.AbstractLeastSquaresSolver | None,
     name: str = "root_finder",

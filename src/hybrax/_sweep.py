@@ -7,6 +7,7 @@ several hosts.
 
 import collections
 import concurrent.futures
+import dataclasses
 import functools
 import os
 import sys
@@ -21,8 +22,7 @@ import jax
 import jax.numpy as jnp
 import jax.tree_util as jtu
 import numpy as np
-import optimistix as optx
-from jaxtyping import Array, ArrayLike, Bool, Complex, Int, PyTree
+from jaxtyping import Array, Bool, Complex, Int, PyTree
 
 from ._custom_types import Params
 from ._hybrid import HybridSystem
@@ -32,6 +32,7 @@ from ._periodic import (
     PeriodicOrbit,
     PoincareSection,
     ShootingSafeguard,
+    ShootingStart,
     _loosen_max,
     _loosened,
     _modulus_key,
@@ -41,9 +42,10 @@ from ._periodic import (
 from ._programs import announcing_progress, compiled
 from ._settings import (
     Settings,
+    Shooting,
     check_iterations,
-    resolve_root_finder,
     resolve_settings,
+    resolve_shooting,
 )
 from ._solution import RESULTS, STATUS_NAMES, Interrupted, status_code, status_name
 
@@ -579,24 +581,21 @@ class _OrbitSolve(eqx.Module):
     `_FROM_GUESS` (the guess, then the return-map iterations), `_FROM_U` (`u`, a
     warm start, then the return-map iterations) or `_RESUME` (`u`, the last iterate
     of an earlier round, without them); `loosening` is the first Newton iteration's
-    (`find_periodic_orbit`'s `first_loosening`), `beyond` the iterations of this
-    round past the element's share of the sweep's `max_iterations` (its
-    `iterations_used`: a solve's last round stops where the uncut solve would),
-    `safeguard` the safeguarded Newton's memory where it stopped (empty for a fresh
-    start). The iteration counts and tolerances are run-time values (one program
-    serves them all)."""
+    (`ShootingStart.loosening`), `beyond` the iterations of this round past the
+    element's share of the sweep's `max_iterations` (its
+    `ShootingStart.iterations_used`: a solve's last round stops where the uncut
+    solve would), `safeguard` the safeguarded Newton's memory where it stopped
+    (empty for a fresh start). `shooting.max_iterations` is a round's. The
+    iteration counts and tolerances are run-time values (one program serves them
+    all)."""
 
     system: HybridSystem
     section: PoincareSection
     guess: Any  # a callable `guess(params)`, or None (the element carries it)
     settings: Settings
-    root_finder: optx.AbstractRootFinder
-    max_iterations: int = eqx.field(static=True)
-    residual_tol: ArrayLike
+    shooting: Shooting
     analyse: bool = eqx.field(static=True)
-    jacobian: str = eqx.field(static=True)
     phase_observables: bool = eqx.field(static=True)
-    return_map_iterations: ArrayLike
 
     def start(self, params, u, start):
         """Where the element's root finder starts (see the class)."""
@@ -608,27 +607,24 @@ class _OrbitSolve(eqx.Module):
     def __call__(self, element):
         params, u, start, loosening, beyond, safeguard = element
         u = self.start(params, u, start)
+        # A resumed round takes no return-map iterations (its first round did).
+        shooting = eqx.tree_at(
+            lambda s: s.return_map_iterations,
+            self.shooting,
+            jnp.where(start == _RESUME, 0, self.shooting.return_map_iterations),
+        )
         orbit = find_periodic_orbit(
             self.system,
             self.section,
-            u,
-            params,
-            settings=self.settings,
-            root_finder=self.root_finder,
-            max_iterations=self.max_iterations,
-            residual_tol=self.residual_tol,
-            analyse=self.analyse,
-            jacobian=self.jacobian,
-            phase_observables=self.phase_observables,
             # See `_run_rounds`: for a resumed solve where it stopped, so that
-            # cutting a solve into rounds changes none of its iterates.
-            first_loosening=loosening,
-            iterations_used=beyond,
-            # A fresh start's memory is empty (`_fresh_safeguards`).
-            safeguard=safeguard,
-            return_map_iterations=jnp.where(
-                start == _RESUME, 0, self.return_map_iterations
-            ),
+            # cutting a solve into rounds changes none of its iterates. A fresh
+            # start's memory is empty (`_fresh_safeguards`).
+            ShootingStart(u, loosening, beyond, safeguard),
+            params,
+            shooting=shooting,
+            settings=self.settings,
+            analyse=self.analyse,
+            phase_observables=self.phase_observables,
         )
         # The multipliers are computed on the host once the batch is back
         # (`sorted_multipliers_batch`).
@@ -831,16 +827,16 @@ def _run_rounds(
     warm_start=False,
     starts=None,
 ):
-    r"""Orbit solves in rounds of `fn.max_iterations` root-finder iterations, with
-    compaction: a chunk of `plan.size` lanes runs one round; an element that
-    converged or failed leaves its lane, which the next element of the queue
-    takes, and an element that ran out of the round's iterations resumes from its
-    last iterate while it has used fewer than `max_iterations` (its last round
-    stops at that many): in its lane while its iterations are loosened, else
-    from the queue's end (see `sweep_orbits`' `round_iterations`). Under `vmap` a
-    lane costs as much as the chunk's slowest, so a slow element holds its chunk
-    for one round only, not for all its iterations. Once the queue is empty, the
-    remaining elements run in a smaller chunk where they fit one (`_tail_size`).
+    r"""Orbit solves in rounds of `fn.shooting.max_iterations` root-finder
+    iterations, with compaction: a chunk of `plan.size` lanes runs one round; an element
+    that converged or failed leaves its lane, which the next element of the queue takes,
+    and an element that ran out of the round's iterations resumes from its last iterate
+    while it has used fewer than `max_iterations` (its last round stops at that many):
+    in its lane while its iterations are loosened, else from the queue's end (see
+    `sweep_orbits`' `round_iterations`). Under `vmap` a lane costs as much as the
+    chunk's slowest, so a slow element holds its chunk for one round only, not for all
+    its iterations. Once the queue is empty, the remaining elements run in a smaller
+    chunk where they fit one (`_tail_size`).
 
     `dynamic`: the parameters' arrays, `u`: the guesses (host arrays, rows in
     element order); `order`: the queue (this process's element positions), by
@@ -854,25 +850,25 @@ def _run_rounds(
     counting the iterations of all rounds. `starts`: each element's `start`
     (default `_FROM_GUESS`); only the rows of the queue are filled."""
     size, n_local = plan.size, plan.n_local
-    per_round = fn.max_iterations
+    per_round = fn.shooting.max_iterations
     u = np.array(u[plan.local_index])
     start = (
         np.full(n_local, _FROM_GUESS, np.int8)
         if starts is None
         else np.array(starts, np.int8)
     )
-    # The first iteration's loosening (`find_periodic_orbit(first_loosening=)`):
+    # The first iteration's loosening (`ShootingStart.loosening`):
     # where it stopped for a resumed solve; else the loosest, unless the
     # return-map iterations have pulled the start near its orbit (a loose
     # cycle's error would spoil the first step there). A warm start from a
     # neighbour's orbit starts loosest too: on the hopper batch of 1024 it ran
     # 1.02-1.11x the cold batch so, 0.89-0.93x at the settings' tolerance.
-    loosening = np.full(n_local, 1.0 if int(fn.return_map_iterations) else np.inf)
+    map_iterations = int(fn.shooting.return_map_iterations)
+    loosening = np.full(n_local, 1.0 if map_iterations else np.inf)
     used = np.zeros(n_local, int)  # Newton iterations
     # Where a resumed solve's safeguarded Newton stopped (empty for the others).
     safeguards = _fresh_safeguards(u)
     mapped = np.zeros(n_local, int)  # return-map iterations
-    map_iterations = int(fn.return_map_iterations)
     queue = np.arange(n_local) if order is None else np.asarray(order)
     n_devices = 1 if plan.sharding is None else len(plan.sharding.device_set)
     # The finished outputs, allocated from the first round's (`results[0]`), and
@@ -937,9 +933,8 @@ def _run_rounds(
                     start[elements],
                     loosening[elements],
                     # The round's iterations beyond the element's share of
-                    # `max_iterations` (`find_periodic_orbit`'s
-                    # `iterations_used`): its last round stops where an uncut
-                    # solve would.
+                    # `max_iterations` (`ShootingStart.iterations_used`): its
+                    # last round stops where an uncut solve would.
                     np.maximum(0, per_round - (max_iterations - used[elements])),
                     jtu.tree_map(lambda leaf: leaf[elements], safeguards),
                 ),
@@ -971,15 +966,15 @@ def _run_rounds(
             used[elements] += steps[live_lanes]
             mapped[elements] += map_steps[live_lanes]
             resume = unfinished[live_lanes] & (used[elements] < max_iterations)
-            u[elements[resume]] = np.asarray(orbit.last_iterate)[live_lanes[resume]]
+            u[elements[resume]] = np.asarray(orbit.restart.u)[live_lanes[resume]]
 
             def keep(row, leaf, targets=elements[resume], lanes=live_lanes[resume]):
                 row[targets] = leaf[lanes]
                 return row
 
-            jtu.tree_map(keep, safeguards, orbit.safeguard)
+            jtu.tree_map(keep, safeguards, orbit.restart.safeguard)
             start[elements[resume]] = _RESUME
-            next_loosening = np.asarray(orbit.next_loosening)[live_lanes]
+            next_loosening = np.asarray(orbit.restart.loosening)[live_lanes]
             loosening[elements[resume]] = next_loosening[resume]
             # A resumed solve whose next iteration is at the settings' tolerance
             # (near its orbit: usually one more) leaves its lane for the queue's
@@ -1170,12 +1165,8 @@ def sweep_orbits(
     devices: Sequence[jax.Device] | None = None,
     distributed: bool = False,
     analyse: bool = False,
-    return_map_iterations: int = 0,
+    shooting: Shooting | None = None,
     settings: Settings | None = None,
-    root_finder: optx.AbstractRootFinder | None = None,
-    max_iterations: int = 40,
-    residual_tol: float = 1e-8,
-    jacobian: str = "variational",
     phase_observables: bool = False,
     round_iterations: int | None | str = "auto",
     order: str | None = "defect",
@@ -1187,11 +1178,12 @@ def sweep_orbits(
     [`hybrax.find_periodic_orbit`][] under one compiled `jit(vmap(...))` (see
     [`hybrax.sweep`][] for chunks, devices and processes).
 
-    Element $i$ solves exactly what `find_periodic_orbit(system, section, u_i,
-    params_i, analyse=analyse, first_loosening=L, ...)` solves, with `L =
-    math.inf` (the first Newton iteration at the loosest tolerance: the start is
-    rough) or, with `return_map_iterations` (which pull the start near a stable
-    orbit), `L = 1.0`; so the sweep equals a loop of single solves. Its multipliers are
+    Element $i$ solves exactly what `find_periodic_orbit(system, section,
+    hybrax.ShootingStart(u_i, loosening=L), params_i, shooting=shooting,
+    analyse=analyse, ...)` solves, with `L = math.inf` (the first Newton iteration
+    at the loosest tolerance: the start is rough) or, with the shooting's
+    `return_map_iterations` (which pull the start near a stable orbit), `L =
+    1.0`; so the sweep equals a loop of single solves. Its multipliers are
     the eigenvalues of the reduced Jacobian $M$ sorted by decreasing modulus
     (with `analyse=True` the full [`hybrax.FloquetAnalysis`][] too, several
     times slower). Each element carries its status; a failed element is flagged
@@ -1214,18 +1206,14 @@ def sweep_orbits(
       the whole batch on accelerators.
     - `progress`, `devices`, `distributed`: see [`hybrax.sweep`][].
     - `analyse`: also return the Floquet analysis (monodromy by AD and saltation).
-    - `return_map_iterations`: iterate the return map this many times from the guess
-      before shooting (cheap, forward-only cycles that pull the guess towards a
-      stable orbit); 0 (default) shoots from the guess itself.
-    - `settings`, `root_finder`, `max_iterations`, `residual_tol`, `jacobian`,
-      `phase_observables`: passed to `find_periodic_orbit` (same defaults, except
-      `phase_observables=False`: the cycle's phase observables are recorded only
-      on request). In a batch
-      the slowest element sets the pace: smaller `settings.t_max`,
-      `settings.max_steps` and `max_iterations` bound what a hopeless element
-      costs. Failed elements are NaN with their status.
+    - `shooting`, `settings`, `phase_observables`: passed to
+      `find_periodic_orbit` (same defaults, except `phase_observables=False`: the
+      cycle's phase observables are recorded only on request). In a batch the
+      slowest element sets the pace: smaller `settings.t_max`,
+      `settings.max_steps` and `shooting.max_iterations` bound what a hopeless
+      element costs. Failed elements are NaN with their status.
     - `round_iterations`: the root-finder iterations of one round; `None`: one
-      round of `max_iterations`; `"auto"` (default): 4 on a CPU, 5 on an
+      round of the shooting's `max_iterations`; `"auto"` (default): 4 on a CPU, 5 on an
       accelerator (about what Newton's method takes from a fair guess; see
       below). The solves run in rounds with
       compaction: after each round the elements that converged or failed leave
@@ -1328,12 +1316,8 @@ def sweep_orbits(
                 devices=devices,
                 distributed=distributed,
                 analyse=analyse,
-                return_map_iterations=return_map_iterations,
+                shooting=shooting,
                 settings=settings,
-                root_finder=root_finder,
-                max_iterations=max_iterations,
-                residual_tol=residual_tol,
-                jacobian=jacobian,
                 phase_observables=phase_observables,
                 round_iterations=round_iterations,
                 order=order,
@@ -1353,18 +1337,9 @@ def sweep_orbits(
                 f"{n}; got {np.shape(u_guess)}."
             )
         guess, u_batch = None, u
-    if int(return_map_iterations) < 0:
-        raise ValueError(
-            f"`return_map_iterations` must be >= 0; got {return_map_iterations}."
-        )
     settings = resolve_settings(settings)
-    # The single-orbit checks, once, eagerly (the sweep calls it traced).
-    root_finder = resolve_root_finder(root_finder)
-    max_iterations = check_iterations(max_iterations)
-    if jacobian not in ("variational", "autodiff"):
-        raise ValueError(
-            f"`jacobian` must be 'variational' or 'autodiff'; got {jacobian!r}."
-        )
+    shooting = resolve_shooting(shooting)
+    max_iterations = shooting.max_iterations
     local_devices = list(jax.local_devices() if devices is None else devices)
     # (No device at all is refused by `_plan`.)
     on_cpu = bool(local_devices) and local_devices[0].platform == "cpu"
@@ -1385,13 +1360,10 @@ def sweep_orbits(
         section,
         guess,
         settings,
-        root_finder,
-        min(per_round, max_iterations),
-        np.asarray(residual_tol, dtype=float),
+        # A round's iterations (`_run_rounds` counts the solve's).
+        dataclasses.replace(shooting, max_iterations=min(per_round, max_iterations)),
         bool(analyse),
-        jacobian,
         bool(phase_observables),
-        np.asarray(int(return_map_iterations)),
     )
 
     # Non-finite elements are replaced by a finite one for the solve and flagged.

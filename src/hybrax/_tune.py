@@ -32,12 +32,13 @@ from ._periodic import (
     PeriodicOrbit,
     PoincareSection,
     ShootingSafeguard,
+    ShootingStart,
     cycle,
     find_periodic_orbit,
     resolve_sequence,
 )
 from ._programs import announcing_progress, compiled
-from ._settings import Settings, resolve_root_finder, resolve_settings
+from ._settings import Settings, Shooting, resolve_settings, resolve_shooting
 from ._solution import RESULTS, masked_nan, status_name
 
 
@@ -147,9 +148,7 @@ class TuneResult:
             guesses,
             params,
             settings=problem.settings,
-            root_finder=problem.root_finder,
-            max_iterations=problem.max_iterations,
-            return_map_iterations=problem.return_map_iterations,
+            shooting=problem.shooting,
             phase_observables=True,
         ).orbit
         return np.asarray(_values_of(problem, orbits, params))
@@ -186,10 +185,7 @@ class _Problem(eqx.Module):
     stability_weight: ArrayLike
     objective_scale: ArrayLike
     settings: Settings
-    root_finder: optx.AbstractRootFinder
-    max_iterations: int = eqx.field(static=True)
-    return_map_iterations: ArrayLike
-    fallback: optx.AbstractRootFinder | None
+    shooting: Shooting
 
     def with_values(self, y):
         params = self.params
@@ -229,12 +225,9 @@ class _Problem(eqx.Module):
             self.section,
             u_guess,
             params,
+            shooting=self.shooting,
             settings=self.settings,
-            root_finder=self.root_finder,
-            max_iterations=self.max_iterations,
             analyse=False,
-            return_map_iterations=self.return_map_iterations,
-            fallback=self.fallback,
         )
         value, violations, raw = self.value_of(orbit, params, widen)
         aux = (
@@ -323,9 +316,7 @@ class _Seek(eqx.Module):
             residual_norm=jnp.max(jnp.abs(defect)),
             n_steps=jnp.zeros((), jnp.int32),
             result=sol.result,
-            last_iterate=u,
-            next_loosening=jnp.ones((), z.dtype),
-            safeguard=ShootingSafeguard.fresh(u),
+            restart=ShootingStart(u, safeguard=ShootingSafeguard.fresh(u)),
         )
         violations = [
             jnp.asarray(c(open_orbit, params), dtype=z.dtype) / (width * tol)
@@ -355,11 +346,8 @@ def tune(
     minimiser: optx.AbstractMinimiser | None = None,
     max_steps: int = 100,
     mode: str = "auto",
+    shooting: Shooting | None = None,
     settings: Settings | None = None,
-    root_finder: optx.AbstractRootFinder | None = None,
-    max_iterations: int = 40,
-    return_map_iterations: int = 0,
-    fallback: optx.AbstractRootFinder | None = None,
     progress: bool = False,
     callback: Callable[[TuneStep], None] | None = None,
     seek_steps: int = 0,
@@ -414,8 +402,8 @@ def tune(
       `optimistix.BFGS(rtol=1e-8, atol=1e-8)`.
     - `max_steps`: the most evaluations, all stages together.
     - `mode`: `"auto"`, `"reverse"` or `"forward"` (see above).
-    - `settings`, `root_finder`, `max_iterations`, `return_map_iterations`,
-      `fallback`: for each orbit solve (see [`hybrax.find_periodic_orbit`][]).
+    - `shooting`, `settings`: for each orbit solve (see
+      [`hybrax.find_periodic_orbit`][]).
     - `progress`: print one line per evaluation to stderr.
     - `callback`: called with each [`hybrax.TuneStep`][].
     - `seek_steps`: where no orbit is found at the start, the most steps of an
@@ -528,10 +516,7 @@ def tune(
         np.asarray(stability_weight, dtype=float),
         np.asarray(1.0 if objective_scale == "start" else objective_scale, float),
         settings,
-        resolve_root_finder(root_finder),
-        int(max_iterations),
-        np.asarray(int(return_map_iterations)),
-        fallback,
+        resolve_shooting(shooting),
     )
     fn = problem if mode == "reverse" else _ForwardProblem(problem)
     if minimiser is None:
@@ -663,9 +648,8 @@ def tune(
             section,
             u,
             final_params,
+            shooting=problem.shooting,
             settings=forward,
-            root_finder=problem.root_finder,
-            max_iterations=problem.max_iterations,
             analyse=False,
         )
         value = float(_value(problem, y, (u, jnp.asarray(widths[-1], y.dtype)))[0])
