@@ -92,6 +92,16 @@ if TYPE_CHECKING:
         FieldParameter as FieldParameter,
         FunctionParameter as FunctionParameter,
     )
+    from ._params import (
+        FRACTION as FRACTION,
+        NONNEGATIVE as NONNEGATIVE,
+        POSITIVE as POSITIVE,
+        AbstractParams as AbstractParams,
+        Bound as Bound,
+        between as between,
+        parameter_field as parameter_field,
+        parameter_table as parameter_table,
+    )
     from ._periodic import (
         FloquetAnalysis as FloquetAnalysis,
         PeriodicOrbit as PeriodicOrbit,
@@ -196,6 +206,14 @@ _EXPORTS = {
     "TuneDefaults": "._model",
     "ModelBundle": "._model",
     "ModelForm": "._model",
+    "FRACTION": "._params",
+    "NONNEGATIVE": "._params",
+    "POSITIVE": "._params",
+    "AbstractParams": "._params",
+    "Bound": "._params",
+    "between": "._params",
+    "parameter_field": "._params",
+    "parameter_table": "._params",
     "FloquetAnalysis": "._periodic",
     "PeriodicOrbit": "._periodic",
     "PoincareSection": "._periodic",

@@ -268,7 +268,7 @@ def _forward_gradient_bwd(gradient, grad_out, perturbed, y, args, problem):
     return jnp.zeros_like(gradient) if g_value is None else g_value * gradient
 
 
-class _ForwardProblem(eqx.Module):
+class ForwardProblem(eqx.Module):
     """The same objective whose gradient is taken in forward mode (one tangent per
     varied parameter), presented to the minimiser as a reverse-mode rule."""
 
@@ -518,7 +518,7 @@ def tune(
         settings,
         resolve_shooting(shooting),
     )
-    fn = problem if mode == "reverse" else _ForwardProblem(problem)
+    fn = problem if mode == "reverse" else ForwardProblem(problem)
     if minimiser is None:
         minimiser = optx.BFGS(rtol=1e-8, atol=1e-8)
     if not isinstance(minimiser, optx.AbstractMinimiser):
@@ -583,7 +583,7 @@ def tune(
                 problem,
                 np.asarray(size if size > 0 and math.isfinite(size) else 1.0),
             )
-            fn = problem if mode == "reverse" else _ForwardProblem(problem)
+            fn = problem if mode == "reverse" else ForwardProblem(problem)
         result_name = "max_steps_reached"
         broken = None
         # (The existence stage's steps after its first are run time too.)
@@ -592,12 +592,14 @@ def tune(
             if broken is not None:
                 break
             args = (u, jnp.asarray(width, y.dtype))
-            state = _init(minimiser, fn, y, args, f_struct, aux_struct, tags)
+            state = minimiser_init(minimiser, fn, y, args, f_struct, aux_struct, tags)
             best = math.inf
             while len(history) < int(max_steps):
                 t0 = time.perf_counter()
-                y_next, state, aux = _step(minimiser, fn, y, args, state, tags)
-                done, result = _terminate(minimiser, fn, y_next, args, state, tags)
+                y_next, state, aux = minimiser_step(minimiser, fn, y, args, state, tags)
+                done, result = minimiser_terminate(
+                    minimiser, fn, y_next, args, state, tags
+                )
                 f_value, (u_new, rho, multipliers, orbit_result, _, _) = _host(aux)
                 if history:  # (`_host` waits for the step's results)
                     run_time += time.perf_counter() - t0
@@ -731,13 +733,13 @@ def _seek(
     z = jnp.concatenate([u, y])
     width = jnp.asarray(width, z.dtype)
     f_struct, aux_struct = jax.eval_shape(lambda: seek(z, width))
-    state = _init(solver, seek, z, width, f_struct, aux_struct, frozenset())
+    state = minimiser_init(solver, seek, z, width, f_struct, aux_struct, frozenset())
     k = int(u.shape[0])
     value, u_orbit, result = jnp.asarray(jnp.nan), u, RESULTS.shooting_failed
     run_time = 0.0
     for index in range(max_steps):
         t0 = time.perf_counter()
-        z_next, state, _ = _step(solver, seek, z, width, state, frozenset())
+        z_next, state, _ = minimiser_step(solver, seek, z, width, state, frozenset())
         residual, (defect, cycle_result) = jax.device_get(_seek_value(seek, z, width))
         found = False
         if float(defect) < tol:
@@ -809,17 +811,22 @@ def _value(problem, y, args):
 
 
 @compiled("the tuning start")
-def _init(minimiser, fn, y, args, f_struct, aux_struct, tags):
+def minimiser_init(minimiser, fn, y, args, f_struct, aux_struct, tags):
+    """The minimiser's initial state (one compiled program, as optimistix's loop
+    would build it; the host loop of `tune` and of the jumper's best jump steps
+    it one evaluation at a time)."""
     return minimiser.init(fn, y, args, {}, f_struct, aux_struct, tags)
 
 
 @compiled("the tuning step")
-def _step(minimiser, fn, y, args, state, tags):
+def minimiser_step(minimiser, fn, y, args, state, tags):
+    """One step of the minimiser (compiled once per problem)."""
     return minimiser.step(fn, y, args, {}, state, tags)
 
 
 @compiled("the tuning stop test")
-def _terminate(minimiser, fn, y, args, state, tags):
+def minimiser_terminate(minimiser, fn, y, args, state, tags):
+    """The minimiser's stop test after a step (compiled once per problem)."""
     return minimiser.terminate(fn, y, args, {}, state, tags)
 
 

@@ -61,6 +61,11 @@ class Trajectory:
     T_c: Float[np.ndarray, " E"]
     T_a: Float[np.ndarray, " E"]
 
+    def events_of(self, kind: str) -> np.ndarray:
+        """A boolean mask of the events of transition `kind` (e.g.
+        `"touchdown"`), shape `(E,)`."""
+        return np.asarray([k == kind for k in self.event_kinds], dtype=bool)
+
     @classmethod
     def from_solution(
         cls,
@@ -132,18 +137,18 @@ def _mode_colour(name: str, seen: dict[str, str]) -> str:
     return seen[name]
 
 
-def _events(trajectory: Trajectory, kind: str) -> np.ndarray:
-    return np.asarray([k == kind for k in trajectory.event_kinds], dtype=bool)
-
-
 def _legend(ax: Axes) -> None:
     # An empty trajectory leaves nothing to list (matplotlib would warn).
     if ax.get_legend_handles_labels()[0]:
         ax.legend(loc="best", fontsize="small")
 
 
-def _plot_phases(ax: Axes, trajectory: Trajectory, i: int, j: int) -> None:
-    """Draw every phase in the plane of state entries `i` (horizontal) and `j`."""
+def draw_phases(ax: Axes, trajectory: Trajectory, i: int, j: int) -> None:
+    """Draw every phase of `trajectory` into `ax`, in the plane of state entries
+    `i` (horizontal) and `j`, coloured by mode (each mode named once in the
+    legend); a phase that stays at one point of the plane is drawn as a marker.
+    The building block of [`hybrax.plot.phase_portrait`][], for figures of one's
+    own."""
     colours: dict[str, str] = {}
     labelled = set()
     scale = max(float(np.nanmax(np.abs(trajectory.x_phase[..., [i, j]]))), 1.0)
@@ -170,7 +175,10 @@ def _plot_phases(ax: Axes, trajectory: Trajectory, i: int, j: int) -> None:
         labelled.add(name)
 
 
-def _plot_event_points(ax: Axes, trajectory: Trajectory, i: int, j: int) -> None:
+def draw_event_points(ax: Axes, trajectory: Trajectory, i: int, j: int) -> None:
+    """Mark the start of `trajectory` (an open circle) and the states just before
+    its touchdowns and lift-offs in `ax`, in the plane of state entries `i` and
+    `j`, for figures of one's own (see [`hybrax.plot.draw_phases`][])."""
     x = np.asarray(trajectory.x_phase, dtype=float)
     if x.shape[0] > 0 and np.all(np.isfinite(x[0, 0, [i, j]])):
         ax.plot(
@@ -185,7 +193,7 @@ def _plot_event_points(ax: Axes, trajectory: Trajectory, i: int, j: int) -> None
             zorder=4,
         )
     for kind, style in _EVENT_STYLE.items():
-        mask = _events(trajectory, kind)
+        mask = trajectory.events_of(kind)
         if np.any(mask):
             ax.plot(
                 trajectory.x_before[mask, i],
@@ -215,7 +223,7 @@ def _event_marks(ax: Axes, trajectory: Trajectory, values) -> None:
             kind,
             dict(marker=markers[k % len(markers)], color="k", label=_readable(kind)),
         )
-        mask = _events(trajectory, kind)
+        mask = trajectory.events_of(kind)
         ax.plot(*values(mask), linestyle="none", markersize=7, zorder=4, **style)
 
 
@@ -332,7 +340,7 @@ def phase_portrait(
             raise ValueError(f"a surface's axis must be 'x' or 'y'; got {axis!r}.")
         line = ax.axvline if axis == "x" else ax.axhline
         line(value, color="k", linewidth=1.2, linestyle=":", label=label)
-    _plot_phases(ax, trajectory, i, j)
+    draw_phases(ax, trajectory, i, j)
     _event_marks(
         ax,
         trajectory,

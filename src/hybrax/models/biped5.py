@@ -84,7 +84,6 @@ link reaching the ground ($0.285H$, the knee's height) at the point foot. The
 masses add up to the body's.
 """
 
-import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -110,6 +109,14 @@ from .._model import (
     orbit_period,
     orbit_spectral_radius,
 )
+from .._params import (
+    NONNEGATIVE,
+    POSITIVE,
+    AbstractParams,
+    field_names,
+    parameter_field,
+    parameter_table,
+)
 from .._periodic import PoincareSection
 from ._walking import fall
 
@@ -122,89 +129,100 @@ _LEG_LENGTH = 0.246 * _HEIGHT  # femoral condyles to medial malleolus
 _KNEE_HEIGHT = 0.285 * _HEIGHT
 
 
-class Biped5Params(eqx.Module):
+def _positive(default, unit: str, description: str):
+    return parameter_field(default, unit, description, bound=POSITIVE)
+
+
+def _gain(default, unit: str, description: str):
+    return parameter_field(default, unit, description, bound=NONNEGATIVE)
+
+
+def _centre(default, where: str):
+    """The field of a distance to a segment's centre of mass."""
+    return _gain(default, "m", f"{where} centre of mass")
+
+
+def _gyration(default, segment: str):
+    """The field of a segment's radius of gyration about its centre."""
+    return _positive(default, "m", f"{segment} radius of gyration about its centre")
+
+
+def _shape(joint: str, k: int):
+    """The field of the `k`-th Bezier coefficient of a joint's reference."""
+    return parameter_field(
+        0.0,
+        "rad",
+        f"{joint.replace('_', ' ')} reference: Bezier coefficient {k} minus the "
+        "set point",
+    )
+
+
+class Biped5Params(AbstractParams):
     r"""Parameters of the five-link biped (SI units; defaults: Winter 2009 for a
-    70 kg, 1.75 m body, see [`hybrax.models.biped5`][]).
+    70 kg, 1.75 m body, see [`hybrax.models.biped5`][]). In Zanchi & Cecić's
+    notation the masses are $M_3$, $M_2 = M_4$, $M_1 = M_5$; the lengths $l_3$,
+    $l_2 = l_4$, $l_1 = l_5$; the centres $a_3$, $b_4 = l_2 - a_2$, $b_5 = l_1 -
+    a_1$; the inertias $I_j = M_j r_j^2$. The joint set points are hip flexion
+    $\theta_3 - \theta_\text{thigh}$ and knee flexion $\theta_\text{shank} -
+    \theta_\text{thigh}$."""
 
-    - `m_trunk`, `m_thigh`, `m_shank`: segment masses [kg] (Zanchi & Cecić: $M_3$;
-      $M_2 = M_4$; $M_1 = M_5$).
-    - `l_trunk`, `l_thigh`, `l_shank`: lengths [m] ($l_3$; $l_2 = l_4$;
-      $l_1 = l_5$, knee to the point foot).
-    - `c_trunk`: hip to the trunk's centre ($a_3$); `c_thigh`: hip to the thigh's
-      centre ($b_4 = l_2 - a_2$); `c_shank`: knee to the shank's centre
-      ($b_5 = l_1 - a_1$) [m].
-    - `r_trunk`, `r_thigh`, `r_shank`: radii of gyration about the centres [m]
-      ($I_j = M_j r_j^2$).
-    - `g`: gravitational acceleration [m/s^2].
-    - `kp_hip`, `kd_hip`, `kp_knee`, `kd_knee`: PD gains of the hips and knees
-      [N m/rad, N m s/rad].
-    - `hip_stance_ref`, `hip_swing_ref`, `knee_stance_ref`, `knee_swing_ref`:
-      set points of the joint angles [rad] (hip flexion $\theta_3 -
-      \theta_\text{thigh}$, knee flexion $\theta_\text{shank} -
-      \theta_\text{thigh}$).
-    """
-
-    m_trunk: float = 0.678 * _MASS
-    m_thigh: float = 0.100 * _MASS
-    m_shank: float = 0.061 * _MASS
-    l_trunk: float = _TRUNK_LENGTH
-    l_thigh: float = _THIGH_LENGTH
-    l_shank: float = _KNEE_HEIGHT
-    c_trunk: float = 0.626 * _TRUNK_LENGTH
-    c_thigh: float = 0.433 * _THIGH_LENGTH
-    c_shank: float = 0.606 * _LEG_LENGTH
-    r_trunk: float = 0.496 * _TRUNK_LENGTH
-    r_thigh: float = 0.323 * _THIGH_LENGTH
-    r_shank: float = 0.416 * _LEG_LENGTH
-    g: float = 9.81
-    kp_hip: float = 400.0
-    kd_hip: float = 40.0
-    kp_knee: float = 400.0
-    kd_knee: float = 20.0
-    hip_stance_ref: float = -0.2
-    hip_swing_ref: float = 0.5
-    knee_stance_ref: float = 0.0
-    knee_swing_ref: float = 0.6
-    knee_stance_shape_1: float = 0.0
-    knee_stance_shape_2: float = 0.0
-    knee_stance_shape_3: float = 0.0
-    hip_stance_shape_1: float = 0.0
-    hip_stance_shape_2: float = 0.0
-    hip_stance_shape_3: float = 0.0
-    hip_swing_shape_1: float = 0.0
-    hip_swing_shape_2: float = 0.0
-    hip_swing_shape_3: float = 0.0
-    knee_swing_shape_1: float = 0.0
-    knee_swing_shape_2: float = 0.0
-    knee_swing_shape_3: float = 0.0
-    phase_start: float = -0.3
-    phase_end: float = 0.4
-    torque_limit: float = 400.0
+    m_trunk: float = _positive(0.678 * _MASS, "kg", "trunk mass (head, arms and trunk)")
+    m_thigh: float = _positive(0.100 * _MASS, "kg", "thigh mass")
+    m_shank: float = _positive(0.061 * _MASS, "kg", "shank mass (foot included)")
+    l_trunk: float = _positive(_TRUNK_LENGTH, "m", "hip to shoulder")
+    l_thigh: float = _positive(_THIGH_LENGTH, "m", "hip to knee")
+    l_shank: float = _positive(_KNEE_HEIGHT, "m", "knee to the point foot")
+    c_trunk: float = _centre(0.626 * _TRUNK_LENGTH, "hip to the trunk's")
+    c_thigh: float = _centre(0.433 * _THIGH_LENGTH, "hip to the thigh's")
+    c_shank: float = _centre(0.606 * _LEG_LENGTH, "knee to the shank's")
+    r_trunk: float = _gyration(0.496 * _TRUNK_LENGTH, "trunk's")
+    r_thigh: float = _gyration(0.323 * _THIGH_LENGTH, "thigh's")
+    r_shank: float = _gyration(0.416 * _LEG_LENGTH, "shank's")
+    g: float = _positive(9.81, "m/s^2", "gravitational acceleration")
+    kp_hip: float = _gain(400.0, "N m/rad", "hip stiffness gain")
+    kd_hip: float = _gain(40.0, "N m s/rad", "hip damping gain")
+    kp_knee: float = _gain(400.0, "N m/rad", "knee stiffness gain")
+    kd_knee: float = _gain(20.0, "N m s/rad", "knee damping gain")
+    hip_stance_ref: float = parameter_field(
+        -0.2, "rad", "stance hip flexion set point (trunk - thigh)"
+    )
+    hip_swing_ref: float = parameter_field(
+        0.5, "rad", "swing hip flexion set point (trunk - thigh)"
+    )
+    knee_stance_ref: float = parameter_field(
+        0.0, "rad", "stance knee flexion set point (shank - thigh)"
+    )
+    knee_swing_ref: float = parameter_field(
+        0.6, "rad", "swing knee flexion set point (shank - thigh)"
+    )
+    knee_stance_shape_1: float = _shape("knee_stance", 1)
+    knee_stance_shape_2: float = _shape("knee_stance", 2)
+    knee_stance_shape_3: float = _shape("knee_stance", 3)
+    hip_stance_shape_1: float = _shape("hip_stance", 1)
+    hip_stance_shape_2: float = _shape("hip_stance", 2)
+    hip_stance_shape_3: float = _shape("hip_stance", 3)
+    hip_swing_shape_1: float = _shape("hip_swing", 1)
+    hip_swing_shape_2: float = _shape("hip_swing", 2)
+    hip_swing_shape_3: float = _shape("hip_swing", 3)
+    knee_swing_shape_1: float = _shape("knee_swing", 1)
+    knee_swing_shape_2: float = _shape("knee_swing", 2)
+    knee_swing_shape_3: float = _shape("knee_swing", 3)
+    phase_start: float = parameter_field(
+        -0.3,
+        "rad",
+        "stance leg angle (foot to hip, from the vertical) at phase 0",
+    )
+    phase_end: float = parameter_field(0.4, "rad", "stance leg angle at phase 1")
+    torque_limit: float = _positive(
+        400.0, "N m", "largest joint torque (the PD torques are clipped to it)"
+    )
 
     def __check_init__(self):
-        positive = ("m_trunk", "m_thigh", "m_shank", "l_trunk", "l_thigh", "l_shank")
-        positive += ("r_trunk", "r_thigh", "r_shank", "g")
-        non_negative = ("c_trunk", "c_thigh", "c_shank")
-        non_negative += ("kp_hip", "kd_hip", "kp_knee", "kd_knee")
-        positive += ("torque_limit",)
-        for name in self.__dataclass_fields__:
-            try:
-                value = np.asarray(getattr(self, name), dtype=float)
-            except Exception:  # a tracer: checked through the run's status
-                continue
-            if not np.all(np.isfinite(value)):
-                raise ValueError(
-                    f"Biped parameter `{name}` must be finite; got {value}."
-                )
-            if name in positive and not np.all(value > 0):
-                raise ValueError(f"Biped parameter `{name}` must be > 0; got {value}.")
-            if name in non_negative and not np.all(value >= 0):
-                raise ValueError(f"Biped parameter `{name}` must be >= 0; got {value}.")
         try:
             span = float(self.phase_end) - float(self.phase_start)
         except Exception:  # tracers
             return
-        if not span > 0:
+        if span <= 0:  # (a NaN is the finiteness check's)
             raise ValueError(
                 "Biped parameters `phase_start` < `phase_end` needed; got "
                 f"{self.phase_start} and {self.phase_end}."
@@ -950,40 +968,9 @@ def _orbit_summary(orbit, floquet, solution, params):
     return values, lines
 
 
-FIELD_NAMES = tuple(Biped5Params.__dataclass_fields__)
+FIELD_NAMES = field_names(Biped5Params)
 #: Parameters with their units and meaning.
-PARAMETERS = {
-    "m_trunk": "kg, trunk mass (head, arms and trunk)",
-    "m_thigh": "kg, thigh mass",
-    "m_shank": "kg, shank mass (foot included)",
-    "l_trunk": "m, hip to shoulder",
-    "l_thigh": "m, hip to knee",
-    "l_shank": "m, knee to the point foot",
-    "c_trunk": "m, hip to the trunk's centre of mass",
-    "c_thigh": "m, hip to the thigh's centre of mass",
-    "c_shank": "m, knee to the shank's centre of mass",
-    "r_trunk": "m, trunk's radius of gyration about its centre",
-    "r_thigh": "m, thigh's radius of gyration about its centre",
-    "r_shank": "m, shank's radius of gyration about its centre",
-    "g": "m/s^2, gravitational acceleration",
-    "kp_hip": "N m/rad, hip stiffness gain",
-    "kd_hip": "N m s/rad, hip damping gain",
-    "kp_knee": "N m/rad, knee stiffness gain",
-    "kd_knee": "N m s/rad, knee damping gain",
-    "hip_stance_ref": "rad, stance hip flexion set point (trunk - thigh)",
-    "hip_swing_ref": "rad, swing hip flexion set point (trunk - thigh)",
-    "knee_stance_ref": "rad, stance knee flexion set point (shank - thigh)",
-    "knee_swing_ref": "rad, swing knee flexion set point (shank - thigh)",
-    **{
-        f"{joint}_shape_{k}": f"rad, {joint.replace('_', ' ')} reference: Bezier "
-        f"coefficient {k} minus the set point"
-        for joint in _JOINT_NAMES
-        for k in (1, 2, 3)
-    },
-    "phase_start": "rad, stance leg angle (foot to hip, from the vertical) at phase 0",
-    "phase_end": "rad, stance leg angle at phase 1",
-    "torque_limit": "N m, largest joint torque (the PD torques are clipped to it)",
-}
+PARAMETERS = parameter_table(Biped5Params)
 
 
 # Drawn in this order: foot, knee, hip, head, swing knee, swing foot.

@@ -9,34 +9,25 @@ speed $v_1 = \sqrt{2gh}$; the $k$-th flight after it lasts $2e^k v_1/g$; the imp
 accumulate at the Zeno time $t_\infty = \sqrt{2h/g} + 2 e v_1 / (g(1-e))$.
 """
 
-import equinox as eqx
 import jax.numpy as jnp
-import numpy as np
 
 from .._hybrid import AbstractReset, HybridSystem, Mode, Transition
+from .._params import POSITIVE, AbstractParams, Bound, parameter_field, parameter_table
 
 
-class BallParams(eqx.Module):
-    """`g` gravity [m/s^2], `e` restitution in [0, 1], `m` mass [kg]."""
+class BallParams(AbstractParams):
+    """Parameters of the bouncing ball (SI units)."""
 
-    g: float = 9.81
-    e: float = 0.8
-    m: float = 1.0
-
-    def __check_init__(self):
-        for name, ok, rule in (
-            ("g", lambda v: v > 0, "> 0"),
-            ("e", lambda v: 0 <= v <= 1, "in [0, 1]"),
-            ("m", lambda v: v > 0, "> 0"),
-        ):
-            try:
-                value = np.asarray(getattr(self, name), dtype=float)
-            except Exception:
-                continue
-            if not (np.all(np.isfinite(value)) and np.all(ok(value))):
-                raise ValueError(
-                    f"Ball parameter `{name}` must be {rule}; got {value}."
-                )
+    g: float = parameter_field(
+        9.81, "m/s^2", "gravitational acceleration", bound=POSITIVE
+    )
+    e: float = parameter_field(
+        0.8,
+        "1",
+        "coefficient of restitution in [0, 1]",
+        bound=Bound(lambda v: (v >= 0) & (v <= 1), "in [0, 1]"),
+    )
+    m: float = parameter_field(1.0, "kg", "mass", bound=POSITIVE)
 
 
 def _fall(t, x, params):
@@ -93,11 +84,7 @@ def _bundle():
     return ModelBundle(
         name="bouncing-ball",
         description="a ball bouncing with restitution e (closed-form impacts, Zeno)",
-        parameters={
-            "g": "m/s^2, gravitational acceleration",
-            "e": "1, coefficient of restitution in [0, 1]",
-            "m": "kg, mass",
-        },
+        parameters=parameter_table(BallParams),
         make_params=make_params,
         parameter=parameter,
         state_names=("y", "v"),

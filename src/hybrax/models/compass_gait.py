@@ -47,39 +47,39 @@ from .._model import (
     orbit_period,
     orbit_spectral_radius,
 )
+from .._params import (
+    NONNEGATIVE,
+    POSITIVE,
+    AbstractParams,
+    between,
+    check_names,
+    field_names,
+    parameter_field,
+    parameter_table,
+)
 from .._periodic import PoincareSection
 from ._walking import fall
 
 
-class CompassGaitParams(eqx.Module):
-    """`m` leg mass [kg], `m_H` hip mass [kg], `a` foot to leg mass [m], `b` leg
-    mass to hip [m], `slope` [rad], `g` [m/s^2]. Defaults: Goswami et al. (1998),
+class CompassGaitParams(AbstractParams):
+    """Parameters of the compass gait (SI units). Defaults: Goswami et al. (1998),
     m = 5, m_H = 10, a = b = 0.5, slope 3 degrees."""
 
-    m: float = 5.0
-    m_H: float = 10.0
-    a: float = 0.5
-    b: float = 0.5
-    slope: float = 3.0 * math.pi / 180.0
-    g: float = 9.81
-
-    def __check_init__(self):
-        for name, ok, rule in (
-            ("m", lambda v: v > 0, "> 0"),
-            ("m_H", lambda v: v >= 0, ">= 0"),
-            ("a", lambda v: v > 0, "> 0"),
-            ("b", lambda v: v > 0, "> 0"),
-            ("slope", lambda v: (v > 0) & (v < math.pi / 4), "in (0, pi/4)"),
-            ("g", lambda v: v > 0, "> 0"),
-        ):
-            try:
-                value = np.asarray(getattr(self, name), dtype=float)
-            except Exception:  # a tracer: checked through the run's status
-                continue
-            if not (np.all(np.isfinite(value)) and np.all(ok(value))):
-                raise ValueError(
-                    f"Compass-gait parameter `{name}` must be {rule}; got {value}."
-                )
+    m: float = parameter_field(
+        5.0, "kg", "mass of each leg (at distance a from its foot)", bound=POSITIVE
+    )
+    m_H: float = parameter_field(10.0, "kg", "hip mass", bound=NONNEGATIVE)
+    a: float = parameter_field(0.5, "m", "foot to leg mass", bound=POSITIVE)
+    b: float = parameter_field(0.5, "m", "leg mass to hip", bound=POSITIVE)
+    slope: float = parameter_field(
+        3.0 * math.pi / 180.0,
+        "rad",
+        "slope angle",
+        bound=between(0, math.pi / 4, "in (0, pi/4)"),
+    )
+    g: float = parameter_field(
+        9.81, "m/s^2", "gravitational acceleration", bound=POSITIVE
+    )
 
 
 def _points(q, params):
@@ -272,15 +272,10 @@ def energies(x, params):
     return kinetic.reshape(shape), potential.reshape(shape)
 
 
-FIELD_NAMES = ("m", "m_H", "a", "b", "slope", "g")
-#: Parameters with their units and meaning, the derived one last.
+FIELD_NAMES = field_names(CompassGaitParams)
+#: Parameters with their units and meaning, the derived ones last.
 PARAMETERS = {
-    "m": "kg, mass of each leg (at distance a from its foot)",
-    "m_H": "kg, hip mass",
-    "a": "m, foot to leg mass",
-    "b": "m, leg mass to hip",
-    "slope": "rad, slope angle",
-    "g": "m/s^2, gravitational acceleration",
+    **parameter_table(CompassGaitParams),
     "slope_deg": "deg, slope angle in degrees (sets slope)",
     "mu": (
         "derived, mass ratio m_H/(m_H + 2m) at fixed total mass "
@@ -338,12 +333,7 @@ def make_params(
     Kövecses's ratios $\mu = m_H/(m_H + 2m)$ (`mu`, at the total mass of `m`,
     `m_H`) and $\alpha = a/(a + b)$ (`a_ratio`, at the leg length of `a`, `b`).
     Unknown names, and a ratio outside (0, 1), raise `ValueError`."""
-    unknown = set(values) - set(FIELD_NAMES)
-    if unknown:
-        raise ValueError(
-            f"Unknown compass-gait parameter(s) {sorted(unknown)}; known: "
-            f"{', '.join(PARAMETERS)}."
-        )
+    check_names(CompassGaitParams, values, PARAMETERS)
     if slope_deg is not None:
         if "slope" in values:
             raise ValueError("Give either `slope` or `slope_deg`, not both.")

@@ -20,7 +20,6 @@ $x = [q, \dot q]$ (8 entries).
 import equinox as eqx
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 from .._hybrid import (
     AbstractReset,
@@ -35,61 +34,42 @@ from .._hybrid import (
 from .._mechanics import AbstractLagrangianModel
 from .._misc import array_module
 from .._model import orbit_energy_lost_share, orbit_period, orbit_spectral_radius
+from .._params import (
+    FRACTION,
+    POSITIVE,
+    AbstractParams,
+    check_names,
+    field_names,
+    parameter_field,
+    parameter_table,
+)
 from .._periodic import PoincareSection
 
 
-class HopperParams(eqx.Module):
-    r"""Parameters of the vertical hopper (SI units).
+class HopperParams(AbstractParams):
+    r"""Parameters of the vertical hopper (SI units; defaults: the paper's
+    section 4.2). The masses: $m_U = \mu m$, $m_L = (1-\mu)m$; the constrained
+    form splits them as $m_1 = \mu_U m_U$, $m_2 = (1-\mu_U)m_U$, $m_3 = \mu_L
+    m_L$, $m_4 = (1-\mu_L)m_L$. Eager construction checks the values
+    ([`hybrax.models.hopper.make_params`][] also accepts $D_G$)."""
 
-    - `g`: gravitational acceleration [m/s^2].
-    - `m`: total mass [kg]; `mu`: upper-mass fraction, $m_U = \mu m$, $m_L = (1-\mu)m$.
-    - `mu_U`, `mu_L`: how the constrained form splits each mass,
-      $m_1 = \mu_U m_U$, $m_2 = (1-\mu_U)m_U$, $m_3 = \mu_L m_L$, $m_4 = (1-\mu_L)m_L$.
-    - `k`: spring stiffness [N/m]; `d_F`, `d_G`: flight and ground damping [N s/m].
-    - `L0`: unstretched spring length [m].
-
-    Defaults are the paper's section 4.2. Eager construction checks the values
-    ([`hybrax.models.hopper.make_params`][] also accepts $D_G$).
-    """
-
-    g: float = 9.81
-    m: float = 75.0
-    mu: float = 0.8
-    k: float = 15000.0
-    d_F: float = 150.0
-    d_G: float = -80.0
-    L0: float = 1.0
-    mu_U: float = 0.5
-    mu_L: float = 0.5
-
-    def __check_init__(self):
-        checks = {
-            "g": lambda v: v > 0,
-            "m": lambda v: v > 0,
-            "mu": lambda v: (v > 0) & (v < 1),
-            "k": lambda v: v > 0,
-            "d_F": lambda v: True,
-            "d_G": lambda v: True,
-            "L0": lambda v: v > 0,
-            "mu_U": lambda v: (v > 0) & (v < 1),
-            "mu_L": lambda v: (v > 0) & (v < 1),
-        }
-        rules = {"g": "> 0", "m": "> 0", "mu": "in (0, 1)", "k": "> 0", "L0": "> 0"}
-        rules.update(mu_U="in (0, 1)", mu_L="in (0, 1)")
-        for name, ok in checks.items():
-            value = getattr(self, name)
-            try:
-                array = np.asarray(value, dtype=float)
-            except Exception:  # a tracer: checked at run time through the status
-                continue
-            if not np.all(np.isfinite(array)):
-                raise ValueError(
-                    f"Hopper parameter `{name}` must be finite; got {value}."
-                )
-            if not np.all(ok(array)):
-                raise ValueError(
-                    f"Hopper parameter `{name}` must be {rules[name]}; got {value}."
-                )
+    g: float = parameter_field(
+        9.81, "m/s^2", "gravitational acceleration", bound=POSITIVE
+    )
+    m: float = parameter_field(75.0, "kg", "total mass", bound=POSITIVE)
+    mu: float = parameter_field(0.8, "1", "upper-mass fraction m_U / m", bound=FRACTION)
+    k: float = parameter_field(15000.0, "N/m", "spring stiffness", bound=POSITIVE)
+    d_F: float = parameter_field(150.0, "N s/m", "flight damping")
+    d_G: float = parameter_field(
+        -80.0, "N s/m", "ground damping (negative: energy input)"
+    )
+    L0: float = parameter_field(1.0, "m", "unstretched spring length", bound=POSITIVE)
+    mu_U: float = parameter_field(
+        0.5, "1", "split of the upper mass in the constrained form", bound=FRACTION
+    )
+    mu_L: float = parameter_field(
+        0.5, "1", "split of the lower mass in the constrained form", bound=FRACTION
+    )
 
     @property
     def m_U(self):
@@ -112,18 +92,10 @@ class HopperParams(eqx.Module):
         return self.d_F / (2 * jnp.sqrt(self.k * self.m))
 
 
-FIELD_NAMES = ("g", "m", "mu", "k", "d_F", "d_G", "L0", "mu_U", "mu_L")
+FIELD_NAMES = field_names(HopperParams)
 #: Parameters with their units and meaning, the derived ones last.
 PARAMETERS = {
-    "g": "m/s^2, gravitational acceleration",
-    "m": "kg, total mass",
-    "mu": "1, upper-mass fraction m_U / m",
-    "k": "N/m, spring stiffness",
-    "d_F": "N s/m, flight damping",
-    "d_G": "N s/m, ground damping (negative: energy input)",
-    "L0": "m, unstretched spring length",
-    "mu_U": "1, split of the upper mass in the constrained form",
-    "mu_L": "1, split of the lower mass in the constrained form",
+    **parameter_table(HopperParams),
     "D_G": "1, dimensionless ground damping d_G / (2 sqrt(k m))",
     "D_F": "1, dimensionless flight damping d_F / (2 sqrt(k m))",
 }
@@ -138,12 +110,7 @@ def make_params(*, D_G=None, D_F=None, **values) -> HopperParams:
     gradient reaches `D_G` through $d_G$); concrete ones are checked eagerly.
     Unknown names raise `ValueError`.
     """
-    unknown = set(values) - set(FIELD_NAMES)
-    if unknown:
-        raise ValueError(
-            f"Unknown hopper parameter(s) {sorted(unknown)}; known: "
-            f"{', '.join(PARAMETERS)}."
-        )
+    check_names(HopperParams, values, PARAMETERS)
     if D_G is not None and "d_G" in values:
         raise ValueError("Give either `d_G` or `D_G`, not both.")
     if D_F is not None and "d_F" in values:

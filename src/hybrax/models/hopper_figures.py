@@ -10,14 +10,14 @@ import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from ..plot import (
-    Trajectory,
-    _events,
-    _legend,
-    _plot_event_points,
-    _plot_phases,
-)
+from ..plot import Trajectory, draw_event_points, draw_phases
 from . import hopper
+
+
+def _legend(ax: Axes) -> None:
+    # An empty panel has nothing to list (matplotlib would warn).
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(loc="best", fontsize="small")
 
 
 def phase_portraits(
@@ -66,7 +66,7 @@ def phase_portraits(
 
     # Upper mass and the lift-off surface over the range of v_U seen.
     if have_data:
-        _plot_phases(ax_upper, trajectory, 0, 2)
+        draw_phases(ax_upper, trajectory, 0, 2)
         v_U = x_phase[..., 2]
         low, high = float(np.nanmin(v_U)), float(np.nanmax(v_U))
     else:
@@ -77,16 +77,16 @@ def phase_portraits(
     ax_upper.plot(
         z_line, v_line, color="k", linewidth=1.2, label=r"lift-off $\lambda_g = 0$"
     )
-    _plot_event_points(ax_upper, trajectory, 0, 2)
+    draw_event_points(ax_upper, trajectory, 0, 2)
     ax_upper.set_xlabel(r"$z_U$ [m]")
     ax_upper.set_ylabel(r"$\dot z_U$ [m/s]")
     ax_upper.set_title("upper mass")
 
     # Lower mass, the touchdown surface and the impact jumps.
     if have_data:
-        _plot_phases(ax_lower, trajectory, 1, 3)
+        draw_phases(ax_lower, trajectory, 1, 3)
     ax_lower.axvline(0.0, color="k", linewidth=1.2, label=r"touchdown $z_L = 0$")
-    touchdown = _events(trajectory, "touchdown")
+    touchdown = trajectory.events_of("touchdown")
     for k, index in enumerate(np.flatnonzero(touchdown)):
         # Red over the black surface line, which it lies on.
         ax_lower.plot(
@@ -98,7 +98,7 @@ def phase_portraits(
             label=r"impact $\dot z_L^- \to 0$" if k == 0 else None,
             zorder=3,
         )
-    _plot_event_points(ax_lower, trajectory, 1, 3)
+    draw_event_points(ax_lower, trajectory, 1, 3)
     ax_lower.set_xlabel(r"$z_L$ [m]")
     ax_lower.set_ylabel(r"$\dot z_L$ [m/s]")
     ax_lower.set_title("lower mass")
@@ -159,7 +159,7 @@ def energy_history(
         widest = int(np.argmax(np.diff(drawn))) if drawn.size > 1 else 0
         low, high = drawn[widest], drawn[min(widest + 1, drawn.size - 1)]
         label_c, label_a = low + 0.6 * (high - low), low + 0.4 * (high - low)
-        touchdown = np.flatnonzero(_events(trajectory, "touchdown"))
+        touchdown = np.flatnonzero(trajectory.events_of("touchdown"))
         for k, index in enumerate(touchdown):
             t_event = float(trajectory.t_events[index])
             T_c = float(trajectory.T_c[index])
@@ -226,7 +226,7 @@ def _cycle_curve(trajectory: Trajectory) -> np.ndarray:
 
 def _switch_points(trajectory: Trajectory, kind: str) -> np.ndarray:
     """The states at which `trajectory` meets the switching surface of `kind`."""
-    mask = _events(trajectory, kind)
+    mask = trajectory.events_of(kind)
     return np.asarray(trajectory.x_before, dtype=float).reshape(-1, 4)[mask]
 
 

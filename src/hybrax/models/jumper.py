@@ -109,74 +109,64 @@ from .._mechanics import (
     plastic_impact,
     point_velocity,
 )
+from .._params import (
+    POSITIVE,
+    AbstractParams,
+    Bound,
+    parameter_field,
+    parameter_table,
+)
 from .._programs import announcing_progress
 
 
-class JumperParams(eqx.Module):
-    r"""Parameters of the jumper (SI units).
-
-    - `m_calf`, `m_thigh`, `m_torso` [kg]; `I_calf`, `I_thigh`, `I_torso` [kg m^2]
-      about each segment's centre of mass, normal to the plane.
-    - `l_calf`, `l_thigh` [m]: foot to knee, knee to hip.
-    - `c_calf`, `c_thigh`, `c_torso` [m]: foot, knee and hip to the segment's centre
-      of mass.
-    - `g` [m/s^2].
-    - `elastic`: 0 for perfectly plastic contact, 1 for perfectly elastic contact.
-    - `t_push` [s]: the duration of the torque profile.
-    - `knee_0` ... `knee_3`, `hip_0` ... `hip_3` [N m]: the Bézier coefficients of
-      the knee and hip torques (positive extends).
-    """
-
-    m_calf: float = 3.28
-    m_thigh: float = 6.86
-    m_torso: float = 28.2055
-    I_calf: float = 0.0504
-    I_thigh: float = 0.1188
-    I_torso: float = 0.1368
-    l_calf: float = 0.41
-    l_thigh: float = 0.41
-    c_calf: float = 0.2325
-    c_thigh: float = 0.2325
-    c_torso: float = 0.25
-    g: float = 9.81
-    elastic: float = 0.0
-    t_push: float = 0.3
-    knee_0: float = 0.0
-    knee_1: float = 0.0
-    knee_2: float = 0.0
-    knee_3: float = 0.0
-    hip_0: float = 0.0
-    hip_1: float = 0.0
-    hip_2: float = 0.0
-    hip_3: float = 0.0
-
-    def __check_init__(self):
-        positive = ("m_calf", "m_thigh", "m_torso", "I_calf", "I_thigh", "I_torso")
-        positive += ("l_calf", "l_thigh", "g", "t_push")
-        for name in positive:
-            value = _concrete(getattr(self, name))
-            if value is not None and not (np.isfinite(value) and value > 0):
-                raise ValueError(f"Jumper parameter `{name}` must be > 0; got {value}.")
-        for name in ("c_calf", "c_thigh", "c_torso"):
-            value = _concrete(getattr(self, name))
-            if value is not None and not np.isfinite(value):
-                raise ValueError(
-                    f"Jumper parameter `{name}` must be finite; got {value}."
-                )
-        elastic = _concrete(self.elastic)
-        if elastic is not None and elastic not in (0.0, 1.0):
-            raise ValueError(
-                "Jumper parameter `elastic` must be 0 (plastic contact) or 1 "
-                f"(elastic contact); got {elastic}."
-            )
+def _torque(joint: str, k: int):
+    """The field of the `k`-th Bezier coefficient of a joint's torque."""
+    return parameter_field(0.0, "N m", f"{joint} torque Bezier coefficient {k}")
 
 
-def _concrete(value):
-    """`value` as a float, or `None` for a tracer (checked through the run)."""
-    try:
-        return float(np.asarray(value, dtype=float))
-    except Exception:
-        return None
+def _positive(default, unit, description):
+    return parameter_field(default, unit, description, bound=POSITIVE)
+
+
+class JumperParams(AbstractParams):
+    r"""Parameters of the jumper (SI units): segment masses, inertias about each
+    segment's centre of mass (normal to the plane), lengths and centres, the
+    contact model, and the knee and hip torques (positive extends) as Bezier
+    polynomials over the push."""
+
+    m_calf: float = _positive(3.28, "kg", "calf mass")
+    m_thigh: float = _positive(6.86, "kg", "thigh mass")
+    m_torso: float = _positive(28.2055, "kg", "torso mass")
+    I_calf: float = _positive(0.0504, "kg m^2", "calf inertia about its centre of mass")
+    I_thigh: float = _positive(
+        0.1188, "kg m^2", "thigh inertia about its centre of mass"
+    )
+    I_torso: float = _positive(
+        0.1368, "kg m^2", "torso inertia about its centre of mass"
+    )
+    l_calf: float = _positive(0.41, "m", "foot to knee")
+    l_thigh: float = _positive(0.41, "m", "knee to hip")
+    c_calf: float = parameter_field(0.2325, "m", "foot to the calf's centre of mass")
+    c_thigh: float = parameter_field(0.2325, "m", "knee to the thigh's centre of mass")
+    c_torso: float = parameter_field(0.25, "m", "hip to the torso's centre of mass")
+    g: float = _positive(9.81, "m/s^2", "gravitational acceleration")
+    elastic: float = parameter_field(
+        0.0,
+        "1",
+        "contact model: 0 perfectly plastic, 1 perfectly elastic",
+        bound=Bound(
+            lambda v: (v == 0) | (v == 1), "0 (plastic contact) or 1 (elastic contact)"
+        ),
+    )
+    t_push: float = _positive(0.3, "s", "duration of the torque profile")
+    knee_0: float = _torque("knee", 0)
+    knee_1: float = _torque("knee", 1)
+    knee_2: float = _torque("knee", 2)
+    knee_3: float = _torque("knee", 3)
+    hip_0: float = _torque("hip", 0)
+    hip_1: float = _torque("hip", 1)
+    hip_2: float = _torque("hip", 2)
+    hip_3: float = _torque("hip", 3)
 
 
 # ---------------------------------------------------------------------------
@@ -588,7 +578,12 @@ def best_jump(
 
     from .._misc import canonical_params
     from .._settings import Settings
-    from .._tune import _ForwardProblem, _init, _step, _terminate
+    from .._tune import (
+        ForwardProblem,
+        minimiser_init,
+        minimiser_step,
+        minimiser_terminate,
+    )
 
     params = canonical_params(jump_params() if params is None else params)
     state = jnp.asarray(crouch_state(params) if state is None else state, float)
@@ -604,7 +599,7 @@ def best_jump(
         )
     settings = Settings(rtol=1e-10, atol=1e-10, t_max=2.0, adjoint=dfx.ForwardMode())
     problem = _JumpProblem(params, state, jnp.asarray(float(torque_limit)), settings)
-    fn = _ForwardProblem(problem)
+    fn = ForwardProblem(problem)
     solver = optx.BFGS(rtol=tol, atol=tol)
     w = jnp.asarray(np.arctanh(start / torque_limit))
     with announcing_progress(progress):
@@ -615,13 +610,17 @@ def best_jump(
                 "the starting profile does not lift the jumper off and land."
             )
         f_struct, aux_struct = jax.eval_shape(lambda: fn(w, None))
-        state_ = _init(solver, fn, w, None, f_struct, aux_struct, frozenset())
+        state_ = minimiser_init(solver, fn, w, None, f_struct, aux_struct, frozenset())
         history, run_time, result = [], 0.0, "max_steps_reached"
         best_w, best = w, start_apex
         for step in range(int(max_steps)):
             t0 = time.perf_counter()
-            w_next, state_, apex = _step(solver, fn, w, None, state_, frozenset())
-            done, code = _terminate(solver, fn, w_next, None, state_, frozenset())
+            w_next, state_, apex = minimiser_step(
+                solver, fn, w, None, state_, frozenset()
+            )
+            done, code = minimiser_terminate(
+                solver, fn, w_next, None, state_, frozenset()
+            )
             apex = float(apex)  # the apex at the step's evaluation point
             if step:
                 run_time += time.perf_counter() - t0
@@ -668,24 +667,7 @@ def energies(x, params):
 
 
 #: Parameters with their units and meaning.
-PARAMETERS = {
-    "m_calf": "kg, calf mass",
-    "m_thigh": "kg, thigh mass",
-    "m_torso": "kg, torso mass",
-    "I_calf": "kg m^2, calf inertia about its centre of mass",
-    "I_thigh": "kg m^2, thigh inertia about its centre of mass",
-    "I_torso": "kg m^2, torso inertia about its centre of mass",
-    "l_calf": "m, foot to knee",
-    "l_thigh": "m, knee to hip",
-    "c_calf": "m, foot to the calf's centre of mass",
-    "c_thigh": "m, knee to the thigh's centre of mass",
-    "c_torso": "m, hip to the torso's centre of mass",
-    "g": "m/s^2, gravitational acceleration",
-    "elastic": "1, contact model: 0 perfectly plastic, 1 perfectly elastic",
-    "t_push": "s, duration of the torque profile",
-    **{f"knee_{k}": f"N m, knee torque Bezier coefficient {k}" for k in range(4)},
-    **{f"hip_{k}": f"N m, hip torque Bezier coefficient {k}" for k in range(4)},
-}
+PARAMETERS = parameter_table(JumperParams)
 
 _STATE_NAMES = (
     "x",

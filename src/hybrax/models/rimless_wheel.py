@@ -15,41 +15,38 @@ $\cos^2(2\alpha)$ (in $\dot\theta^+$ as well). The energy lost at impact is
 $T_c = \tfrac12 m l^2 \dot\theta^2 \sin^2(2\alpha)$.
 """
 
-import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
 
 from .._hybrid import AbstractReset, HybridSystem, Mode, Transition
 from .._model import orbit_period, orbit_spectral_radius
+from .._params import (
+    POSITIVE,
+    AbstractParams,
+    between,
+    parameter_field,
+    parameter_table,
+)
 from .._periodic import PoincareSection
 
 
-class RimlessWheelParams(eqx.Module):
-    """`g` [m/s^2], `l` spoke length [m], `alpha` half inter-spoke angle [rad],
-    `gamma` slope [rad], `m` mass [kg]."""
+class RimlessWheelParams(AbstractParams):
+    """Parameters of the rimless wheel (SI units)."""
 
-    g: float = 9.81
-    l: float = 1.0  # noqa: E741
-    alpha: float = np.pi / 8
-    gamma: float = 0.08
-    m: float = 1.0
-
-    def __check_init__(self):
-        for name, ok, rule in (
-            ("g", lambda v: v > 0, "> 0"),
-            ("l", lambda v: v > 0, "> 0"),
-            ("alpha", lambda v: 0 < v < np.pi / 4, "in (0, pi/4)"),
-            ("gamma", lambda v: np.abs(v) < np.pi / 2, "in (-pi/2, pi/2)"),
-            ("m", lambda v: v > 0, "> 0"),
-        ):
-            try:
-                value = np.asarray(getattr(self, name), dtype=float)
-            except Exception:
-                continue
-            if not (np.all(np.isfinite(value)) and np.all(ok(value))):
-                raise ValueError(
-                    f"Rimless-wheel parameter `{name}` must be {rule}; got {value}."
-                )
+    g: float = parameter_field(
+        9.81, "m/s^2", "gravitational acceleration", bound=POSITIVE
+    )
+    l: float = parameter_field(1.0, "m", "spoke length", bound=POSITIVE)  # noqa: E741
+    alpha: float = parameter_field(
+        np.pi / 8,
+        "rad",
+        "half the angle between spokes",
+        bound=between(0, np.pi / 4, "in (0, pi/4)"),
+    )
+    gamma: float = parameter_field(
+        0.08, "rad", "slope", bound=between(-np.pi / 2, np.pi / 2, "in (-pi/2, pi/2)")
+    )
+    m: float = parameter_field(1.0, "kg", "mass", bound=POSITIVE)
 
 
 def _stance(t, x, params):
@@ -206,13 +203,7 @@ def _bundle():
     return ModelBundle(
         name="rimless-wheel",
         description="rimless wheel on a slope (McGeer 1990; Coleman et al. 1997)",
-        parameters={
-            "g": "m/s^2, gravitational acceleration",
-            "l": "m, spoke length",
-            "alpha": "rad, half the angle between spokes",
-            "gamma": "rad, slope",
-            "m": "kg, mass",
-        },
+        parameters=parameter_table(RimlessWheelParams),
         make_params=make_params,
         parameter=parameter,
         state_names=("theta", "omega"),

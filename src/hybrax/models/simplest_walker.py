@@ -61,31 +61,23 @@ doublings towards chaotic walking near $\gamma = 0.019$.
 
 import math
 
-import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
 
 from .._hybrid import AbstractReset, HybridSystem, Mode, Transition
 from .._model import orbit_period, orbit_spectral_radius
+from .._params import AbstractParams, between, parameter_field, parameter_table
 from .._periodic import PoincareSection
 from ._walking import fall
 
 
-class SimplestWalkerParams(eqx.Module):
-    """`slope`: the slope angle $\\gamma$ [rad]; default 0.009 (Garcia et al.
-    1998). Lengths are in leg lengths $l$ and times in $\\sqrt{l/g}$."""
+class SimplestWalkerParams(AbstractParams):
+    """The simplest walker's one parameter (Garcia et al. 1998). Lengths are in
+    leg lengths $l$ and times in $\\sqrt{l/g}$."""
 
-    slope: float = 0.009
-
-    def __check_init__(self):
-        try:
-            value = np.asarray(self.slope, dtype=float)
-        except Exception:  # a tracer: checked through the run's status
-            return
-        if not (np.all(np.isfinite(value)) and np.all((value > 0) & (value < 0.5))):
-            raise ValueError(
-                f"Simplest-walker parameter `slope` must be in (0, 0.5); got {value}."
-            )
+    slope: float = parameter_field(
+        0.009, "rad", "slope angle gamma", bound=between(0, 0.5)
+    )
 
 
 def _stance(t, x, params):
@@ -354,7 +346,7 @@ def _bundle():
             "simplest walking model, point-mass hip and feet "
             "(Garcia, Chatterjee, Ruina & Coleman 1998)"
         ),
-        parameters={"slope": "rad, slope angle gamma"},
+        parameters=parameter_table(SimplestWalkerParams),
         make_params=make_params,
         parameter=parameter,
         state_names=("theta", "phi", "theta_dot", "phi_dot"),

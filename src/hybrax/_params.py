@@ -1,0 +1,126 @@
+r"""A model's parameters declared once: each field of a parameter class carries its
+default, unit, meaning and admissible range, from which the eager check of
+concrete values and the model's parameter table are derived."""
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any
+
+import equinox as eqx
+import numpy as np
+
+
+class Bound(eqx.Module):
+    r"""The admissible values of a parameter: `test(values) -> bools` on a NumPy
+    array of concrete values and its `rule` in words (e.g. `"> 0"`), which an
+    error message quotes. See [`hybrax.parameter_field`][]."""
+
+    test: Callable[[np.ndarray], Any] = eqx.field(static=True)
+    rule: str = eqx.field(static=True)
+
+
+#: $v > 0$.
+POSITIVE = Bound(lambda v: v > 0, "> 0")
+#: $v \ge 0$.
+NONNEGATIVE = Bound(lambda v: v >= 0, ">= 0")
+#: $0 < v < 1$.
+FRACTION = Bound(lambda v: (v > 0) & (v < 1), "in (0, 1)")
+
+
+def between(low: float, high: float, rule: str | None = None) -> Bound:
+    r"""The open interval $(\text{low}, \text{high})$; `rule` says it in words
+    (default `"in (low, high)"` with the numbers, e.g. `"in (0, pi/4)"` for
+    `between(0, math.pi / 4, "in (0, pi/4)")`)."""
+    rule = f"in ({low:g}, {high:g})" if rule is None else str(rule)
+    return Bound(lambda v: (v > low) & (v < high), rule)
+
+
+def parameter_field(
+    default: Any, unit: str, description: str, *, bound: Bound | None = None
+):
+    r"""A field of a model's parameter class (a subclass of
+    [`hybrax.AbstractParams`][]) with all that is said of it, in one place:
+
+    ```python
+    class SpringParams(hx.AbstractParams):
+        k: float = hx.parameter_field(100.0, "N/m", "stiffness", bound=hx.POSITIVE)
+    ```
+
+    **Arguments:**
+
+    - `default`: the default value.
+    - `unit`: its unit (`"1"` for a dimensionless number).
+    - `description`: what it is, for tables and the command line.
+    - `bound`: the admissible values (e.g. [`hybrax.POSITIVE`][],
+      [`hybrax.FRACTION`][], `hybrax.between(0, 1.5)`); `None`: any finite value.
+
+    **Returns:** an `equinox.field` holding these in its metadata.
+    """
+    if bound is not None and not isinstance(bound, Bound):
+        raise ValueError(f"`bound` must be a hybrax.Bound; got {bound!r}.")
+    metadata = {"unit": str(unit), "description": str(description), "bound": bound}
+    return eqx.field(default=default, metadata=metadata)
+
+
+class AbstractParams(eqx.Module):
+    r"""Base of a model's parameter class whose fields are declared with
+    [`hybrax.parameter_field`][].
+
+    Building one with concrete values checks each of them: finite, and inside
+    its field's bound; a `ValueError` names the field, its rule and the value.
+    Traced values (under `jit`, `grad`, `vmap`) are not checked here: a value
+    outside the model's domain shows in the run's status. A subclass checks
+    relations between fields in a `__check_init__` of its own.
+    [`hybrax.parameter_table`][] lists the fields with their units and meanings.
+    """
+
+    def __check_init__(self):
+        label = type(self).__name__.removesuffix("Params") or type(self).__name__
+        for field in dataclasses.fields(self):
+            value = getattr(self, field.name)
+            try:
+                array = np.asarray(value, dtype=float)
+            except Exception:  # a tracer: checked through the run's status
+                continue
+            if not np.all(np.isfinite(array)):
+                raise ValueError(
+                    f"{label} parameter `{field.name}` must be finite; got {value}."
+                )
+            bound = field.metadata.get("bound")
+            if bound is not None and not np.all(bound.test(array)):
+                raise ValueError(
+                    f"{label} parameter `{field.name}` must be {bound.rule}; got "
+                    f"{value}."
+                )
+
+
+def parameter_table(params_class: type) -> dict[str, str]:
+    """`{name: "unit, description"}` of the fields of a parameter class declared
+    with [`hybrax.parameter_field`][], in declaration order (a model's table,
+    [`hybrax.ModelBundle`][]'s `parameters`, starts from it)."""
+    table = {}
+    for field in dataclasses.fields(params_class):
+        if "unit" not in field.metadata:
+            raise ValueError(
+                f"`{params_class.__name__}.{field.name}` is not declared with "
+                "hybrax.parameter_field."
+            )
+        table[field.name] = f"{field.metadata['unit']}, {field.metadata['description']}"
+    return table
+
+
+def field_names(params_class: type) -> tuple[str, ...]:
+    """The names of a parameter class's fields, in declaration order."""
+    return tuple(field.name for field in dataclasses.fields(params_class))
+
+
+def check_names(params_class: type, values, known) -> None:
+    """A `ValueError` listing `known` where `values` names a field that
+    `params_class` does not have."""
+    unknown = set(values) - set(field_names(params_class))
+    if unknown:
+        label = params_class.__name__.removesuffix("Params")
+        raise ValueError(
+            f"Unknown {label} parameter(s) {sorted(unknown)}; known: "
+            f"{', '.join(known)}."
+        )

@@ -1,0 +1,45 @@
+"""The package's layout: no private name is imported across subpackages (a
+subpackage uses another's public names only), and every import resolves."""
+
+import ast
+import importlib
+import pathlib
+
+import hybrax
+
+
+ROOT = pathlib.Path(hybrax.__file__).parent
+
+
+def _package_of(path: pathlib.Path) -> tuple[str, ...]:
+    return ("hybrax", *path.relative_to(ROOT).parent.parts)
+
+
+def _imports(path: pathlib.Path):
+    """`(module, names, line)` of each relative `from ... import ...` of a file,
+    the module resolved to its dotted name."""
+    package = _package_of(path)
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.level:
+            base = package[: len(package) - node.level + 1]
+            module = ".".join([*base, *([node.module] if node.module else [])])
+            yield module, [alias.name for alias in node.names], node.lineno
+
+
+def test_no_private_name_crosses_a_subpackage():
+    crossing = []
+    for path in ROOT.rglob("*.py"):
+        package = ".".join(_package_of(path))
+        for module, names, line in _imports(path):
+            target = module if _is_package(module) else module.rpartition(".")[0]
+            if target == package:
+                continue
+            for name in names:
+                if name.startswith("_"):
+                    where = path.relative_to(ROOT.parent)
+                    crossing.append(f"{where}:{line}: {name} from {module}")
+    assert not crossing, crossing
+
+
+def _is_package(module: str) -> bool:
+    return hasattr(importlib.import_module(module), "__path__")
