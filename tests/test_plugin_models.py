@@ -136,3 +136,19 @@ def test_a_broken_entry_point_is_one_line_and_exit_2(installed_plugin, name, mes
     lines = err.strip().splitlines()
     assert message in lines[-1] and "ballpit:" in lines[-1]
     assert "Traceback" not in err
+
+
+def test_a_misspelt_hook_is_an_error_naming_the_closest():
+    """A hook name outside `MODEL_HOOKS` is refused where the bundle is built
+    (it would otherwise never be called), with the name it most resembles."""
+    import dataclasses
+
+    from hybrax.models import get_model
+
+    hopper = get_model("hopper")
+    hooks = dict(hopper.hooks, orbit_sumary=hopper.hooks["orbit_summary"])
+    with pytest.raises(ValueError, match="'orbit_sumary' .*mean 'orbit_summary'"):
+        dataclasses.replace(hopper, hooks=hooks)
+    assert hopper.hook("stick_figure") is None  # known, not declared by the hopper
+    with pytest.raises(ValueError, match="unknown model hook 'summary'"):
+        hopper.hook("summary")

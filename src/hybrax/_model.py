@@ -10,6 +10,7 @@ is one file in `hybrax/models/` that defines its bundle and one line in
 `hybrax.models.REGISTRY`.
 """
 
+import difflib
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -96,6 +97,38 @@ class FigureSpec(eqx.Module):
     units: Units = eqx.field(static=True, default_factory=Units)
 
 
+#: The names of [`hybrax.ModelBundle`][]'s hooks (see its `hooks`).
+MODEL_HOOKS = (
+    "simulate_figures",
+    "orbit_summary",
+    "orbit_figures",
+    "orbit_perturbations",
+    "scan_orbit_guess",
+    "no_orbit_hint",
+    "explain",
+    "continuation_summary",
+    "continuation_flags",
+    "continuation_limits",
+    "continuation_figures",
+    "sweep_flag",
+    "stick_figure",
+    "frame_shift",
+)
+
+
+def _check_hook_name(name: str, argument: str) -> None:
+    """A `ValueError` naming `name` and the closest known hook where `name` is
+    not one of `MODEL_HOOKS` (a misspelt hook would otherwise be ignored)."""
+    if name in MODEL_HOOKS:
+        return
+    close = difflib.get_close_matches(str(name), MODEL_HOOKS, n=1)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    raise ValueError(
+        f"{argument}: unknown model hook {name!r}{hint}; known: "
+        f"{', '.join(MODEL_HOOKS)}."
+    )
+
+
 class ModelBundle(eqx.Module):
     r"""Everything the commands and generic tools need to know about one model.
 
@@ -133,15 +166,20 @@ class ModelBundle(eqx.Module):
       `time_series.png`, `phase_portrait.png` and `energy.png`, and `orbit` adds
       `orbit.png` (one period and the `"orbit_perturbations"`), unless the model
       has its own `"simulate_figures"` / `"orbit_figures"` hooks.
-    - `hooks`: name $\to$ callable, model-specific outputs: `"simulate_figures"`
-      `(trajectory, params, out) -> [paths]`; `"orbit_summary"` `(orbit, floquet,
-      solution, params) -> (json_dict, lines)`; `"orbit_figures"` `(cycle,
-      perturbed, labels, trajectory, params, out) -> [paths]`;
-      `"orbit_perturbations"` `[(state index, size, label), ...]`;
-      `"scan_orbit_guess"` `params -> u` (jittable, for `sweep --guess scan`);
-      `"no_orbit_hint"` `params -> str | None`; `"explain"` `(status, mode,
-      transition, params) -> str | None`; `"continuation_summary"`,
+    - `hooks`: name $\to$ callable, model-specific outputs, each name one of
+      `MODEL_HOOKS` (a name not there is a `ValueError`, with the closest known
+      one): `"simulate_figures"` `(trajectory, params, out) -> [paths]`;
+      `"orbit_summary"` `(orbit, floquet, solution, params) -> (json_dict,
+      lines)`; `"orbit_figures"` `(cycle, perturbed, labels, trajectory, params,
+      out) -> [paths]`; `"orbit_perturbations"` `[(state index, size, label),
+      ...]`; `"scan_orbit_guess"` `params -> u` (jittable, for `sweep --guess
+      scan`); `"no_orbit_hint"` `params -> str | None`; `"explain"` `(status,
+      mode, transition, params) -> str | None`; `"continuation_summary"`
+      `(branch, params) -> {column: values}`, `"continuation_flags"` `(summary)
+      -> (words, mask) | None` (points to count as flagged),
       `"continuation_limits"`, `"continuation_figures"` (see `hybrax continue`);
+      `"sweep_flag"` `(column, message, legend)`, the sweep's column of flagged
+      orbits (default: orbits whose second phase starts past its guard);
       `"stick_figure"` `(x, params) -> [polyline (k, 2), ...]`, the body drawn in
       the model's frame, and for a model whose frame moves with its stance foot
       `"frame_shift"` `(x_before, params) -> (dx, dy)`, the new frame's origin at
@@ -175,6 +213,8 @@ class ModelBundle(eqx.Module):
     def __check_init__(self):
         if not self.forms:
             raise ValueError("`forms` must name at least one formulation.")
+        for name in self.hooks:
+            _check_hook_name(name, "`hooks`")
         if not self.state_names:
             raise ValueError("`state_names` must not be empty.")
 
@@ -203,7 +243,8 @@ class ModelBundle(eqx.Module):
         return self.figures.units if self.figures is not None else Units()
 
     def hook(self, name: str):
-        """The hook called `name`, or `None`."""
+        """The hook called `name` (one of `MODEL_HOOKS`), or `None`."""
+        _check_hook_name(name, "`name`")
         return self.hooks.get(name)
 
     def simulate_figures(self, trajectory, params, out) -> list:
