@@ -131,16 +131,16 @@ def test_wheel_continuation_interrupted_keeps_its_branch_and_resumes(
     """Ctrl-C after the branch's second point: exit 130, one line naming the
     `--start` to go on from, and the JSON and figure of the points so far (the
     closed form's orbits); the re-run from there reaches `--stop`."""
-    import hybrax._continuation
+    import hybrax._continuation.driver
 
-    announce = hybrax._continuation.announce
+    announce = hybrax._continuation.driver.announce
 
     def interrupting(line):
         announce(line)
         if line.startswith("  point 2:"):
             raise KeyboardInterrupt
 
-    monkeypatch.setattr(hybrax._continuation, "announce", interrupting)
+    monkeypatch.setattr(hybrax._continuation.driver, "announce", interrupting)
     argv = ["continue", "rimless-wheel", "--stop", "0.15", "--out", str(tmp_path)]
     argv += ["--json", str(tmp_path / "branch.json")]
     code, out, err = _run(argv + ["--start", "0.1"])
@@ -156,7 +156,7 @@ def test_wheel_continuation_interrupted_keeps_its_branch_and_resumes(
     assert (tmp_path / "branch_multiplier.png").is_file()
     resume = re.search(r"--start (\S+)\)", last).group(1)
     assert float(resume) == data["branch"][-1]["gamma"]
-    monkeypatch.setattr(hybrax._continuation, "announce", announce)
+    monkeypatch.setattr(hybrax._continuation.driver, "announce", announce)
     code, out, err = _run(argv + ["--start", resume])
     assert code == 0, err
     data = json.loads((tmp_path / "branch.json").read_text())

@@ -120,9 +120,9 @@ def test_an_interrupted_continuation_keeps_its_points(fixed, monkeypatch):
     """Ctrl-C after the third accepted point: `hx.Interrupted` (a
     KeyboardInterrupt) whose `partial` is the branch so far, point for point the
     uninterrupted branch's, with the status `interrupted`."""
-    import hybrax._continuation
+    import hybrax._continuation.driver
 
-    announce = hybrax._continuation.announce
+    announce = hybrax._continuation.driver.announce
     lines = []
 
     def interrupting(line):
@@ -131,7 +131,7 @@ def test_an_interrupted_continuation_keeps_its_points(fixed, monkeypatch):
         if line.startswith("  point 3:"):
             raise KeyboardInterrupt
 
-    monkeypatch.setattr(hybrax._continuation, "announce", interrupting)
+    monkeypatch.setattr(hybrax._continuation.driver, "announce", interrupting)
     with pytest.raises(hx.Interrupted) as info:
         hx.continue_fixed_points(
             logistic,

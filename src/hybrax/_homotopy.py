@@ -25,10 +25,10 @@ from jaxtyping import Array, Float
 from ._continuation import (
     Branch,
     ContinuationSettings,
-    _check_u0,
-    _continue_orbits,
-    _resolve_continuation_settings,
-    _start_at_parameter,
+    check_u0,
+    continue_orbits,
+    resolve_continuation_settings,
+    start_at_parameter,
 )
 from ._custom_types import Params
 from ._hybrid import HybridSystem
@@ -226,14 +226,14 @@ def continue_to_params(
     """
     check_float64("continue_to_params")
     path = StraightPath(canonical_params(params_from), canonical_params(params))
-    continuation = _resolve_continuation_settings(continuation_settings)
-    u_from = _check_u0(u_from)
-    branch = _continue_orbits(
+    continuation = resolve_continuation_settings(continuation_settings)
+    u_from = check_u0(u_from)
+    branch = continue_orbits(
         system,
         section,
         path.end,
         path,
-        lambda corrector: _start_at_parameter(corrector, u_from, 0.0, 1, continuation),
+        lambda corrector: start_at_parameter(corrector, u_from, 0.0, 1, continuation),
         "at `params_from` from `u_from`",
         low=0.0,
         high=1.0,

@@ -311,7 +311,7 @@ def field_parameters(params_class, model_name: str):
     are a `ValueError` naming them, and each field is a continuation parameter."""
     import dataclasses
 
-    from ._continuation import FieldParameter
+    from ._parameters import FieldParameter
 
     names = tuple(field.name for field in dataclasses.fields(params_class))
 

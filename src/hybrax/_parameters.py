@@ -120,7 +120,7 @@ def _field_names(params) -> list[str] | None:
     return None
 
 
-def _as_parameter(
+def as_parameter(
     parameter, params=None, argument: str = "parameter"
 ) -> AbstractParameter:
     """`parameter` as an [`hybrax.AbstractParameter`][] (a string names a

@@ -24,10 +24,10 @@ import numpy as np
 import optimistix as optx
 from jaxtyping import ArrayLike
 
-from ._continuation import AbstractParameter, _as_parameter
 from ._custom_types import Params
 from ._hybrid import HybridSystem
 from ._misc import canonical_params, check_float64
+from ._parameters import AbstractParameter, as_parameter
 from ._periodic import (
     PeriodicOrbit,
     PoincareSection,
@@ -479,7 +479,7 @@ def tune(
             )
     if objective is None and not constraints and max_multiplier is None:
         raise ValueError("Give an `objective`, `constraints` or `max_multiplier`.")
-    vary = tuple(_as_parameter(parameter, params, "vary") for parameter in vary)
+    vary = tuple(as_parameter(parameter, params, "vary") for parameter in vary)
     if not vary:
         raise ValueError("`vary` must name at least one parameter.")
     names = [parameter.name for parameter in vary]

@@ -358,7 +358,7 @@ def make_params(
 
 def parameter(name: str):
     """The continuation parameter called `name`: a field, or `slope_deg`."""
-    from .._continuation import FieldParameter
+    from .._parameters import FieldParameter
 
     if name == "slope_deg":
         return FieldParameter("slope", _degree, name="slope_deg")

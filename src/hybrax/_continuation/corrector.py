@@ -1,0 +1,177 @@
+"""The compiled corrector."""
+
+import dataclasses
+from typing import Any
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optimistix as optx
+from jaxtyping import Array, Bool, Float, Int
+
+from .._programs import compiled
+from .problems import _AbstractResidual
+from .results import _closest_pair
+
+
+class _Options(eqx.Module):
+    root_finder: optx.AbstractRootFinder
+    max_iterations: int = eqx.field(static=True)
+
+
+class _Correction(eqx.Module):
+    z: Float[Array, " k+1"]
+    jacobian: Float[Array, "k k+1"]
+    multiplier_matrix: Float[Array, "k k"] | None
+    residual_norm: Float[Array, ""]
+    n_steps: Int[Array, ""]
+    ok: Bool[Array, ""]
+    aux: Any
+
+
+@compiled("the continuation corrector")
+def _correct(residual: _AbstractResidual, z_pred, w, options: _Options):
+    """Newton on $[F(z); w \\cdot (z - z_p)] = 0$ from $z_p$, then one forward-mode
+    pass at the solution for $[F_u\\ F_\\lambda]$ and the auxiliary output. One
+    compilation per problem serves every predictor, every hyperplane and every
+    parameter value."""
+
+    def augmented(z, _):
+        F, _, _ = residual(z)
+        return jnp.concatenate([F, jnp.dot(w, z - z_pred)[None]])
+
+    root = optx.root_find(
+        augmented,
+        options.root_finder,
+        z_pred,
+        max_steps=options.max_iterations,
+        throw=False,
+    )
+    z = root.value
+
+    def with_aux(z):
+        F, valid, aux = residual(z)
+        return F, (F, valid, aux)
+
+    # The primal residual comes back as auxiliary output: no third trace of F
+    # just to evaluate it.
+    jacobian, (F, valid, aux) = jax.jacfwd(with_aux, has_aux=True)(z)
+    root_ok = (root.result == optx.RESULTS.successful) & jnp.all(jnp.isfinite(z))
+    return _Correction(
+        z=z,
+        jacobian=jacobian,
+        multiplier_matrix=residual.multiplier_matrix(z, jacobian),
+        residual_norm=jnp.max(jnp.abs(F)),
+        n_steps=root.stats["num_steps"],
+        ok=root_ok & valid,
+        aux=aux,
+    )
+
+
+@compiled("the continuation residual")
+def _residual_only(residual: _AbstractResidual, z):
+    """$F(z)$ alone (compiled: the hybrid return map is slow to run eagerly)."""
+    F, _, _ = residual(z)
+    return F
+
+
+# ---------------------------------------------------------------------------
+# Points on the host
+# ---------------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class _Point:
+    z: np.ndarray
+    jacobian: np.ndarray
+    M: np.ndarray | None
+    residual_norm: float
+    n_steps: int
+    ok: bool
+    aux: Any
+    tangent: np.ndarray | None = None  # scaled, unit, oriented
+    kind: str = "regular"
+
+    @property
+    def lam(self) -> float:
+        return float(self.z[-1])
+
+    @property
+    def u(self) -> np.ndarray:
+        return self.z[:-1]
+
+    def test_functions(self) -> dict[str, float]:
+        """The test functions of the special points this point can tell."""
+        k = self.z.shape[0] - 1
+        values = {"fold": float(np.linalg.det(self.jacobian[:, :k]))}
+        if self.M is not None:
+            values["period_doubling"] = float(np.linalg.det(self.M + np.eye(k)))
+            if k >= 2:
+                values["neimark_sacker"] = _neimark_sacker_test(self.M)
+        return values
+
+
+def _second_compound(M: np.ndarray) -> np.ndarray:
+    """The bialternate product $M \\odot M$: the matrix of the $2\\times 2$ minors
+    $\\det M[\\{p, q\\}, \\{r, s\\}]$, $p < q$, $r < s$ (Kuznetsov 2004, sec. 10.2.2);
+    its eigenvalues are the products $\\nu_i\\nu_j$, $i < j$."""
+    k = M.shape[0]
+    pairs = [(p, q) for p in range(k) for q in range(p + 1, k)]
+    C = np.empty((len(pairs), len(pairs)))
+    for a, (p, q) in enumerate(pairs):
+        for b, (r, s) in enumerate(pairs):
+            C[a, b] = M[p, r] * M[q, s] - M[p, s] * M[q, r]
+    return C
+
+
+def _neimark_sacker_test(M: np.ndarray) -> float:
+    """$\\det(M \\odot M - I) = \\prod_{i<j}(\\nu_i\\nu_j - 1)$."""
+    C = _second_compound(M)
+    return float(np.linalg.det(C - np.eye(C.shape[0])))
+
+
+def _is_torus_point(M: np.ndarray) -> bool:
+    """Whether the pair with $\\nu_i\\nu_j \\approx 1$ is complex (a Neimark-Sacker
+    point) rather than real (a neutral saddle, $\\nu_j = 1/\\nu_i$)."""
+    nu = np.linalg.eigvals(M).astype(complex)
+    i, j = _closest_pair(nu)
+    return bool(min(abs(nu[i].imag), abs(nu[j].imag)) > 1e-8 * max(1.0, abs(nu[i])))
+
+
+class _Corrector:
+    """Calls the compiled corrector and converts its output to a `_Point`."""
+
+    def __init__(self, residual: _AbstractResidual, options: _Options, residual_tol):
+        self.residual = residual
+        self.options = options
+        self.residual_tol = residual_tol
+        self.calls = 0
+
+    def __call__(self, z_pred: np.ndarray, w: np.ndarray) -> _Point:
+        self.calls += 1
+        out = jax.device_get(
+            _correct(
+                self.residual,
+                jnp.asarray(z_pred, dtype=float),
+                jnp.asarray(w, dtype=float),
+                self.options,
+            )
+        )
+        jacobian = np.asarray(out.jacobian, dtype=float)
+        M = None if out.multiplier_matrix is None else np.asarray(out.multiplier_matrix)
+        ok = (
+            bool(out.ok)
+            and float(out.residual_norm) <= self.residual_tol
+            and bool(np.all(np.isfinite(jacobian)))
+            and (M is None or bool(np.all(np.isfinite(M))))
+        )
+        return _Point(
+            z=np.asarray(out.z, dtype=float),
+            jacobian=jacobian,
+            M=None if M is None else np.asarray(M, dtype=float),
+            residual_norm=float(out.residual_norm),
+            n_steps=int(out.n_steps),
+            ok=ok,
+            aux=out.aux,
+        )

@@ -1,0 +1,266 @@
+"""The driver."""
+
+import dataclasses
+import math
+from collections.abc import Callable
+
+import numpy as np
+
+from .._programs import announce
+from .._solution import Interrupted
+from .corrector import _Corrector, _Point
+from .locate import _parameter_direction, _scale, _special_points_between, _tangent
+from .results import SpecialPoint
+from .settings import ContinuationSettings
+
+
+@dataclasses.dataclass
+class _Trace:
+    """A followed branch on the host: its points, the `(index, kind, test value,
+    located)` of its special points, and why it stopped."""
+
+    points: list[_Point]
+    specials: list[tuple[int, str, float, bool]]
+    status: str
+    message: str
+    n_rejected: int
+
+
+def _resolve_range(start, stop, bounds, direction, start_name="start"):
+    """`(start, low, high, direction)` from the continuation's range arguments."""
+    start = float(start)
+    if not math.isfinite(start):
+        raise ValueError(f"`{start_name}` must be finite; got {start}.")
+    if bounds is None:
+        if stop is None:
+            raise ValueError("Give `stop` or `bounds`.")
+        bounds = (min(start, float(stop)), max(start, float(stop)))
+    low, high = (float(b) for b in bounds)
+    if not (math.isfinite(low) and math.isfinite(high) and low < high):
+        raise ValueError(f"`bounds` must be finite with low < high; got {bounds}.")
+    if not low <= start <= high:
+        raise ValueError(
+            f"`{start_name}` = {start} must lie within `bounds` {tuple(bounds)}."
+        )
+    if direction is None:
+        if stop is None or float(stop) == start:
+            raise ValueError("Give `direction` (+1 or -1) when `stop` does not.")
+        direction = 1 if float(stop) > start else -1
+    if direction not in (1, -1):
+        raise ValueError(f"`direction` must be +1 or -1; got {direction}.")
+    return start, low, high, direction
+
+
+def _predict(prev: _Point, h: float, direction: int, settings, scale):
+    """`(z_pred, w, predicted length)`: the tangent predictor and the corrector's
+    hyperplane $w \\cdot (z - z_p) = 0$ (orthogonal to the tangent, or fixed
+    $\\lambda$ for natural continuation)."""
+    k = prev.z.shape[0] - 1
+    e_lam = _parameter_direction(k)
+    if settings.method == "natural":
+        t = prev.tangent / scale
+        d_lam = direction * h
+        if abs(t[k]) > 1e-12 * np.linalg.norm(t):
+            z_pred = prev.z + t * (d_lam / t[k])
+        else:
+            z_pred = prev.z + d_lam * e_lam
+        z_pred[k] = prev.lam + d_lam
+        return z_pred, e_lam, float(np.linalg.norm((z_pred - prev.z) * scale))
+    return prev.z + h * prev.tangent / scale, prev.tangent * scale, h
+
+
+def _acceptable(new, prev, z_pred, predicted, h, settings, scale) -> bool:
+    """Whether a corrected point is taken; sets its tangent."""
+    if not new.ok:
+        return False
+    new.tangent = _tangent(new, prev.tangent, scale)
+    correction = np.linalg.norm((new.z - z_pred) * scale)
+    turned = float(np.dot(new.tangent, prev.tangent)) < settings.min_tangent_cos
+    jumped = correction > settings.max_correction * predicted
+    # On the last halving allowed, a turn or a jump is accepted rather than stop.
+    return not ((turned or jumped) and h * 0.5 >= settings.min_step)
+
+
+def _adapt_step(h: float, n_steps: int, settings) -> float:
+    if n_steps <= settings.fast_newton:
+        return min(h * settings.growth, settings.max_step)
+    if n_steps > settings.slow_newton:
+        return max(h * settings.shrink, settings.min_step)
+    return h
+
+
+def _finish_on_bound(corrector, prev, new, low, high, scale) -> _Point | None:
+    """The last point on the bound that `new` crossed, on the branch's first
+    crossing of it: predicted along the tangent at `prev` (the chord to `new` may
+    cut across a fold just beyond the bound), then corrected at fixed $\\lambda$."""
+    k = prev.z.shape[0] - 1
+    bound = high if new.lam > high else low
+    if abs(prev.lam - bound) <= 1e-14 * max(1.0, abs(bound)):
+        return None  # already there
+    t = prev.tangent / scale
+    chord = new.z - prev.z
+    predictions = [prev.z + (bound - prev.lam) / (new.lam - prev.lam) * chord]
+    if abs(t[k]) > 0:
+        along = prev.z + (bound - prev.lam) / t[k] * t
+        if np.linalg.norm((along - prev.z) * scale) <= np.linalg.norm(chord * scale):
+            predictions.insert(0, along)
+    for z_pred in predictions:
+        z_pred[k] = bound
+        end = corrector(z_pred, _parameter_direction(k))
+        if end.ok:
+            end.tangent = _tangent(end, prev.tangent, scale)
+            end.kind = "end"
+            return end
+    return None
+
+
+def _follow(
+    corrector: _Corrector,
+    first: _Point,
+    low: float,
+    high: float,
+    direction: int,
+    settings: ContinuationSettings,
+    parameter_name: str,
+    stop_when: Callable[[_Point], tuple[str, str] | None] | None = None,
+) -> _Trace:
+    """Pseudo-arclength (or natural) continuation from `first` (whose tangent is
+    set) until the branch leaves `[low, high]`, `max_points` are computed, the
+    step falls below `min_step`, `stop_when(point)` returns `(status,
+    message)`, or Ctrl-C interrupts it (status `"interrupted"`)."""
+    scale = _scale(first.z.shape[0] - 1, settings.parameter_scale)
+    first.kind = "start"
+    points, specials = [first], []
+    h = settings.initial_step
+    n_rejected = 0
+    status, message = "max_points", f"reached max_points = {settings.max_points}"
+    try:
+        while len(points) < settings.max_points:
+            prev = points[-1]
+            z_pred, w, predicted = _predict(prev, h, direction, settings, scale)
+            new = corrector(z_pred, w)
+            if not _acceptable(new, prev, z_pred, predicted, h, settings, scale):
+                n_rejected += 1
+                h *= 0.5
+                if h < settings.min_step:
+                    status = "min_step"
+                    message = (
+                        f"step below min_step = {settings.min_step:g} at "
+                        f"{parameter_name} = {prev.lam:.8g}"
+                    )
+                    if settings.method == "natural":
+                        message += " (a fold stops natural continuation)"
+                    break
+                continue
+            for point, kind, g, located in _special_points_between(
+                corrector, prev, new, scale, settings
+            ):
+                if low <= point.lam <= high and len(points) < settings.max_points:
+                    # The point first: an interrupt between the two lines leaves
+                    # no special point without its point.
+                    points.append(point)
+                    specials.append((len(points) - 1, kind, g, located))
+                    label = kind.replace("_", " ")
+                    announce(f"  {label} at {parameter_name} = {point.lam:.8g}")
+            if not low <= new.lam <= high:
+                end = _finish_on_bound(corrector, prev, new, low, high, scale)
+                if end is not None and len(points) < settings.max_points:
+                    points.append(end)
+                status, message = "reached_bound", f"left [{low:g}, {high:g}]"
+                break
+            if len(points) >= settings.max_points:
+                break
+            points.append(new)
+            # A line per point (the command line's progress; else the log's).
+            announce(
+                f"  point {len(points) - 1}: {parameter_name} = {new.lam:.8g} "
+                f"({new.n_steps} Newton steps, step {h:.3g})"
+            )
+            reason = None if stop_when is None else stop_when(new)
+            if reason is not None:
+                status, message = reason
+                break
+            h = _adapt_step(h, new.n_steps, settings)
+    except KeyboardInterrupt:
+        # The points accepted so far are whole (a point is appended once done).
+        status = "interrupted"
+        message = f"interrupted (Ctrl-C) after {len(points)} point(s)"
+    return _Trace(points, specials, status, message, n_rejected)
+
+
+def start_at_parameter(corrector, u0, start, direction, settings) -> _Point:
+    """The first point: `u0` corrected at fixed $\\lambda$ = `start`, its tangent
+    oriented so that $d\\lambda$ has the sign of `direction`."""
+    k = u0.shape[0]
+    e_lam = _parameter_direction(k)
+    first = corrector(np.concatenate([u0, [start]]), e_lam)
+    if first.ok:
+        first.tangent = _tangent(
+            first, direction * e_lam, _scale(k, settings.parameter_scale)
+        )
+    return first
+
+
+def _flip_eigenvector(M: np.ndarray) -> np.ndarray:
+    """The real unit eigenvector of the multiplier nearest $-1$."""
+    nu, vectors = np.linalg.eig(M)
+    v = np.real(vectors[:, np.argmin(np.abs(nu + 1.0))])
+    return v / np.linalg.norm(v)
+
+
+def _start_on_doubled_branch(corrector, point: SpecialPoint, amplitude, settings):
+    """The first point of the period-$2m$ branch that bifurcates at the period
+    doubling `point` of a period-$m$ branch. There $g^{2m}$ has a pitchfork whose
+    new branch leaves along $(v, 0)$, $v$ the eigenvector of the multiplier $-1$
+    (Kuznetsov 2004, sec. 4.4): predict $z_p = z^* + a\\,(v, 0)$ and correct on the
+    hyperplane $(v, 0)\\cdot(z - z_p) = 0$, which the period-$m$ branch crosses far
+    from $z_p$ (at $\\Delta\\lambda = O(a)$ against $O(a^2)$)."""
+    k = point.u.shape[0]
+    v = _flip_eigenvector(point.multiplier_matrix)
+    direction = np.concatenate([v, [0.0]])
+    z_pred = np.concatenate([point.u + amplitude * v, [point.parameter]])
+    first = corrector(z_pred, direction)
+    if first.ok:
+        first.tangent = _tangent(first, direction, _scale(k, settings.parameter_scale))
+    return first
+
+
+def check_u0(u0) -> np.ndarray:
+    u0 = np.atleast_1d(np.asarray(u0, dtype=float))
+    if u0.ndim != 1:
+        raise ValueError(f"`u0` must be 1-D; got shape {u0.shape}.")
+    return u0
+
+
+def _start_failure(first, missing, noun, name, bounds, check_start) -> str | None:
+    """Why a branch cannot start from `first`: no solution there, a start outside
+    `bounds`, or the client's own `check_start`; `None` if it can."""
+    low, high = bounds
+    if not first.ok:
+        return (
+            f"{missing} (residual {first.residual_norm:.3g}, {first.n_steps} "
+            "Newton steps)"
+        )
+    if not low <= first.lam <= high:
+        return (
+            f"the start {noun} has {name} = {first.lam:.8g}, outside "
+            f"[{low:g}, {high:g}]"
+        )
+    return None if check_start is None else check_start(first)
+
+
+def _first_point(start_point, *args):
+    """`start_point(*args)`; Ctrl-C there is [`hybrax.Interrupted`][] without a
+    branch."""
+    try:
+        return start_point(*args)
+    except KeyboardInterrupt:
+        raise Interrupted(None, "interrupted before the first point") from None
+
+
+def _interrupted_or(branch):
+    """`branch`, or [`hybrax.Interrupted`][] raised with it where Ctrl-C stopped
+    its continuation."""
+    if branch.status == "interrupted":
+        raise Interrupted(branch, branch.message)
+    return branch

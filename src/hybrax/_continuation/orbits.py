@@ -1,0 +1,396 @@
+"""Client: periodic orbits of a hybrid system."""
+
+import math
+from collections.abc import Callable
+
+import diffrax as dfx
+import equinox as eqx
+import jax.numpy as jnp
+from jaxtyping import Array, Float
+
+from .._custom_types import Params
+from .._hybrid import HybridSystem
+from .._misc import canonical_params, check_float64
+from .._parameters import (
+    AbstractParameter,
+    as_parameter,
+)
+from .._periodic import (
+    PoincareSection,
+    resolve_sequence,
+)
+from .._settings import (
+    Settings,
+    resolve_settings,
+)
+from .assembly import _empty_orbit_branch, _orbit_branch
+from .corrector import _Corrector, _Options, _Point, _residual_only
+from .driver import (
+    _first_point,
+    _follow,
+    _interrupted_or,
+    _resolve_range,
+    _start_failure,
+    _start_on_doubled_branch,
+    check_u0,
+    start_at_parameter,
+)
+from .problems import _ReturnMapResidual
+from .results import Branch, SpecialPoint
+from .settings import ContinuationSettings, resolve_continuation_settings
+
+
+def continue_branch(
+    system: HybridSystem,
+    section: PoincareSection,
+    u0: Float[Array, " k"],
+    params: Params,
+    parameter: AbstractParameter | str,
+    *,
+    start: float,
+    stop: float | None = None,
+    bounds: tuple[float, float] | None = None,
+    direction: int | None = None,
+    max_period: float | None = None,
+    continuation_settings: ContinuationSettings | None = None,
+    settings: Settings | None = None,
+    throw: bool = True,
+) -> Branch:
+    r"""Follow a branch of periodic orbits in one scalar parameter.
+
+    Pseudo-arclength continuation (Keller 1977): with $z = (u, \lambda)$ and
+    $F(u, \lambda) = \pi(P(\chi(u); p(\lambda))) - u$ (see
+    [`hybrax.poincare_map`][]), the tangent $t_n$ is the unit null vector of
+    $[F_u\ F_\lambda]$ (by `jax.jacfwd` through the event chain), oriented so that
+    $t_n \cdot t_{n-1} > 0$; the predictor $z_p = z_n + h\,t_n$ is corrected by
+    `optimistix.Newton` on
+
+    $$F(z) = 0,\qquad t_n\cdot(z - z_p) = 0,$$
+
+    which passes folds, where $\lambda$ turns back. Lengths and the tangent are
+    taken in the scaled coordinates $(u, \lambda/\theta)$, $\theta$ =
+    `parameter_scale`. Step control as in [`hybrax.ContinuationSettings`][]: by
+    default the step $h$ grows by 1.5 after a corrector that converged in at most
+    3 iterations, shrinks by 0.7 after more than 6, and halves after a failure (no
+    convergence, a cycle that left the section's event sequence, a correction
+    longer than the step, or a tangent that turned by more than about 37
+    degrees); below `min_step` the continuation stops. The hybrid-orbit client of
+    the generic core of [`hybrax.continue_zeros`][].
+
+    With `method="natural"`, $\lambda$ advances by $h$ (tangent predictor) and
+    $F(u, \lambda) = 0$ is solved at fixed $\lambda$; it stops at a fold.
+
+    At every point the reduced Jacobian $M = F_u + I$ gives the nontrivial
+    multipliers. Folds ($\det F_u = \prod(\nu_i - 1)$ changes sign), period
+    doublings ($\det(F_u + 2I)$ changes sign) and Neimark-Sacker points
+    ($\det(M \odot M - I) = \prod_{i<j}(\nu_i\nu_j - 1)$ changes sign at a
+    complex pair) between two points are located by regula falsi (Illinois) on the
+    test function along the chord, each trial corrected onto the branch, and
+    inserted as points of the branch (`Branch.special_points`).
+
+    **Arguments:**
+
+    - `system`, `section`: the hybrid system and its [`hybrax.PoincareSection`][].
+    - `u0`: a guess of the reduced unknowns of the orbit at $\lambda$ = `start`,
+      corrected at fixed $\lambda$ first.
+    - `params`: the parameter PyTree (its value of the continued parameter is
+      replaced by `start`).
+    - `parameter`: a [`hybrax.AbstractParameter`][] (e.g. a
+      [`hybrax.FieldParameter`][] for a field in scaled units) or a field name.
+    - `start`: the initial value of $\lambda$.
+    - `stop`: the branch is followed from `start` towards `stop`, and ends where
+      it leaves `[min(start, stop), max(start, stop)]` (a last point is placed on
+      the bound).
+    - `bounds`: `(low, high)` instead of the range given by `stop`.
+    - `direction`: `+1` or `-1`, the initial sign of $d\lambda$; default the sign
+      of `stop - start` (required without `stop`).
+    - `max_period`: stop once an orbit's period exceeds this.
+    - `continuation_settings`: a [`hybrax.ContinuationSettings`][]: the method,
+      its steps, the location of special points and the corrector; default
+      `ContinuationSettings()`.
+    - `settings`: a [`hybrax.Settings`][] for each cycle (see
+      [`hybrax.poincare_map`][]); its `guard_tol` is also how far past a guard a
+      phase may start and still count as admissible (`Branch.admissible`).
+    - `throw`: raise if no orbit is found at the start; otherwise return an empty
+      branch with status `"start_failed"`.
+
+    **Returns:** a [`hybrax.Branch`][].
+
+    **Raises:** `ValueError` for bad arguments; `RuntimeError` if the start fails
+    and `throw=True`.
+
+    !!! note
+
+        Special points are detected by sign changes between consecutive points, so
+        two folds closer together than one step cancel out; `max_step` bounds the
+        step. Where the cycle's event sequence changes along the branch (grazing,
+        a non-smooth point of a hybrid system) no step beyond it converges to an
+        admissible cycle and the continuation stops with status `"min_step"`. One
+        corrector is compiled per system, section, parameter and integration
+        setting, and serves every step, method and parameter value.
+
+    !!! example
+
+        The hopper in $D_G = d_G / (2\sqrt{k m})$ through its first two folds:
+
+        ```python
+        def damping_scale(p):
+            return 2 * jnp.sqrt(p.k * p.m)
+
+        D_G = hybrax.FieldParameter("d_G", damping_scale, name="D_G")
+        system, section = models.minimal_hopper(), models.hopper_section()
+        params = hybrax.canonical_params(models.hopper_params(D_G=-0.005))
+        branch = hybrax.continue_branch(
+            system, section, models.orbit_guess(params, 0.3), params, D_G,
+            start=-0.005, stop=-0.04,
+            continuation_settings=hybrax.ContinuationSettings(
+                parameter_scale=0.01, max_step=0.1
+            ),
+        )
+        [fold.parameter for fold in branch.folds]  # [-0.035439, -0.023735]
+        ```
+
+    **References:** H. B. Keller (1977), Numerical solution of bifurcation and
+    nonlinear eigenvalue problems; R. Seydel (2010), Practical Bifurcation and
+    Stability Analysis, ch. 4-5; Yu. A. Kuznetsov (2004), Elements of Applied
+    Bifurcation Theory, sec. 10.2.
+    """
+    check_float64("continue_branch")
+    parameter = as_parameter(parameter, params)
+    continuation = resolve_continuation_settings(continuation_settings)
+    start, low, high, direction = _resolve_range(start, stop, bounds, direction)
+    u0 = check_u0(u0)
+    return continue_orbits(
+        system,
+        section,
+        params,
+        parameter,
+        lambda corrector: start_at_parameter(
+            corrector, u0, start, direction, continuation
+        ),
+        f"at {parameter.name} = {start:g} from `u0`",
+        low=low,
+        high=high,
+        direction=direction,
+        max_period=max_period,
+        settings=settings,
+        continuation=continuation,
+        throw=throw,
+    )
+
+
+def continue_orbits(
+    system,
+    section,
+    params,
+    parameter: AbstractParameter,
+    start_point: Callable[[_Corrector], _Point],
+    where: str,
+    *,
+    low,
+    high,
+    direction,
+    max_period,
+    settings,
+    continuation: ContinuationSettings,
+    throw,
+    check_start: Callable[[_Point], str | None] | None = None,
+) -> Branch:
+    """The driver of the hybrid-orbit clients: the first point from
+    `start_point`, then [`_follow`][] with the `max_period` stop."""
+    settings = _forward_mode_settings(settings)
+    resolve_sequence(system, section)
+    residual = _ReturnMapResidual(
+        system, section, parameter, canonical_params(params), settings
+    )
+    options = _Options(continuation.corrector, continuation.max_iterations)
+    corrector = _Corrector(residual, options, continuation.residual_tol)
+    first = _first_point(start_point, corrector)
+    failure = _start_failure(
+        first,
+        f"no periodic orbit found {where}",
+        "orbit",
+        parameter.name,
+        (low, high),
+        check_start,
+    )
+    if failure is not None:
+        if throw:
+            raise RuntimeError(failure)
+        return _empty_orbit_branch(
+            parameter.name, continuation.method, "start_failed", failure
+        )
+    if direction is None:  # a switched branch: natural steps go where it leaves
+        direction = 1 if first.tangent[-1] >= 0 else -1
+
+    def beyond_max_period(point: _Point) -> tuple[str, str] | None:
+        period = float(point.aux.t_events[-1])
+        if max_period is not None and period > max_period:
+            message = f"period {period:.6g} above max_period = {max_period:g}"
+            return "max_period", message
+        return None
+
+    trace = _follow(
+        corrector,
+        first,
+        low,
+        high,
+        direction,
+        continuation,
+        parameter.name,
+        beyond_max_period,
+    )
+    return _interrupted_or(
+        _orbit_branch(trace, parameter.name, continuation.method, settings.guard_tol)
+    )
+
+
+def period_doubled_section(section: PoincareSection) -> PoincareSection:
+    r"""The section of the twice-iterated return map $P^2$: the same chart and
+    coordinates, the transition sequence repeated twice. Its fixed points are the
+    period-2 orbits of $P$ (two cycles of `section` each).
+
+    **Arguments:**
+
+    - `section`: a [`hybrax.PoincareSection`][].
+
+    **Returns:** a [`hybrax.PoincareSection`][] with `sequence` = `2 * sequence`.
+    """
+    if not isinstance(section, PoincareSection):
+        raise ValueError(
+            f"`section` must be a hybrax.PoincareSection; got {type(section).__name__}."
+        )
+    return PoincareSection(
+        tuple(section.sequence) * 2, section.chart, section.coordinates
+    )
+
+
+def continue_branch_period_doubled(
+    system: HybridSystem,
+    section: PoincareSection,
+    point: SpecialPoint,
+    params: Params,
+    parameter: AbstractParameter | str,
+    *,
+    stop: float | None = None,
+    bounds: tuple[float, float] | None = None,
+    amplitude: float | None = None,
+    max_period: float | None = None,
+    settings: Settings | None = None,
+    continuation_settings: ContinuationSettings | None = None,
+    throw: bool = True,
+) -> Branch:
+    r"""Switch onto the branch of period-2 orbits (two cycles of `section`) that
+    bifurcates at a period doubling of a [`hybrax.continue_branch`][] branch, and
+    follow it.
+
+    With $P$ the return map of `section`, the period-2 orbits are the zeros of
+    $F_2(u, \lambda) = \pi(P^2(\chi(u); p(\lambda))) - u$, the return map of
+    [`hybrax.period_doubled_section`][]. At the period doubling $(u^*,
+    \lambda^*)$, where $M = \partial P/\partial u$ has the multiplier $-1$ with
+    eigenvector $v$, the new branch leaves tangent to $(v, 0)$ (Kuznetsov 2004,
+    sec. 4.4): its first point solves $F_2 = 0$ on the hyperplane
+    $(v, 0)\cdot(z - z_p) = 0$ through $z_p = (u^* + a v, \lambda^*)$, then
+    pseudo-arclength continuation (Keller 1977) follows it, as
+    [`hybrax.continue_period_doubled`][] does for maps.
+
+    **Arguments:**
+
+    - `system`, `section`: the hybrid system and the section of the branch that
+      holds `point` (for the next level of a cascade, the doubled section).
+    - `point`: a period doubling ([`hybrax.SpecialPoint`][] of kind
+      `"period_doubling"`) of that branch.
+    - `params`, `parameter`, `max_period`, `settings`, `throw`: as for
+      [`hybrax.continue_branch`][].
+    - `stop`, `bounds`: the range of $\lambda$, with `point.parameter` as start;
+      the side the new branch leaves on is found, not given.
+    - `amplitude`: $a$; default `continuation_settings.initial_step`, then a third,
+      a tenth and a thirtieth of it where the corrector falls back onto the
+      period-1 branch or the first period-2 orbit already lies past the bound.
+    - `continuation_settings`: a [`hybrax.ContinuationSettings`][].
+
+    **Returns:** a [`hybrax.Branch`][] of period-2 orbits (`E` = twice the events
+    of `section`).
+
+    **Raises:** `ValueError` for bad arguments; `RuntimeError` if no period-2 orbit
+    is found near the period doubling and `throw=True`.
+
+    **References:** Yu. A. Kuznetsov (2004), Elements of Applied Bifurcation
+    Theory, sec. 4.4; R. Seydel (2010), Practical Bifurcation and Stability
+    Analysis, sec. 5.6.
+    """
+    check_float64("continue_branch_period_doubled")
+    parameter = as_parameter(parameter, params)
+    if not isinstance(point, SpecialPoint) or point.kind != "period_doubling":
+        raise ValueError("`point` must be a hybrax.SpecialPoint of a period doubling.")
+    continuation = resolve_continuation_settings(continuation_settings)
+    if amplitude is None:
+        # The period-2 branch leaves the bifurcation like a parabola in the
+        # parameter; when the first amplitude lands the corrector back on the
+        # period-1 branch, smaller ones are tried before giving up.
+        amplitudes = [continuation.initial_step * f for f in (1, 1 / 3, 1 / 10, 1 / 30)]
+    else:
+        amplitudes = [float(amplitude)]
+        if not (math.isfinite(amplitudes[0]) and amplitudes[0] > 0):
+            raise ValueError(f"`amplitude` must be positive; got {amplitude}.")
+    _, low, high, _ = _resolve_range(point.parameter, stop, bounds, 1, "point")
+    resolve_sequence(system, section)
+    params = canonical_params(params)
+    once = _ReturnMapResidual(
+        system, section, parameter, params, _forward_mode_settings(settings)
+    )
+
+    branch = None
+    for k, size in enumerate(amplitudes):
+
+        def check_start(first: _Point, size=size) -> str | None:
+            # Both branches solve F_2 = 0: an orbit that one cycle leaves in place
+            # is back on the period-1 branch.
+            F = _residual_only(once, jnp.asarray(first.z))
+            if not float(jnp.max(jnp.abs(F))) >= 0.05 * size:
+                return "the corrector fell back onto the period-1 branch"
+            return None
+
+        last = k == len(amplitudes) - 1
+        branch = continue_orbits(
+            system,
+            period_doubled_section(section),
+            params,
+            parameter,
+            lambda corrector, size=size: _start_on_doubled_branch(
+                corrector, point, size, continuation
+            ),
+            f"near the period doubling at {parameter.name} = {point.parameter:g} "
+            f"(amplitude {size:g})",
+            low=low,
+            high=high,
+            direction=None,
+            max_period=max_period,
+            settings=settings,
+            continuation=continuation,
+            throw=throw and last,
+            check_start=check_start,
+        )
+        # A start that already lies past the bound (one point, then out) also
+        # asks for a smaller amplitude: the parabola was entered too far out.
+        overshot = branch.status == "reached_bound" and branch.n_points < 2
+        if branch.status != "start_failed" and not (overshot and not last):
+            break
+    return branch
+
+
+def _forward_mode_settings(settings: Settings | None) -> Settings:
+    """`settings` with `diffrax.ForwardMode()` as adjoint: the corrector
+    differentiates the return map with `jax.jacfwd`."""
+    settings = resolve_settings(settings)
+    if settings.adjoint is not None and not isinstance(
+        settings.adjoint, dfx.ForwardMode
+    ):
+        raise ValueError(
+            "`settings.adjoint`: continuation differentiates the return map in "
+            "forward mode (`diffrax.ForwardMode()` or None); got "
+            f"{type(settings.adjoint).__name__}."
+        )
+    return eqx.tree_at(
+        lambda s: s.adjoint, settings, dfx.ForwardMode(), is_leaf=lambda x: x is None
+    )

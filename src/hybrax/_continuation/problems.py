@@ -1,0 +1,147 @@
+"""The problems: F(z) = 0, with its validity, auxiliary output and multipliers."""
+
+import abc
+import dataclasses
+from collections.abc import Callable
+from typing import Any
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+from jaxtyping import Array, Float, PyTree
+
+from .._custom_types import Params
+from .._hybrid import HybridSystem
+from .._parameters import (
+    AbstractParameter,
+)
+from .._periodic import (
+    PoincareSection,
+    poincare_map,
+)
+from .._settings import (
+    Settings,
+)
+from .._solution import RESULTS
+from .results import Branch, SolutionBranch
+
+
+def _register_branch_pytree(cls) -> None:
+    """Make a branch a PyTree whose leaves are its stacked per-point arrays (labels,
+    status and special points are metadata): `jax.tree.map` over a branch maps its
+    arrays, e.g. to select points or convert them."""
+    labels = {
+        "parameter_name",
+        "method",
+        "iterates",
+        "kind",
+        "special_points",
+        "status",
+        "message",
+        "n_rejected",
+    }
+    fields = [f.name for f in dataclasses.fields(cls)]
+    jax.tree_util.register_dataclass(
+        cls,
+        data_fields=[f for f in fields if f not in labels],
+        meta_fields=[f for f in fields if f in labels],
+    )
+
+
+_register_branch_pytree(SolutionBranch)
+_register_branch_pytree(Branch)
+
+
+class _AbstractResidual(eqx.Module):
+    """$F(z)$ of a continuation problem, $z = (u, \\lambda)$. `__call__(z)` returns
+    `(F, valid, aux)`: the residual, whether the evaluation is meaningful (a cycle
+    that ran as declared), and per-point data kept with the point (or `None`)."""
+
+    @abc.abstractmethod
+    def __call__(self, z: Float[Array, " k+1"]) -> tuple[Array, Array, Any]:
+        """`(F, valid, aux)` at `z`."""
+
+    @abc.abstractmethod
+    def multiplier_matrix(
+        self, z: Float[Array, " k+1"], jacobian: Float[Array, "k k+1"]
+    ) -> Float[Array, "k k"] | None:
+        """The multiplier matrix at the solution `z`, given $[F_u\\ F_\\lambda]$
+        there; `None` when the problem has none."""
+
+
+class _ZerosResidual(_AbstractResidual):
+    fn: Callable
+    multiplier_fn: Callable | None
+    args: PyTree
+
+    def __call__(self, z):
+        u, lam = z[:-1], z[-1]
+        F = jnp.asarray(self.fn(u, lam, self.args), dtype=z.dtype)
+        return F, jnp.all(jnp.isfinite(F)), None
+
+    def multiplier_matrix(self, z, jacobian):
+        if self.multiplier_fn is None:
+            return None
+        return jnp.asarray(self.multiplier_fn(z[:-1], z[-1], self.args), z.dtype)
+
+
+def _iterate(fn, u, lam, args, iterates):
+    # A fori_loop with static bounds: one trace of `fn` whatever the iterate count,
+    # and forward-mode differentiable (it lowers to a scan).
+    return jax.lax.fori_loop(0, iterates, lambda _, v: fn(v, lam, args), u)
+
+
+class _FixedPointResidual(_AbstractResidual):
+    fn: Callable
+    args: PyTree
+    iterates: int = eqx.field(static=True)
+
+    def __call__(self, z):
+        u, lam = z[:-1], z[-1]
+        F = _iterate(self.fn, u, lam, self.args, self.iterates) - u
+        return F, jnp.all(jnp.isfinite(F)), None
+
+    def multiplier_matrix(self, z, jacobian):
+        k = z.shape[0] - 1
+        return jacobian[:, :k] + jnp.eye(k, dtype=z.dtype)
+
+
+class _CycleRecord(eqx.Module):
+    state: Float[Array, " n"]
+    t_events: Float[Array, " E"]
+    x_before: Float[Array, "E n"]
+    x_after: Float[Array, "E n"]
+    T_c: Float[Array, " E"]
+    T_a: Float[Array, " E"]
+    guard_at_start: Float[Array, " E"]
+
+
+class _ReturnMapResidual(_AbstractResidual):
+    system: HybridSystem
+    section: PoincareSection
+    parameter: AbstractParameter
+    params: Params
+    settings: Settings
+
+    def __call__(self, z):
+        k = z.shape[0] - 1
+        u, lam = z[:k], z[k]
+        p = self.parameter.set(self.params, lam)
+        u_next, sol = poincare_map(
+            self.system, self.section, u, p, settings=self.settings
+        )
+        record = _CycleRecord(
+            state=self.section.chart(u, p),
+            t_events=sol.t_events,
+            x_before=sol.x_before,
+            x_after=sol.x_after,
+            T_c=sol.T_c,
+            T_a=sol.T_a,
+            guard_at_start=sol.guard_at_start,
+        )
+        return u_next - u, sol.result == RESULTS.successful, record
+
+    def multiplier_matrix(self, z, jacobian):
+        # M = F_u + I = dP/du, the reduced Jacobian (Zana et al. 2018 eqs. 32-33).
+        k = z.shape[0] - 1
+        return jacobian[:, :k] + jnp.eye(k, dtype=z.dtype)

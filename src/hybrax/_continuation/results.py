@@ -1,0 +1,195 @@
+"""Results."""
+
+import dataclasses
+
+import numpy as np
+from jaxtyping import Bool, Complex, Float, Int
+
+
+SPECIAL_POINT_KINDS = ("fold", "period_doubling", "neimark_sacker")
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class SpecialPoint:
+    r"""A located special point of a branch.
+
+    - `kind`: `"fold"` (limit point, saddle-node: a real multiplier is $+1$,
+      $\det F_u = 0$, the branch turns back in $\lambda$), `"period_doubling"`
+      (flip: a real multiplier is $-1$, $\det(M + I) = 0$; a branch of twice the
+      period bifurcates) or `"neimark_sacker"` (torus: a complex pair
+      $e^{\pm i\theta}$ on the unit circle, $\det(M \odot M - I) = 0$).
+    - `index`: the position of this point in the branch's arrays.
+    - `parameter`: $\lambda$ there; `u`: the unknowns there.
+    - `multipliers`: the eigenvalues of the multiplier matrix $M$ there, by
+      decreasing modulus (`None` without one); `multiplier_matrix`: $M$.
+    - `test_value`: the located test function (ideally 0).
+    - `located`: whether the root search on the test function converged.
+    - `state`, `phase_durations`, `period`: for periodic orbits of a hybrid system
+      ([`hybrax.continue_branch`][]): the section state, the durations of the
+      phases of one cycle and their sum; `None` otherwise.
+    """
+
+    kind: str
+    index: int
+    parameter: float
+    u: Float[np.ndarray, " k"]
+    multipliers: Complex[np.ndarray, " k"] | None
+    multiplier_matrix: Float[np.ndarray, "k k"] | None
+    test_value: float
+    located: bool
+    state: Float[np.ndarray, " n"] | None = None
+    phase_durations: Float[np.ndarray, " E"] | None = None
+    period: float | None = None
+
+    @property
+    def critical_multiplier(self) -> complex:
+        r"""The multiplier that crosses: the one nearest $+1$ (fold), $-1$ (period
+        doubling), or of the pair with $\nu_i\nu_j$ nearest 1 the one with
+        positive imaginary part (Neimark-Sacker)."""
+        if self.multipliers is None:
+            raise ValueError("This branch has no multiplier matrix.")
+        nu = self.multipliers
+        if self.kind == "neimark_sacker":
+            i, j = _closest_pair(nu)
+            return complex(nu[i] if nu[i].imag >= 0 else nu[j])
+        target = 1.0 if self.kind == "fold" else -1.0
+        return complex(nu[np.argmin(np.abs(nu - target))])
+
+
+class _SpecialPointViews:
+    """The filtered views of `special_points` that every branch offers."""
+
+    special_points: tuple[SpecialPoint, ...]
+    parameter: np.ndarray
+
+    @property
+    def n_points(self) -> int:
+        """The number of points $N$."""
+        return int(self.parameter.shape[0])
+
+    @property
+    def folds(self) -> tuple[SpecialPoint, ...]:
+        """The located folds, in the order met."""
+        return tuple(p for p in self.special_points if p.kind == "fold")
+
+    @property
+    def period_doublings(self) -> tuple[SpecialPoint, ...]:
+        """The located period doublings, in the order met."""
+        return tuple(p for p in self.special_points if p.kind == "period_doubling")
+
+    @property
+    def neimark_sackers(self) -> tuple[SpecialPoint, ...]:
+        """The located Neimark-Sacker (torus) points, in the order met."""
+        return tuple(p for p in self.special_points if p.kind == "neimark_sacker")
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class SolutionBranch(_SpecialPointViews):
+    r"""The result of [`hybrax.continue_zeros`][], [`hybrax.continue_fixed_points`][]
+    and [`hybrax.continue_period_doubled`][]: $N$ points of a branch of zeros of
+    $F(u, \lambda)$, in the order followed, as NumPy arrays.
+
+    Per point (leading axis $N$): `parameter` ($\lambda$), `u` `(N, k)`,
+    `tangent` (the oriented unit tangent $(du, d\lambda)$ in the scaled
+    coordinates, `(N, k + 1)`; its last entry changes sign at folds),
+    `multiplier_matrix` $M$ `(N, k, k)`, `multipliers` (its eigenvalues by
+    decreasing modulus, `(N, k)`) and `stable` (all $|\nu_i| < 1$), each `None`
+    without a multiplier matrix; `kind` (`"start"`, `"regular"`, `"fold"`,
+    `"period_doubling"`, `"neimark_sacker"` or `"end"`, a point placed on a bound
+    of the parameter range); `residual_norm` ($\max|F|$); `newton_steps`.
+
+    Besides: `special_points` (every located [`hybrax.SpecialPoint`][], also
+    present in the arrays at its `index`) and its views `folds`,
+    `period_doublings`, `neimark_sackers`; `iterates` ($m$ for fixed points of
+    $g^m$, `None` for [`hybrax.continue_zeros`][]); `parameter_name`, `method`,
+    `status` (why the continuation stopped: `"reached_bound"`, `"max_points"`,
+    `"min_step"`, `"start_failed"`; `"interrupted"` on the `partial` of
+    [`hybrax.Interrupted`][]), `message` and `n_rejected` (rejected steps).
+    """
+
+    parameter_name: str
+    method: str
+    iterates: int | None
+    parameter: Float[np.ndarray, " N"]
+    u: Float[np.ndarray, "N k"]
+    tangent: Float[np.ndarray, "N k+1"]
+    multiplier_matrix: Float[np.ndarray, "N k k"] | None
+    multipliers: Complex[np.ndarray, "N k"] | None
+    stable: Bool[np.ndarray, " N"] | None
+    kind: tuple[str, ...]
+    residual_norm: Float[np.ndarray, " N"]
+    newton_steps: Int[np.ndarray, " N"]
+    special_points: tuple[SpecialPoint, ...]
+    status: str
+    message: str
+    n_rejected: int
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Branch(_SpecialPointViews):
+    r"""The result of [`hybrax.continue_branch`][]: $N$ periodic orbits along a
+    branch, in the order followed, as NumPy arrays (stable and unstable ones).
+
+    Per point (leading axis $N$):
+
+    - `parameter`: $\lambda$; `u`: reduced unknowns `(N, k)`; `state`: the section
+      state $\chi(u)$ `(N, n)`.
+    - `tangent`: the oriented unit tangent $(du, d\lambda)$ in the continuation's
+      scaled coordinates `(N, k + 1)` (its last entry changes sign at folds).
+    - `t_events`, `phase_durations`: event times and phase durations of one cycle
+      `(N, E)` (the phase that starts at the section first); `period`: their sum.
+    - `x_before`, `x_after`: the states at each event `(N, E, n)`; `T_c`, `T_a`:
+      energy lost and kept at each event `(N, E)` (NaN where the reset reports
+      none).
+    - `guard_at_start`: the sign-normalised guard of each phase's mode right after
+      its event `(N, E)`. Negative means the orbit enters that phase already past
+      one of its guards (for the hopper, `guard_at_start[:, 0] < 0`: the ground
+      would have to pull right after touchdown); `admissible` is `False` there.
+    - `reduced_jacobian`: $M = \partial P/\partial u$ `(N, k, k)`; `multipliers`:
+      its eigenvalues (the nontrivial Floquet multipliers) by decreasing modulus
+      `(N, k)`; `stable`: all $|\nu_i| < 1$.
+    - `kind`: `"start"`, `"regular"`, `"fold"`, `"period_doubling"`,
+      `"neimark_sacker"` or `"end"` (a point placed on a bound of the parameter
+      range).
+    - `residual_norm`: $\max|F|$; `newton_steps`: corrector iterations.
+
+    Besides: `special_points` (every located [`hybrax.SpecialPoint`][], also
+    present in the arrays at its `index`) and its views `folds`,
+    `period_doublings` and `neimark_sackers`; `parameter_name`, `method`, `status`
+    (why the continuation stopped: `"reached_bound"`, `"max_points"`,
+    `"max_period"`, `"min_step"`, `"start_failed"`; `"interrupted"` on the
+    `partial` of [`hybrax.Interrupted`][]), `message` and `n_rejected` (rejected
+    steps).
+    """
+
+    parameter_name: str
+    method: str
+    parameter: Float[np.ndarray, " N"]
+    u: Float[np.ndarray, "N k"]
+    state: Float[np.ndarray, "N n"]
+    tangent: Float[np.ndarray, "N k+1"]
+    t_events: Float[np.ndarray, "N E"]
+    phase_durations: Float[np.ndarray, "N E"]
+    period: Float[np.ndarray, " N"]
+    x_before: Float[np.ndarray, "N E n"]
+    x_after: Float[np.ndarray, "N E n"]
+    T_c: Float[np.ndarray, "N E"]
+    T_a: Float[np.ndarray, "N E"]
+    guard_at_start: Float[np.ndarray, "N E"]
+    admissible: Bool[np.ndarray, " N"]
+    reduced_jacobian: Float[np.ndarray, "N k k"]
+    multipliers: Complex[np.ndarray, "N k"]
+    stable: Bool[np.ndarray, " N"]
+    kind: tuple[str, ...]
+    residual_norm: Float[np.ndarray, " N"]
+    newton_steps: Int[np.ndarray, " N"]
+    special_points: tuple[SpecialPoint, ...]
+    status: str
+    message: str
+    n_rejected: int
+
+
+def _closest_pair(nu: np.ndarray) -> tuple[int, int]:
+    """The pair $i < j$ whose product $\\nu_i\\nu_j$ is nearest 1."""
+    pairs = [(i, j) for i in range(len(nu)) for j in range(i + 1, len(nu))]
+    return min(pairs, key=lambda ij: abs(nu[ij[0]] * nu[ij[1]] - 1.0))
