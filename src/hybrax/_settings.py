@@ -170,21 +170,30 @@ def _run_time(value) -> np.ndarray:
 
 
 @functools.cache
-def _default_settings() -> Settings:
-    """`Settings()`, built once (immutable; it holds no JAX arrays): its solver,
-    controller and root finder cost about 85 us per call to build."""
-    return Settings()
+def _defaults(options_class: type):
+    """`options_class()`, built once (the options objects are immutable and hold
+    no JAX arrays; `Settings()` costs about 85 us to build)."""
+    return options_class()
+
+
+def resolve_options(value, options_class: type, name: str):
+    """`value`, or the defaults of `options_class` where it is `None` (a
+    [`hybrax.Settings`][], [`hybrax.Shooting`][] or
+    [`hybrax.ContinuationSettings`][]); a `ValueError` naming the argument
+    `name` for anything else."""
+    if value is None:
+        return _defaults(options_class)
+    if not isinstance(value, options_class):
+        raise ValueError(
+            f"`{name}` must be a hybrax.{options_class.__name__}; got "
+            f"{type(value).__name__}."
+        )
+    return value
 
 
 def resolve_settings(settings: Settings | None) -> Settings:
     """`settings`, or the defaults; a clear error for anything else."""
-    if settings is None:
-        return _default_settings()
-    if not isinstance(settings, Settings):
-        raise ValueError(
-            f"`settings` must be a hybrax.Settings; got {type(settings).__name__}."
-        )
-    return settings
+    return resolve_options(settings, Settings, "settings")
 
 
 class Shooting(eqx.Module):
@@ -296,21 +305,9 @@ class Shooting(eqx.Module):
         )
 
 
-@functools.cache
-def _default_shooting() -> Shooting:
-    """`Shooting()`, built once (immutable)."""
-    return Shooting()
-
-
 def resolve_shooting(shooting: Shooting | None) -> Shooting:
     """`shooting`, or the defaults; a clear error for anything else."""
-    if shooting is None:
-        return _default_shooting()
-    if not isinstance(shooting, Shooting):
-        raise ValueError(
-            f"`shooting` must be a hybrax.Shooting; got {type(shooting).__name__}."
-        )
-    return shooting
+    return resolve_options(shooting, Shooting, "shooting")
 
 
 def resolve_root_finder(

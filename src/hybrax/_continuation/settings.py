@@ -8,6 +8,7 @@ import optimistix as optx
 
 from .._settings import (
     check_iterations,
+    resolve_options,
     resolve_root_finder,
 )
 
@@ -116,11 +117,6 @@ def resolve_continuation_settings(
 ) -> ContinuationSettings:
     """`continuation_settings`, or the defaults; a clear error for anything
     else."""
-    if continuation_settings is None:
-        return ContinuationSettings()
-    if not isinstance(continuation_settings, ContinuationSettings):
-        raise ValueError(
-            "`continuation_settings` must be a hybrax.ContinuationSettings; got "
-            f"{type(continuation_settings).__name__}."
-        )
-    return continuation_settings
+    return resolve_options(
+        continuation_settings, ContinuationSettings, "continuation_settings"
+    )
