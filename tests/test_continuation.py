@@ -144,7 +144,7 @@ def _reference_slope(v, p, h=1e-4):
 
 
 def test_branch_matches_reference_orbits(branch):
-    assert branch.status == "reached_bound"
+    assert branch.result == hx.RESULTS.reached_bound and branch.succeeded
     assert branch.kind[0] == "start" and branch.kind[-1] == "end"
     np.testing.assert_allclose(branch.parameter[[0, -1]], [-0.005, -0.04], atol=1e-15)
     assert np.all(branch.residual_norm < 1e-9)
@@ -216,7 +216,7 @@ def test_branch_turns_back_and_keeps_both_stabilities(branch):
 
 def test_natural_agrees_with_pseudo_arclength(arclength_short, natural_short):
     a, n = arclength_short, natural_short
-    assert a.status == n.status == "reached_bound"
+    assert a.result == n.result == hx.RESULTS.reached_bound
     assert a.method == "pseudo-arclength" and n.method == "natural"
     assert np.all(np.diff(a.parameter) < 0)  # a monotone stretch
     np.testing.assert_allclose(np.diff(n.parameter), -0.0025, atol=1e-15)
@@ -254,7 +254,7 @@ def test_natural_continuation_stops_at_a_fold():
         0.8, -0.03, -0.04, 0.7, method="natural", initial_step=0.002,
         max_step=0.002, min_step=1e-4,
     )  # fmt: skip
-    assert n.status == "min_step"
+    assert n.result == hx.RESULTS.min_step_reached
     assert n.parameter[-1] > -0.0354390342 and not n.folds
     assert n.parameter[-1] < -0.0354390342 + 2e-4
 
@@ -333,7 +333,8 @@ def test_start_failure():
     with pytest.raises(RuntimeError, match="no periodic orbit found"):
         _continue(0.8, 0.01, 0.02, 0.5)
     failed = _continue(0.8, 0.01, 0.02, 0.5, throw=False)
-    assert failed.status == "start_failed" and failed.n_points == 0
+    assert failed.result == hx.RESULTS.start_failed and failed.n_points == 0
+    assert not failed.succeeded
 
 
 def test_parameter_get_set():

@@ -105,7 +105,7 @@ def torus():
 
 def test_logistic_fixed_point_branch(fixed):
     r, x = fixed.parameter, fixed.u[:, 0]
-    assert fixed.status == "reached_bound" and fixed.iterates == 1
+    assert fixed.result == hx.RESULTS.reached_bound and fixed.iterates == 1
     assert fixed.kind[0] == "start" and fixed.kind[-1] == "end"
     assert r[0] == 2.5 and r[-1] == 3.6
     assert np.all(np.diff(r) > 0) and not fixed.folds and not fixed.neimark_sackers
@@ -143,7 +143,8 @@ def test_an_interrupted_continuation_keeps_its_points(fixed, monkeypatch):
         )
     assert isinstance(info.value, KeyboardInterrupt)
     partial = info.value.partial
-    assert partial.status == "interrupted" and "after 4 point(s)" in partial.message
+    assert partial.result == hx.RESULTS.interrupted and not partial.succeeded
+    assert "after 4 point(s)" in partial.message
     n = partial.parameter.size
     assert n == 4 + len(partial.special_points)
     np.testing.assert_array_equal(partial.parameter, fixed.parameter[:n])
@@ -164,7 +165,7 @@ def test_logistic_period_doubling_at_three(fixed):
 
 def test_switch_onto_the_period_2_orbit(period_2):
     r, x = period_2.parameter, period_2.u[:, 0]
-    assert period_2.status == "reached_bound" and period_2.iterates == 2
+    assert period_2.result == hx.RESULTS.reached_bound and period_2.iterates == 2
     # Supercritical: the period-2 branch leaves r = 3 upwards, near the flip.
     assert 3 < r[0] < 3.01 and r[-1] == 3.6 and np.all(np.diff(r) > 0)
     low, high = two_periodic_points(r)
@@ -183,7 +184,7 @@ def test_period_2_orbit_doubles_at_one_plus_root_six(period_2):
 
 
 def test_cascade_to_period_4(period_4):
-    assert period_4.iterates == 4 and period_4.status == "reached_bound"
+    assert period_4.iterates == 4 and period_4.result == hx.RESULTS.reached_bound
     assert R_FLIP_2 < period_4.parameter[0] < R_FLIP_4
     (flip,) = period_4.period_doublings
     assert abs(flip.parameter - R_FLIP_4) < 1e-8
@@ -191,7 +192,7 @@ def test_cascade_to_period_4(period_4):
 
 def test_fold_of_x_plus_lambda_minus_x_squared(folded):
     lam, x = folded.parameter, folded.u[:, 0]
-    assert folded.status == "reached_bound"
+    assert folded.result == hx.RESULTS.reached_bound
     np.testing.assert_allclose(lam[[0, -1]], [1.0, 1.0], atol=1e-15)
     np.testing.assert_allclose(x[[0, -1]], [1.0, -1.0], atol=1e-12)
     np.testing.assert_allclose(x**2, lam, atol=1e-12)  # fixed points x = ±sqrt(lam)
@@ -220,13 +221,13 @@ def test_natural_continuation_stops_at_the_fold():
             method="natural", initial_step=0.05, max_step=0.05, min_step=1e-4
         ),
     )
-    assert natural.status == "min_step" and not natural.folds
+    assert natural.result == hx.RESULTS.min_step_reached and not natural.folds
     assert 0 < natural.parameter[-1] < 2e-3
 
 
 def test_neimark_sacker_of_the_delayed_logistic_map(torus):
     r = torus.parameter
-    assert torus.status == "reached_bound"
+    assert torus.result == hx.RESULTS.reached_bound
     np.testing.assert_allclose(torus.u, np.stack([1 - 1 / r] * 2, axis=1), atol=1e-12)
     np.testing.assert_allclose(
         np.linalg.det(torus.multiplier_matrix), r - 1, atol=1e-12
@@ -279,7 +280,7 @@ def test_one_compilation_per_map(fixed):
     again = hx.continue_fixed_points(
         logistic, 0.5, 2.0, stop=2.8, continuation_settings=SETTINGS
     )
-    assert again.status == "reached_bound"
+    assert again.result == hx.RESULTS.reached_bound
     assert _corrector_programs() == before
 
 
@@ -324,7 +325,7 @@ def test_argument_errors(fixed, folded):
     with pytest.raises(RuntimeError, match="no solution"):
         hx.continue_zeros(parabola, 1.0, -1.0, stop=-0.5)
     failed = hx.continue_zeros(parabola, 1.0, -1.0, stop=-0.5, throw=False)
-    assert failed.status == "start_failed" and failed.n_points == 0
+    assert failed.result == hx.RESULTS.start_failed and failed.n_points == 0
 
 
 # The logistic map as the return map of a hybrid system: a clock x[1] runs for one
@@ -398,7 +399,7 @@ def test_hybrid_orbit_branch_switches_at_its_period_doubling(kicked):
     assert flip.kind == "period_doubling" and abs(flip.parameter - R_FLIP_1) < 1e-8
     assert flip.phase_durations.shape == (1,) and abs(flip.period - 1) < 1e-12
     r, x = doubled.parameter, doubled.u[:, 0]
-    assert doubled.status == "reached_bound" and 3 < r[0] < 3.01
+    assert doubled.result == hx.RESULTS.reached_bound and 3 < r[0] < 3.01
     low, high = two_periodic_points(r)
     assert np.max(np.minimum(abs(x - low), abs(x - high))) < 1e-12
     np.testing.assert_allclose(doubled.period, 2.0, atol=1e-12)

@@ -43,3 +43,25 @@ def test_no_private_name_crosses_a_subpackage():
 
 def _is_package(module: str) -> bool:
     return hasattr(importlib.import_module(module), "__path__")
+
+
+def test_every_result_reads_the_same_way():
+    """Every result carries its outcome as a `RESULTS` member (`status`, its codes,
+    for the batched sweep) and says `succeeded`."""
+    import dataclasses
+
+    for cls in (
+        hybrax.HybridSolution,
+        hybrax.PeriodicOrbit,
+        hybrax.Branch,
+        hybrax.SolutionBranch,
+        hybrax.Homotopy,
+        hybrax.TuneResult,
+        hybrax.OrbitSweep,
+    ):
+        fields = {f.name: f.type for f in dataclasses.fields(cls)}
+        assert isinstance(getattr(cls, "succeeded", None), property), cls
+        if cls is hybrax.OrbitSweep:
+            assert "status" in fields
+        else:
+            assert "result" in fields and "status" not in fields, cls

@@ -993,6 +993,7 @@ def _orbit_from_defaults(model, system, section, params, orbit, shooting):
     from ._homotopy import continue_to_params
     from ._misc import canonical_params
     from ._periodic import find_periodic_orbit
+    from ._solution import status_name
 
     defaults = canonical_params(model.make_params())
     if _params_dict(defaults) == _params_dict(params):
@@ -1013,7 +1014,7 @@ def _orbit_from_defaults(model, system, section, params, orbit, shooting):
     message = homotopy.message.replace("`params_from`", "the model's defaults")
     record = {
         "from": "the model's defaults",
-        "status": homotopy.status,
+        "status": status_name(homotopy.result)[0],
         "reached": homotopy.reached,
         "end": homotopy.end,
         "continuation_points": len(homotopy.branch.parameter),

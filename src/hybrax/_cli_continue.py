@@ -139,7 +139,7 @@ def _run_continue(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
 
     from ._continuation import continue_branch
     from ._misc import canonical_params
-    from ._solution import Interrupted
+    from ._solution import RESULTS, Interrupted, status_name
 
     model = _cli._load_model(parser, args.model)
     spec = model.continuation
@@ -218,7 +218,7 @@ def _run_continue(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
             if stop_early.partial is None:  # no point yet: `main`'s one line
                 raise KeyboardInterrupt from None
             branch = stop_early.partial
-        if branch.status != "start_failed":
+        if branch.result != RESULTS.start_failed:
             break
     elapsed = time.perf_counter() - began
     assert branch is not None
@@ -231,7 +231,7 @@ def _run_continue(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
         "start": start,
         "stop": stop,
         "method": args.method,
-        "status": branch.status,
+        "status": status_name(branch.result)[0],
         "message": branch.message,
         "n_points": branch.n_points,
         "n_rejected": branch.n_rejected,
@@ -241,7 +241,7 @@ def _run_continue(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
     print(f"{args.model} ({form_name}), parameters:")
     print(_cli._params_lines(payload["params"]))
     print(f"continuation in {name} from {start:g} towards {stop:g} ({args.method})")
-    if branch.status == "start_failed":
+    if branch.result == RESULTS.start_failed:
         sys.stdout.flush()
         print(
             f"no periodic orbit found at {name} = {start:g} from any of "
@@ -273,7 +273,7 @@ def _run_continue(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
         states = np.asarray(form.to_minimal(jnp.asarray(states)), dtype=float)
     print(
         f"  {branch.n_points} points in {elapsed:.1f} s ({branch.n_rejected} steps "
-        f"retried); stopped: {branch.status} ({branch.message})"
+        f"retried); stopped: {status_name(branch.result)[0]} ({branch.message})"
     )
     n_stable = int(np.sum(branch.stable))
     line = f"  {n_stable} stable, {branch.n_points - n_stable} unstable"
@@ -339,7 +339,7 @@ def _run_continue(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
         limits={k: _cli._number(v) for k, v in limits.items()},
     )
     levels = [(section, branch)]
-    interrupted = branch.status == "interrupted"
+    interrupted = bool(branch.result == RESULTS.interrupted)
     if args.cascade and not interrupted:
         try:
             levels += _follow_cascade(
@@ -379,7 +379,7 @@ def _run_continue(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
         what = (
             f"after {branch.n_points} points; wrote the branch so far (continue "
             f"it with --start {float(branch.parameter[-1])!r})"
-            if branch.status == "interrupted"
+            if branch.result == RESULTS.interrupted
             else "during the cascade; wrote the first branch without it"
         )
         print(f"hybrax continue: interrupted {what}", file=sys.stderr)
@@ -397,6 +397,7 @@ def _follow_cascade(
         continue_branch_period_doubled,
         period_doubled_section,
     )
+    from ._solution import RESULTS, status_name
 
     # The same step control as the period-1 branch (switched branches leave
     # their doubling along the arclength).
@@ -429,12 +430,12 @@ def _follow_cascade(
         print(
             f"cascade: period-{2**k} branch from {parameter.name} = "
             f"{point.parameter:+.10f}: {doubled.n_points} points in {elapsed:.1f} s; "
-            f"stopped: {doubled.status} ({doubled.message}); "
+            f"stopped: {status_name(doubled.result)[0]} ({doubled.message}); "
             f"{len(doubled.period_doublings)} period doubling(s)"
         )
         for p in doubled.period_doublings:
             print(f"  period doubling at {parameter.name} = {p.parameter:+.10f}")
-        if doubled.status == "start_failed":
+        if doubled.result == RESULTS.start_failed:
             break
         section = period_doubled_section(section)
         branch = doubled
@@ -460,6 +461,8 @@ def _crossings(model, form, section, branch):
 
 def _level_record(model, form, section, branch, parameter, period):
     """The JSON record of one level of a cascade."""
+    from ._solution import status_name
+
     values, durations = _crossings(model, form, section, branch)
     name = parameter.name
     points = []
@@ -481,7 +484,7 @@ def _level_record(model, form, section, branch, parameter, period):
         )
     return {
         "period": period,
-        "status": branch.status,
+        "status": status_name(branch.result)[0],
         "message": branch.message,
         "branch": points,
         "period_doublings": [

@@ -187,6 +187,7 @@ def _run_tune(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     params = _cli._make_params(parser, model, {**start, **values})
 
     from ._misc import canonical_params
+    from ._solution import status_name
     from ._tune import QuantityTarget, tune
 
     params = canonical_params(params)
@@ -257,7 +258,8 @@ def _run_tune(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     multipliers = np.asarray(orbit.multipliers)
     print()
     print(
-        f"result: {result.status} (the minimiser's status: {result.result}) after "
+        f"result: {status_name(result.result)[0]} (the minimiser's status: "
+        f"{result.minimiser_result}) after "
         f"{result.n_evaluations} evaluations "
         f"({result.wall_time:.1f} s, of which {result.compile_time:.1f} s compiling; "
         f"{result.mode}-mode gradients)"
@@ -312,8 +314,8 @@ def _run_tune(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
             "max_multiplier": args.max_multiplier,
             "settings": _cli.solver_record(args),
             "mode": result.mode,
-            "status": result.status,
-            "result": result.result,
+            "status": status_name(result.result)[0],
+            "minimiser_result": result.minimiser_result,
             "rule": result.rule,
             "n_evaluations": result.n_evaluations,
             "wall_time": result.wall_time,

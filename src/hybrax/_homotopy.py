@@ -36,6 +36,7 @@ from ._misc import canonical_params, check_float64
 from ._parameters import AbstractParameter
 from ._periodic import PeriodicOrbit, PoincareSection, find_periodic_orbit
 from ._settings import Settings, Shooting
+from ._solution import RESULTS
 
 
 def _is_float(leaf) -> bool:
@@ -134,11 +135,13 @@ class Homotopy:
       asked for); `None` where the family does not reach them.
     - `reached`: whether it did (then `orbit.converged` says whether the final
       solve converged too).
-    - `status`: `"reached"`; `"fold"` (the family turns back at a fold before
-      $s = 1$); `"start_failed"` (no orbit at `params_from` from `u_from`); or
-      why the continuation stopped short otherwise (`"min_step"`: a step could
-      not be corrected, e.g. where the cycle's event sequence changes, a grazing
-      or a phase that is no longer viable; `"max_points"`).
+    - `result`: a [`hybrax.RESULTS`][] member: `successful` (reached);
+      `fold_reached` (the family turns back at a fold before $s = 1$);
+      `start_failed` (no orbit at `params_from` from `u_from`); or why the
+      continuation stopped short otherwise (`min_step_reached`: a step could not
+      be corrected, e.g. where the cycle's event sequence changes, a grazing or a
+      phase that is no longer viable; `max_points_reached`). `succeeded`: the
+      family reached the parameters and the final solve converged.
     - `end`: the largest $s$ the family reached (the fold's $s$ where it turned).
     - `message`: one line saying so, with the parameters where the family ended.
     - `branch`: the [`hybrax.Branch`][] followed, in $s$ (its `special_points`
@@ -148,11 +151,17 @@ class Homotopy:
 
     orbit: PeriodicOrbit | None
     reached: bool
-    status: str
+    result: RESULTS
     end: float
     message: str
     branch: Branch
     path: StraightPath
+
+    @property
+    def succeeded(self) -> bool:
+        """Whether the family reached the parameters and the orbit there
+        converged."""
+        return self.reached and self.orbit is not None and bool(self.orbit.converged)
 
 
 def continue_to_params(
@@ -245,8 +254,10 @@ def continue_to_params(
     )
     s = np.asarray(branch.parameter, dtype=float)
     reached = bool(s.size) and branch.kind[-1] == "end" and s[-1] == 1.0
-    if branch.status == "start_failed":
-        return Homotopy(None, False, "start_failed", 0.0, branch.message, branch, path)
+    if bool(branch.result == RESULTS.start_failed):
+        return Homotopy(
+            None, False, RESULTS.start_failed, 0.0, branch.message, branch, path
+        )
     if reached:
         orbit = find_periodic_orbit(
             system,
@@ -262,20 +273,20 @@ def continue_to_params(
         message = f"followed from `params_from` in {n} continuation steps"
         if folds:
             message += f" (through {folds} fold{'s' if folds > 1 else ''})"
-        return Homotopy(orbit, True, "reached", 1.0, message, branch, path)
+        return Homotopy(orbit, True, RESULTS.successful, 1.0, message, branch, path)
     end = float(np.max(s))
     # Where the family turned back, its largest s is the fold's.
     turned = [fold for fold in branch.folds if fold.parameter >= end - 1e-6]
     if turned:
-        status, end = "fold", float(max(fold.parameter for fold in turned))
+        result, end = RESULTS.fold_reached, float(max(f.parameter for f in turned))
         message = (
             f"the orbit family from `params_from` ends at a fold at s = {end:.6g} "
             f"({_changed_fields(path, end)})"
         )
     else:
-        status = branch.status
+        result = branch.result
         why = branch.message
-        if status == "min_step":
+        if bool(result == RESULTS.min_step_reached):
             # Where no step beyond a point can be corrected, the cycle usually
             # changes there (an event sequence that no longer holds).
             why = f"no admissible cycle could be corrected beyond it ({why})"
@@ -283,4 +294,4 @@ def continue_to_params(
             f"the orbit family from `params_from` stops at s = {end:.6g} "
             f"({_changed_fields(path, end)}): {why}"
         )
-    return Homotopy(None, False, status, end, message, branch, path)
+    return Homotopy(None, False, result, end, message, branch, path)

@@ -154,9 +154,15 @@ class PeriodicOrbit(eqx.Module):
     floquet: "FloquetAnalysis | None" = None
 
     @property
-    def converged(self):
-        """Whether this is a valid periodic orbit."""
+    def succeeded(self):
+        """Whether this is a valid periodic orbit (`result` is `successful`),
+        as every result of the library says; `converged` is its other name."""
         return self.result == RESULTS.successful
+
+    @property
+    def converged(self):
+        """Whether this is a valid periodic orbit (the same as `succeeded`)."""
+        return self.succeeded
 
     def describe_failure(self) -> str:
         """What stopped a solve that found no orbit, in one line (host-side, for

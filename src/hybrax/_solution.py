@@ -89,6 +89,46 @@ class RESULTS(dfx.RESULTS):  # pyright: ignore[reportGeneralTypeIssues]
         "Not solved: the run was interrupted (Ctrl-C) before this element's solve "
         "finished; its values are NaN (see `hybrax.Interrupted`)."
     )
+    # How a continuation stopped (`Branch.result`, `Homotopy.result`).
+    reached_bound = (
+        "The branch was followed to a bound of its parameter range; its last point "
+        "lies on the bound."
+    )
+    max_points_reached = (
+        "The branch has `ContinuationSettings.max_points` points: raise it to "
+        "follow the branch further."
+    )
+    max_period_reached = (
+        "An orbit of the branch has a period above `max_period`: the branch stops "
+        "there (towards a homoclinic orbit or a standstill, or raise the bound)."
+    )
+    min_step_reached = (
+        "No step above `ContinuationSettings.min_step` could be corrected onto the "
+        "branch: natural continuation at a fold, or a point where the cycle "
+        "changes (a grazing, a phase no longer viable, another event sequence)."
+    )
+    start_failed = (
+        "No solution was found at the start of the continuation (the guess at the "
+        "first parameter value did not converge): give a better guess."
+    )
+    interrupted = (
+        "Interrupted (Ctrl-C): the result holds the work finished before (see "
+        "`hybrax.Interrupted`)."
+    )
+    # How a tuning ended (`TuneResult.result`; an optimum is `successful`).
+    targets_met = (
+        "The tuning's targets are met at an orbit, but the minimiser stopped "
+        "before its own tolerance (`TuneResult.minimiser_result` says why): a "
+        "feasible point, not a minimum."
+    )
+    targets_not_met = (
+        "The tuning ended at an orbit where some constraint lies outside its "
+        "tolerance (or the stability bound is exceeded)."
+    )
+    fold_reached = (
+        "The orbit family turns back at a fold before reaching the requested "
+        "parameters: no orbit of this family exists there (another family may)."
+    )
 
 
 # Every item of `RESULTS`, ours and inherited, in a fixed order (filtered on what
@@ -124,6 +164,15 @@ _CANDIDATE_NAMES = (
     "shooting_failed",
     "singular_dynamics",
     "not_run",
+    "reached_bound",
+    "max_points_reached",
+    "max_period_reached",
+    "min_step_reached",
+    "start_failed",
+    "interrupted",
+    "fold_reached",
+    "targets_met",
+    "targets_not_met",
 )
 STATUS_NAMES: tuple[str, ...] = tuple(
     n for n in _CANDIDATE_NAMES if hasattr(RESULTS, n)

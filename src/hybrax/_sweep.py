@@ -558,9 +558,16 @@ class OrbitSweep(eqx.Module):
         return status_name(self.orbit.result)
 
     @property
-    def converged(self) -> np.ndarray:
-        """Whether each element is a valid periodic orbit."""
+    def succeeded(self) -> np.ndarray:
+        """Whether each element is a valid periodic orbit (its `status` is 0,
+        `successful`)."""
         return np.asarray(self.status) == 0
+
+    @property
+    def converged(self) -> np.ndarray:
+        """Whether each element is a valid periodic orbit (the same as
+        `succeeded`)."""
+        return self.succeeded
 
     @property
     def leading_multiplier(self) -> np.ndarray:

@@ -75,15 +75,17 @@ class TuneResult:
 
     - `params`: the tuned parameter PyTree; `values`: the varied ones, by name.
     - `objective`: $J$ at the result; `orbit`: its [`hybrax.PeriodicOrbit`][].
-    - `status`: what the result is, one of
-      - `"optimum"`: an orbit, every constraint within its tolerance, and the
+    - `result`: what the result is, a [`hybrax.RESULTS`][] member:
+      - `successful`: an orbit, every constraint within its tolerance, and the
         minimiser met its own tolerance (a constrained minimum);
-      - `"targets_met"`: an orbit with every constraint within its tolerance, but
-        the minimiser stopped short of its tolerance (`result` says why, e.g.
-        `"max_steps_reached"`): a feasible point, not a minimum;
-      - `"targets_not_met"`: an orbit, some constraint outside its tolerance;
-      - `"no_orbit"`: no orbit at the result.
-      None of them says the orbit is stable: `stable` does.
+      - `targets_met`: an orbit with every constraint within its tolerance, but
+        the minimiser stopped short of its tolerance (`minimiser_result` says
+        why, e.g. `"max_steps_reached"`): a feasible point, not a minimum;
+      - `targets_not_met`: an orbit, some constraint outside its tolerance;
+      - otherwise why no orbit was found at the result (the orbit's own
+        `result`, e.g. `shooting_failed`).
+      None of them says the orbit is stable: `stable` does. `succeeded`: the
+      targets are met (`successful` or `targets_met`).
     - `orbit_found`: an orbit exists at the result; `targets_met`: it meets every
       constraint to its tolerance, $|c_i| \le \tau_i$ (true where there are
       none); `stable`: its spectral radius is below 1 (and below
@@ -93,8 +95,8 @@ class TuneResult:
       all; `compile_time`: of those, the ones outside the minimiser's warm steps
       (tracing and compiling its programs, once each, with the first step and the
       start and final solves); the rest is run time.
-    - `result`: the minimiser's own status name (`"successful"` when it met its
-      tolerance), or `"parameter_rule"`: its next step would have left the
+    - `minimiser_result`: the minimiser's own status name (`"successful"` when it
+      met its tolerance), or `"parameter_rule"`: its next step would have left the
       parameters' rules (their class's checks, e.g. a slope inside
       $(-\pi/2, \pi/2)$), so the result is the last point inside them and
       `rule` says which rule; `mode`: `"reverse"` or `"forward"`.
@@ -104,7 +106,7 @@ class TuneResult:
     values: dict[str, float]
     objective: float
     orbit: PeriodicOrbit
-    status: str
+    result: RESULTS
     orbit_found: bool
     targets_met: bool
     stable: bool
@@ -112,12 +114,20 @@ class TuneResult:
     n_evaluations: int
     wall_time: float
     compile_time: float
-    result: str
+    minimiser_result: str
     mode: str
     problem: Any = dataclasses.field(
         repr=False, default=None, metadata={"archive": False}
     )
     rule: str | None = None
+
+    @property
+    def succeeded(self) -> bool:
+        """Whether the targets are met at an orbit (`result` is `successful` or
+        `targets_met`)."""
+        return bool(
+            (self.result == RESULTS.successful) | (self.result == RESULTS.targets_met)
+        )
 
     def objective_at(self, values) -> np.ndarray:
         """The penalised objective (final stage) at a batch of values of the
@@ -664,18 +674,20 @@ def tune(
             for c, tol in zip(problem.constraints, problem.tolerances)
         )
         if not found:
-            status = "no_orbit"
+            outcome = orbit.result
         elif not met:
-            status = "targets_not_met"
+            outcome = RESULTS.targets_not_met
+        elif result_name == "successful":
+            outcome = RESULTS.successful
         else:
-            status = "optimum" if result_name == "successful" else "targets_met"
+            outcome = RESULTS.targets_met
         wall_time = time.perf_counter() - began
         return TuneResult(
             params=final_params,
             values={n: float(v) for n, v in zip(names, np.asarray(y) * scale)},
             objective=value,
             orbit=orbit,
-            status=status,
+            result=outcome,
             orbit_found=found,
             targets_met=met,
             stable=found and rho < bound,
@@ -683,7 +695,7 @@ def tune(
             n_evaluations=len(history) + 1,
             wall_time=wall_time,
             compile_time=wall_time - run_time,
-            result=result_name,
+            minimiser_result=result_name,
             mode=mode,
             problem=problem,
             rule=broken,

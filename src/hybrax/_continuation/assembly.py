@@ -6,6 +6,7 @@ import numpy as np
 from .._periodic import (
     sorted_multipliers,
 )
+from .._solution import RESULTS
 from .driver import _Trace
 from .results import Branch, SolutionBranch, SpecialPoint
 
@@ -60,7 +61,7 @@ def _solution_branch(
         special_points=tuple(
             _special_point(trace, *special) for special in trace.specials
         ),
-        status=trace.status,
+        result=trace.result,
         message=trace.message,
         n_rejected=trace.n_rejected,
     )
@@ -81,7 +82,7 @@ def _empty_solution_branch(parameter_name, method, iterates, k, message):
         residual_norm=np.zeros(0),
         newton_steps=np.zeros(0, dtype=int),
         special_points=(),
-        status="start_failed",
+        result=RESULTS.start_failed,
         message=message,
         n_rejected=0,
     )
@@ -135,13 +136,13 @@ def _orbit_branch(trace: _Trace, parameter_name, method, guard_tol) -> Branch:
         residual_norm=np.array([p.residual_norm for p in points]),
         newton_steps=np.array([p.n_steps for p in points], dtype=int),
         special_points=specials,
-        status=trace.status,
+        result=trace.result,
         message=trace.message,
         n_rejected=trace.n_rejected,
     )
 
 
-def _empty_orbit_branch(parameter_name, method, status, message) -> Branch:
+def _empty_orbit_branch(parameter_name, method, result, message) -> Branch:
     def empty(*shape, dtype=float):
         return np.zeros((0, *shape), dtype=dtype)
 
@@ -168,7 +169,7 @@ def _empty_orbit_branch(parameter_name, method, status, message) -> Branch:
         residual_norm=empty(),
         newton_steps=empty(dtype=int),
         special_points=(),
-        status=status,
+        result=result,
         message=message,
         n_rejected=0,
     )

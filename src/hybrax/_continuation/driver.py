@@ -7,7 +7,7 @@ from collections.abc import Callable
 import numpy as np
 
 from .._programs import announce
-from .._solution import Interrupted
+from .._solution import RESULTS, Interrupted
 from .corrector import _Corrector, _Point
 from .locate import _parameter_direction, _scale, _special_points_between, _tangent
 from .results import SpecialPoint
@@ -21,7 +21,7 @@ class _Trace:
 
     points: list[_Point]
     specials: list[tuple[int, str, float, bool]]
-    status: str
+    result: RESULTS
     message: str
     n_rejected: int
 
@@ -122,18 +122,19 @@ def _follow(
     direction: int,
     settings: ContinuationSettings,
     parameter_name: str,
-    stop_when: Callable[[_Point], tuple[str, str] | None] | None = None,
+    stop_when: Callable[[_Point], tuple[RESULTS, str] | None] | None = None,
 ) -> _Trace:
     """Pseudo-arclength (or natural) continuation from `first` (whose tangent is
     set) until the branch leaves `[low, high]`, `max_points` are computed, the
-    step falls below `min_step`, `stop_when(point)` returns `(status,
-    message)`, or Ctrl-C interrupts it (status `"interrupted"`)."""
+    step falls below `min_step`, `stop_when(point)` returns `(result,
+    message)`, or Ctrl-C interrupts it (`RESULTS.interrupted`)."""
     scale = _scale(first.z.shape[0] - 1, settings.parameter_scale)
     first.kind = "start"
     points, specials = [first], []
     h = settings.initial_step
     n_rejected = 0
-    status, message = "max_points", f"reached max_points = {settings.max_points}"
+    result = RESULTS.max_points_reached
+    message = f"reached max_points = {settings.max_points}"
     try:
         while len(points) < settings.max_points:
             prev = points[-1]
@@ -143,7 +144,7 @@ def _follow(
                 n_rejected += 1
                 h *= 0.5
                 if h < settings.min_step:
-                    status = "min_step"
+                    result = RESULTS.min_step_reached
                     message = (
                         f"step below min_step = {settings.min_step:g} at "
                         f"{parameter_name} = {prev.lam:.8g}"
@@ -166,7 +167,8 @@ def _follow(
                 end = _finish_on_bound(corrector, prev, new, low, high, scale)
                 if end is not None and len(points) < settings.max_points:
                     points.append(end)
-                status, message = "reached_bound", f"left [{low:g}, {high:g}]"
+                result = RESULTS.reached_bound
+                message = f"left [{low:g}, {high:g}]"
                 break
             if len(points) >= settings.max_points:
                 break
@@ -178,14 +180,14 @@ def _follow(
             )
             reason = None if stop_when is None else stop_when(new)
             if reason is not None:
-                status, message = reason
+                result, message = reason
                 break
             h = _adapt_step(h, new.n_steps, settings)
     except KeyboardInterrupt:
         # The points accepted so far are whole (a point is appended once done).
-        status = "interrupted"
+        result = RESULTS.interrupted
         message = f"interrupted (Ctrl-C) after {len(points)} point(s)"
-    return _Trace(points, specials, status, message, n_rejected)
+    return _Trace(points, specials, result, message, n_rejected)
 
 
 def start_at_parameter(corrector, u0, start, direction, settings) -> _Point:
@@ -261,6 +263,6 @@ def _first_point(start_point, *args):
 def _interrupted_or(branch):
     """`branch`, or [`hybrax.Interrupted`][] raised with it where Ctrl-C stopped
     its continuation."""
-    if branch.status == "interrupted":
+    if bool(branch.result == RESULTS.interrupted):
         raise Interrupted(branch, branch.message)
     return branch

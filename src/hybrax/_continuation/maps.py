@@ -130,7 +130,7 @@ def continue_zeros(
     - `continuation_settings`: a [`hybrax.ContinuationSettings`][] (method, steps,
       location, the corrector); default `ContinuationSettings()`.
     - `throw`: raise if no zero is found at the start; otherwise return an empty
-      branch with status `"start_failed"`.
+      branch whose result is `RESULTS.start_failed`.
 
     **Returns:** a [`hybrax.SolutionBranch`][].
 

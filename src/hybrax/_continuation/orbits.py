@@ -23,6 +23,7 @@ from .._settings import (
     Settings,
     resolve_settings,
 )
+from .._solution import RESULTS
 from .assembly import _empty_orbit_branch, _orbit_branch
 from .corrector import _Corrector, _Options, _Point, _residual_only
 from .driver import (
@@ -112,7 +113,7 @@ def continue_branch(
       [`hybrax.poincare_map`][]); its `guard_tol` is also how far past a guard a
       phase may start and still count as admissible (`Branch.admissible`).
     - `throw`: raise if no orbit is found at the start; otherwise return an empty
-      branch with status `"start_failed"`.
+      branch whose result is `RESULTS.start_failed`.
 
     **Returns:** a [`hybrax.Branch`][].
 
@@ -125,7 +126,7 @@ def continue_branch(
         two folds closer together than one step cancel out; `max_step` bounds the
         step. Where the cycle's event sequence changes along the branch (grazing,
         a non-smooth point of a hybrid system) no step beyond it converges to an
-        admissible cycle and the continuation stops with status `"min_step"`. One
+        admissible cycle and the continuation stops with `RESULTS.min_step_reached`. One
         corrector is compiled per system, section, parameter and integration
         setting, and serves every step, method and parameter value.
 
@@ -218,16 +219,16 @@ def continue_orbits(
         if throw:
             raise RuntimeError(failure)
         return _empty_orbit_branch(
-            parameter.name, continuation.method, "start_failed", failure
+            parameter.name, continuation.method, RESULTS.start_failed, failure
         )
     if direction is None:  # a switched branch: natural steps go where it leaves
         direction = 1 if first.tangent[-1] >= 0 else -1
 
-    def beyond_max_period(point: _Point) -> tuple[str, str] | None:
+    def beyond_max_period(point: _Point) -> tuple[RESULTS, str] | None:
         period = float(point.aux.t_events[-1])
         if max_period is not None and period > max_period:
             message = f"period {period:.6g} above max_period = {max_period:g}"
-            return "max_period", message
+            return RESULTS.max_period_reached, message
         return None
 
     trace = _follow(
@@ -373,8 +374,10 @@ def continue_branch_period_doubled(
         )
         # A start that already lies past the bound (one point, then out) also
         # asks for a smaller amplitude: the parabola was entered too far out.
-        overshot = branch.status == "reached_bound" and branch.n_points < 2
-        if branch.status != "start_failed" and not (overshot and not last):
+        overshot = bool(branch.result == RESULTS.reached_bound)
+        overshot = overshot and branch.n_points < 2
+        started = not bool(branch.result == RESULTS.start_failed)
+        if started and not (overshot and not last):
             break
     return branch
 

@@ -28,7 +28,7 @@ from .results import Branch, SolutionBranch
 
 def _register_branch_pytree(cls) -> None:
     """Make a branch a PyTree whose leaves are its stacked per-point arrays (labels,
-    status and special points are metadata): `jax.tree.map` over a branch maps its
+    result and special points are metadata): `jax.tree.map` over a branch maps its
     arrays, e.g. to select points or convert them."""
     labels = {
         "parameter_name",
@@ -36,7 +36,7 @@ def _register_branch_pytree(cls) -> None:
         "iterates",
         "kind",
         "special_points",
-        "status",
+        "result",
         "message",
         "n_rejected",
     }

@@ -5,6 +5,8 @@ import dataclasses
 import numpy as np
 from jaxtyping import Bool, Complex, Float, Int
 
+from .._solution import RESULTS
+
 
 SPECIAL_POINT_KINDS = ("fold", "period_doubling", "neimark_sacker")
 
@@ -61,6 +63,16 @@ class _SpecialPointViews:
 
     special_points: tuple[SpecialPoint, ...]
     parameter: np.ndarray
+    result: RESULTS
+
+    @property
+    def succeeded(self) -> bool:
+        """Whether the continuation gave a branch: it started and was not
+        interrupted (it stopped at a bound, `max_points`, `max_period` or
+        `min_step`; `result` says which)."""
+        return not bool(
+            (self.result == RESULTS.start_failed) | (self.result == RESULTS.interrupted)
+        )
 
     @property
     def n_points(self) -> int:
@@ -102,9 +114,10 @@ class SolutionBranch(_SpecialPointViews):
     present in the arrays at its `index`) and its views `folds`,
     `period_doublings`, `neimark_sackers`; `iterates` ($m$ for fixed points of
     $g^m$, `None` for [`hybrax.continue_zeros`][]); `parameter_name`, `method`,
-    `status` (why the continuation stopped: `"reached_bound"`, `"max_points"`,
-    `"min_step"`, `"start_failed"`; `"interrupted"` on the `partial` of
-    [`hybrax.Interrupted`][]), `message` and `n_rejected` (rejected steps).
+    `result` (a [`hybrax.RESULTS`][] member saying why the continuation
+    stopped: `reached_bound`, `max_points_reached`, `min_step_reached`,
+    `start_failed`; `interrupted` on the `partial` of [`hybrax.Interrupted`][]),
+    `succeeded`, `message` and `n_rejected` (rejected steps).
     """
 
     parameter_name: str
@@ -120,7 +133,7 @@ class SolutionBranch(_SpecialPointViews):
     residual_norm: Float[np.ndarray, " N"]
     newton_steps: Int[np.ndarray, " N"]
     special_points: tuple[SpecialPoint, ...]
-    status: str
+    result: RESULTS
     message: str
     n_rejected: int
 
@@ -155,10 +168,11 @@ class Branch(_SpecialPointViews):
 
     Besides: `special_points` (every located [`hybrax.SpecialPoint`][], also
     present in the arrays at its `index`) and its views `folds`,
-    `period_doublings` and `neimark_sackers`; `parameter_name`, `method`, `status`
-    (why the continuation stopped: `"reached_bound"`, `"max_points"`,
-    `"max_period"`, `"min_step"`, `"start_failed"`; `"interrupted"` on the
-    `partial` of [`hybrax.Interrupted`][]), `message` and `n_rejected` (rejected
+    `period_doublings` and `neimark_sackers`; `parameter_name`, `method`,
+    `result` (a [`hybrax.RESULTS`][] member saying why the continuation stopped:
+    `reached_bound`, `max_points_reached`, `max_period_reached`,
+    `min_step_reached`, `start_failed`; `interrupted` on the `partial` of
+    [`hybrax.Interrupted`][]), `succeeded`, `message` and `n_rejected` (rejected
     steps).
     """
 
@@ -184,7 +198,7 @@ class Branch(_SpecialPointViews):
     residual_norm: Float[np.ndarray, " N"]
     newton_steps: Int[np.ndarray, " N"]
     special_points: tuple[SpecialPoint, ...]
-    status: str
+    result: RESULTS
     message: str
     n_rejected: int
 
