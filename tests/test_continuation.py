@@ -49,7 +49,7 @@ REFERENCE_FOLDS = (
 )
 
 
-def _continue(mu, start, stop, v_guess, throw=True, **steps):
+def _continue(mu, start, stop, v_guess, throw=False, **steps):
     """The branch with the `ContinuationSettings` fields `steps` (by default
     `parameter_scale=THETA, max_step=0.1`)."""
     params = hx.canonical_params(models.hopper.make_params(D_G=start, mu=mu))
@@ -331,8 +331,8 @@ def test_corrector_compiles_once(
 def test_start_failure():
     # D_G > 0: the dampers only take energy out, no hopping orbit exists.
     with pytest.raises(RuntimeError, match="no periodic orbit found"):
-        _continue(0.8, 0.01, 0.02, 0.5)
-    failed = _continue(0.8, 0.01, 0.02, 0.5, throw=False)
+        _continue(0.8, 0.01, 0.02, 0.5, throw=True)
+    failed = _continue(0.8, 0.01, 0.02, 0.5)
     assert failed.result == hx.RESULTS.start_failed and failed.n_points == 0
     assert not failed.succeeded
 

@@ -323,8 +323,8 @@ def test_argument_errors(fixed, folded):
     with pytest.raises(ValueError, match="`branch`"):
         hx.continue_period_doubled(logistic, fixed.special_points, stop=3.6)
     with pytest.raises(RuntimeError, match="no solution"):
-        hx.continue_zeros(parabola, 1.0, -1.0, stop=-0.5)
-    failed = hx.continue_zeros(parabola, 1.0, -1.0, stop=-0.5, throw=False)
+        hx.continue_zeros(parabola, 1.0, -1.0, stop=-0.5, throw=True)
+    failed = hx.continue_zeros(parabola, 1.0, -1.0, stop=-0.5)
     assert failed.result == hx.RESULTS.start_failed and failed.n_points == 0
 
 

@@ -3,6 +3,7 @@
 import math
 from collections.abc import Callable
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float, PyTree
@@ -67,7 +68,7 @@ def _continue_solutions(
     )
     if failure is not None:
         if throw:
-            raise RuntimeError(failure)
+            raise eqx.EquinoxRuntimeError(failure)
         return _empty_solution_branch(
             parameter_name, settings.method, iterates, k, failure
         )
@@ -94,7 +95,7 @@ def continue_zeros(
     direction: int | None = None,
     parameter_name: str = "lambda",
     continuation_settings: ContinuationSettings | None = None,
-    throw: bool = True,
+    throw: bool = False,
 ) -> SolutionBranch:
     r"""Follow a branch of zeros of $F(u, \lambda) = 0$ in the scalar $\lambda$.
 
@@ -129,13 +130,14 @@ def continue_zeros(
     - `parameter_name`: the label of $\lambda$.
     - `continuation_settings`: a [`hybrax.ContinuationSettings`][] (method, steps,
       location, the corrector); default `ContinuationSettings()`.
-    - `throw`: raise if no zero is found at the start; otherwise return an empty
-      branch whose result is `RESULTS.start_failed`.
+    - `throw`: raise if no zero is found at the start; by default (`False`)
+      return an empty branch whose result is `RESULTS.start_failed`, as every
+      routine reports a failure by its result.
 
     **Returns:** a [`hybrax.SolutionBranch`][].
 
-    **Raises:** `ValueError` for bad arguments; `RuntimeError` if the start fails
-    and `throw=True`.
+    **Raises:** `ValueError` for bad arguments; with `throw=True`, an
+    `equinox.EquinoxRuntimeError` (a `RuntimeError`) if the start fails.
 
     !!! note
 
@@ -200,7 +202,7 @@ def continue_fixed_points(
     direction: int | None = None,
     parameter_name: str = "lambda",
     continuation_settings: ContinuationSettings | None = None,
-    throw: bool = True,
+    throw: bool = False,
 ) -> SolutionBranch:
     r"""Follow a branch of fixed points of a map $g(u, \lambda)$, or of period-$m$
     orbits: the zeros of
@@ -224,8 +226,8 @@ def continue_fixed_points(
 
     **Returns:** a [`hybrax.SolutionBranch`][] (its `iterates` is $m$).
 
-    **Raises:** `ValueError` for bad arguments; `RuntimeError` if the start fails
-    and `throw=True`.
+    **Raises:** `ValueError` for bad arguments; with `throw=True`, an
+    `equinox.EquinoxRuntimeError` (a `RuntimeError`) if the start fails.
 
     !!! example
 
@@ -305,7 +307,7 @@ def continue_period_doubled(
     bounds: tuple[float, float] | None = None,
     parameter_name: str | None = None,
     continuation_settings: ContinuationSettings | None = None,
-    throw: bool = True,
+    throw: bool = False,
 ) -> SolutionBranch:
     r"""Switch onto the period-$2m$ branch that bifurcates at a period doubling of
     a branch of period-$m$ orbits of $g$, and follow it.
@@ -339,10 +341,10 @@ def continue_period_doubled(
     **Returns:** a [`hybrax.SolutionBranch`][] with `iterates` $= 2m$; its `u` is
     one point of each period-$2m$ orbit.
 
-    **Raises:** `ValueError` for bad arguments; `RuntimeError` if no period-$2m$
+    **Raises:** `ValueError` for bad arguments; with `throw=True`, an
+    `equinox.EquinoxRuntimeError` (a `RuntimeError`) if no period-$2m$
     orbit is found near the period doubling (or the corrector falls back onto the
-    period-$m$ branch, or the new branch leaves on the side outside the range)
-    and `throw=True`.
+    period-$m$ branch, or the new branch leaves on the side outside the range).
 
     !!! example
 

@@ -55,7 +55,7 @@ def continue_branch(
     max_period: float | None = None,
     continuation_settings: ContinuationSettings | None = None,
     settings: Settings | None = None,
-    throw: bool = True,
+    throw: bool = False,
 ) -> Branch:
     r"""Follow a branch of periodic orbits in one scalar parameter.
 
@@ -112,13 +112,14 @@ def continue_branch(
     - `settings`: a [`hybrax.Settings`][] for each cycle (see
       [`hybrax.poincare_map`][]); its `guard_tol` is also how far past a guard a
       phase may start and still count as admissible (`Branch.admissible`).
-    - `throw`: raise if no orbit is found at the start; otherwise return an empty
-      branch whose result is `RESULTS.start_failed`.
+    - `throw`: raise if no orbit is found at the start; by default (`False`)
+      return an empty branch whose result is `RESULTS.start_failed`, as every
+      routine reports a failure by its result.
 
     **Returns:** a [`hybrax.Branch`][].
 
-    **Raises:** `ValueError` for bad arguments; `RuntimeError` if the start fails
-    and `throw=True`.
+    **Raises:** `ValueError` for bad arguments; with `throw=True`, an
+    `equinox.EquinoxRuntimeError` (a `RuntimeError`) if the start fails.
 
     !!! note
 
@@ -217,7 +218,7 @@ def continue_orbits(
     )
     if failure is not None:
         if throw:
-            raise RuntimeError(failure)
+            raise eqx.EquinoxRuntimeError(failure)
         return _empty_orbit_branch(
             parameter.name, continuation.method, RESULTS.start_failed, failure
         )
@@ -279,7 +280,7 @@ def continue_branch_period_doubled(
     max_period: float | None = None,
     settings: Settings | None = None,
     continuation_settings: ContinuationSettings | None = None,
-    throw: bool = True,
+    throw: bool = False,
 ) -> Branch:
     r"""Switch onto the branch of period-2 orbits (two cycles of `section`) that
     bifurcates at a period doubling of a [`hybrax.continue_branch`][] branch, and
@@ -313,8 +314,9 @@ def continue_branch_period_doubled(
     **Returns:** a [`hybrax.Branch`][] of period-2 orbits (`E` = twice the events
     of `section`).
 
-    **Raises:** `ValueError` for bad arguments; `RuntimeError` if no period-2 orbit
-    is found near the period doubling and `throw=True`.
+    **Raises:** `ValueError` for bad arguments; with `throw=True`, an
+    `equinox.EquinoxRuntimeError` (a `RuntimeError`) if no period-2 orbit
+    is found near the period doubling.
 
     **References:** Yu. A. Kuznetsov (2004), Elements of Applied Bifurcation
     Theory, sec. 4.4; R. Seydel (2010), Practical Bifurcation and Stability
