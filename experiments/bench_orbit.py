@@ -179,7 +179,7 @@ def profile_pieces(jax, hx, models, p, repeats, events, orbit_state):
     jitted_simulate = jax.jit(
         lambda x, params: hx.simulate(system, x, params, **kwargs).x_after[-1]
     )
-    from hybrax._periodic import _variational_map, resolve_sequence
+    from hybrax._periodic.cycle import _variational_map, resolve_sequence
 
     sequence = resolve_sequence(system, section)[0]
     u_orbit = section.coordinates(orbit_state, p)

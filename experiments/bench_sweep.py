@@ -459,7 +459,7 @@ def profile(args, jax, jtu, np, hx, models, pool, out):
     """Warm per-element costs of the pieces of one orbit solve under vmap."""
     import diffrax as dfx
 
-    from hybrax._periodic import _variational_map, resolve_sequence
+    from hybrax._periodic.cycle import _variational_map, resolve_sequence
     from hybrax.models.hopper import _flight_field, _ground_field
 
     n = args.profile_batch

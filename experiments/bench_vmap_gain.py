@@ -37,7 +37,7 @@ def main():
     jax.config.update("jax_enable_x64", True)
     import hybrax as hx
     from hybrax import models
-    from hybrax._periodic import _variational_map, resolve_sequence
+    from hybrax._periodic.cycle import _variational_map, resolve_sequence
 
     print(
         f"python {platform.python_version()}, jax {jax.__version__} "

@@ -318,7 +318,7 @@ def test_stopped_lanes_run_idle_evaluations_whose_results_are_discarded():
     # `_ShootingRootFinder` flags the evaluations of stopped lanes (the shooting
     # residual then runs a zero-length cycle). Here an idle evaluation returns NaN:
     # had the loop kept one, the batched roots would differ from the single solves.
-    from hybrax._periodic import _ShootingRootFinder
+    from hybrax._periodic.newton import _ShootingRootFinder
 
     seen = []
 
@@ -414,7 +414,7 @@ def _domain_solve(guess, wrapped):
     """Newton on F(y) = arctan(1 - y), whose "cycle" fails for y > 2 (a domain
     boundary): from |y - 1| > 1.39 Newton's steps overshoot ever further. Returns
     the root-find and the points where the residual ran."""
-    from hybrax._periodic import _ShootingRootFinder
+    from hybrax._periodic.newton import _ShootingRootFinder
 
     evaluated = []
 
@@ -473,7 +473,7 @@ def test_shooting_tightens_the_tolerance_and_stops_only_at_it():
     # whose error grows with the loosening (as a cycle's does with the tolerance)
     # shows both: the root is that of the exact residual's tolerance, not of a
     # loose one, and earlier evaluations did run loosened.
-    from hybrax._periodic import _LOOSE_TOL, _ShootingRootFinder
+    from hybrax._periodic.newton import _LOOSE_TOL, _ShootingRootFinder
 
     base_tol = 1e-10
     error = 0.7 * base_tol  # the residual's error at loosen = 1
@@ -533,7 +533,7 @@ def test_loosened_iterations_find_the_fixed_tolerance_orbit(minimal_orbit, monke
     # and Newton at the settings' tolerance throughout find the same orbit, with
     # the same Jacobian, in no more iterations: the same root to the root finder's
     # tolerance (the default Newton's 1e-11; the iterates' paths differ).
-    import hybrax._periodic as periodic
+    import hybrax._periodic.newton as periodic
 
     monkeypatch.setattr(periodic, "_LOOSE_TOL", TOL)
     system, section = models.hopper.minimal()[0], models.hopper.section("minimal")

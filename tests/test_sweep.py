@@ -34,7 +34,7 @@ import hybrax.plot
 from hybrax import models
 from hybrax._cli import main
 from hybrax._cli_sweep import _sweep_options
-from hybrax._periodic import _LOOSE_TOL
+from hybrax._periodic.newton import _LOOSE_TOL
 
 
 EQUAL_TOL = 1e-12  # a sweep against single solves of the same problem

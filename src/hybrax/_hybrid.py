@@ -18,9 +18,9 @@ from jaxtyping import Array, Float
 from ._custom_types import Params
 from ._mechanics import (
     AbstractLagrangianModel,
-    _stacked_constraints,
     constrained_accelerations,
     plastic_impact,
+    stacked_constraints,
 )
 from ._misc import trace_once
 
@@ -166,7 +166,7 @@ class MechanicalConstraints(eqx.Module):
         del t
         n = x.shape[0] // 2
         q, qd = x[:n], x[n:]
-        gamma = _stacked_constraints(self.model, self.active)
+        gamma = stacked_constraints(self.model, self.active)
         value, rate = jax.jvp(lambda s: gamma(s, params), (q,), (qd,))
         return jnp.concatenate([value, rate])
 

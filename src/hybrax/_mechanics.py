@@ -237,7 +237,7 @@ def symmetric_solve(
     )
 
 
-def _stacked_constraints(
+def stacked_constraints(
     model: AbstractLagrangianModel, active: tuple[str, ...]
 ) -> Callable[[Array, Params], Array]:
     r"""The function $q \mapsto \gamma(q)$ of the active groups, concatenated."""
@@ -262,7 +262,7 @@ def constraint_jacobian(
     params: Params,
 ) -> Float[Array, "m n"]:
     r"""The constraint Jacobian $\gamma_q = \partial\gamma/\partial q$ (eq. 17)."""
-    return jax.jacfwd(_stacked_constraints(model, active))(q, params)
+    return jax.jacfwd(stacked_constraints(model, active))(q, params)
 
 
 def convective_term(
@@ -275,7 +275,7 @@ def convective_term(
     r"""The convective term
     $\dot\gamma_q\dot q = \frac{\partial(\gamma_q\dot q)}{\partial q}\dot q$,
     the second derivative of $\gamma$ along $\dot q$ (a nested JVP)."""
-    gamma = _stacked_constraints(model, active)
+    gamma = stacked_constraints(model, active)
 
     def velocity(q_):
         return jax.jvp(lambda s: gamma(s, params), (q_,), (qd,))[1]

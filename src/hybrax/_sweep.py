@@ -33,11 +33,11 @@ from ._periodic import (
     PoincareSection,
     ShootingSafeguard,
     ShootingStart,
-    _loosen_max,
-    _loosened,
-    _modulus_key,
-    _poincare_map,
     find_periodic_orbit,
+    loosen_max,
+    loosened,
+    modulus_key,
+    poincare_map_with,
 )
 from ._programs import announcing_progress, compiled
 from ._settings import (
@@ -452,12 +452,12 @@ def sorted_multipliers_batch(matrices: np.ndarray) -> np.ndarray:
     r"""`hybrax._periodic.sorted_multipliers` of a batch of small real matrices
     `(B, k, k)`, on the host: NumPy's LAPACK `geev` in threads (NumPy releases the
     GIL), NaN rows for non-finite matrices, in the library's one order
-    (`_modulus_key`). Not differentiable: for the results of a sweep, which leave
+    (`modulus_key`). Not differentiable: for the results of a sweep, which leave
     the device anyway.
 
     Why not on the device: JAX's LAPACK path on a GPU copies the batch to the
     host and runs `geev` one matrix after another in one thread, and cuSOLVER's
-    `geev` is slower still (see `hybrax._periodic._eigenvalues`). On an H100 a
+    `geev` is slower still (see `hybrax._periodic.spectrum._eigenvalues`). On an H100 a
     sweep of 1e5 hopper orbits took 1.285 s with the eigenvalues in its program
     and 1.238 s with them here."""
     matrices = np.asarray(matrices, dtype=float)
@@ -467,7 +467,7 @@ def sorted_multipliers_batch(matrices: np.ndarray) -> np.ndarray:
 
     def piece(rows):
         eig = np.linalg.eigvals(matrices[rows])
-        order = np.argsort(_modulus_key(eig, np), axis=-1, kind="stable")
+        order = np.argsort(modulus_key(eig, np), axis=-1, kind="stable")
         out[rows] = np.take_along_axis(eig, order, axis=-1)
 
     pieces = np.array_split(rows, n_pieces)
@@ -642,7 +642,7 @@ class _StartDefect(eqx.Module):
     r"""`fn` of [`hybrax.sweep`][] giving an orbit element's return-map defect at
     its start $u_0$, $\max_i |P(u_0) - u_0|_i$ ($\infty$ where the cycle fails):
     one forward cycle at the loosest tolerance of a shooting iteration
-    (`_periodic._LOOSE_TOL`), a fraction of a Newton iteration's variational
+    (`_periodic.newton._LOOSE_TOL`), a fraction of a Newton iteration's variational
     pass."""
 
     solve: _OrbitSolve
@@ -653,9 +653,9 @@ class _StartDefect(eqx.Module):
         u = solve.start(params, u, start)
         # At the loosest tolerance of a Newton iteration: the defect only orders
         # the queue.
-        loose = _loosened(solve.settings, _loosen_max(solve.settings))
+        loose = loosened(solve.settings, loosen_max(solve.settings))
         # NaN where the cycle failed.
-        u_next, _ = _poincare_map(
+        u_next, _ = poincare_map_with(
             solve.system, solve.section, u, params, loose, dfx.ForwardMode()
         )
         defect = jnp.max(jnp.abs(u_next - u))

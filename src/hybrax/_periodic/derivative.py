@@ -1,0 +1,170 @@
+"""The orbit's derivative: one linear map with a forward rule and its transpose."""
+
+import diffrax as dfx
+import equinox as eqx
+import equinox.internal as eqxi
+import jax
+import jax.numpy as jnp
+import jax.tree_util as jtu
+
+from .._misc import trace_once
+from .cycle import _reverse_adjoint, _zero_tangent
+
+
+def _inexact(outputs):
+    """The floating leaves of the outputs (the others `None`): what carries a
+    derivative."""
+    return eqx.filter(outputs, eqx.is_inexact_array)
+
+
+def _tangent_parameters(params, t_params):
+    """The parameters' tangent on their floating leaves (zeros where symbolic)."""
+    return jax.tree_util.tree_map(
+        lambda p, t: (
+            (jnp.zeros_like(p) if t is None else t) if eqx.is_inexact_array(p) else None
+        ),
+        params,
+        t_params,
+        is_leaf=lambda x: x is None,
+    )
+
+
+def _orbit_tangent_impl(shooting, params, u, J, mono_ad, info, like, t_dynamic):
+    r"""The outputs' tangent along the parameters' tangent `t_dynamic`, in forward
+    mode: $\dot y = y_p\dot p + y_u\dot u$ with $\dot u = -J^{-1} P_p\dot p$ (the
+    implicit function theorem at the root, $P_p\dot p$ the tangent of the next
+    section state $u'$). One linearisation of the outputs in $(u, p)$ serves both
+    terms."""
+    del like
+    dynamic, static = eqx.partition(params, eqx.is_inexact_array)
+
+    def evaluate(u_, dynamic_):
+        p = eqx.combine(dynamic_, static)
+        return _inexact(shooting.evaluate(u_, p, mono_ad, info, dfx.ForwardMode()))
+
+    _, linear = jax.linearize(evaluate, u, dynamic)
+    along_p = linear(jnp.zeros_like(u), t_dynamic)
+    du = -jnp.linalg.solve(J, along_p[0].u_next)
+    along_u = linear(du, jax.tree_util.tree_map(jnp.zeros_like, t_dynamic))
+    return jax.tree_util.tree_map(jnp.add, along_p, along_u)
+
+
+def _orbit_tangent_abstract_eval(shooting, params, u, J, mono_ad, info, like, t):
+    del shooting, params, u, J, mono_ad, info, t
+    return like
+
+
+def _orbit_tangent_jvp(primals, tangents):
+    # The map is linear in `t_dynamic`; its other inputs are the primal solve's,
+    # which carries no derivative of its own (second derivatives are not offered).
+    *rest, t_dynamic = primals
+    *t_rest, t_t_dynamic = tangents
+    if any(t is not None for t in jax.tree_util.tree_leaves(t_rest)):
+        raise NotImplementedError(
+            "Second derivatives of orbit outputs (e.g. `jax.hessian`) are not "
+            "supported."
+        )
+    out = eqxi.filter_primitive_bind(_orbit_tangent_p, *rest, t_dynamic)
+    if t_t_dynamic is None:
+        return out, jax.tree_util.tree_map(lambda _: None, out)
+    t_t_dynamic = _tangent_parameters(t_dynamic, t_t_dynamic)
+    return out, eqxi.filter_primitive_bind(_orbit_tangent_p, *rest, t_t_dynamic)
+
+
+def _is_none(x):
+    return x is None
+
+
+def _zeros_where_none(cotangents, like):
+    return jtu.tree_map(
+        lambda ct, leaf: (
+            (None if leaf is None else jnp.zeros_like(leaf)) if ct is None else ct
+        ),
+        cotangents,
+        like,
+        is_leaf=_is_none,
+    )
+
+
+def _orbit_tangent_transpose(inputs, cotangents):
+    r"""The transpose of the tangent map, in reverse mode: one linearisation of
+    the outputs in $(u, p)$ swept back twice, for their dependence on $(u, p)$
+    and for $u$'s on $p$, $\bar p \mathrel{-}= P_p^\top w$ with
+    $J^\top w = \bar u$."""
+    shooting, params, u, J, mono_ad, info, like, _ = inputs
+    adjoint = _reverse_adjoint(shooting.settings)
+    dynamic, static = eqx.partition(params, eqx.is_inexact_array)
+    # Cotangents of outputs that nothing reads come as `None` (symbolic zeros).
+    orbit_cts, floquet_cts = cotangents
+    monodromy = orbit_cts.reduced_jacobian is not None or any(
+        ct is not None for ct in jtu.tree_leaves(floquet_cts, is_leaf=_is_none)
+    )
+    cotangents = (
+        _zeros_where_none(orbit_cts, like[0]),
+        _zeros_where_none(floquet_cts, like[1]) if monodromy else None,
+    )
+
+    def outputs(u_, dynamic_):
+        p = eqx.combine(dynamic_, static)
+        return _inexact(
+            shooting.evaluate(u_, p, mono_ad, info, adjoint, monodromy=monodromy)
+        )
+
+    _, vjp_outputs = jax.vjp(outputs, u, dynamic)
+    u_bar, p_bar = vjp_outputs(cotangents)
+    w = jnp.linalg.solve(J.T, u_bar)
+    zeros = jax.tree_util.tree_map(jnp.zeros_like, cotangents)
+    _, p_bar_implicit = vjp_outputs(eqx.tree_at(lambda o: o[0].u_next, zeros, -w))
+    p_bar = jax.tree_util.tree_map(jnp.add, p_bar, p_bar_implicit)
+    none = jax.tree_util.tree_map(lambda _: None, inputs[:-1])
+    return (*none, p_bar)
+
+
+# The derivative of an orbit is one linear map of the parameters' tangent, a
+# primitive with a forward rule (its evaluation) and a reverse one (its transpose),
+# as lineax does for linear solves: `jax.jvp`/`jax.jacfwd` and
+# `jax.grad`/`jax.jacrev` then both work whatever `Settings.adjoint` says.
+_orbit_tangent_p = eqxi.create_vprim(
+    "hybrax_orbit_tangent",
+    eqxi.filter_primitive_def(_orbit_tangent_impl),
+    eqxi.filter_primitive_def(_orbit_tangent_abstract_eval),
+    eqxi.filter_primitive_jvp(_orbit_tangent_jvp),
+    eqxi.filter_primitive_transpose(materialise_zeros=False)(_orbit_tangent_transpose),
+)
+
+
+def _primal(shooting, params, u_guess):
+    return shooting.primal(params, u_guess)
+
+
+@eqx.filter_custom_jvp
+def _orbit(params, u_guess, *, shooting):
+    # Through one kept trace: JAX traces this function for the primal program and
+    # the derivative rule below again; both reuse the first trace of the solve.
+    return trace_once(_primal)(shooting, params, u_guess)[0]
+
+
+@_orbit.def_jvp
+def _orbit_jvp(primals, tangents, *, shooting):
+    params, u_guess = primals
+    t_params, _ = tangents
+    outputs, (u, J, mono_ad, info) = trace_once(_primal)(shooting, params, u_guess)
+    zeros = jax.tree_util.tree_map(_zero_tangent, outputs)
+    if t_params is None:
+        return outputs, zeros
+    like = _inexact(outputs)
+    tangent = eqxi.filter_primitive_bind(
+        _orbit_tangent_p,
+        shooting,
+        params,
+        u,
+        J,
+        mono_ad,
+        info,
+        like,
+        _tangent_parameters(params, t_params),
+    )
+    # Integer outputs (codes, counts) keep their float0 zero tangents.
+    return outputs, eqx.combine(
+        tangent, eqx.filter(zeros, eqx.is_inexact_array, inverse=True)
+    )

@@ -1,0 +1,413 @@
+"""The public orbit routines: find_periodic_orbit, monodromy, poincare_map."""
+
+import dataclasses
+
+import diffrax as dfx
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array, ArrayLike, Float, Int
+
+from .._custom_types import Params
+from .._hybrid import HybridSystem
+from .._misc import canonical_params, check_float64, is_concrete
+from .._programs import call, compiled, prepare, system_label
+from .._settings import (
+    Settings,
+    Shooting,
+    resolve_settings,
+    resolve_shooting,
+)
+from .._simulate import raise_if_failed
+from .._solution import RESULTS, masked_nan
+from .cycle import (
+    _ad_monodromy,
+    _check_adjoint,
+    _cycle_jacobian,
+    _monodromy_from_jacobian,
+    _variational_map,
+    cycle,
+    resolve_sequence,
+)
+from .derivative import _orbit
+from .floquet import FloquetAnalysis, _floquet
+from .newton import ShootingSafeguard, ShootingStart
+from .section import PeriodicOrbit, PoincareSection
+from .solve import _Shooting, iteration_cap
+
+
+def _shoot(shooting, u_guess, params):
+    # The orbit does not depend on the guess (derivatives flow through params).
+    return _orbit(params, jax.lax.stop_gradient(u_guess), shooting=shooting)
+
+
+def find_periodic_orbit(
+    system: HybridSystem,
+    section: PoincareSection,
+    u_guess: "Float[Array, ' k'] | ShootingStart",
+    params: Params,
+    *,
+    shooting: Shooting | None = None,
+    settings: Settings | None = None,
+    analyse: bool = True,
+    phase_observables: bool = True,
+    throw: bool = False,
+) -> PeriodicOrbit:
+    r"""Find a periodic orbit by shooting and, by default, analyse its stability.
+
+    Solves $F(u) = \pi(P(\chi(u))) - u = 0$ (Zana et al. 2018 eq. 30) with an
+    optimistix root finder (a [`hybrax.Shooting`][] holds it and its options);
+    the return map $P$ runs one cycle of the section's
+    transition sequence with the event engine of [`hybrax.simulate`][]. A solve
+    that did not converge, whose residual exceeds the shooting's `residual_tol`
+    (some solvers report success off a root), or whose cycle failed is never
+    reported as converged: its status names the cause and its values are NaN.
+
+    With `analyse=True` it also returns a [`hybrax.FloquetAnalysis`][]: the monodromy
+    matrix by autodiff and by the saltation product, their discrepancy and the
+    Floquet multipliers. Everything runs in one compiled function, under `jax.vmap`
+    too.
+
+    Every output is differentiable with respect to every floating leaf of
+    `params`, by the implicit function theorem at the root ($\dot u = -J^{-1}
+    F_p\dot p$ with $J = M - I$ from the variational pass; no differentiation
+    through the root finder's iterations) and through one cycle at the solution.
+    That derivative is one linear map of the parameters' tangent with a forward
+    rule and its transpose (as `lineax.linear_solve` has), so both modes work
+    with any `settings.adjoint`: `jax.jvp`, `jax.jacfwd`, `jax.linearize` (a
+    tangent costs one forward pass of a cycle and of its variational pass) and
+    `jax.grad`, `jax.jacrev`, `jax.value_and_grad` (a gradient costs one
+    reverse pass, whatever the number of parameters). Second derivatives are not
+    offered. The AD monodromy's derivative is the saltation product's (their
+    values agree to the integration tolerance). A failed orbit's derivatives are
+    NaN.
+
+    **Arguments:**
+
+    - `system`, `section`: the hybrid system and its [`hybrax.PoincareSection`][].
+    - `u_guess`: initial guess of the reduced unknowns, or a
+      [`hybrax.ShootingStart`][]: a rough guess's (`ShootingStart(u,
+      loosening=math.inf)`), or `orbit.restart` to resume a solve cut short.
+    - `params`: the parameter PyTree.
+    - `shooting`: a [`hybrax.Shooting`][]: the root finder, `max_iterations`,
+      `residual_tol`, the Jacobian of Newton's steps, return-map iterations and a
+      fallback solver; default `hybrax.Shooting()` (the safeguarded
+      `optimistix.Newton(rtol=1e-11, atol=1e-11)`, 40 iterations).
+    - `settings`: a [`hybrax.Settings`][] for each cycle (its `t_max` bounds one
+      cycle; both derivative modes work whatever its `adjoint`, see above).
+    - `analyse`: also compute monodromy matrices and multipliers.
+    - `phase_observables`: record the phase observables of the orbit's cycle
+      (e.g. apex heights, `orbit.cycle.phase_observables`); `False` saves their
+      cost (they need the cycle's dense output) when they are not wanted. Event
+      observables (`orbit.T_c`, ...) are always recorded.
+    - `throw`: raise an error carrying the status message if no orbit was found.
+
+    **Safeguarded Newton.** A root finder such as the default Newton is kept
+    inside the model's domain: a trial point whose cycle fails (its state leaves
+    a mode, a phase is not viable, an event is not reached, a value is not
+    finite) is rejected, and the next trial is half of Newton's step from the
+    best iterate, then the return map's image of that iterate (accepted whenever
+    its cycle runs). Where these iterates make no progress (the smallest defect
+    $\max|F|$ not down by a tenth in 8 evaluations), a second pass starts from the
+    guess with Deuflhard's natural monotonicity test on each step (the simplified
+    Newton step at a trial, with the best iterate's Jacobian, must be shorter
+    than Newton's step from the best iterate); no progress there either ends the
+    solve. Near an orbit every Newton step is accepted, so the iterates are
+    Newton's; far from one each rejection costs a cycle. A solve ends without an
+    orbit where the guess fails, the return map's image of an accepted iterate
+    fails, both passes stall, or the iterations run out; the orbit's
+    `restart.safeguard` then holds the best iterate and its defect, and
+    `orbit.describe_failure()` says which cycle failed.
+
+    **Inexact Newton.** With the default step-size controller
+    (`diffrax.PIDController`), an iteration far from the root integrates its
+    cycle at a looser tolerance (never looser than 1e-5): after a step of
+    relative size $r$, the next at about $r^4$, Newton's error two steps on
+    (Dembo, Eisenstat & Steihaug 1982). The root finder stops only after an
+    iteration at the settings' tolerance, whose cycle gives the reported orbit
+    and its analysis: the root is the fixed-tolerance solve's to the root
+    finder's tolerance.
+
+    To follow an orbit as parameters change (a tuning loop, a sweep), start each
+    solve from the previous `orbit.u` (warm start).
+
+    **Returns:** the [`hybrax.PeriodicOrbit`][], its Floquet analysis in
+    `orbit.floquet` (`None` when `analyse=False`).
+
+    **Raises:** `ValueError` for bad arguments; with `throw=True`, an
+    `equinox.EquinoxRuntimeError` when the orbit was not found.
+    """
+    check_float64("find_periodic_orbit")
+    settings = resolve_settings(settings)
+    _check_adjoint(settings)
+    shooting = resolve_shooting(shooting)
+    resolve_sequence(system, section)
+    start = u_guess if isinstance(u_guess, ShootingStart) else ShootingStart(u_guess)
+    u_guess = jnp.atleast_1d(jnp.asarray(start.u, dtype=jnp.result_type(float)))
+    if u_guess.ndim != 1:
+        raise ValueError(f"`u_guess` must be 1-D; got shape {u_guess.shape}.")
+    if is_concrete(u_guess) and not bool(jnp.all(jnp.isfinite(u_guess))):
+        raise ValueError(f"`u_guess` must be finite; got {np.asarray(u_guess)}.")
+    _check_guess_shape(system, section, u_guess, params)
+    safeguard = start.safeguard
+    if safeguard is None:
+        safeguard = ShootingSafeguard.fresh(u_guess)
+    elif not isinstance(safeguard, ShootingSafeguard):
+        raise ValueError(
+            "`u_guess.safeguard` must be a solve's `orbit.restart.safeguard` or "
+            f"None; got {type(safeguard).__name__}."
+        )
+    # Like the guess, the start carries no derivative.
+    safeguard = jax.lax.stop_gradient(safeguard)
+    max_iterations = shooting.max_iterations
+    iterations_used = _check_used(start.iterations_used, max_iterations)
+    # The return-map iterations come first: a resumed solve has taken them.
+    map_iterations = _as_input(shooting.return_map_iterations, int)
+    map_iterations = (
+        np.where(iterations_used > 0, 0, map_iterations)
+        if is_concrete(iterations_used) and is_concrete(map_iterations)
+        else jnp.where(iterations_used > 0, 0, map_iterations)
+    )
+    params = canonical_params(params)
+    # An eager analysed orbit runs as two programs (see `_solve_then_analyse`).
+    inputs = (u_guess, params, settings, shooting, start, safeguard)
+    split = analyse and all(map(is_concrete, jax.tree.leaves(inputs)))
+    solve = _Shooting(
+        system,
+        section,
+        settings,
+        shooting.root_finder,
+        max_iterations=_as_input(max_iterations, int),
+        residual_tol=_as_input(shooting.residual_tol, float),
+        return_map_iterations=map_iterations,
+        first_loosening=_check_loosening(start.loosening),
+        iterations_used=iterations_used,
+        safeguard=safeguard,
+        analyse=bool(analyse),
+        jacobian=shooting.jacobian,
+        phase_observables=bool(phase_observables),
+        fallback=shooting.fallback,
+        iteration_cap=iteration_cap(max_iterations),
+        least_squares_iterations=max_iterations if shooting.least_squares else 0,
+        ad_monodromy=not split,
+    )
+    label = system_label(system)
+    if split:
+        orbit, floquet = _solve_then_analyse(solve, u_guess, params, label)
+    else:
+        orbit, floquet = call(
+            "the orbit search" + (" with its Floquet analysis" if analyse else ""),
+            _shoot,
+            (solve, u_guess, params),
+            label=label,
+        )
+    if throw:
+        orbit = raise_if_failed(orbit, orbit.result)
+    return dataclasses.replace(orbit, floquet=floquet)
+
+
+def _floquet_analysis(system, section, settings, state, params, mono_s, result):
+    """The analysis's second half at a found orbit's state: the AD monodromy
+    (forward mode through one cycle) and the multipliers of both routes, NaN
+    where the orbit's `result` is not `successful`."""
+    sequence = resolve_sequence(system, section)[0]
+    mono_ad = _ad_monodromy(system, state, params, sequence, settings)
+    mode0 = system.sources[sequence[0]]
+    floquet = _floquet(system, section, state, params, mode0, mono_ad, mono_s)
+    return masked_nan(floquet, result == RESULTS.successful)
+
+
+def _solve_then_analyse(shooting, u_guess, params, label):
+    """An eager analysed orbit as two programs: the solve with the saltation
+    monodromy (`shooting.ad_monodromy` false), then the AD monodromy with the
+    Floquet analysis. XLA compiles the first in another thread while the second
+    is traced and compiled here (XLA compiles a program on one core and leaves
+    the interpreter free). The values are those of the single program that a
+    traced call (under `jax.jit`, `vmap` or a derivative) runs."""
+    solve_program = prepare(
+        "the orbit search with its saltation monodromy",
+        _shoot,
+        (shooting, u_guess, params),
+        label=label,
+        background=True,
+    )
+    # The analysis's inputs by their shapes (NumPy: nothing to dispatch).
+    n, dtype = shooting.system.n_states, u_guess.dtype
+    fixed = (shooting.system, shooting.section, shooting.settings)
+    state, monodromy = np.zeros(n, dtype), np.zeros((n, n), dtype)
+    analysis_program = prepare(
+        "the AD monodromy and Floquet analysis",
+        _floquet_analysis,
+        (*fixed, state, params, monodromy, RESULTS.successful),
+        label=label,
+    )
+    orbit, mono_s = solve_program(shooting, u_guess, params)
+    floquet = analysis_program(*fixed, orbit.state, params, mono_s, orbit.result)
+    return orbit, floquet
+
+
+def _check_guess_shape(system, section, u_guess, params) -> None:
+    """A `ValueError` where the guess has not as many entries as the section's
+    coordinates (its chart would read past it, or leave entries unused)."""
+    try:
+        state = jax.eval_shape(section.chart, u_guess, params)
+        coordinates = jax.eval_shape(section.coordinates, state, params)
+    except (TypeError, IndexError, ValueError) as error:
+        raise ValueError(
+            f"`u_guess` of shape {u_guess.shape} does not fit the section's chart: "
+            f"{error}"
+        ) from None
+    if state.shape != (system.n_states,):
+        raise ValueError(
+            f"the section's chart maps `u_guess` to a state of shape {state.shape}; "
+            f"the system's states have shape ({system.n_states},)."
+        )
+    if coordinates.shape != u_guess.shape:
+        raise ValueError(
+            f"`u_guess` has {u_guess.shape[0]} entries; the section's coordinates "
+            f"have {coordinates.shape[0] if coordinates.ndim else 0}."
+        )
+
+
+def _as_input(value, kind):
+    """`value` as a run-time input of the compiled program (an array of the
+    default `kind` dtype: NumPy where concrete, so that no device array is built
+    per call)."""
+    dtype = jnp.result_type(kind)
+    if isinstance(value, jax.core.Tracer):
+        return jnp.asarray(value, dtype)
+    return np.asarray(value, dtype)
+
+
+def _check_used(iterations_used, max_iterations: int) -> Int[ArrayLike, ""]:
+    """`iterations_used` as an int array (one compilation for every value): NumPy
+    where concrete, which jit takes as an array argument without a device array
+    built first (about 20 us a call)."""
+    if isinstance(iterations_used, jax.core.Tracer):
+        if jnp.shape(iterations_used) != () or not jnp.issubdtype(
+            jnp.result_type(iterations_used), jnp.integer
+        ):
+            raise ValueError(
+                "`ShootingStart.iterations_used` must be an integer scalar; got "
+                "shape "
+                f"{jnp.shape(iterations_used)}, dtype "
+                f"{jnp.result_type(iterations_used)}."
+            )
+        return iterations_used
+    value = np.asarray(iterations_used)
+    if (
+        value.shape != ()
+        or not np.issubdtype(value.dtype, np.integer)
+        or not 0 <= value < max_iterations
+    ):
+        raise ValueError(
+            "`ShootingStart.iterations_used` must be an integer in [0, "
+            "max_iterations); got "
+            f"{iterations_used!r} (max_iterations {max_iterations})."
+        )
+    return value.astype(jnp.result_type(int))
+
+
+def _check_loosening(first_loosening) -> Float[ArrayLike, ""]:
+    """`first_loosening` as a float array (one compilation for every value), NumPy
+    where concrete (as `_check_used`)."""
+    dtype = jnp.result_type(float)
+    if isinstance(first_loosening, jax.core.Tracer):
+        if jnp.shape(first_loosening) != ():
+            raise ValueError(
+                "`ShootingStart.loosening` must be a scalar; got shape "
+                f"{jnp.shape(first_loosening)}."
+            )
+        return jnp.asarray(first_loosening, dtype=dtype)
+    value = np.asarray(first_loosening)
+    if value.shape != () or value.dtype.kind not in "fiu" or not value >= 1:
+        raise ValueError(
+            f"`ShootingStart.loosening` must be a number >= 1; got {first_loosening!r}."
+        )
+    return value.astype(dtype)
+
+
+@compiled("the monodromy", label=lambda system, *args: system_label(system))
+def _analyse_state(system, section, state, params, settings):
+    sequence, mode0 = resolve_sequence(system, section)
+    dx_dx0, dt_dx0, sol = _cycle_jacobian(system, state, params, sequence, settings)
+    mono_ad = _monodromy_from_jacobian(system, dx_dx0, dt_dx0, sol, sequence, params)
+    u = section.coordinates(state, params)
+    _, _, sol_s, mono_s = _variational_map(
+        system, section, sequence, settings, u, params
+    )
+    ok = (sol.result == RESULTS.successful) & (sol_s.result == RESULTS.successful)
+    floquet = _floquet(system, section, state, params, mode0, mono_ad, mono_s)
+    return masked_nan(floquet, ok)
+
+
+def monodromy(
+    system: HybridSystem,
+    section: PoincareSection,
+    state: Float[Array, " n"],
+    params: Params,
+    *,
+    settings: Settings | None = None,
+) -> FloquetAnalysis:
+    r"""Monodromy matrices (autodiff and saltation product) of one cycle started at
+    `state` on the section, periodic or not: $\tilde\Phi$ is the Jacobian of the
+    flow over the fixed duration of that cycle (eq. 36). See
+    [`hybrax.find_periodic_orbit`][]. NaN if the cycle fails."""
+    check_float64("monodromy")
+    settings = resolve_settings(settings)
+    if settings.adjoint is not None and not isinstance(
+        settings.adjoint, dfx.ForwardMode
+    ):
+        raise ValueError(
+            "`settings.adjoint`: `monodromy` is differentiable in forward mode only "
+            f"(`diffrax.ForwardMode()` or None); got {type(settings.adjoint).__name__}."
+        )
+    state = jnp.asarray(state, dtype=jnp.result_type(float))
+    if state.shape != (system.n_states,):
+        raise ValueError(
+            f"`state` must have shape ({system.n_states},); got {state.shape}."
+        )
+    return _analyse_state(system, section, state, canonical_params(params), settings)
+
+
+@compiled("the return map", label=lambda system, *args: system_label(system))
+def poincare_map_with(system, section, u, params, settings, adjoint):
+    sequence, _ = resolve_sequence(system, section)
+    sol, _ = cycle(
+        system, section.chart(u, params), params, sequence, settings, adjoint
+    )
+    u_next = section.coordinates(sol.x_after[-1], params)
+    return masked_nan(u_next, sol.result == RESULTS.successful), sol
+
+
+def poincare_map(
+    system: HybridSystem,
+    section: PoincareSection,
+    u: Float[Array, " k"],
+    params: Params,
+    *,
+    settings: Settings | None = None,
+):
+    r"""The return map in reduced coordinates, $u \mapsto \pi(P(\chi(u)))$.
+
+    Runs one cycle of the section's transition sequence from the section state
+    $\chi(u)$ and reads the unknowns off the state after the closing event. Pure and
+    jittable; with the default `settings.adjoint` (reverse mode,
+    `diffrax.RecursiveCheckpointAdjoint()`) differentiate it with `jax.grad`,
+    `jax.jacrev`; with `diffrax.ForwardMode()`, with `jax.jacfwd`/`jax.jvp` (the
+    event-time sensitivity included either way). Building block of shooting and
+    continuation.
+
+    **Returns:** `(u_next, solution)`; `solution.result` is `successful` only if the
+    cycle ran as the section declares (`u_next` is NaN otherwise).
+    """
+    settings = resolve_settings(settings)
+    adjoint = (
+        dfx.RecursiveCheckpointAdjoint()
+        if settings.adjoint is None
+        else settings.adjoint
+    )
+    u = jnp.atleast_1d(jnp.asarray(u, dtype=jnp.result_type(float)))
+    return poincare_map_with(
+        system, section, u, canonical_params(params), settings, adjoint
+    )
