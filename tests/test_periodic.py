@@ -141,6 +141,18 @@ def test_constrained_form_on_the_manifold(constrained_orbit, minimal_orbit):
     np.testing.assert_allclose(
         R @ floquet_c.monodromy_ad @ E, floquet_m.monodromy_ad, atol=1e-7
     )
+    # The model's own conversion (what the command line prints) is the same.
+    form = models.get_model("hopper").forms["constrained"]
+    for route in ("monodromy_ad", "monodromy_saltation"):
+        np.testing.assert_allclose(
+            form.minimal_monodromy(getattr(floquet_c, route), 4),
+            getattr(floquet_m, route),
+            atol=1e-7,
+        )
+    minimal = models.get_model("hopper").forms["minimal"]
+    assert np.array_equal(
+        minimal.minimal_monodromy(floquet_m.monodromy_ad, 4), floquet_m.monodromy_ad
+    )
     # Without the manifold, constraint drift adds spurious unit multipliers.
     raw = np.linalg.eigvals(floquet_c.monodromy_ad)
     assert np.sum(np.abs(raw - 1) < 1e-6) >= 2

@@ -1100,16 +1100,11 @@ def _run_orbit(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
     status = status_name(orbit.result)[0]
     message = status_message(orbit.result)[0]
 
-    # Minimal coordinates: the 4x4 monodromy is R Phi E with R = d(to_minimal)/dx
-    # and E = d(from_minimal)/dx_min (constant matrices; identities for the
-    # minimal form).
+    # States and monodromy matrices are shown in the minimal coordinates.
     n_min = len(model.state_names)
-    if form.to_minimal is None or form.from_minimal is None:
-        R = E = np.eye(n_min)
+    if form.to_minimal is None:
         to_minimal = np.asarray
     else:
-        R = np.asarray(jax.jacfwd(form.to_minimal)(jnp.zeros(system.n_states)))
-        E = np.asarray(jax.jacfwd(form.from_minimal)(jnp.zeros(n_min)))
 
         def to_minimal(x):
             return np.asarray(form.to_minimal(jnp.asarray(x)))
@@ -1193,8 +1188,8 @@ def _run_orbit(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
     summary, summary_lines = model_summary(solution)
 
     M = np.asarray(orbit.reduced_jacobian, dtype=float)
-    mono_ad = R @ np.asarray(floquet.monodromy_ad, dtype=float) @ E
-    mono_s = R @ np.asarray(floquet.monodromy_saltation, dtype=float) @ E
+    mono_ad = form.minimal_monodromy(floquet.monodromy_ad, n_min)
+    mono_s = form.minimal_monodromy(floquet.monodromy_saltation, n_min)
     mult_ad = np.asarray(floquet.multipliers_ad)
     mult_s = np.asarray(floquet.multipliers_saltation)
     stable = bool(np.all(np.abs(mult_ad) < 1) and np.all(np.abs(mult_s) < 1))

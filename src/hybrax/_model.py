@@ -35,6 +35,25 @@ class ModelForm(eqx.Module):
     from_minimal: Callable[[Any], Any] | None = None
     to_minimal: Callable[[Any], Any] | None = None
 
+    def minimal_monodromy(self, monodromy, n_minimal: int):
+        r"""A monodromy matrix $\Phi$ of this form in the model's minimal
+        coordinates: $R\,\Phi\,E$ with $R = \partial(\text{to\_minimal})/
+        \partial x$ and $E = \partial(\text{from\_minimal})/\partial x_{min}$
+        (the maps between the forms are linear, so both are constant; identities
+        for the minimal form). NumPy in, NumPy out, `(n_minimal, n_minimal)`."""
+        import numpy as np
+
+        monodromy = np.asarray(monodromy, dtype=float)
+        if self.to_minimal is None or self.from_minimal is None:
+            return monodromy
+        import jax
+        import jax.numpy as jnp
+
+        n_states = monodromy.shape[-1]
+        R = np.asarray(jax.jacfwd(self.to_minimal)(jnp.zeros(n_states)))
+        E = np.asarray(jax.jacfwd(self.from_minimal)(jnp.zeros(n_minimal)))
+        return R @ monodromy @ E
+
 
 class ContinuationDefaults(eqx.Module):
     """A model's defaults for `hybrax continue`: the parameter's name, where a
