@@ -57,7 +57,7 @@ ground phase with negative damping, lift-off when the ground force changes sign.
     ),
     (
         "code",
-        """x0 = models.hopper.to_constrained(models.hopper.default_initial_state(params))
+        """x0 = models.hopper.to_constrained(models.hopper.default_state(params))
 sol = hx.simulate(system, x0, params, n_events=6, n_save=200)
 print(hx.status_message(sol.result))
 for t, k, tc in zip(sol.t_events, sol.transitions, sol.T_c):

@@ -59,7 +59,7 @@ def solution():
     """The same run through the API (a cache hit of the CLI's compilation)."""
     params = models.hopper.make_params()
     system = models.hopper.minimal()[0]
-    x0 = models.hopper.default_initial_state(params)
+    x0 = models.hopper.default_state(params)
     sol = hybrax.simulate(
         system,
         x0,
@@ -82,7 +82,7 @@ def test_writes_figures_and_json(cli_run):
     assert data["params"]["m"] == 75.0 and data["params"]["d_G"] == -80.0
     kinds = [event["kind"] for event in data["events"]]
     assert kinds == ["touchdown", "liftoff"] * HOPS
-    x0 = np.asarray(models.hopper.default_initial_state(models.hopper.make_params()))
+    x0 = np.asarray(models.hopper.default_state(models.hopper.make_params()))
     np.testing.assert_allclose(data["x0"], x0, rtol=0, atol=1e-15)
     for event in data["events"]:
         if event["kind"] == "liftoff":

@@ -39,7 +39,7 @@ def test_foot_pulled_back_at_liftoff_is_not_viable():
     instant; now the run stops at the lift-off with `mode_not_viable`."""
     p_ref = ref.HopperParams(d_F=-150.0)
     params = hx.canonical_params(models.hopper.make_params(d_F=-150.0))
-    x0 = models.hopper.default_initial_state(params)
+    x0 = models.hopper.default_state(params)
     sol = hx.simulate(HOPPER, x0, params, n_events=4, settings=SETTINGS)
     assert hx.status_name(sol.result) == ["mode_not_viable"]
     assert _names(HOPPER, sol) == ["touchdown", "liftoff"]
@@ -176,7 +176,7 @@ def test_grazing_contact_is_reported(one_flight, depth):
 def test_ground_mode_entered_with_the_foot_in_the_air(form):
     system = HOPPER if form == "minimal" else models.hopper.constrained()[0]
     params = hx.canonical_params(models.hopper.make_params())
-    x0 = models.hopper.default_initial_state(params)  # foot 0.1 m above the ground
+    x0 = models.hopper.default_state(params)  # foot 0.1 m above the ground
     if form == "constrained":
         x0 = models.hopper.to_constrained(x0)
     sol = hx.simulate(system, x0, params, n_events=4, mode0="ground", settings=SETTINGS)

@@ -157,7 +157,7 @@ def _angular_momentum(x, about):
 @pytest.fixture(scope="module")
 def elastic_drop(run):
     params = _params(elastic=1.0)
-    solution, _ = run(jm.straight_drop_state(params), params, FLIGHT, SEED_DURATION)
+    solution, _ = run(jm.default_state(params), params, FLIGHT, SEED_DURATION)
     return solution
 
 
@@ -180,7 +180,7 @@ def test_elastic_straight_drop_keeps_its_energy_over_the_seeds_contacts(
     after = np.asarray(solution.x_after)
     np.testing.assert_array_equal(after[:, 2:5], 0.0)
     np.testing.assert_array_equal(after[:, 7:10], 0.0)
-    energy0 = _energy(jm.straight_drop_state())[1]
+    energy0 = _energy(jm.default_state())[1]
     energies = np.array([_energy(x)[1] for x in after])
     drift = np.max(np.abs(energies - energy0)) / energy0
     assert drift < N_CONTACTS * TOL
@@ -201,7 +201,7 @@ def test_plastic_straight_drop_loses_its_kinetic_energy(run):
     the rotations about the foot, so T_a = 0), then the jumper stands at rest: no
     further event."""
     params = _params()
-    solution, _ = run(jm.straight_drop_state(params), params, FLIGHT, 2.0)
+    solution, _ = run(jm.default_state(params), params, FLIGHT, 2.0)
     assert hx.status_name(solution.result) == ["event_not_reached"]
     assert int(solution.n_events) == 1
     assert int(solution.transitions[0]) == TOUCHDOWN

@@ -94,3 +94,23 @@ def test_a_users_class_gets_the_check_and_the_table():
 
     with pytest.raises(ValueError, match="parameter_field"):
         hx.parameter_table(Loose)
+
+
+@pytest.mark.parametrize("name", ZOO)
+def test_every_model_module_names_its_pieces_alike(name):
+    """Each zoo module offers `make_params`, `default_state(params)` (the
+    bundle's) and, where the model has orbits, `section(form="minimal")`
+    refusing a form it does not have."""
+    import importlib
+
+    module = importlib.import_module(f"hybrax.models.{REGISTRY[name]}")
+    bundle = models.get_model(name)
+    params = bundle.make_params()
+    assert bundle.default_state is module.default_state
+    state = module.default_state(params)
+    assert np.shape(state) == (len(bundle.state_names),)
+    assert np.all(np.isfinite(np.asarray(state)))
+    if bundle.has_orbits:
+        assert isinstance(module.section(), hx.PoincareSection)
+        with pytest.raises(ValueError, match="`form`"):
+            module.section("no-such-form")

@@ -93,7 +93,7 @@ def test_hopper_events_match_closed_form(form, reference_hops):
 
 
 def test_constrained_and_minimal_agree_along_the_phase():
-    x0 = models.hopper.default_initial_state(PARAMS)
+    x0 = models.hopper.default_state(PARAMS)
     kw = dict(n_save=50)
     sol_min = _run("minimal", x0, **kw)
     sol_con = _run("constrained", x0, **kw)
@@ -112,7 +112,7 @@ def test_constrained_and_minimal_agree_along_the_phase():
 
 def test_energy_balance_in_flight():
     # In flight only the damper d_F dissipates: dE/dt = -d_F (v_U - v_L)^2.
-    x0 = models.hopper.default_initial_state(PARAMS)
+    x0 = models.hopper.default_state(PARAMS)
     sol = _run("minimal", x0, n_save=400)
     ts, xs = np.asarray(sol.t_phase[0]), np.asarray(sol.x_phase[0])
     _, _, energy = models.hopper.energies(xs, PARAMS)
@@ -175,7 +175,7 @@ def test_rimless_wheel_fixed_point_and_multiplier():
 def test_one_hop_jacobian_against_finite_differences(form):
     """d(state after touchdown and lift-off)/d(initial state), event-time
     sensitivity included."""
-    x_start = models.hopper.default_initial_state(PARAMS)
+    x_start = models.hopper.default_state(PARAMS)
 
     @jax.jit
     def hop(x0):
@@ -198,7 +198,7 @@ def test_one_hop_jacobian_against_finite_differences(form):
 
 def test_vmap_equals_loop_and_failed_element_is_flagged():
     system = SYSTEMS["minimal"]
-    x_good = models.hopper.default_initial_state(PARAMS)
+    x_good = models.hopper.default_state(PARAMS)
     batch = jnp.stack([x_good, x_good.at[1].set(-0.05), x_good.at[1].set(0.2)])
 
     def run(x0):
@@ -215,7 +215,7 @@ def test_vmap_equals_loop_and_failed_element_is_flagged():
 
 
 def test_jit_with_traced_parameters_equals_eager():
-    x0 = models.hopper.default_initial_state(PARAMS)
+    x0 = models.hopper.default_state(PARAMS)
 
     @jax.jit
     def first_touchdown(d_F):
@@ -256,7 +256,7 @@ def test_impossible_parameters_raise(bad, name):
 
 
 def test_bad_static_arguments_raise():
-    x0 = models.hopper.default_initial_state(PARAMS)
+    x0 = models.hopper.default_state(PARAMS)
     with pytest.raises(ValueError, match="n_events"):
         hx.simulate(SYSTEMS["minimal"], x0, PARAMS, n_events=0)
     with pytest.raises(ValueError, match="t_max"):
@@ -270,7 +270,7 @@ def test_bad_static_arguments_raise():
 
 
 def test_initial_state_below_ground_is_reported():
-    x0 = models.hopper.default_initial_state(PARAMS).at[1].set(-0.01)
+    x0 = models.hopper.default_state(PARAMS).at[1].set(-0.01)
     sol = _run("minimal", x0)
     assert sol.result == hx.RESULTS.infeasible_initial_state
     assert int(sol.n_events) == 0
@@ -278,7 +278,7 @@ def test_initial_state_below_ground_is_reported():
 
 
 def test_guard_never_reached_is_reported():
-    x0 = models.hopper.default_initial_state(PARAMS)
+    x0 = models.hopper.default_state(PARAMS)
     sol = hx.simulate(
         SYSTEMS["minimal"],
         x0,
@@ -295,7 +295,7 @@ def test_guard_never_reached_is_reported():
 
 
 def test_step_limit_is_reported():
-    x0 = models.hopper.default_initial_state(PARAMS)
+    x0 = models.hopper.default_state(PARAMS)
     sol = hx.simulate(
         SYSTEMS["minimal"],
         x0,
@@ -308,14 +308,14 @@ def test_step_limit_is_reported():
 
 
 def test_nonfinite_parameters_inside_jit_are_reported():
-    x0 = models.hopper.default_initial_state(PARAMS)
+    x0 = models.hopper.default_state(PARAMS)
     bad = eqx.tree_at(lambda s: s.k, PARAMS, jnp.asarray(jnp.nan))  # skips checks
     sol = _run("minimal", x0, params=bad)
     assert sol.result == hx.RESULTS.nonfinite_parameters
 
 
 def test_throw_raises_with_the_status_message():
-    x0 = models.hopper.default_initial_state(PARAMS).at[1].set(-0.01)
+    x0 = models.hopper.default_state(PARAMS).at[1].set(-0.01)
     with pytest.raises(Exception, match="initial state"):
         _run("minimal", x0, throw=True)
     assert "initial state" in hx.status_message(_run("minimal", x0).result)[0]

@@ -324,6 +324,15 @@ class ModelBundle(eqx.Module):
         return f"{name} [{unit}]" if unit not in ("", "1", "derived") else name
 
 
+def check_form(form: str, known=("minimal",)) -> str:
+    """`form` if it is one of a model's formulations `known`, else a `ValueError`
+    naming them (every model's `section(form)` reads its form so)."""
+    if form not in known:
+        names = " or ".join(repr(name) for name in known)
+        raise ValueError(f"`form` must be {names}; got {form!r}.")
+    return form
+
+
 def field_parameters(params_class, model_name: str):
     """`(make_params, parameter)` for a model whose parameters are the fields of
     `params_class` (an `eqx.Module` with defaults and eager checks): unknown names

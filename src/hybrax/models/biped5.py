@@ -104,6 +104,7 @@ from .._mechanics import (
     symmetric_solve,
 )
 from .._model import (
+    check_form,
     orbit_energy_lost,
     orbit_energy_lost_share,
     orbit_period,
@@ -811,7 +812,7 @@ def _section_coordinates(x, params):
     return jnp.concatenate([x[:4], x[5:]])
 
 
-def section() -> PoincareSection:
+def section(form: str = "minimal") -> PoincareSection:
     r"""Just after heel strike (transition `"heelstrike"`, legs relabelled): the
     stance foot at the origin and the trailing foot on the ground behind it,
     $l_1\cos\theta_1 + l_2\cos\theta_2 = l_2\cos\theta_4 + l_1\cos\theta_5$. The
@@ -823,6 +824,7 @@ def section() -> PoincareSection:
     all free: the trailing foot leaves the ground with the velocity the impact
     gives it. (Module-level chart and coordinates: equal sections share compiled
     programs.)"""
+    check_form(form)  # one form; the argument as every model's
     return PoincareSection(
         ("heelstrike",), chart=_section_chart, coordinates=_section_coordinates
     )

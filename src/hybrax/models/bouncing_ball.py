@@ -77,6 +77,13 @@ def _ground_line(params):
     return [("x", 0.0, "ground $y = 0$")]
 
 
+def default_state(params):
+    """The model's default start (of `hybrax simulate`): dropped from rest at a
+    height of 1 m."""
+    del params
+    return jnp.array([1.0, 0.0])
+
+
 def _bundle():
     from .._model import FigureSpec, ModelBundle, ModelForm, field_parameters
 
@@ -88,7 +95,7 @@ def _bundle():
         make_params=make_params,
         parameter=parameter,
         state_names=("y", "v"),
-        default_state=lambda params: jnp.array([1.0, 0.0]),
+        default_state=default_state,
         forms={"minimal": ModelForm(lambda: bouncing_ball()[0])},
         labels={"y": r"$y$ [m]", "v": r"$\dot y$ [m/s]", "e": "$e$"},
         figures=FigureSpec(

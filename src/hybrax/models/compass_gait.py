@@ -42,6 +42,7 @@ import numpy as np
 from .._hybrid import HybridSystem, ImpactRelabel, Mode, Transition
 from .._mechanics import LagrangianModel, point_velocity, symmetric_solve
 from .._model import (
+    check_form,
     orbit_energy_lost,
     orbit_energy_lost_share,
     orbit_period,
@@ -240,12 +241,13 @@ def _section_coordinates(x, p):
     return jnp.stack([-(x[0] + x[1]) / 2, x[2], x[3]])
 
 
-def section() -> PoincareSection:
+def section(form: str = "minimal") -> PoincareSection:
     r"""Just after heel strike, both feet on the slope: the legs make angles
     $\pm\alpha$ with the slope's normal, $\theta_s = \phi - \alpha$,
     $\theta_{ns} = -\phi - \alpha$; the reduced unknowns are
     $u = (\alpha, \dot\theta_s, \dot\theta_{ns})$. (Module-level chart and
     coordinates: equal sections share compiled programs.)"""
+    check_form(form)  # one form; the argument as every model's
     return PoincareSection(
         ("heelstrike",), chart=_section_chart, coordinates=_section_coordinates
     )
@@ -374,7 +376,9 @@ def parameter(name: str):
     )
 
 
-def _default_state(params):
+def default_state(params):
+    """The model's default start (of `hybrax simulate`): the section state of its
+    orbit guess, a state right after a heel strike."""
     return section().chart(orbit_guess(params), params)
 
 
@@ -479,7 +483,7 @@ def _bundle():
         make_params=make_params,
         parameter=parameter,
         state_names=("theta_s", "theta_ns", "omega_s", "omega_ns"),
-        default_state=_default_state,
+        default_state=default_state,
         forms={"minimal": ModelForm(lambda: compass_gait()[0], section)},
         orbit_guess=orbit_guess,
         quantities=ORBIT_QUANTITIES,

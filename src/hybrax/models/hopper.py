@@ -33,7 +33,12 @@ from .._hybrid import (
 )
 from .._mechanics import AbstractLagrangianModel
 from .._misc import array_module
-from .._model import orbit_energy_lost_share, orbit_period, orbit_spectral_radius
+from .._model import (
+    check_form,
+    orbit_energy_lost_share,
+    orbit_period,
+    orbit_spectral_radius,
+)
 from .._params import (
     FRACTION,
     POSITIVE,
@@ -409,7 +414,7 @@ def liftoff_state(v_U, params: HopperParams):
     return xp.stack([z_U, zero, v_U, zero])
 
 
-def default_initial_state(params: HopperParams | None = None):
+def default_state(params: HopperParams | None = None):
     """A state in flight, both masses at rest with the spring at its static length,
     the lower mass 0.1 m above the ground."""
     params = HopperParams() if params is None else params
@@ -447,12 +452,10 @@ def section(form: str = "minimal") -> PoincareSection:
     six unknowns $[z_1, z_2, z_3, \dot z_1, \dot z_2, \dot z_3]$ reduce to these two
     on the manifold. $M = J + I$ is then the paper's $2\times2$ matrix of eq. (67).
     """
-    if form == "minimal":
+    if check_form(form, ("minimal", "constrained")) == "minimal":
         chart, coordinates = _minimal_chart, _minimal_coordinates
-    elif form == "constrained":
-        chart, coordinates = _constrained_chart, _constrained_coordinates
     else:
-        raise ValueError(f"`form` must be 'minimal' or 'constrained'; got {form!r}.")
+        chart, coordinates = _constrained_chart, _constrained_coordinates
     return PoincareSection(("touchdown", "liftoff"), chart, coordinates)
 
 
@@ -575,7 +578,7 @@ def _bundle():
         make_params=make_params,
         parameter=parameter,
         state_names=("z_U", "z_L", "v_U", "v_L"),
-        default_state=default_initial_state,
+        default_state=default_state,
         forms={
             "minimal": ModelForm(lambda: minimal()[0], lambda: section("minimal")),
             "constrained": ModelForm(

@@ -75,7 +75,7 @@ distal joint, $c_c = c_t = 0.2325$ m; the torso's centre of mass $c_b = 0.25$ m
 above the hip is our choice.
 
 **Reddy & Munnangi's straight-leg experiment** (their Fig. 3,
-`straight_drop_state`): the jumper dropped from rest, the leg straight and upright,
+`default_state`): the jumper dropped from rest, the leg straight and upright,
 the calf's centre of mass at 0.5 m. Upright, neither gravity nor the vertical
 contact impulse has a moment about the joints, so the leg stays straight with the
 joints free. With elastic contact it bounces with contacts at
@@ -424,9 +424,10 @@ def jumper(
     return HybridSystem((flight, stance), transitions, n_states=10), JumperParams()
 
 
-def straight_drop_state(params: JumperParams | None = None, com_height: float = 0.5):
-    r"""Reddy & Munnangi's straight-leg drop (their Fig. 3): the leg straight and
-    upright, at rest, the calf's centre of mass at `com_height` (0.5 m)."""
+def default_state(params: JumperParams | None = None, com_height: float = 0.5):
+    r"""The model's default start (of `hybrax simulate`): Reddy & Munnangi's
+    straight-leg drop (their Fig. 3), the leg straight and upright, at rest, the
+    calf's centre of mass at `com_height` (0.5 m)."""
     params = JumperParams() if params is None else params
     y = com_height - params.c_calf
     return jnp.array([0.0, y, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0])
@@ -755,7 +756,7 @@ def _bundle():
         make_params=make_params,
         parameter=parameter,
         state_names=_STATE_NAMES,
-        default_state=straight_drop_state,
+        default_state=default_state,
         # The default drop lands and, with plastic contact, stands: one event.
         simulate_cycles=1,
         forms={"descriptor": ModelForm(lambda: jumper()[0])},

@@ -19,7 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._hybrid import AbstractReset, HybridSystem, Mode, Transition
-from .._model import orbit_period, orbit_spectral_radius
+from .._model import check_form, orbit_period, orbit_spectral_radius
 from .._params import (
     POSITIVE,
     AbstractParams,
@@ -87,9 +87,16 @@ def rimless_wheel() -> tuple[HybridSystem, RimlessWheelParams]:
     )
 
 
-def section() -> PoincareSection:
+def default_state(params):
+    """The model's default start (of `hybrax simulate`): a spoke just planted
+    (its angle $\\gamma - \\alpha$ from the slope's normal) turning at 1.5 rad/s."""
+    return jnp.stack([params.gamma - params.alpha, jnp.asarray(1.5)])
+
+
+def section(form: str = "minimal") -> PoincareSection:
     r"""The section just after heel strike: the reduced unknown is the stance
     spoke's rate $u = [\dot\theta^+]$, at $\theta^+ = \gamma - \alpha$."""
+    check_form(form)  # one form; the argument as every model's
     return PoincareSection(
         ("heelstrike",), chart=_section_chart, coordinates=_section_coordinates
     )
@@ -207,7 +214,7 @@ def _bundle():
         make_params=make_params,
         parameter=parameter,
         state_names=("theta", "omega"),
-        default_state=lambda p: jnp.stack([p.gamma - p.alpha, jnp.asarray(1.5)]),
+        default_state=default_state,
         forms={"minimal": ModelForm(lambda: rimless_wheel()[0], section)},
         orbit_guess=lambda params: jnp.array([1.5]),
         quantities={

@@ -65,7 +65,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._hybrid import AbstractReset, HybridSystem, Mode, Transition
-from .._model import orbit_period, orbit_spectral_radius
+from .._model import check_form, orbit_period, orbit_spectral_radius
 from .._params import AbstractParams, between, parameter_field, parameter_table
 from .._periodic import PoincareSection
 from ._walking import fall
@@ -165,12 +165,13 @@ def _coordinates(x, params):
     return jnp.stack([x[0], x[2]])
 
 
-def section() -> PoincareSection:
+def section(form: str = "minimal") -> PoincareSection:
     r"""Just after heel strike: $\phi = 2\theta$, $\dot\phi = (1 - \cos 2\theta)
     \dot\theta$; the reduced unknowns are $u = (\theta, \dot\theta)$ (Garcia et
     al.'s reduction of the step map to two dimensions). Its chart and coordinates
     are module functions: sections built by separate calls are equal, and share
     compiled programs."""
+    check_form(form)  # one form; the argument as every model's
     return PoincareSection(("heelstrike",), chart=_chart, coordinates=_coordinates)
 
 
@@ -325,7 +326,9 @@ def _frame_shift(x_before, params):
     return _to_world(_stick_points(x_before)[2], params)
 
 
-def _default_state(params):
+def default_state(params):
+    """The model's default start (of `hybrax simulate`): the section state of its
+    orbit guess, a state right after a heel strike."""
     return section().chart(orbit_guess(params), params)
 
 
@@ -350,7 +353,7 @@ def _bundle():
         make_params=make_params,
         parameter=parameter,
         state_names=("theta", "phi", "theta_dot", "phi_dot"),
-        default_state=_default_state,
+        default_state=default_state,
         forms={"minimal": ModelForm(lambda: simplest_walker()[0], section)},
         orbit_guess=orbit_guess,
         branch_guesses=branch_guesses,
