@@ -1,0 +1,335 @@
+"""One phase: the mode's flow until its first armed guard crossing."""
+
+from typing import Any
+
+import diffrax as dfx
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import jax.tree_util as jtu
+from jaxtyping import Array
+
+from .._dips import DipDetectingController
+from .._hybrid import HybridSystem
+from .._misc import trace_once
+from .._settings import Settings
+from .._solution import RESULTS
+from .checks import _grazing, check_phase_start
+from .fields import (
+    _FAR,
+    _GuardRate,
+    _identity,
+    _PhaseCondition,
+    _PhaseField,
+    _state_of_augmented,
+)
+from .observables import _event_observables, _phase_observables
+from .tables import Tables
+
+
+class PhaseOutcome(eqx.Module):
+    """What one phase did (internal): its end and the event that ended it."""
+
+    result: RESULTS
+    cause: Array
+    ran: Array  # the phase started (its start checks passed)
+    event: Array  # an event fired (possibly grazing or out of sequence)
+    t_event: Array
+    x_minus: Array
+    x_plus: Array
+    extra_plus: Any
+    extra_record: Any
+    transition: Array
+    next_mode: Array
+    crossing_rate: Array
+    guard_at_start: Array
+    observables: dict
+    t_phase: Array
+    x_phase: Array
+    phase_observables: dict
+
+
+def run_phase(
+    system: HybridSystem,
+    static_mode: int | None,
+    mode,
+    t,
+    x,
+    extra,
+    params,
+    settings: Settings,
+    adjoint,
+    *,
+    active,
+    initial,
+    expected: int | None = None,
+    augmentation=None,
+    n_save: int = 0,
+    observable_shapes: dict,
+    phase_keys: tuple[str, ...],
+    diagnose: bool = True,
+) -> PhaseOutcome:
+    """Run one phase of `mode` from `(t, x)`: start checks, one diffrax solve per
+    stage, the event, the reset and its records. Lanes with `active` false do no
+    work (their solves run from `t` to `t`). With `diagnose` false the checks
+    (constraints and viability at the start, dips inside steps, grazing at the
+    event) and the guards at the next start and crossing rates are skipped: for
+    the inner iterations of a solver whose result a final diagnosed pass checks (under
+    forward-mode AD the dip check costs 70% more per cycle, and all of it costs
+    compile time)."""
+    dtype = x.dtype
+    tol = settings.guard_tol
+    tables = Tables(system, static_mode)
+    augmented = augmentation is not None
+    state_of = _state_of_augmented if augmented else _identity
+    t_end = jnp.asarray(settings.t_max, dtype)
+
+    start = check_phase_start(tables, mode, t, x, params, settings, initial, diagnose)
+    run = active & (start.result == RESULTS.successful)
+    phase_observables_wanted = bool(phase_keys)
+    dense = n_save > 0 or phase_observables_wanted
+
+    term = dfx.ODETerm(_PhaseField(tables, augmentation))
+    event = dfx.Event(
+        _PhaseCondition(tables, augmented),
+        root_finder=settings.event_root_finder,
+        direction=False,
+    )
+    controller = settings.stepsize_controller
+    detect_dips = diagnose and settings.dip_tol is not None
+    if isinstance(controller, dfx.AbstractAdaptiveStepSizeController) and (
+        detect_dips or augmented
+    ):
+        # Steps are controlled on the state alone (the variational part follows),
+        # and guard dips inside a step are caught.
+        controller = DipDetectingController(
+            controller,
+            _GuardRate(tables, augmented) if detect_dips else None,
+            state_of,
+            settings.dip_tol if detect_dips else 0.0,
+        )
+
+    y = x if not augmented else (x, extra)
+    armed = start.armed
+    finished = jnp.logical_not(run)
+    fired = jnp.zeros((), jnp.int32)
+    stage_result = RESULTS.successful
+    stage_cause = jnp.asarray(-1, jnp.int32)
+    # (Static: the arming check is traced only where a transition asks for it.)
+    strict_arms = any(
+        strict and tr.arm is not None
+        for strict, tr in zip(system.strict_arming, system.transitions)
+    )
+    hit = jnp.zeros((), bool)
+    t_cur = t
+    stages = []
+    for _ in range(tables.n_stages()):
+        c_start = tables.condition(mode, t_cur, state_of(y), params, armed)
+        on_surface = (c_start <= 0) & (c_start >= -tol)
+        running = jnp.logical_not(finished)
+        stage_args = (params, mode, armed, t_cur, on_surface, t_end)
+        sol = dfx.diffeqsolve(
+            term,
+            settings.solver,
+            # A lane with nothing left to do runs a solve of zero length.
+            t0=jnp.where(running, t_cur, _FAR),
+            t1=_FAR,
+            dt0=None,
+            y0=y,
+            args=stage_args,
+            saveat=dfx.SaveAt(t1=True, dense=dense),
+            event=event,
+            stepsize_controller=controller,
+            max_steps=settings.max_steps,
+            adjoint=adjoint,
+            throw=False,
+        )
+        t_hit = sol.ts[-1]
+        y_hit = jtu.tree_map(lambda a: a[-1], sol.ys)
+        stages.append((sol, t_cur, t_hit))
+        occurred = sol.result == dfx.RESULTS.event_occurred
+        entries = tables.entries(
+            mode, t_hit, jax.lax.stop_gradient(state_of(y_hit)), params, armed
+        )
+        j = jnp.argmin(entries).astype(jnp.int32) if entries.shape[0] else fired
+        arming_event = jnp.logical_not(armed[j]) if entries.shape[0] else False
+        root_find_failed = (sol.result == dfx.RESULTS.nonlinear_max_steps_reached) | (
+            sol.result == dfx.RESULTS.nonlinear_divergence
+        )
+        # The horizon, not a guard, ended the stage (a guard at the same instant
+        # wins).
+        nearest_guard = jnp.min(entries) if entries.shape[0] else jnp.inf
+        at_horizon = jax.lax.stop_gradient(t_end - t_hit) < nearest_guard
+        occurred = occurred & jnp.logical_not(at_horizon)
+        real_event = running & occurred & jnp.logical_not(arming_event)
+        failed = running & jnp.logical_not(occurred)
+        step_result = RESULTS.where(
+            root_find_failed,
+            RESULTS.event_location_failed,
+            RESULTS.where(
+                (sol.result == dfx.RESULTS.successful)
+                | (sol.result == dfx.RESULTS.event_occurred),
+                RESULTS.event_not_reached,
+                RESULTS.promote(sol.result),
+            ),
+        )
+        stage_result = RESULTS.where(failed, step_result, stage_result)
+        if entries.shape[0]:
+            arms_now = running & occurred & arming_event
+            if strict_arms:
+                # Armed with its guard already past the crossing: the crossing
+                # came before the arming and would be missed (and, read through
+                # the minimum of the entries, it would hide every other guard's
+                # crossing).
+                guards_now = tables.guards(
+                    mode, t_hit, jax.lax.stop_gradient(state_of(y_hit)), params
+                )
+                strict = jnp.asarray(system.strict_arming)[j]
+                missed = arms_now & strict & (guards_now[j] < -tol)
+                stage_result = RESULTS.where(
+                    missed, RESULTS.armed_beyond_guard, stage_result
+                )
+                stage_cause = jnp.where(missed, j, stage_cause)
+                failed = failed | missed
+            armed = jnp.where(arms_now, armed.at[j].set(True), armed)
+        fired = jnp.where(real_event, j, fired)
+        hit = hit | real_event
+        t_cur = jnp.where(running, t_hit, t_cur)
+        y = jtu.tree_map(lambda new, old: jnp.where(running, new, old), y_hit, y)
+        finished = finished | real_event | failed
+    stage_result = RESULTS.where(
+        jnp.logical_not(finished), RESULTS.event_not_reached, stage_result
+    )
+
+    # The event.
+    x_minus = state_of(y)
+    t_event = t_cur
+    k = expected if expected is not None else fired
+    if isinstance(k, int):
+        reset = trace_once(system.transitions[k].reset)
+        x_plus = reset(t_event, x_minus, params)
+        next_mode_value = system.targets[k]
+    else:
+        resets = [trace_once(tr.reset) for tr in system.transitions]
+        x_plus = jax.lax.switch(k, resets, t_event, x_minus, params)
+        next_mode_value = jnp.asarray(system.targets, jnp.int32)[k]
+    next_mode = jnp.asarray(next_mode_value, jnp.int32)
+    extra_plus, extra_record = None, None
+    if augmented:
+        extra_plus, extra_record = augmentation.at_event(
+            system, k, t_event, x_minus, y[1], params
+        )
+    observables = _event_observables(
+        system, observable_shapes, k, t_event, x_minus, x_plus, params
+    )
+
+    # Classify the crossing (status only: no derivatives flow).
+    t_s, x_s, p_s = jax.lax.stop_gradient((t_event, x_minus, params))
+    if diagnose:
+        _, h1, h2 = tables.guard_derivatives(mode, t_s, x_s, p_s)
+        rate, curvature = h1[fired], h2[fired]
+        grazing = hit & _grazing(rate, curvature, tol)
+    else:
+        rate, grazing = jnp.full((), jnp.nan, dtype), jnp.zeros((), bool)
+    if diagnose:
+        next_tables = Tables(system, next_mode_value if isinstance(k, int) else None)
+        x_plus_s = jax.lax.stop_gradient(x_plus)
+        next_armed = next_tables.arming(next_mode, t_s, x_plus_s, p_s) > 0
+        next_guards = jnp.where(
+            next_armed, next_tables.guards(next_mode, t_s, x_plus_s, p_s), jnp.inf
+        )
+        guard_at_start = (
+            jnp.min(next_guards)
+            if next_guards.shape[0]
+            else jnp.full((), jnp.inf, dtype)
+        )
+    else:
+        guard_at_start = jnp.full((), jnp.nan, dtype)
+
+    finite = jnp.all(jnp.isfinite(x_plus)) & jnp.isfinite(t_event)
+    # A terminal transition (a fall) ends the run whichever transition was due.
+    if any(system.terminals):
+        terminal = hit & jnp.asarray(system.terminals)[fired]
+    else:
+        terminal = jnp.zeros((), bool)
+    result = RESULTS.where(
+        start.result != RESULTS.successful,
+        start.result,
+        RESULTS.where(
+            hit,
+            RESULTS.where(
+                terminal,
+                RESULTS.terminal_event,
+                RESULTS.where(
+                    finite,
+                    RESULTS.where(
+                        grazing,
+                        RESULTS.grazing_event,
+                        RESULTS.where(
+                            jnp.asarray(True)
+                            if expected is None
+                            else fired == expected,
+                            RESULTS.successful,
+                            RESULTS.wrong_event_sequence,
+                        ),
+                    ),
+                    RESULTS.nonfinite_state,
+                ),
+            ),
+            stage_result,
+        ),
+    )
+    cause = jnp.where(
+        start.result != RESULTS.successful,
+        start.cause,
+        jnp.where(grazing | terminal, fired, stage_cause),
+    ).astype(jnp.int32)
+    event_recorded = active & hit & finite
+
+    # Samples and phase observables on the dense output of the stages.
+    def within(s, t_a, t_b):
+        # Not `jnp.clip`: at a tie (the phase's ends, where the observables'
+        # grid starts and stops) its derivative splits between the arguments,
+        # which halved the state's rate there.
+        return jnp.where(s < t_a, t_a, jnp.where(s > t_b, t_b, s))
+
+    def x_of(s):
+        value = state_of(stages[0][0].evaluate(within(s, stages[0][1], stages[0][2])))
+        for sol, t_a, t_b in stages[1:]:
+            later = state_of(sol.evaluate(within(s, t_a, t_b)))
+            value = jnp.where(s > t_a, later, value)
+        return value
+
+    if n_save > 0:
+        grid = jnp.linspace(0.0, 1.0, n_save, dtype=dtype)
+        t_phase = t + (t_event - t) * grid
+        x_phase = jax.vmap(x_of)(t_phase)
+    else:
+        t_phase = jnp.zeros((0,), dtype)
+        x_phase = jnp.zeros((0, x.shape[0]), dtype)
+    if phase_observables_wanted:
+        phase_obs = _phase_observables(
+            system, phase_keys, mode, static_mode, t, t_event, x_of, params
+        )
+    else:
+        phase_obs = {}
+
+    return PhaseOutcome(
+        result=result,
+        cause=cause,
+        ran=run,
+        event=event_recorded,
+        t_event=t_event,
+        x_minus=x_minus,
+        x_plus=x_plus,
+        extra_plus=extra_plus,
+        extra_record=extra_record,
+        transition=jnp.asarray(fired, jnp.int32),
+        next_mode=next_mode,
+        crossing_rate=rate,
+        guard_at_start=guard_at_start,
+        observables=observables,
+        t_phase=t_phase,
+        x_phase=x_phase,
+        phase_observables=phase_obs,
+    )
