@@ -336,20 +336,15 @@ def check_form(form: str, known=("minimal",)) -> str:
 def field_parameters(params_class, model_name: str):
     """`(make_params, parameter)` for a model whose parameters are the fields of
     `params_class` (an `eqx.Module` with defaults and eager checks): unknown names
-    are a `ValueError` naming them, and each field is a continuation parameter."""
-    import dataclasses
-
+    are a `ValueError` naming them (`hybrax._params.check_names`), and each field
+    is a continuation parameter."""
     from ._parameters import FieldParameter
+    from ._params import check_names, field_names
 
-    names = tuple(field.name for field in dataclasses.fields(params_class))
+    names = field_names(params_class)
 
     def make_params(**values):
-        unknown = sorted(set(values) - set(names))
-        if unknown:
-            raise ValueError(
-                f"unknown {model_name} parameter(s) {unknown}; known: "
-                f"{', '.join(names)}"
-            )
+        check_names(params_class, values, names, model_name)
         return params_class(**values)
 
     def parameter(name: str):

@@ -114,13 +114,12 @@ def field_names(params_class: type) -> tuple[str, ...]:
     return tuple(field.name for field in dataclasses.fields(params_class))
 
 
-def check_names(params_class: type, values, known) -> None:
+def check_names(params_class: type, values, known, model_name: str) -> None:
     """A `ValueError` listing `known` where `values` names a field that
-    `params_class` does not have."""
+    `params_class` does not have (`model_name` names the model in it)."""
     unknown = set(values) - set(field_names(params_class))
     if unknown:
-        label = params_class.__name__.removesuffix("Params")
         raise ValueError(
-            f"Unknown {label} parameter(s) {sorted(unknown)}; known: "
+            f"unknown {model_name} parameter(s) {sorted(unknown)}; known: "
             f"{', '.join(known)}."
         )

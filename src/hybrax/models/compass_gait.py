@@ -335,7 +335,7 @@ def make_params(
     Kövecses's ratios $\mu = m_H/(m_H + 2m)$ (`mu`, at the total mass of `m`,
     `m_H`) and $\alpha = a/(a + b)$ (`a_ratio`, at the leg length of `a`, `b`).
     Unknown names, and a ratio outside (0, 1), raise `ValueError`."""
-    check_names(CompassGaitParams, values, PARAMETERS)
+    check_names(CompassGaitParams, values, PARAMETERS, "compass-gait")
     if slope_deg is not None:
         if "slope" in values:
             raise ValueError("Give either `slope` or `slope_deg`, not both.")

@@ -115,7 +115,7 @@ def make_params(*, D_G=None, D_F=None, **values) -> HopperParams:
     gradient reaches `D_G` through $d_G$); concrete ones are checked eagerly.
     Unknown names raise `ValueError`.
     """
-    check_names(HopperParams, values, PARAMETERS)
+    check_names(HopperParams, values, PARAMETERS, "hopper")
     if D_G is not None and "d_G" in values:
         raise ValueError("Give either `d_G` or `D_G`, not both.")
     if D_F is not None and "d_F" in values:
