@@ -86,9 +86,9 @@ def _setup(model_name):
     section = form.section()
     guess = jnp.asarray(model.orbit_guess(params), dtype=float)
     parameter = (
-        model.continuation.parameter
-        if model.continuation is not None
-        else model.tune.vary[0]
+        model.presentation.continuation.parameter
+        if model.presentation.continuation is not None
+        else model.presentation.tune.vary[0]
     )
     x0 = section.chart(guess, params)
     sequence = tuple(system.transition_index(k) for k in section.sequence)

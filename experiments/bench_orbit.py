@@ -151,7 +151,7 @@ def bench_hybrax(
         "period": float(orbit.period),
         "state": [float(v) for v in orbit.state],
         "newton_steps": int(orbit.n_steps),
-        "converged": bool(orbit.converged),
+        "converged": bool(orbit.succeeded),
         "residual_norm": float(orbit.residual_norm),
         **extra,
     }

@@ -246,7 +246,7 @@ def main():
             "warm_s": wall,
             "orbits_per_s": n / wall,
             "cpu_ms_per_orbit": 1e3 * cpu / n,
-            "converged": int(out.converged.sum()),
+            "converged": int(out.succeeded.sum()),
             "newton_max": int(iterations.max()),
             "newton_mean": float(iterations.mean()),
             "max_residual": float(np.max(out.orbit.residual_norm)),
@@ -374,7 +374,7 @@ def warm_start(args, np, jtu, hx, models, system, section, pool, options, cold, 
         "newton_mean_cold": float(np.mean(out.orbit.n_steps)),
         "max_du": float(np.nanmax(np.abs(warm.orbit.u - out.orbit.u))),
         "max_dmult": float(np.nanmax(np.abs(warm.multipliers - out.multipliers))),
-        "converged": int(warm.converged.sum()),
+        "converged": int(warm.succeeded.sum()),
     }
     print(
         f"\nbatch {n} with warm_start=True: {wall:.3f} s -> "
@@ -433,7 +433,7 @@ def infeasible_batch(
         out = call()
         first = time.perf_counter() - t0
         wall, _, out, clean_wall, _ = timed(call, args.repeats, other=clean_call)
-        valid = int(out.converged.sum())
+        valid = int(out.succeeded.sum())
         row = {
             "label": label,
             "first_call_s": first,

@@ -101,8 +101,8 @@ def main():
         defect = jnp.sum((u_next - u_guess) ** 2)
         fallback = jnp.where(step.result == hx.RESULTS.successful, 1e3 + defect, 1e6)
         return (
-            jnp.where(orbit.converged, J, fallback),
-            orbit.converged,
+            jnp.where(orbit.succeeded, J, fallback),
+            orbit.succeeded,
             orbit.u,
             rho,
             speed,
@@ -193,7 +193,7 @@ def main():
     # value-only evaluation, warm-started from the step's orbit).
     first = None
     for step, elapsed in warm_record:
-        if step.stage != "tune" or not step.converged:
+        if step.stage != "tune" or not step.orbit_found:
             continue
         y = np.array([step.values[n] for n in names]) / scale
         J, ok, _, rho, speed = jax.device_get(

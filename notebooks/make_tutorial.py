@@ -78,7 +78,7 @@ orbit = hx.find_periodic_orbit(
     settings=hx.Settings(rtol=1e-12, atol=1e-12),
 )
 floquet = orbit.floquet
-print("converged:", bool(orbit.converged), " period:", float(orbit.period))
+print("converged:", bool(orbit.succeeded), " period:", float(orbit.period))
 print("t_F, t_G:", np.asarray(orbit.phase_durations))
 print("lift-off state [z_U, z_L, v_U, v_L]:", np.asarray(models.hopper.to_minimal(orbit.state)))""",
     ),

@@ -28,5 +28,5 @@ np.savez(
     out,
     u=np.asarray(result.orbit.u),
     multipliers=np.asarray(result.multipliers),
-    status=np.asarray(result.status),
+    status=hx.status_code(result.result),
 )

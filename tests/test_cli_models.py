@@ -84,7 +84,7 @@ def test_wheel_orbit_is_the_closed_form(tmp_path):
     wheel = get_model("rimless-wheel")
     params = wheel.make_params(gamma=0.1)
     at_strike = np.array([0.1 + ALPHA, 1.0])
-    foot = wheel.hook("frame_shift")(at_strike, params)
+    foot = wheel.presentation.frame_shift(at_strike, params)
     np.testing.assert_allclose(foot[1], -foot[0] * math.tan(0.1), atol=1e-14)
     np.testing.assert_allclose(np.hypot(*foot), 2 * math.sin(ALPHA), rtol=1e-14)
     # On level ground no orbit exists (the closed form has none): the command

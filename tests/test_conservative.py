@@ -32,7 +32,7 @@ def test_the_nontrivial_multiplier_keeps_its_index_across_a_sweep():
     sweep = hx.sweep_orbits(
         system, section, jnp.array([0.94]), batch, analyse=True, phase_observables=False
     )
-    assert sweep.converged.all(), sweep.status_names
+    assert sweep.succeeded.all(), sweep.status_names
     floquet = sweep.floquet
     # A periodic forward-running gait: the apex height and speed come back.
     np.testing.assert_allclose(

@@ -532,8 +532,18 @@ def test_a_hybrid_branch_round_trips_through_a_file(branch, tmp_path):
 
 
 def test_a_hybrid_branch_is_a_pytree_of_stacked_arrays(branch):
+    import dataclasses
+
     import jax
 
-    leaves = jax.tree.leaves(branch)
-    assert all(np.shape(leaf)[0] == branch.n_points for leaf in leaves)
-    assert any(leaf is branch.state for leaf in leaves)
+    leaves = {id(leaf) for leaf in jax.tree.leaves(branch)}
+    per_point = [
+        getattr(branch, field.name)
+        for field in dataclasses.fields(branch)
+        if not field.metadata.get("static")
+        and field.name not in ("special_points", "result")
+    ]
+    assert len(per_point) == 18
+    assert all(np.shape(array)[0] == branch.n_points for array in per_point)
+    assert all(id(array) in leaves for array in per_point)
+    assert all(id(point.u) in leaves for point in branch.special_points)

@@ -409,13 +409,17 @@ def test_hybrid_orbit_branch_switches_at_its_period_doubling(kicked):
 
 
 def test_a_branch_is_a_pytree_of_stacked_arrays(fixed):
-    """Its leaves are the per-point arrays (leading axis: the points); labels and
-    special points ride along as metadata."""
+    """Its leaves are the per-point arrays (leading axis: the points), its result
+    and its special points' arrays; `select` takes some points as a branch."""
     import jax
 
-    leaves = jax.tree.leaves(fixed)
-    assert leaves and all(np.shape(leaf)[0] == fixed.n_points for leaf in leaves)
-    head = jax.tree.map(lambda a: a[:3], fixed)
+    leaves = {id(leaf) for leaf in jax.tree.leaves(fixed)}
+    assert id(fixed.parameter) in leaves and id(fixed.u) in leaves
+    head = fixed.select(slice(3))
     assert type(head) is type(fixed) and head.n_points == 3
     np.testing.assert_array_equal(head.parameter, fixed.parameter[:3])
+    np.testing.assert_array_equal(head.u, fixed.u[:3])
+    assert head.kind == fixed.kind[:3]
     assert head.special_points == fixed.special_points
+    stable = fixed.select(fixed.stable)
+    assert stable.n_points == int(np.sum(fixed.stable)) and all(stable.stable)

@@ -24,7 +24,7 @@ def test_the_own_model_tutorial_runs(capsys):
     namespace: dict = {}
     for block in blocks:
         exec(compile(block, "own-model.md", "exec"), namespace)
-    assert namespace["orbit"].converged
+    assert namespace["orbit"].succeeded
     assert "successful" in capsys.readouterr().out
 
 

@@ -418,7 +418,7 @@ def test_walker_orbit_and_multipliers_both_ways():
     guess = jnp.array([0.19, -0.19])
     orbit = hx.find_periodic_orbit(system, section, guess, params, settings=settings)
     floquet = orbit.floquet
-    assert bool(orbit.converged)
+    assert bool(orbit.succeeded)
     np.testing.assert_allclose(orbit.state, WALKER_FIXED_POINT, atol=1e-9)
     assert float(floquet.max_discrepancy) < 1e-8
 

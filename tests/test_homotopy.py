@@ -79,7 +79,7 @@ def test_random_parameter_sets_inside_the_existence_region():
         orbit = hx.find_periodic_orbit(
             SYSTEM, SECTION, hopper.orbit_guess(start), start
         )
-        assert bool(orbit.converged), orbit.describe_failure()
+        assert bool(orbit.succeeded), orbit.describe_failure()
         branch = hx.continue_branch(
             SYSTEM,
             SECTION,
@@ -101,7 +101,7 @@ def test_random_parameter_sets_inside_the_existence_region():
     points = np.array(points)
     batch = _at(points[:, 0], points[:, 1])
     sweep = hx.sweep_orbits(SYSTEM, SECTION, hopper.orbit_guess, batch, retry=False)
-    converged = np.asarray(sweep.converged)
+    converged = np.asarray(sweep.succeeded)
     speeds = np.asarray(sweep.orbit.state)[:, 2]
     start = hx.find_periodic_orbit(
         SYSTEM, SECTION, hopper.orbit_guess(DEFAULTS), DEFAULTS
@@ -111,7 +111,7 @@ def test_random_parameter_sets_inside_the_existence_region():
         params = hx.canonical_params(_at(*points[n]))
         homotopy = hx.continue_to_params(SYSTEM, SECTION, start.u, DEFAULTS, params)
         assert homotopy.reached, (points[n], homotopy.message)
-        assert bool(homotopy.orbit.converged)
+        assert bool(homotopy.orbit.succeeded)
         speeds[n] = float(homotopy.orbit.state[2])
         followed += 1
     # The guess alone does not do: the homotopy was needed somewhere.

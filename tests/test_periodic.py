@@ -45,7 +45,7 @@ def constrained_orbit():
 
 def test_orbit_matches_semi_analytic_reference(minimal_orbit, reference):
     orbit, floquet = minimal_orbit
-    assert orbit.converged
+    assert orbit.succeeded
     assert float(orbit.residual_norm) < 1e-10
     np.testing.assert_allclose(orbit.state, reference["state"], atol=1e-9)
     np.testing.assert_allclose(
@@ -121,7 +121,7 @@ def test_reduced_jacobian_matches_paper(minimal_orbit, reference):
 def test_constrained_form_on_the_manifold(constrained_orbit, minimal_orbit):
     orbit_c, floquet_c = constrained_orbit
     orbit_m, floquet_m = minimal_orbit
-    assert orbit_c.converged
+    assert orbit_c.succeeded
     np.testing.assert_allclose(
         models.hopper.to_minimal(orbit_c.state), orbit_m.state, atol=1e-9
     )
@@ -163,7 +163,7 @@ def test_no_orbit_for_positive_ground_damping():
     orbit, _ = _find(
         models.hopper.minimal()[0], models.hopper.section("minimal"), params
     )
-    assert not bool(orbit.converged)
+    assert not bool(orbit.succeeded)
     # The status names the cause (the failure of the last cycle, or the shooting
     # itself), and no value of the failed orbit passes for a number.
     assert hx.status_name(orbit.result)[0] in (
@@ -290,7 +290,7 @@ def test_least_squares_solver_finds_the_reference_orbit(reference, minimal_orbit
         analyse=False,
         phase_observables=False,
     )
-    assert orbit.converged
+    assert orbit.succeeded
     np.testing.assert_allclose(orbit.period, reference["period"], atol=1e-9)
     np.testing.assert_allclose(
         orbit.reduced_jacobian, minimal_orbit[0].reduced_jacobian, rtol=0, atol=1e-9
@@ -559,7 +559,7 @@ def test_loosened_iterations_find_the_fixed_tolerance_orbit(minimal_orbit, monke
         phase_observables=False,
     )
     orbit = minimal_orbit[0]
-    assert fixed.converged and orbit.converged
+    assert fixed.succeeded and orbit.succeeded
     np.testing.assert_allclose(orbit.u, fixed.u, rtol=0, atol=1e-11)
     np.testing.assert_allclose(
         orbit.reduced_jacobian, fixed.reduced_jacobian, rtol=0, atol=1e-9
@@ -588,7 +588,7 @@ def test_an_eager_analysis_in_two_programs_equals_the_single_program():
     traced = jax.jit(lambda p: hx.find_periodic_orbit(system, section, guess, p))(
         params
     )
-    assert bool(eager.converged) and bool(traced.converged)
+    assert bool(eager.succeeded) and bool(traced.succeeded)
     np.testing.assert_allclose(eager.u, traced.u, rtol=1e-13)
     np.testing.assert_allclose(eager.period, traced.period, rtol=1e-13)
     for name in (

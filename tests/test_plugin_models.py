@@ -11,6 +11,7 @@ import textwrap
 
 import pytest
 
+import hybrax as hx
 from helpers import run_cli as _run
 from hybrax import _registry
 
@@ -138,17 +139,24 @@ def test_a_broken_entry_point_is_one_line_and_exit_2(installed_plugin, name, mes
     assert "Traceback" not in err
 
 
-def test_a_misspelt_hook_is_an_error_naming_the_closest():
-    """A hook name outside `MODEL_HOOKS` is refused where the bundle is built
-    (it would otherwise never be called), with the name it most resembles."""
+def test_a_misspelt_presentation_entry_is_an_error():
+    """The presentation's entries are typed fields: a misspelt one is refused where
+    it is built (it would otherwise never be called), and a bundle takes only a
+    `ModelPresentation` as its presentation."""
     import dataclasses
 
     from hybrax.models import get_model
 
     hopper = get_model("hopper")
-    hooks = dict(hopper.hooks, orbit_sumary=hopper.hooks["orbit_summary"])
-    with pytest.raises(ValueError, match="'orbit_sumary' .*mean 'orbit_summary'"):
-        dataclasses.replace(hopper, hooks=hooks)
-    assert hopper.hook("stick_figure") is None  # known, not declared by the hopper
-    with pytest.raises(ValueError, match="unknown model hook 'summary'"):
-        hopper.hook("summary")
+    shown = hopper.presentation
+    assert shown.orbit_summary is not None and shown.stick_figure is None
+    with pytest.raises(TypeError, match="orbit_sumary"):
+        hx.ModelPresentation(orbit_sumary=shown.orbit_summary)
+    with pytest.raises(ValueError, match="`presentation` must be"):
+        dataclasses.replace(hopper, presentation={"orbit_summary": None})
+    with pytest.raises(ValueError, match="`frame_shift` needs a `stick_figure`"):
+        hx.ModelPresentation(frame_shift=lambda x, params: (0.0, 0.0))
+    # The mathematics and the presentation are apart: the bundle has no labels,
+    # figures or command defaults of its own.
+    fields = {field.name for field in dataclasses.fields(hopper)}
+    assert not fields & {"labels", "figures", "continuation", "tune", "hooks"}

@@ -63,7 +63,7 @@ def test_run_time_options_compile_nothing(compilations):
         orbit = hx.find_periodic_orbit(
             system, section, guess, params, analyse=False, **options
         )
-        assert bool(orbit.converged), options
+        assert bool(orbit.succeeded), options
         return orbit
 
     first = solve()

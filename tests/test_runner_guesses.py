@@ -58,11 +58,11 @@ def test_orbit_from_guesses_ten_percent_off_and_a_failure_that_says_why():
         orbit = hx.find_periodic_orbit(
             system, section, jnp.array([factor * reference]), params
         )
-        assert bool(orbit.converged), orbit.describe_failure()
+        assert bool(orbit.succeeded), orbit.describe_failure()
         assert abs(float(orbit.u[0]) - reference) < 1e-8
         assert abs(complex(orbit.multipliers[0])) < 1  # the stable apex
     far = hx.find_periodic_orbit(system, section, jnp.array([0.5]), params)
-    assert not bool(far.converged)
+    assert not bool(far.succeeded)
     message = far.describe_failure()
     assert hx.status_name(far.result)[0] in message
     assert "guess" in message

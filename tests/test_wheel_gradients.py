@@ -181,7 +181,7 @@ def test_tune_in_reverse_mode_finds_the_closed_form_slope():
     (1 - c) / (4 (g/l) sin(alpha) c) with c = cos^2(2 alpha)."""
     params = hx.canonical_params(models.rimless_wheel.RimlessWheelParams())
     result = _tune_speed(params, 1.3)
-    assert result.mode == "reverse" and bool(result.orbit.converged)
+    assert result.mode == "reverse" and bool(result.orbit.succeeded)
     # The constraint met to its tolerance: a feasible point, an optimum only
     # where the minimiser also met its own tolerance (here its 100 steps ran
     # out: the penalty (c / 1e-7)^2 is steep).

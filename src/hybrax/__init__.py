@@ -85,6 +85,7 @@ if TYPE_CHECKING:
         FigureSpec as FigureSpec,
         ModelBundle as ModelBundle,
         ModelForm as ModelForm,
+        ModelPresentation as ModelPresentation,
         TuneDefaults as TuneDefaults,
     )
     from ._parameters import (
@@ -206,6 +207,7 @@ _EXPORTS = {
     "TuneDefaults": "._model",
     "ModelBundle": "._model",
     "ModelForm": "._model",
+    "ModelPresentation": "._model",
     "FRACTION": "._params",
     "NONNEGATIVE": "._params",
     "POSITIVE": "._params",

@@ -5,10 +5,10 @@ function that registers a subparser (sharing `_add_common_model_args`) and sets 
 defaults `run=_run_<command>` (`(args, parser) -> int`) and `command_parser` (itself);
 each model is a registered `hybrax.ModelBundle` (`hybrax.models.get_model`) that says
 how to build its parameters, initial state, systems, Poincaré sections and orbit
-guess, with hooks for its own summaries and figures; no command holds model
-vocabulary. Exit codes: 0 success, 1 a run that did not succeed (its status is
-printed and what was computed is still written), 2 bad arguments (argparse's
-convention).
+guess, and in its `hybrax.ModelPresentation` its own summaries and figures; no
+command holds model vocabulary. Exit codes: 0 success, 1 a run that did not
+succeed (its status is printed and what was computed is still written), 2 bad
+arguments (argparse's convention).
 """
 
 import argparse
@@ -716,7 +716,7 @@ def _explain_stop(model, system, solution, params) -> str | None:
     transition = system.transitions[cause].name
     mode = system.modes[int(np.asarray(solution.mode_final))].name
     t = float(np.asarray(solution.t_final))
-    explain = model.hook("explain")
+    explain = model.presentation.explain
     hint = None if explain is None else explain(status, mode, transition, params)
     if status == "mode_not_viable":
         text = (
@@ -755,7 +755,7 @@ def _run_simulate(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
     model = _load_model(parser, args.model)
     form_name = _form_name(parser, model, args)
     if args.cycles is None:
-        args.cycles = model.simulate_cycles
+        args.cycles = model.presentation.simulate_cycles
     params = _make_params(
         parser, model, _parse_sets(parser, model, args.set, args.params)
     )
@@ -927,20 +927,20 @@ def _matrix(values) -> list[list[float | None]]:
 def _stick_outputs(model, trajectory, params, out, fps: float = 25.0) -> list:
     """`stick_figure.png` (a strobe picture) and `animation.gif` (`fps` frames
     per unit of simulated time, shown at that rate: real time) of a model that
-    declares the `"stick_figure"` hook (and, for a walker, `"frame_shift"`)."""
-    skeleton = model.hook("stick_figure")
+    presentation declares a `stick_figure` (and, for a walker, a `frame_shift`)."""
+    skeleton = model.presentation.stick_figure
     if skeleton is None:
         return []
     from . import plot
 
-    shift = model.hook("frame_shift")
+    shift = model.presentation.frame_shift
     frames = plot.stick_frames(
         trajectory,
         lambda x: skeleton(x, params),
         frame_shift=None if shift is None else (lambda x: shift(x, params)),
         fps=fps,
     )
-    units = model.units
+    units = model.presentation.units
     strobe = plot.stick_figure(frames, units=units)
     strobe.suptitle(f"{model.name}: stick figures")
     paths = plot.save_figures({"stick_figure.png": strobe}, out)
@@ -1005,7 +1005,7 @@ def _orbit_from_defaults(model, system, section, params, orbit, shooting):
     )
     guess = jnp.asarray(model.orbit_guess(jax.device_get(defaults)), dtype=float)
     start = find_periodic_orbit(system, section, guess, defaults, **shooting)
-    if not bool(start.converged):
+    if not bool(start.succeeded):
         print("  (no orbit at the model's defaults either)", file=sys.stderr)
         return orbit, None
     homotopy = continue_to_params(
@@ -1088,15 +1088,15 @@ def _run_orbit(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
     shooting = dict(settings=settings, phase_observables=False)
     orbit = find_periodic_orbit(system, section, guess, params, **shooting)
     homotopy = None
-    no_orbit_hint = model.hook("no_orbit_hint")
+    no_orbit_hint = model.presentation.no_orbit_hint
     hint = None if no_orbit_hint is None else no_orbit_hint(params)
     # Where the model knows no orbit exists, no family leads there either.
-    if not bool(orbit.converged) and args.homotopy and hint is None:
+    if not bool(orbit.succeeded) and args.homotopy and hint is None:
         orbit, homotopy = _orbit_from_defaults(
             model, system, section, params, orbit, shooting
         )
     floquet = orbit.floquet
-    converged = bool(orbit.converged)
+    converged = bool(orbit.succeeded)
     status = status_name(orbit.result)[0]
     message = status_message(orbit.result)[0]
 
@@ -1126,7 +1126,7 @@ def _run_orbit(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
         "residual_norm": _number(residual),
         "homotopy": homotopy,
     }
-    summary_hook = model.hook("orbit_summary")
+    summary_hook = model.presentation.orbit_summary
 
     def model_summary(solution):
         """The model's own quantities (NaN where there is no orbit), JSON-safe."""
@@ -1265,7 +1265,7 @@ def _run_orbit(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
 
     if simulated and args.figures:
         perturbed, labels = [], []
-        for index, size, label in model.hook("orbit_perturbations") or ():
+        for index, size, label in model.presentation.orbit_perturbations:
             start = state.copy()
             start[index] += size
             perturbed.append(_first_period(periods(start)[0], n_cycle))
@@ -1364,7 +1364,7 @@ def model_record(model) -> dict:
     commands = ["simulate"]
     if model.has_orbits:
         commands += ["orbit", "sweep"]
-    if model.has_orbits and model.continuation is not None:
+    if model.has_orbits and model.presentation.continuation is not None:
         commands.append("continue")
     if model.has_orbits and model.quantities:
         commands.append("tune")

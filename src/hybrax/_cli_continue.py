@@ -1,10 +1,11 @@
 """`hybrax continue <model> --param NAME`: follow a branch of periodic orbits.
 
 Registered by `hybrax._cli` through `add_parser(subparsers)`. Any model whose bundle
-declares a section and `continuation` defaults; its hooks add per-point quantities,
-flags, limits and figures (for the hopper, Zana et al. 2018 section 4.3, Figs. 6-9).
-Without them, every point carries its period and leading multiplier, and the
-branch is drawn as period and multiplier against the parameter.
+declares a section and `continuation` defaults; its presentation adds per-point
+quantities, flags, limits and figures (for the hopper, Zana et al. 2018 section
+4.3, Figs. 6-9). Without them, every point carries its period and leading
+multiplier, and the branch is drawn as period and multiplier against the
+parameter.
 """
 
 import argparse
@@ -142,7 +143,7 @@ def _run_continue(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
     from ._solution import RESULTS, Interrupted, status_name
 
     model = _cli._load_model(parser, args.model)
-    spec = model.continuation
+    spec = model.presentation.continuation
     if spec is None or not model.has_orbits:
         parser.error(f"argument model: no continuation for {args.model!r}")
     form_name = _cli._form_name(parser, model, args)
@@ -256,7 +257,7 @@ def _run_continue(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
             print(f"wrote {args.json}")
         return 1
 
-    summarise = model.hook("continuation_summary")
+    summarise = model.presentation.continuation_summary
     if summarise is None:
         # The leading multiplier: its real value when it is real (-1 at a period
         # doubling), else its modulus.
@@ -277,7 +278,7 @@ def _run_continue(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
     )
     n_stable = int(np.sum(branch.stable))
     line = f"  {n_stable} stable, {branch.n_points - n_stable} unstable"
-    flags = model.hook("continuation_flags")
+    flags = model.presentation.continuation_flags
     if flags is not None:
         words, flagged = flags(summary)
         line += f"; {int(np.sum(flagged))} {words}"
@@ -323,7 +324,7 @@ def _run_continue(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
                 + ("" if item["located"] else "  (not located)")
             )
     limits = {}
-    find_limits = model.hook("continuation_limits")
+    find_limits = model.presentation.continuation_limits
     if find_limits is not None:
         limits = find_limits(branch, summary, params, parameter)
     if limits:
@@ -367,7 +368,7 @@ def _run_continue(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
         for path in _bifurcation_figure(model, form, levels, parameter, args):
             print(f"wrote {path}")
     if args.figures:
-        figures = model.hook("continuation_figures") or functools.partial(
+        figures = model.presentation.continuation_figures or functools.partial(
             _branch_figures, model
         )
         for path in figures(branch, summary, params, parameter, args.out):
@@ -499,7 +500,7 @@ def _bifurcation_figure(model, form, levels, parameter, args):
     each cycle's duration against the parameter, for every level of the cascade."""
     from . import plot
 
-    units = model.units
+    units = model.presentation.units
     drawn = []
     born = None  # (parameter, values, durations) where the next level branches off
     for k, (section, branch) in enumerate(levels):
@@ -551,7 +552,7 @@ def _branch_figures(model, branch, summary, params, parameter, out: pathlib.Path
     from . import plot
 
     del params
-    units = model.units
+    units = model.presentation.units
     common = dict(
         stable=branch.stable,
         folds=[f.index for f in branch.folds],

@@ -248,7 +248,9 @@ def _columns(
     (name -> `q(orbit, params)`) adds a column per model quantity."""
     import equinox as eqx
 
-    converged = np.asarray(out.converged)
+    from ._solution import status_code
+
+    converged = np.asarray(out.succeeded)
     n = converged.size
 
     def only_converged(values):
@@ -267,7 +269,7 @@ def _columns(
             leaf = np.asarray(getattr(params, field.name), dtype=float)
             columns[field.name] = np.broadcast_to(leaf, (n,))
     columns["status"] = np.array(out.status_names)
-    columns["status_code"] = np.asarray(out.status)
+    columns["status_code"] = status_code(out.result)
     columns["converged"] = converged
     # Without an orbit from the guess, solved again from the nearest converged
     # neighbour's orbit (`sweep_orbits(retry=True)`).
@@ -333,7 +335,7 @@ def _run_sweep(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
     if form.section is None:
         parser.error(f"argument --form: no Poincaré section for {form_name!r}")
     sets = _cli._parse_sets(parser, model, args.set, args.params)
-    grids = args.grid or model.sweep_grids
+    grids = args.grid or model.presentation.sweep_grids
     if not grids:
         parser.error(f"argument --grid: give the grid ({args.model!r} has no default)")
     axes = [_parse_grid(parser, model, g) for g in grids]
@@ -365,11 +367,7 @@ def _run_sweep(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
     chunk = _balanced_chunk(n, args.chunk, n_devices)
     system = form.system()
     section = form.section()
-    flag = model.hook("sweep_flag") or (
-        "starts_past_guard",
-        "orbit(s) whose second phase starts past its guard (flagged)",
-        "phase starts past its guard",
-    )
+    flag = model.presentation.sweep_flag
 
     grid_text = " x ".join(
         f"{name} ({len(v)} in [{v[0]:g}, {v[-1]:g}])" for name, v in axes
@@ -384,7 +382,7 @@ def _run_sweep(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
     start = time.perf_counter()
     guess = model.orbit_guess
     if args.guess == "scan":
-        scan = model.hook("scan_orbit_guess")
+        scan = model.scan_guess
         if scan is None or form_name != model.default_form:
             parser.error(
                 f"argument --guess: no scan guess for {args.model!r} ({form_name})"
@@ -398,7 +396,7 @@ def _run_sweep(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
             resume = load(args.resume)
         except ValueError as error:
             parser.error(f"argument --resume: {error}")
-        if type(resume).__name__ != "OrbitSweep" or np.shape(resume.status) != (n,):
+        if type(resume).__name__ != "OrbitSweep" or np.shape(resume.retried) != (n,):
             parser.error(
                 f"argument --resume: {str(args.resume)!r} is not an interrupted "
                 f"sweep of this grid ({n} points)"

@@ -141,7 +141,7 @@ def _run_tune(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     if not (model.has_orbits and model.quantities):
         parser.error(f"argument model: no orbit quantities to tune for {args.model!r}")
     quantities = dict(model.quantities)
-    defaults = model.tune
+    defaults = model.presentation.tune
     own = args.vary is None
     if own and defaults is None:
         parser.error(
@@ -342,6 +342,8 @@ def _run_tune(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
 
 
 def _history_json(steps) -> list[dict]:
+    from ._solution import status_name
+
     return [
         {
             "step": step.step,
@@ -350,7 +352,7 @@ def _history_json(steps) -> list[dict]:
             "spectral_radius": _cli._number(step.spectral_radius),
             "multipliers": _cli._pairs(step.multipliers),
             "orbit_found": step.orbit_found,
-            "status": step.status,
+            "status": status_name(step.result)[0],
             "best": step.best,
             "stage": step.stage,
         }
@@ -466,7 +468,7 @@ def _verify(model, system, section, result, args):
         end = section.coordinates(scratch.x_after[-1], params)
         candidates.insert(0, ("the end of a walk from the default start", end))
     # Last resort: the disturbed state of the walk below (not the tuning's orbit).
-    perturbations = model.hook("orbit_perturbations") or ((0, 1e-2, "x0 + 0.01"),)
+    perturbations = model.presentation.orbit_perturbations or ((0, 1e-2, "x0 + 0.01"),)
     index, size, label = perturbations[0]
     start = state.copy()
     start[index] += size
@@ -479,7 +481,7 @@ def _verify(model, system, section, result, args):
     refound, distance, where = False, float("inf"), None
     for origin, u in candidates:
         again = find(u)
-        if bool(again.converged):
+        if bool(again.succeeded):
             gap = float(np.max(np.abs(np.asarray(again.u) - np.asarray(orbit.u))))
             if gap < distance:
                 distance, where = gap, origin

@@ -13,7 +13,6 @@ located and reported, which is the honest answer "the family from $p_0$ does not
 reach $p_1$" rather than a guess that failed.
 """
 
-import dataclasses
 from typing import Any
 
 import equinox as eqx
@@ -126,14 +125,13 @@ def _changed_fields(path: StraightPath, s: float) -> str:
     return ", ".join(parts)
 
 
-@dataclasses.dataclass(frozen=True, eq=False)
-class Homotopy:
+class Homotopy(eqx.Module):
     r"""The result of [`hybrax.continue_to_params`][].
 
     - `orbit`: the [`hybrax.PeriodicOrbit`][] at the requested parameters, found
       by shooting from the family's end point (with its Floquet analysis when
       asked for); `None` where the family does not reach them.
-    - `reached`: whether it did (then `orbit.converged` says whether the final
+    - `reached`: whether it did (then `orbit.succeeded` says whether the final
       solve converged too).
     - `result`: a [`hybrax.RESULTS`][] member: `successful` (reached);
       `fold_reached` (the family turns back at a fold before $s = 1$);
@@ -161,7 +159,7 @@ class Homotopy:
     def succeeded(self) -> bool:
         """Whether the family reached the parameters and the orbit there
         converged."""
-        return self.reached and self.orbit is not None and bool(self.orbit.converged)
+        return self.reached and self.orbit is not None and bool(self.orbit.succeeded)
 
 
 def continue_to_params(

@@ -4,13 +4,12 @@ and by any code that serves several models.
 A [`hybrax.ModelBundle`][] gathers what a model provides beyond its equations: its
 systems per formulation with their Poincaré sections, how to build and check its
 parameters (with derived ones such as the hopper's $D_G$), its state names, an
-orbit guess, the events of one cycle (the section's transition sequence), its orbit
-quantities, and optional hooks for model-specific summaries and figures. A new model
-is one file in `hybrax/models/` that defines its bundle and one line in
-`hybrax.models.REGISTRY`.
+orbit guess, its orbit quantities; and, in its [`hybrax.ModelPresentation`][], how
+the commands show it (labels, units, figures, defaults, model-specific summaries).
+A new model is one file in `hybrax/models/` that defines its bundle and one line
+in `hybrax.models.REGISTRY`, or a package's entry point (`hybrax.models`).
 """
 
-import difflib
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -116,40 +115,122 @@ class FigureSpec(eqx.Module):
     units: Units = eqx.field(static=True, default_factory=Units)
 
 
-#: The names of [`hybrax.ModelBundle`][]'s hooks (see its `hooks`).
-MODEL_HOOKS = (
-    "simulate_figures",
-    "orbit_summary",
-    "orbit_figures",
-    "orbit_perturbations",
-    "scan_orbit_guess",
-    "no_orbit_hint",
-    "explain",
-    "continuation_summary",
-    "continuation_flags",
-    "continuation_limits",
-    "continuation_figures",
-    "sweep_flag",
-    "stick_figure",
-    "frame_shift",
+_DEFAULT_SWEEP_FLAG = (
+    "starts_past_guard",
+    "orbit(s) whose second phase starts past its guard (flagged)",
+    "phase starts past its guard",
 )
 
 
-def _check_hook_name(name: str, argument: str) -> None:
-    """A `ValueError` naming `name` and the closest known hook where `name` is
-    not one of `MODEL_HOOKS` (a misspelt hook would otherwise be ignored)."""
-    if name in MODEL_HOOKS:
-        return
-    close = difflib.get_close_matches(str(name), MODEL_HOOKS, n=1)
-    hint = f" (did you mean {close[0]!r}?)" if close else ""
-    raise ValueError(
-        f"{argument}: unknown model hook {name!r}{hint}; known: "
-        f"{', '.join(MODEL_HOOKS)}."
+class ModelPresentation(eqx.Module):
+    r"""How the commands present a model: labels, units and figures, the commands'
+    defaults, and model-specific summaries. Nothing here changes a number the
+    library computes; the mathematics is in [`hybrax.ModelBundle`][].
+
+    Every field has a default (a generic output, or none); a misspelt name is a
+    `TypeError` where the presentation is built.
+
+    **Labels, figures and defaults:**
+
+    - `labels`: parameter or state name $\to$ a figure label (TeX allowed).
+    - `figures`: a [`hybrax.FigureSpec`][]: `simulate` then writes
+      `time_series.png`, `phase_portrait.png` and `energy.png`, and `orbit` adds
+      `orbit.png` (one period and the `orbit_perturbations`), unless
+      `simulate_figures` / `orbit_figures` replace them.
+    - `simulate_cycles`: the default `--cycles` of `hybrax simulate` (5; fewer for
+      a model whose default run ends, such as a jumper that lands and stands).
+    - `continuation`: a [`hybrax.ContinuationDefaults`][], what `hybrax continue
+      MODEL` follows without `--param`.
+    - `tune`: a [`hybrax.TuneDefaults`][], what `hybrax tune MODEL` does without
+      `--vary`.
+    - `sweep_grids`: the default grids of `hybrax sweep` (`"NAME=START:STOP:N"`).
+    - `orbit_perturbations`: `((state index, size, label), ...)`, the disturbed
+      starts drawn beside an orbit (`orbit.png`).
+    - `sweep_flag`: `(column, message, legend)`, the sweep's column of flagged
+      orbits (default: orbits whose second phase starts past its guard).
+
+    **Model-specific outputs** (`None`: the generic one, or none):
+
+    - `simulate_figures(trajectory, params, out) -> [paths]`, `orbit_figures(cycle,
+      perturbed, perturbed_labels, trajectory, params, out) -> [paths]`: the
+      model's own figures instead of those of `figures`.
+    - `orbit_summary(orbit, floquet, solution, params) -> (json_dict, lines)`:
+      the model's quantities of an orbit, for the JSON file and the console.
+    - `no_orbit_hint(params) -> str | None`: why no orbit exists at `params`, where
+      the model knows (the command then does not look further).
+    - `explain(status, mode, transition, params) -> str | None`: what a failed
+      simulation's status means for this model.
+    - `continuation_summary(system, form, branch, params, parameter, t_max) ->
+      {column: values}`: the branch's columns (default: period and leading
+      multiplier); `continuation_flags(summary) -> (words, mask) | None`: points
+      to count as flagged; `continuation_limits(branch, summary, params,
+      parameter) -> {name: value}`: limits located on the branch;
+      `continuation_figures(branch, summary, params, parameter, out) -> [paths]`:
+      the branch's figures instead of the generic ones.
+    - `stick_figure(x, params) -> [polyline (k, 2), ...]`: the body drawn in the
+      model's frame; for a model whose frame moves with its stance foot,
+      `frame_shift(x_before, params) -> (dx, dy)`, the new frame's origin at an
+      event: `simulate` and `orbit` then write `stick_figure.png` and
+      `animation.gif` (see [`hybrax.plot.stick_frames`][]).
+    """
+
+    labels: Mapping[str, str] = eqx.field(static=True, default_factory=dict)
+    figures: FigureSpec | None = eqx.field(static=True, default=None)
+    simulate_cycles: int = eqx.field(static=True, default=5)
+    continuation: ContinuationDefaults | None = eqx.field(static=True, default=None)
+    tune: TuneDefaults | None = eqx.field(static=True, default=None)
+    sweep_grids: tuple[str, ...] | None = eqx.field(static=True, default=None)
+    orbit_perturbations: tuple[tuple[int, float, str], ...] = eqx.field(
+        static=True, default=()
     )
+    sweep_flag: tuple[str, str, str] = eqx.field(
+        static=True, default=_DEFAULT_SWEEP_FLAG
+    )
+    simulate_figures: Callable[..., list] | None = eqx.field(static=True, default=None)
+    orbit_figures: Callable[..., list] | None = eqx.field(static=True, default=None)
+    orbit_summary: Callable[..., tuple] | None = eqx.field(static=True, default=None)
+    no_orbit_hint: Callable[[Any], str | None] | None = eqx.field(
+        static=True, default=None
+    )
+    explain: Callable[..., str | None] | None = eqx.field(static=True, default=None)
+    continuation_summary: Callable[..., Mapping] | None = eqx.field(
+        static=True, default=None
+    )
+    continuation_flags: Callable[..., Any] | None = eqx.field(static=True, default=None)
+    continuation_limits: Callable[..., Mapping] | None = eqx.field(
+        static=True, default=None
+    )
+    continuation_figures: Callable[..., list] | None = eqx.field(
+        static=True, default=None
+    )
+    stick_figure: Callable[[Any, Any], list] | None = eqx.field(
+        static=True, default=None
+    )
+    frame_shift: Callable[[Any, Any], Any] | None = eqx.field(static=True, default=None)
+
+    def __check_init__(self):
+        if self.simulate_cycles < 1:
+            raise ValueError(
+                f"`simulate_cycles` must be at least 1; got {self.simulate_cycles}."
+            )
+        if len(self.sweep_flag) != 3:
+            raise ValueError(
+                "`sweep_flag` must be (column, message, legend); got "
+                f"{self.sweep_flag!r}."
+            )
+        if self.frame_shift is not None and self.stick_figure is None:
+            raise ValueError("`frame_shift` needs a `stick_figure` to move.")
+
+    @property
+    def units(self) -> Units:
+        """The units on the model's figures (its `figures.units`; SI without
+        `figures`)."""
+        return self.figures.units if self.figures is not None else Units()
 
 
 class ModelBundle(eqx.Module):
-    r"""Everything the commands and generic tools need to know about one model.
+    r"""A model as the commands and generic tools read it: its mathematics, and
+    (in `presentation`) how its results are shown.
 
     **Required:**
 
@@ -171,39 +252,14 @@ class ModelBundle(eqx.Module):
 
     - `orbit_guess`: `params -> u`, the default guess of the section's reduced
       unknowns (the same for every form); `branch_guesses`: `params -> [u, ...]`,
-      guesses tried in order where a branch starts (default: `[orbit_guess]`).
+      guesses tried in order where a branch starts (default: `[orbit_guess]`);
+      `scan_guess`: `params -> u`, a jittable guess that scans the parameters for
+      an orbit (`hybrax sweep --guess scan`; default form only).
     - `quantities`: name $\to$ `q(orbit, params)`, differentiable scalar quantities
       of an orbit (for `tune` and summaries).
-    - `continuation`: [`hybrax.ContinuationDefaults`][].
-    - `tune`: [`hybrax.TuneDefaults`][], what `hybrax tune MODEL` does without
-      `--vary`.
-    - `sweep_grids`: the default grids of `hybrax sweep` (`"NAME=START:STOP:N"`).
-    - `labels`: parameter or state name $\to$ a figure label (TeX allowed).
-    - `simulate_cycles`: the default `--cycles` of `hybrax simulate` (5; fewer for
-      a model whose default run ends, such as a jumper that lands and stands).
-    - `figures`: a [`hybrax.FigureSpec`][]: `simulate` then writes
-      `time_series.png`, `phase_portrait.png` and `energy.png`, and `orbit` adds
-      `orbit.png` (one period and the `"orbit_perturbations"`), unless the model
-      has its own `"simulate_figures"` / `"orbit_figures"` hooks.
-    - `hooks`: name $\to$ callable, model-specific outputs, each name one of
-      `MODEL_HOOKS` (a name not there is a `ValueError`, with the closest known
-      one): `"simulate_figures"` `(trajectory, params, out) -> [paths]`;
-      `"orbit_summary"` `(orbit, floquet, solution, params) -> (json_dict,
-      lines)`; `"orbit_figures"` `(cycle, perturbed, labels, trajectory, params,
-      out) -> [paths]`; `"orbit_perturbations"` `[(state index, size, label),
-      ...]`; `"scan_orbit_guess"` `params -> u` (jittable, for `sweep --guess
-      scan`); `"no_orbit_hint"` `params -> str | None`; `"explain"` `(status,
-      mode, transition, params) -> str | None`; `"continuation_summary"`
-      `(branch, params) -> {column: values}`, `"continuation_flags"` `(summary)
-      -> (words, mask) | None` (points to count as flagged),
-      `"continuation_limits"`, `"continuation_figures"` (see `hybrax continue`);
-      `"sweep_flag"` `(column, message, legend)`, the sweep's column of flagged
-      orbits (default: orbits whose second phase starts past its guard);
-      `"stick_figure"` `(x, params) -> [polyline (k, 2), ...]`, the body drawn in
-      the model's frame, and for a model whose frame moves with its stance foot
-      `"frame_shift"` `(x_before, params) -> (dx, dy)`, the new frame's origin at
-      an event: `simulate` and `orbit` then write `stick_figure.png` and
-      `animation.gif` (see [`hybrax.plot.stick_frames`][]).
+    - `presentation`: a [`hybrax.ModelPresentation`][]: labels, units, figures,
+      the commands' defaults and model-specific summaries (default: generic
+      outputs only).
     """
 
     name: str = eqx.field(static=True)
@@ -218,24 +274,24 @@ class ModelBundle(eqx.Module):
     branch_guesses: Callable[[Any], list[Any]] | None = eqx.field(
         static=True, default=None
     )
+    scan_guess: Callable[[Any], Any] | None = eqx.field(static=True, default=None)
     quantities: Mapping[str, Callable[[Any, Any], Any]] | None = eqx.field(
         static=True, default=None
     )
-    continuation: ContinuationDefaults | None = eqx.field(static=True, default=None)
-    tune: TuneDefaults | None = eqx.field(static=True, default=None)
-    sweep_grids: tuple[str, ...] | None = eqx.field(static=True, default=None)
-    labels: Mapping[str, str] | None = eqx.field(static=True, default=None)
-    figures: FigureSpec | None = eqx.field(static=True, default=None)
-    simulate_cycles: int = eqx.field(static=True, default=5)
-    hooks: Mapping[str, Any] = eqx.field(static=True, default_factory=dict)
+    presentation: ModelPresentation = eqx.field(
+        static=True, default_factory=ModelPresentation
+    )
 
     def __check_init__(self):
         if not self.forms:
             raise ValueError("`forms` must name at least one formulation.")
-        for name in self.hooks:
-            _check_hook_name(name, "`hooks`")
         if not self.state_names:
             raise ValueError("`state_names` must not be empty.")
+        if not isinstance(self.presentation, ModelPresentation):
+            raise ValueError(
+                "`presentation` must be a hybrax.ModelPresentation; got "
+                f"{type(self.presentation).__name__}."
+            )
 
     @property
     def default_form(self) -> str:
@@ -255,28 +311,18 @@ class ModelBundle(eqx.Module):
             return list(self.branch_guesses(params))
         return [self.orbit_guess(params)]
 
-    @property
-    def units(self) -> Units:
-        """The units on the model's figures (its `figures.units`; SI without
-        `figures`)."""
-        return self.figures.units if self.figures is not None else Units()
-
-    def hook(self, name: str):
-        """The hook called `name` (one of `MODEL_HOOKS`), or `None`."""
-        _check_hook_name(name, "`name`")
-        return self.hooks.get(name)
-
     def simulate_figures(self, trajectory, params, out) -> list:
-        """Write the figures of a simulation (the model's hook, else the generic
-        figures of `figures`); returns the paths."""
-        hook = self.hook("simulate_figures")
-        if hook is not None:
-            return hook(trajectory, params, out)
-        if self.figures is None:
+        """Write the figures of a simulation (the presentation's
+        `simulate_figures`, else the generic figures of its `figures`); returns
+        the paths."""
+        shown = self.presentation
+        if shown.simulate_figures is not None:
+            return shown.simulate_figures(trajectory, params, out)
+        if shown.figures is None:
             return []
         from . import plot
 
-        spec = self.figures
+        spec = shown.figures
         figures = plot.simulation_figures(
             trajectory,
             spec.labels,
@@ -293,15 +339,18 @@ class ModelBundle(eqx.Module):
     ) -> list:
         """Write the figures of an orbit: `orbit.png` (one period `cycle` and
         `perturbed` starts), then those of a simulation over several periods
-        (`trajectory`); the model's hook if it has one. Returns the paths."""
-        hook = self.hook("orbit_figures")
-        if hook is not None:
-            return hook(cycle, perturbed, perturbed_labels, trajectory, params, out)
-        if self.figures is None:
+        (`trajectory`); the presentation's `orbit_figures` if it has one. Returns
+        the paths."""
+        shown = self.presentation
+        if shown.orbit_figures is not None:
+            return shown.orbit_figures(
+                cycle, perturbed, perturbed_labels, trajectory, params, out
+            )
+        if shown.figures is None:
             return []
         from . import plot
 
-        spec = self.figures
+        spec = shown.figures
         orbit = plot.orbit_portrait(
             cycle,
             *spec.portrait,
@@ -318,8 +367,9 @@ class ModelBundle(eqx.Module):
         """A figure label for a parameter or state name: the declared one, else
         the name with the unit of its `parameters` entry ("unit, meaning"), e.g.
         `"k [N/m]"` (the name alone for a dimensionless or derived one)."""
-        if name in (self.labels or {}):
-            return self.labels[name]
+        labels = self.presentation.labels
+        if name in labels:
+            return labels[name]
         unit = self.parameters.get(name, "").split(",")[0].strip()
         return f"{name} [{unit}]" if unit not in ("", "1", "derived") else name
 

@@ -22,7 +22,7 @@ import jax
 import jax.numpy as jnp
 import jax.tree_util as jtu
 import numpy as np
-from jaxtyping import Array, Bool, Complex, Int, PyTree
+from jaxtyping import Array, Bool, Complex, PyTree
 
 from ._custom_types import Params
 from ._hybrid import HybridSystem
@@ -533,8 +533,10 @@ class OrbitSweep(eqx.Module):
       surface). NaN where no orbit was found.
     - `floquet` (`orbit.floquet`): a batched [`hybrax.FloquetAnalysis`][] with
       `analyse=True`, else `None`.
-    - `status`: the integer status code of each element, its position in
-      `hybrax.STATUS_NAMES` (0 is `successful`); names in `status_names`.
+    - `result` (`orbit.result`): the batched [`hybrax.RESULTS`][] status of each
+      element; `succeeded` where it is `successful`; `status_names` its names
+      (`hybrax.status_code(out.result)` gives integer codes, positions in
+      `hybrax.STATUS_NAMES`).
     - `retried`: whether the element, without an orbit from its guess, was solved
       again from its nearest converged neighbour's orbit (`retry=True`). An
       element without an orbit that was retried has none on the family of its
@@ -544,8 +546,12 @@ class OrbitSweep(eqx.Module):
 
     orbit: PeriodicOrbit
     multipliers: Complex[Array, "B k"]
-    status: Int[Array, " B"]
     retried: Bool[Array, " B"]
+
+    @property
+    def result(self) -> RESULTS:
+        """The status of each element (`orbit.result`)."""
+        return self.orbit.result
 
     @property
     def floquet(self) -> FloquetAnalysis | None:
@@ -559,15 +565,9 @@ class OrbitSweep(eqx.Module):
 
     @property
     def succeeded(self) -> np.ndarray:
-        """Whether each element is a valid periodic orbit (its `status` is 0,
+        """Whether each element is a valid periodic orbit (its `result` is
         `successful`)."""
-        return np.asarray(self.status) == 0
-
-    @property
-    def converged(self) -> np.ndarray:
-        """Whether each element is a valid periodic orbit (the same as
-        `succeeded`)."""
-        return self.succeeded
+        return np.asarray(self.orbit.result == RESULTS.successful)
 
     @property
     def leading_multiplier(self) -> np.ndarray:
@@ -1081,13 +1081,13 @@ def _resumed(resume, n, solve) -> OrbitSweep:
     """`resume` (an interrupted sweep of `n` elements) with its `not_run`
     elements replaced by `solve(rows)`'s; Ctrl-C there raises
     [`hybrax.Interrupted`][] with the merged sweep so far."""
-    if not isinstance(resume, OrbitSweep) or np.shape(resume.status) != (n,):
+    if not isinstance(resume, OrbitSweep) or np.shape(resume.retried) != (n,):
         raise ValueError(
             f"`resume` must be the OrbitSweep of an interrupted sweep of this batch "
             f"({n} elements); got {type(resume).__name__} of shape "
-            f"{np.shape(getattr(resume, 'status', None))}."
+            f"{np.shape(getattr(resume, 'retried', None))}."
         )
-    rows = np.flatnonzero(np.asarray(resume.status) == _NOT_RUN)
+    rows = np.flatnonzero(status_code(resume.result) == _NOT_RUN)
     if not rows.size:
         return resume
 
@@ -1107,7 +1107,7 @@ def _resumed(resume, n, solve) -> OrbitSweep:
         if stop.partial is None:
             raise Interrupted(resume, str(stop)) from None
         whole = merged(stop.partial)
-        n_run = int(np.sum(np.asarray(whole.status) != _NOT_RUN))
+        n_run = int(np.sum(status_code(whole.result) != _NOT_RUN))
         raise Interrupted(whole, f"interrupted after {n_run} of {n} elements") from None
     return merged(part)
 
@@ -1450,7 +1450,7 @@ def sweep_orbits(
     multipliers = sorted_multipliers_batch(
         np.where(converged, np.asarray(orbit.reduced_jacobian), np.nan)
     )
-    out = OrbitSweep(orbit=orbit, multipliers=multipliers, status=code, retried=retried)
+    out = OrbitSweep(orbit=orbit, multipliers=multipliers, retried=retried)
     if interrupted:
         n_run = int(np.sum(code != _NOT_RUN))
         raise Interrupted(out, f"interrupted after {n_run} of {n} elements")

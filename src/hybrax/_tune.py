@@ -42,14 +42,14 @@ from ._settings import Settings, Shooting, resolve_settings, resolve_shooting
 from ._solution import RESULTS, masked_nan, status_name
 
 
-@dataclasses.dataclass(frozen=True)
-class TuneStep:
+class TuneStep(eqx.Module):
     """One evaluation of the objective during [`hybrax.tune`][] (host values).
 
     - `step`: its index; `values`: the varied parameters, by name.
     - `objective`: $J$ there (NaN where no orbit was found).
     - `spectral_radius`, `multipliers`: of the orbit there.
-    - `orbit_found`: whether an orbit was found; `status`: its status name.
+    - `orbit_found`: whether an orbit was found; `result`: the orbit's status, a
+      [`hybrax.RESULTS`][] member.
     - `best`: whether this evaluation improved on every earlier one.
     - `u`: the orbit's reduced unknowns (a warm start for nearby points).
     - `stage`: `"seek"` for a step of the existence stage (no orbit yet: the
@@ -63,14 +63,13 @@ class TuneStep:
     spectral_radius: float
     multipliers: np.ndarray
     orbit_found: bool
-    status: str
+    result: RESULTS
     best: bool
     u: np.ndarray
     stage: str = "tune"
 
 
-@dataclasses.dataclass(frozen=True)
-class TuneResult:
+class TuneResult(eqx.Module):
     r"""The result of [`hybrax.tune`][].
 
     - `params`: the tuned parameter PyTree; `values`: the varied ones, by name.
@@ -116,9 +115,7 @@ class TuneResult:
     compile_time: float
     minimiser_result: str
     mode: str
-    problem: Any = dataclasses.field(
-        repr=False, default=None, metadata={"archive": False}
-    )
+    problem: Any = eqx.field(repr=False, default=None, metadata={"archive": False})
     rule: str | None = None
 
     @property
@@ -627,7 +624,7 @@ def tune(
                     spectral_radius=float(rho),
                     multipliers=np.asarray(multipliers),
                     orbit_found=found,
-                    status=status_name(orbit_result)[0],
+                    result=orbit_result,
                     best=improved,
                     u=np.asarray(u_new),
                 )
@@ -666,7 +663,7 @@ def tune(
         )
         value = float(_value(problem, y, (u, jnp.asarray(widths[-1], y.dtype)))[0])
         rho = float(orbit.spectral_radius)
-        found = bool(orbit.converged)
+        found = bool(orbit.succeeded)
         bound = 1.0 if max_multiplier is None else min(1.0, float(max_multiplier))
         # Each constraint at the result, to its own tolerance (NaN fails).
         met = found and all(
@@ -766,7 +763,7 @@ def _seek(
             spectral_radius=math.nan,
             multipliers=np.full(k, np.nan + 0j),
             orbit_found=found,
-            status=status_name(cycle_result)[0],
+            result=cycle_result,
             best=False,
             u=np.asarray(z[:k]),
             stage="seek",
@@ -849,7 +846,7 @@ def _print_step(record: TuneStep, stage: int, n_stages: int) -> None:
         values = ", ".join(f"{k}={v:.6g}" for k, v in record.values.items())
         print(
             f"  seek step {record.step:3d}  |defect|^2 + penalties = "
-            f"{record.objective:.6g}  {values}  ({record.status}"
+            f"{record.objective:.6g}  {values}  ({status_name(record.result)[0]}"
             + (", orbit found)" if record.orbit_found else ")"),
             file=sys.stderr,
             flush=True,
@@ -858,7 +855,8 @@ def _print_step(record: TuneStep, stage: int, n_stages: int) -> None:
     print(
         f"{mark} stage {stage + 1}/{n_stages} step {record.step:3d}  "
         f"J = {record.objective:.8g}  "
-        f"rho = {record.spectral_radius:.4f}  {values}  ({record.status})",
+        f"rho = {record.spectral_radius:.4f}  {values}  "
+        f"({status_name(record.result)[0]})",
         file=sys.stderr,
         flush=True,
     )

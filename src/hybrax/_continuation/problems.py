@@ -1,7 +1,6 @@
 """The problems: F(z) = 0, with its validity, auxiliary output and multipliers."""
 
 import abc
-import dataclasses
 from collections.abc import Callable
 from typing import Any
 
@@ -23,33 +22,6 @@ from .._settings import (
     Settings,
 )
 from .._solution import RESULTS
-from .results import Branch, SolutionBranch
-
-
-def _register_branch_pytree(cls) -> None:
-    """Make a branch a PyTree whose leaves are its stacked per-point arrays (labels,
-    result and special points are metadata): `jax.tree.map` over a branch maps its
-    arrays, e.g. to select points or convert them."""
-    labels = {
-        "parameter_name",
-        "method",
-        "iterates",
-        "kind",
-        "special_points",
-        "result",
-        "message",
-        "n_rejected",
-    }
-    fields = [f.name for f in dataclasses.fields(cls)]
-    jax.tree_util.register_dataclass(
-        cls,
-        data_fields=[f for f in fields if f not in labels],
-        meta_fields=[f for f in fields if f in labels],
-    )
-
-
-_register_branch_pytree(SolutionBranch)
-_register_branch_pytree(Branch)
 
 
 class _AbstractResidual(eqx.Module):

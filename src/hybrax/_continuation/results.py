@@ -2,6 +2,7 @@
 
 import dataclasses
 
+import equinox as eqx
 import numpy as np
 from jaxtyping import Bool, Complex, Float, Int
 
@@ -11,8 +12,7 @@ from .._solution import RESULTS
 SPECIAL_POINT_KINDS = ("fold", "period_doubling", "neimark_sacker")
 
 
-@dataclasses.dataclass(frozen=True, eq=False)
-class SpecialPoint:
+class SpecialPoint(eqx.Module):
     r"""A located special point of a branch.
 
     - `kind`: `"fold"` (limit point, saddle-node: a real multiplier is $+1$,
@@ -58,12 +58,12 @@ class SpecialPoint:
         return complex(nu[np.argmin(np.abs(nu - target))])
 
 
-class _SpecialPointViews:
+class _SpecialPointViews(eqx.Module):
     """The filtered views of `special_points` that every branch offers."""
 
-    special_points: tuple[SpecialPoint, ...]
-    parameter: np.ndarray
-    result: RESULTS
+    special_points: eqx.AbstractVar[tuple[SpecialPoint, ...]]
+    parameter: eqx.AbstractVar[np.ndarray]
+    result: eqx.AbstractVar[RESULTS]
 
     @property
     def succeeded(self) -> bool:
@@ -78,6 +78,25 @@ class _SpecialPointViews:
     def n_points(self) -> int:
         """The number of points $N$."""
         return int(self.parameter.shape[0])
+
+    def select(self, index):
+        """The points `index` (an integer array, a slice or a boolean mask along
+        the points) as a branch of their own, of the same type: every per-point
+        array and `kind` indexed; the labels, `result` and `special_points` (whose
+        `index` refers to this branch) kept as they are."""
+        names = [
+            field.name
+            for field in dataclasses.fields(self)
+            if not field.metadata.get("static")
+            and field.name not in ("special_points", "result")
+            and getattr(self, field.name) is not None
+        ]
+        picked = np.arange(self.n_points)[index]
+        return dataclasses.replace(
+            self,
+            **{name: np.asarray(getattr(self, name))[picked] for name in names},
+            kind=tuple(self.kind[i] for i in np.atleast_1d(picked)),
+        )
 
     @property
     def folds(self) -> tuple[SpecialPoint, ...]:
@@ -95,7 +114,6 @@ class _SpecialPointViews:
         return tuple(p for p in self.special_points if p.kind == "neimark_sacker")
 
 
-@dataclasses.dataclass(frozen=True, eq=False)
 class SolutionBranch(_SpecialPointViews):
     r"""The result of [`hybrax.continue_zeros`][], [`hybrax.continue_fixed_points`][]
     and [`hybrax.continue_period_doubled`][]: $N$ points of a branch of zeros of
@@ -118,27 +136,31 @@ class SolutionBranch(_SpecialPointViews):
     stopped: `reached_bound`, `max_points_reached`, `min_step_reached`,
     `start_failed`; `interrupted` on the `partial` of [`hybrax.Interrupted`][]),
     `succeeded`, `message` and `n_rejected` (rejected steps).
+
+    A branch is a PyTree (an `eqx.Module`): its leaves are its per-point arrays,
+    its `result` and its special points' arrays; the labels (`parameter_name`,
+    `method`, `kind`, `message`, ...) are static. `select(index)` gives some of
+    its points as a branch.
     """
 
-    parameter_name: str
-    method: str
-    iterates: int | None
+    parameter_name: str = eqx.field(static=True)
+    method: str = eqx.field(static=True)
+    iterates: int | None = eqx.field(static=True)
     parameter: Float[np.ndarray, " N"]
     u: Float[np.ndarray, "N k"]
     tangent: Float[np.ndarray, "N k+1"]
     multiplier_matrix: Float[np.ndarray, "N k k"] | None
     multipliers: Complex[np.ndarray, "N k"] | None
     stable: Bool[np.ndarray, " N"] | None
-    kind: tuple[str, ...]
+    kind: tuple[str, ...] = eqx.field(static=True)
     residual_norm: Float[np.ndarray, " N"]
     newton_steps: Int[np.ndarray, " N"]
     special_points: tuple[SpecialPoint, ...]
     result: RESULTS
-    message: str
-    n_rejected: int
+    message: str = eqx.field(static=True)
+    n_rejected: int = eqx.field(static=True)
 
 
-@dataclasses.dataclass(frozen=True, eq=False)
 class Branch(_SpecialPointViews):
     r"""The result of [`hybrax.continue_branch`][]: $N$ periodic orbits along a
     branch, in the order followed, as NumPy arrays (stable and unstable ones).
@@ -174,10 +196,15 @@ class Branch(_SpecialPointViews):
     `min_step_reached`, `start_failed`; `interrupted` on the `partial` of
     [`hybrax.Interrupted`][]), `succeeded`, `message` and `n_rejected` (rejected
     steps).
+
+    A branch is a PyTree (an `eqx.Module`): its leaves are its per-point arrays,
+    its `result` and its special points' arrays; the labels (`parameter_name`,
+    `method`, `kind`, `message`, ...) are static. `select(index)` gives some of
+    its points as a branch.
     """
 
-    parameter_name: str
-    method: str
+    parameter_name: str = eqx.field(static=True)
+    method: str = eqx.field(static=True)
     parameter: Float[np.ndarray, " N"]
     u: Float[np.ndarray, "N k"]
     state: Float[np.ndarray, "N n"]
@@ -194,13 +221,13 @@ class Branch(_SpecialPointViews):
     reduced_jacobian: Float[np.ndarray, "N k k"]
     multipliers: Complex[np.ndarray, "N k"]
     stable: Bool[np.ndarray, " N"]
-    kind: tuple[str, ...]
+    kind: tuple[str, ...] = eqx.field(static=True)
     residual_norm: Float[np.ndarray, " N"]
     newton_steps: Int[np.ndarray, " N"]
     special_points: tuple[SpecialPoint, ...]
     result: RESULTS
-    message: str
-    n_rejected: int
+    message: str = eqx.field(static=True)
+    n_rejected: int = eqx.field(static=True)
 
 
 def _closest_pair(nu: np.ndarray) -> tuple[int, int]:

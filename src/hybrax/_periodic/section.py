@@ -126,13 +126,8 @@ class PeriodicOrbit(eqx.Module):
     @property
     def succeeded(self):
         """Whether this is a valid periodic orbit (`result` is `successful`),
-        as every result of the library says; `converged` is its other name."""
+        as every result of the library says."""
         return self.result == RESULTS.successful
-
-    @property
-    def converged(self):
-        """Whether this is a valid periodic orbit (the same as `succeeded`)."""
-        return self.succeeded
 
     def describe_failure(self) -> str:
         """What stopped a solve that found no orbit, in one line (host-side, for
@@ -143,7 +138,7 @@ class PeriodicOrbit(eqx.Module):
         [1.02, 2.49] with defect 0.114"`."""
         from .._solution import status_name
 
-        if bool(self.converged):
+        if bool(self.succeeded):
             return ""
         status = status_name(self.result)[0]
         n = int(self.n_steps)

@@ -85,7 +85,13 @@ def default_state(params):
 
 
 def _bundle():
-    from .._model import FigureSpec, ModelBundle, ModelForm, field_parameters
+    from .._model import (
+        FigureSpec,
+        ModelBundle,
+        ModelForm,
+        ModelPresentation,
+        field_parameters,
+    )
 
     make_params, parameter = field_parameters(BallParams, "bouncing-ball")
     return ModelBundle(
@@ -97,10 +103,12 @@ def _bundle():
         state_names=("y", "v"),
         default_state=default_state,
         forms={"minimal": ModelForm(lambda: bouncing_ball()[0])},
-        labels={"y": r"$y$ [m]", "v": r"$\dot y$ [m/s]", "e": "$e$"},
-        figures=FigureSpec(
-            labels=(r"$y$ [m]", r"$\dot y$ [m/s]"),
-            energy=energies,
-            surfaces=_ground_line,
+        presentation=ModelPresentation(
+            labels={"y": r"$y$ [m]", "v": r"$\dot y$ [m/s]", "e": "$e$"},
+            figures=FigureSpec(
+                labels=(r"$y$ [m]", r"$\dot y$ [m/s]"),
+                energy=energies,
+                surfaces=_ground_line,
+            ),
         ),
     )

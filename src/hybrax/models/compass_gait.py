@@ -474,7 +474,13 @@ def _all_points(q, params):
 
 
 def _bundle():
-    from .._model import ContinuationDefaults, FigureSpec, ModelBundle, ModelForm
+    from .._model import (
+        ContinuationDefaults,
+        FigureSpec,
+        ModelBundle,
+        ModelForm,
+        ModelPresentation,
+    )
 
     return ModelBundle(
         name="compass-gait",
@@ -487,21 +493,21 @@ def _bundle():
         forms={"minimal": ModelForm(lambda: compass_gait()[0], section)},
         orbit_guess=orbit_guess,
         quantities=ORBIT_QUANTITIES,
-        continuation=ContinuationDefaults(
-            "slope_deg", start=3.0, stop=5.0, parameter_scale=1.0, max_period=5.0
+        presentation=ModelPresentation(
+            continuation=ContinuationDefaults(
+                "slope_deg", start=3.0, stop=5.0, parameter_scale=1.0, max_period=5.0
+            ),
+            sweep_grids=("slope_deg=1:5:9", "m_H=5:20:7"),
+            labels={
+                "slope_deg": r"slope $\phi$ [deg]",
+                "m_H": r"$m_H$ [kg]",
+                "mu": r"$\mu = m_H/(m_H + 2m)$",
+                "a_ratio": r"$\alpha = a/(a + b)$",
+            },
+            figures=FigureSpec(_LABELS, energies, portrait=(0, 2)),
+            orbit_summary=_orbit_summary,
+            orbit_perturbations=((2, 0.05, r"$\dot\theta_s + 0.05$ rad/s"),),
+            stick_figure=_stick_figure,
+            frame_shift=_frame_shift,
         ),
-        sweep_grids=("slope_deg=1:5:9", "m_H=5:20:7"),
-        labels={
-            "slope_deg": r"slope $\phi$ [deg]",
-            "m_H": r"$m_H$ [kg]",
-            "mu": r"$\mu = m_H/(m_H + 2m)$",
-            "a_ratio": r"$\alpha = a/(a + b)$",
-        },
-        figures=FigureSpec(_LABELS, energies, portrait=(0, 2)),
-        hooks={
-            "orbit_summary": _orbit_summary,
-            "orbit_perturbations": ((2, 0.05, r"$\dot\theta_s + 0.05$ rad/s"),),
-            "stick_figure": _stick_figure,
-            "frame_shift": _frame_shift,
-        },
     )

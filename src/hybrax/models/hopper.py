@@ -568,8 +568,13 @@ ORBIT_QUANTITIES = {
 
 
 def _bundle():
-    from .._model import ContinuationDefaults, ModelBundle, ModelForm
-    from . import _hopper_hooks as hooks
+    from .._model import (
+        ContinuationDefaults,
+        ModelBundle,
+        ModelForm,
+        ModelPresentation,
+    )
+    from . import _hopper_presentation as shown
 
     return ModelBundle(
         name="hopper",
@@ -589,41 +594,41 @@ def _bundle():
             ),
         },
         orbit_guess=orbit_guess,
-        branch_guesses=hooks.branch_guesses,
+        branch_guesses=shown.branch_guesses,
         quantities=ORBIT_QUANTITIES,
-        continuation=ContinuationDefaults(
-            "D_G", start=-0.001, stop=-0.08, parameter_scale=0.01, max_period=1.5
-        ),
-        sweep_grids=("mu=0.7:0.95:26", "D_G=-0.07:0:71"),
-        labels={
-            "mu": r"$\mu = m_U / m$",
-            "D_G": r"$D_G = d_G / (2\sqrt{k m})$",
-            "D_F": r"$D_F = d_F / (2\sqrt{k m})$",
-            "d_G": r"$d_G$ [N s/m]",
-            "d_F": r"$d_F$ [N s/m]",
-            "k": r"$k$ [N/m]",
-            "z_U": r"$z_U$ [m]",
-            "z_L": r"$z_L$ [m]",
-            "v_U": r"$\dot z_U$ [m/s]",
-            "v_L": r"$\dot z_L$ [m/s]",
-        },
-        hooks={
-            "simulate_figures": hooks.simulate_figures,
-            "orbit_summary": hooks.orbit_summary,
-            "orbit_figures": hooks.orbit_figures,
-            "orbit_perturbations": hooks.ORBIT_PERTURBATIONS,
-            "no_orbit_hint": hooks.no_orbit_hint,
-            "explain": hooks.explain,
-            "scan_orbit_guess": scan_orbit_guess,
-            "sweep_flag": (
+        scan_guess=scan_orbit_guess,
+        presentation=ModelPresentation(
+            continuation=ContinuationDefaults(
+                "D_G", start=-0.001, stop=-0.08, parameter_scale=0.01, max_period=1.5
+            ),
+            sweep_grids=("mu=0.7:0.95:26", "D_G=-0.07:0:71"),
+            labels={
+                "mu": r"$\mu = m_U / m$",
+                "D_G": r"$D_G = d_G / (2\sqrt{k m})$",
+                "D_F": r"$D_F = d_F / (2\sqrt{k m})$",
+                "d_G": r"$d_G$ [N s/m]",
+                "d_F": r"$d_F$ [N s/m]",
+                "k": r"$k$ [N/m]",
+                "z_U": r"$z_U$ [m]",
+                "z_L": r"$z_L$ [m]",
+                "v_U": r"$\dot z_U$ [m/s]",
+                "v_L": r"$\dot z_L$ [m/s]",
+            },
+            simulate_figures=shown.simulate_figures,
+            orbit_summary=shown.orbit_summary,
+            orbit_figures=shown.orbit_figures,
+            orbit_perturbations=shown.ORBIT_PERTURBATIONS,
+            no_orbit_hint=shown.no_orbit_hint,
+            explain=shown.explain,
+            sweep_flag=(
                 "pulling_after_touchdown",
                 "orbit(s) need a pulling ground right after touchdown (not "
                 "admissible; flagged)",
                 "ground pulls after touchdown",
             ),
-            "continuation_summary": hooks.continuation_summary,
-            "continuation_flags": hooks.continuation_flags,
-            "continuation_limits": hooks.continuation_limits,
-            "continuation_figures": hooks.continuation_figures,
-        },
+            continuation_summary=shown.continuation_summary,
+            continuation_flags=shown.continuation_flags,
+            continuation_limits=shown.continuation_limits,
+            continuation_figures=shown.continuation_figures,
+        ),
     )

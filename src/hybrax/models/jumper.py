@@ -742,7 +742,13 @@ def _explain(status, mode, transition, params):
 
 
 def _bundle():
-    from .._model import FigureSpec, ModelBundle, ModelForm, field_parameters
+    from .._model import (
+        FigureSpec,
+        ModelBundle,
+        ModelForm,
+        ModelPresentation,
+        field_parameters,
+    )
 
     make_params, parameter = field_parameters(JumperParams, "jumper")
     return ModelBundle(
@@ -757,19 +763,19 @@ def _bundle():
         parameter=parameter,
         state_names=_STATE_NAMES,
         default_state=default_state,
-        # The default drop lands and, with plastic contact, stands: one event.
-        simulate_cycles=1,
         forms={"descriptor": ModelForm(lambda: jumper()[0])},
-        labels={
-            "elastic": "elastic contact",
-            **dict(zip(_STATE_NAMES, _LABELS, strict=True)),
-        },
-        figures=FigureSpec(
-            labels=_LABELS, energy=energies, portrait=(1, 6), surfaces=_ground_line
+        presentation=ModelPresentation(
+            # The default drop lands and, with plastic contact, stands: one event.
+            simulate_cycles=1,
+            labels={
+                "elastic": "elastic contact",
+                **dict(zip(_STATE_NAMES, _LABELS, strict=True)),
+            },
+            figures=FigureSpec(
+                labels=_LABELS, energy=energies, portrait=(1, 6), surfaces=_ground_line
+            ),
+            stick_figure=_stick_figure,
+            frame_shift=_frame_shift,
+            explain=_explain,
         ),
-        hooks={
-            "stick_figure": _stick_figure,
-            "frame_shift": _frame_shift,
-            "explain": _explain,
-        },
     )

@@ -203,6 +203,7 @@ def _bundle():
         FigureSpec,
         ModelBundle,
         ModelForm,
+        ModelPresentation,
         field_parameters,
     )
 
@@ -222,24 +223,24 @@ def _bundle():
             "multiplier": orbit_spectral_radius,
             "period": orbit_period,
         },
-        continuation=ContinuationDefaults(
-            "gamma", start=0.08, stop=0.3, parameter_scale=0.01, max_period=20.0
-        ),
-        sweep_grids=("gamma=0.02:0.2:10", "alpha=0.2:0.6:9"),
-        labels={
-            "theta": r"$\theta$ [rad]",
-            "omega": r"$\dot\theta$ [rad/s]",
-            "gamma": r"slope $\gamma$ [rad]",
-            "alpha": r"$\alpha$ [rad]",
-        },
-        figures=FigureSpec(_LABELS, energies, surfaces=_strike_line),
-        hooks={
-            "no_orbit_hint": _no_orbit_hint,
-            "stick_figure": _stick_figure,
-            "frame_shift": _frame_shift,
-            "orbit_perturbations": (
+        presentation=ModelPresentation(
+            continuation=ContinuationDefaults(
+                "gamma", start=0.08, stop=0.3, parameter_scale=0.01, max_period=20.0
+            ),
+            sweep_grids=("gamma=0.02:0.2:10", "alpha=0.2:0.6:9"),
+            labels={
+                "theta": r"$\theta$ [rad]",
+                "omega": r"$\dot\theta$ [rad/s]",
+                "gamma": r"slope $\gamma$ [rad]",
+                "alpha": r"$\alpha$ [rad]",
+            },
+            figures=FigureSpec(_LABELS, energies, surfaces=_strike_line),
+            no_orbit_hint=_no_orbit_hint,
+            stick_figure=_stick_figure,
+            frame_shift=_frame_shift,
+            orbit_perturbations=(
                 (1, 0.1, r"$\dot\theta + 0.1$ rad/s"),
                 (1, -0.1, r"$\dot\theta - 0.1$ rad/s"),
             ),
-        },
+        ),
     )

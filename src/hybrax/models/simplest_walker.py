@@ -338,6 +338,7 @@ def _bundle():
         FigureSpec,
         ModelBundle,
         ModelForm,
+        ModelPresentation,
         field_parameters,
     )
     from .._units import Units
@@ -345,10 +346,8 @@ def _bundle():
     make_params, parameter = field_parameters(SimplestWalkerParams, "simplest-walker")
     return ModelBundle(
         name="simplest-walker",
-        description=(
-            "simplest walking model, point-mass hip and feet "
-            "(Garcia, Chatterjee, Ruina & Coleman 1998)"
-        ),
+        description="simplest walking model, point-mass hip and feet "
+        "(Garcia, Chatterjee, Ruina & Coleman 1998)",
         parameters=parameter_table(SimplestWalkerParams),
         make_params=make_params,
         parameter=parameter,
@@ -358,28 +357,28 @@ def _bundle():
         orbit_guess=orbit_guess,
         branch_guesses=branch_guesses,
         quantities=ORBIT_QUANTITIES,
-        continuation=ContinuationDefaults(
-            "slope", start=0.009, stop=0.02, parameter_scale=0.01, max_period=10.0
+        presentation=ModelPresentation(
+            continuation=ContinuationDefaults(
+                "slope", start=0.009, stop=0.02, parameter_scale=0.01, max_period=10.0
+            ),
+            sweep_grids=("slope=0.002:0.018:9",),
+            labels={
+                "slope": r"slope $\gamma$ [rad]",
+                "theta": _LABELS[0],
+                "phi": _LABELS[1],
+                "theta_dot": _LABELS[2],
+                "phi_dot": _LABELS[3],
+            },
+            figures=FigureSpec(
+                _LABELS,
+                energies,
+                portrait=(0, 2),
+                # Dimensionless: time in sqrt(l/g), lengths in l, energy in M g l.
+                units=Units(time=r"$\sqrt{l/g}$", length="$l$", energy="$M g l$"),
+            ),
+            orbit_summary=_orbit_summary,
+            orbit_perturbations=((2, -0.01, r"$\dot\theta - 0.01$"),),
+            stick_figure=_stick_figure,
+            frame_shift=_frame_shift,
         ),
-        sweep_grids=("slope=0.002:0.018:9",),
-        labels={
-            "slope": r"slope $\gamma$ [rad]",
-            "theta": _LABELS[0],
-            "phi": _LABELS[1],
-            "theta_dot": _LABELS[2],
-            "phi_dot": _LABELS[3],
-        },
-        figures=FigureSpec(
-            _LABELS,
-            energies,
-            portrait=(0, 2),
-            # Dimensionless: time in sqrt(l/g), lengths in l, energy in M g l.
-            units=Units(time=r"$\sqrt{l/g}$", length="$l$", energy="$M g l$"),
-        ),
-        hooks={
-            "orbit_summary": _orbit_summary,
-            "orbit_perturbations": ((2, -0.01, r"$\dot\theta - 0.01$"),),
-            "stick_figure": _stick_figure,
-            "frame_shift": _frame_shift,
-        },
     )

@@ -1,4 +1,5 @@
-"""The hopper's model-specific outputs for the command line: summaries, notes and
+"""The hopper's presentation (its `hybrax.ModelPresentation` entries) and branch
+guesses for the command line: summaries, notes and
 the paper's figures (Zana et al. 2018, Figs. 3-9). Matplotlib is imported only when
 a figure is drawn."""
 
