@@ -145,7 +145,7 @@ def _program(model_name, program):
             params,
             lambda orbit, p: orbit.period,
             vary=[handle],
-            max_steps=1,
+            tune_settings=hx.TuneSettings(max_steps=1),
         )
     if program == "sweep":
         value = float(handle.get(params))

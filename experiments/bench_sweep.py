@@ -198,8 +198,9 @@ def main():
             return_map_iterations=args.map_iterations,
             jacobian=args.jacobian,
         ),
-        chunk_size=args.chunk,
-        round_iterations=args.round_iterations,
+        sweep_settings=hx.SweepSettings(
+            chunk_size=args.chunk, round_iterations=args.round_iterations
+        ),
     )
     print(
         f"settings: tol {args.tol:g}, t_max {args.t_max:g}, Newton <= "
@@ -354,7 +355,14 @@ def warm_start(args, np, jtu, hx, models, system, section, pool, options, cold, 
             section,
             models.hopper.orbit_guess,
             params,
-            **dict(options, warm_start=True),
+            **dict(
+                options,
+                sweep_settings=hx.SweepSettings(
+                    chunk_size=args.chunk,
+                    round_iterations=args.round_iterations,
+                    warm_start=True,
+                ),
+            ),
         )
 
     def cold_call():
@@ -426,7 +434,12 @@ def infeasible_batch(
                 section,
                 models.hopper.orbit_guess,
                 params,
-                **dict(options, round_iterations=rounds, order=order),
+                **dict(
+                    options,
+                    sweep_settings=hx.SweepSettings(
+                        chunk_size=args.chunk, round_iterations=rounds, order=order
+                    ),
+                ),
             )
 
         t0 = time.perf_counter()

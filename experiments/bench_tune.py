@@ -67,9 +67,9 @@ def main():
             vary=["d_G", "k"],
             scale=scale,
             constraints=[(apex_error, tolerance)],
-            max_steps=args.max_evals,
+            tune_settings=hx.TuneSettings(max_steps=args.max_evals, mode="reverse"),
             progress=False,
-            mode="reverse",  # as in the README's figures ("auto" is forward here)
+            # as in the README's figures ("auto" is forward here)
         )
 
     # The first run compiles; the second, identical, is warm: its wall time is the

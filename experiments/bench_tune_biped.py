@@ -177,8 +177,7 @@ def main():
             scale=[scale] * len(names),
             constraints=[(speed_error, tolerance)],
             max_multiplier=bound,
-            max_steps=args.budget,
-            seek_steps=30,
+            tune_settings=hx.TuneSettings(max_steps=args.budget, seek_steps=30),
             callback=callback,
         )
 

@@ -103,7 +103,7 @@ result = hx.tune(
     vary=list(b5.TUNED), scale=[0.5] * len(b5.TUNED),
     constraints=[(speed_error, 0.016)],      # ... at 0.8 m/s (2%) ...
     max_multiplier=0.9,                       # ... with every |multiplier| < 0.9
-    seek_steps=30, max_steps=BUDGET,
+    tune_settings=hx.TuneSettings(seek_steps=30, max_steps=BUDGET),
 )
 orbit = result.orbit
 seek = [s for s in result.history if s.stage == "seek"]

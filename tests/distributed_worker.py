@@ -23,7 +23,9 @@ from sweep_case import batch, guess, section, system  # noqa: E402
 
 
 assert jax.process_count() == 2 and jax.process_index() == process_id
-result = hx.sweep_orbits(system, section, guess, batch, distributed=True)
+result = hx.sweep_orbits(
+    system, section, guess, batch, sweep_settings=hx.SweepSettings(distributed=True)
+)
 np.savez(
     out,
     u=np.asarray(result.orbit.u),

@@ -100,7 +100,13 @@ def test_random_parameter_sets_inside_the_existence_region():
             points.append((mu, damping))
     points = np.array(points)
     batch = _at(points[:, 0], points[:, 1])
-    sweep = hx.sweep_orbits(SYSTEM, SECTION, hopper.orbit_guess, batch, retry=False)
+    sweep = hx.sweep_orbits(
+        SYSTEM,
+        SECTION,
+        hopper.orbit_guess,
+        batch,
+        sweep_settings=hx.SweepSettings(retry=False),
+    )
     converged = np.asarray(sweep.succeeded)
     speeds = np.asarray(sweep.orbit.state)[:, 2]
     start = hx.find_periodic_orbit(

@@ -274,7 +274,7 @@ _SCRIPT = textwrap.dedent(
         system, section, jnp.array([1.0]), params,
         vary=["gamma"],
         constraints=[(hx.QuantityTarget(lambda o, p: o.u[0], jnp.asarray(1.2)), 1e-6)],
-        max_steps=8,
+        tune_settings=hx.TuneSettings(max_steps=8),
     )
     branch = hx.continue_branch(
         system, section, jnp.array([1.0]), params, "gamma",

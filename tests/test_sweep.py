@@ -68,8 +68,9 @@ SHARDED_SCRIPT = textwrap.dedent(
     results = {}
     for name, distributed in (("sharded", False), ("distributed", True)):
         out = hx.sweep_orbits(
-            system, section, models.hopper.orbit_guess, params, chunk_size=4,
-            distributed=distributed, **_sweep_options(),
+            system, section, models.hopper.orbit_guess, params,
+            sweep_settings=hx.SweepSettings(chunk_size=4, distributed=distributed),
+            **_sweep_options(),
         )
         results[name + "_u"] = out.orbit.u
         results[name + "_period"] = out.orbit.period
@@ -244,19 +245,30 @@ def test_host_multipliers_equal_closed_form_and_device_routine():
     np.testing.assert_allclose(got[:64][keep[:64]], on_device[keep[:64]], atol=1e-13)
 
 
+# The scheduling options a test helper passes on to `hx.SweepSettings`.
+_PLAN_KEYS = ("order", "warm_start", "retry")
+
+
+def _split_plan(extra):
+    """`extra` keywords as (`SweepSettings` fields, by default without the retry;
+    the other keywords of `sweep_orbits`)."""
+    plan = {"retry": False, **{k: v for k, v in extra.items() if k in _PLAN_KEYS}}
+    return plan, {k: v for k, v in extra.items() if k not in _PLAN_KEYS}
+
+
 def _rounds_of_one(system, section, params, options=OPTIONS, **extra):
     """`sweep_orbits` in rounds of one Newton iteration on two lanes, by default
     with the command's settings (one compilation shared by the tests that use
     it), without the retry of failed elements (the rounds are compared with
     single solves from the guess)."""
+    plan, rest = _split_plan(extra)
     return hx.sweep_orbits(
         system,
         section,
         models.hopper.orbit_guess,
         params,
-        chunk_size=2,
-        round_iterations=1,
-        **{"retry": False, **extra},
+        sweep_settings=hx.SweepSettings(chunk_size=2, round_iterations=1, **plan),
+        **rest,
         **options,
     )
 
@@ -503,14 +515,14 @@ def _rounds_of_four(system, section, params, **extra):
     rough guesses (no return-map iterations, which would pull every start near
     its orbit), without the retry of failed elements; one compilation shared by
     the tests that use it."""
+    plan, rest = _split_plan(extra)
     return hx.sweep_orbits(
         system,
         section,
         models.hopper.orbit_guess,
         params,
-        chunk_size=8,
-        round_iterations=4,
-        **{"retry": False, **extra},
+        sweep_settings=hx.SweepSettings(chunk_size=8, round_iterations=4, **plan),
+        **rest,
         **_with_map_iterations(OPTIONS, 0),
     )
 
@@ -915,7 +927,7 @@ def test_cli_warm_start_reaches_the_sweep(tmp_path, swept, monkeypatch):
     sweep_orbits = hybrax._sweep.sweep_orbits
 
     def spy(*args, **kwargs):
-        calls.append(kwargs["warm_start"])
+        calls.append(kwargs["sweep_settings"].warm_start)
         return sweep_orbits(*args, **kwargs)
 
     monkeypatch.setattr(hybrax._sweep, "sweep_orbits", spy)
@@ -973,11 +985,21 @@ def test_sweep_orbits_argument_errors(system_and_section):
     with pytest.raises(ValueError, match="`u_guess`"):
         hx.sweep_orbits(system, section, np.zeros((3, 2)), _params())
     with pytest.raises(ValueError, match="`order`"):
-        hx.sweep_orbits(system, section, np.zeros(2), _params(), order="cost")
+        hx.sweep_orbits(
+            system,
+            section,
+            np.zeros(2),
+            _params(),
+            sweep_settings=hx.SweepSettings(order="cost"),
+        )
     for rounds in ("fast", 0):
         with pytest.raises(ValueError, match="`round_iterations`"):
             hx.sweep_orbits(
-                system, section, np.zeros(2), _params(), round_iterations=rounds
+                system,
+                section,
+                np.zeros(2),
+                _params(),
+                sweep_settings=hx.SweepSettings(round_iterations=rounds),
             )
     with pytest.raises(ValueError, match="`params_batch`"):
         hx.sweep_orbits(system, section, np.zeros(2), models.hopper.HopperParams())
@@ -1002,7 +1024,12 @@ def test_failed_elements_are_retried_from_their_nearest_neighbour(system_and_sec
     )
     runs = {
         retry: hx.sweep_orbits(
-            system, section, models.hopper.orbit_guess, params, retry=retry, **OPTIONS
+            system,
+            section,
+            models.hopper.orbit_guess,
+            params,
+            sweep_settings=hx.SweepSettings(retry=retry),
+            **OPTIONS,
         )
         for retry in (False, True)
     }

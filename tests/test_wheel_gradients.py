@@ -170,7 +170,7 @@ def _tune_speed(params, target):
         None,
         vary=["gamma"],
         constraints=[(hx.QuantityTarget(_speed, jnp.asarray(target)), 1e-7)],
-        mode="reverse",
+        tune_settings=hx.TuneSettings(mode="reverse"),
     )
 
 

@@ -140,6 +140,7 @@ if TYPE_CHECKING:
     )
     from ._sweep import (
         OrbitSweep as OrbitSweep,
+        SweepSettings as SweepSettings,
         process_slice as process_slice,
         sweep as sweep,
         sweep_orbits as sweep_orbits,
@@ -147,6 +148,7 @@ if TYPE_CHECKING:
     from ._tune import (
         QuantityTarget as QuantityTarget,
         TuneResult as TuneResult,
+        TuneSettings as TuneSettings,
         TuneStep as TuneStep,
         tune as tune,
     )
@@ -239,9 +241,11 @@ _EXPORTS = {
     "status_message": "._solution",
     "status_name": "._solution",
     "OrbitSweep": "._sweep",
+    "SweepSettings": "._sweep",
     "process_slice": "._sweep",
     "QuantityTarget": "._tune",
     "TuneResult": "._tune",
+    "TuneSettings": "._tune",
     "TuneStep": "._tune",
     "tune": "._tune",
     "sweep": "._sweep",

@@ -272,7 +272,7 @@ def _columns(
     columns["status_code"] = status_code(out.result)
     columns["converged"] = converged
     # Without an orbit from the guess, solved again from the nearest converged
-    # neighbour's orbit (`sweep_orbits(retry=True)`).
+    # neighbour's orbit (`SweepSettings(retry=True)`).
     columns["retried_from_neighbour"] = np.asarray(out.retried)
     columns["newton_iterations"] = np.asarray(out.orbit.n_steps)
     columns["residual_norm"] = np.asarray(out.orbit.residual_norm, dtype=float)
@@ -325,7 +325,7 @@ def _run_sweep(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
     import jax
 
     from ._solution import NUMERICAL_FAILURES, Interrupted
-    from ._sweep import sweep_orbits
+    from ._sweep import SweepSettings, sweep_orbits
 
     model = _cli._load_model(parser, args.model)
     if not model.has_orbits:
@@ -407,12 +407,11 @@ def _run_sweep(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
             section,
             guess,
             params,
-            chunk_size=chunk,
+            sweep_settings=SweepSettings(chunk_size=chunk, warm_start=args.warm_start),
             progress=not (args.no_progress or args.quiet),
             # A mapped quantity may read phase observables (the hopper's apex
             # heights).
             phase_observables=args.quantity is not None,
-            warm_start=args.warm_start,
             resume=resume,
             **_sweep_options(
                 tol=args.tol,

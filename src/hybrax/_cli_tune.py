@@ -188,7 +188,7 @@ def _run_tune(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
 
     from ._misc import canonical_params
     from ._solution import status_name
-    from ._tune import QuantityTarget, tune
+    from ._tune import QuantityTarget, TuneSettings, tune
 
     params = canonical_params(params)
     system = model.forms[model.default_form].system()
@@ -233,14 +233,16 @@ def _run_tune(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
             vary=vary,
             constraints=constraints,
             max_multiplier=args.max_multiplier,
-            max_steps=args.max_steps,
+            tune_settings=TuneSettings(
+                max_steps=args.max_steps,
+                objective_scale=getattr(args, "objective_scale", "start"),
+                seek_steps=args.seek_steps,
+            ),
             progress=not args.no_progress,
             scale=scale,
             # A quantity the user chose is weighed by its size at the first
             # orbit, whatever its units (an effort of 1e4 N^2 m^2 s would
             # swamp the targets' penalties, a cost of transport of 4e-3 vanish).
-            objective_scale=getattr(args, "objective_scale", "start"),
-            seek_steps=args.seek_steps,
             settings=_cli.solver_settings(args),
             callback=steps.append,
         )

@@ -44,6 +44,7 @@ from ._settings import (
     Settings,
     Shooting,
     check_iterations,
+    resolve_options,
     resolve_settings,
     resolve_shooting,
 )
@@ -1161,64 +1162,18 @@ def _finite_rows(tree, n) -> np.ndarray:
     return ok
 
 
-def sweep_orbits(
-    system: HybridSystem,
-    section: PoincareSection,
-    u_guess: Any,
-    params_batch: Params,
-    *,
-    chunk_size: int | None = None,
-    progress: bool = False,
-    devices: Sequence[jax.Device] | None = None,
-    distributed: bool = False,
-    analyse: bool = False,
-    shooting: Shooting | None = None,
-    settings: Settings | None = None,
-    phase_observables: bool = False,
-    round_iterations: int | None | str = "auto",
-    order: str | None = "defect",
-    warm_start: bool = False,
-    retry: bool = True,
-    resume: OrbitSweep | None = None,
-) -> OrbitSweep:
-    r"""Periodic orbits and their multipliers for a batch of parameter sets, with
-    [`hybrax.find_periodic_orbit`][] under one compiled `jit(vmap(...))` (see
-    [`hybrax.sweep`][] for chunks, devices and processes).
+class SweepSettings(eqx.Module):
+    r"""How [`hybrax.sweep_orbits`][] runs its batch: in chunks on which devices
+    and processes, and how the solves are scheduled in them. None of these
+    changes an element's orbit (except `warm_start` and `retry`, which change its
+    start); they change the time.
 
-    Element $i$ solves exactly what `find_periodic_orbit(system, section,
-    hybrax.ShootingStart(u_i, loosening=L), params_i, shooting=shooting,
-    analyse=analyse, ...)` solves, with `L = math.inf` (the first Newton iteration
-    at the loosest tolerance: the start is rough) or, with the shooting's
-    `return_map_iterations` (which pull the start near a stable orbit), `L =
-    1.0`; so the sweep equals a loop of single solves. Its multipliers are
-    the eigenvalues of the reduced Jacobian $M$ sorted by decreasing modulus
-    (with `analyse=True` the full [`hybrax.FloquetAnalysis`][] too, several
-    times slower). Each element carries its status; a failed element is flagged
-    and affects no other. An element with non-finite parameters or guess is not
-    solved: its status is `nonfinite_parameters` and its values NaN (solving it
-    would only hold up its chunk until every step limit is spent).
-
-    **Arguments:**
-
-    - `system`, `section`: as for [`hybrax.find_periodic_orbit`][].
-    - `u_guess`: the guess of the reduced unknowns: one array `(k,)` for all
-      elements, one per element `(B, k)`, or a callable `u_guess(params) -> (k,)`
-      applied to each element's parameters (e.g. `hybrax.models.hopper.orbit_guess`).
-    - `params_batch`: the parameter PyTree with float leaves of leading axis $B$;
-      scalar leaves are shared by all elements (broadcast).
+    - `devices`, `distributed`: see [`hybrax.sweep`][].
     - `chunk_size`: the lanes of one compiled call (see below); default on CPU 64
       per device where the batch fills two such chunks per core, else 32 (so
       that every core gets chunks; a slow element holds every lane of its chunk,
       and wider ones lost the throughput of batches with sets without an orbit),
       the whole batch on accelerators.
-    - `progress`, `devices`, `distributed`: see [`hybrax.sweep`][].
-    - `analyse`: also return the Floquet analysis (monodromy by AD and saltation).
-    - `shooting`, `settings`, `phase_observables`: passed to
-      `find_periodic_orbit` (same defaults, except `phase_observables=False`: the
-      cycle's phase observables are recorded only on request). In a batch the
-      slowest element sets the pace: smaller `settings.t_max`,
-      `settings.max_steps` and `shooting.max_iterations` bound what a hopeless
-      element costs. Failed elements are NaN with their status.
     - `round_iterations`: the root-finder iterations of one round; `None`: one
       round of the shooting's `max_iterations`; `"auto"` (default): 4 on a CPU, 5 on an
       accelerator (about what Newton's method takes from a fair guess; see
@@ -1290,7 +1245,84 @@ def sweep_orbits(
       branch where several coexist, as with `warm_start`). Default on: an element
       is reported without an orbit only where neither its guess nor its
       nearest neighbour's orbit leads to one.
+    """
 
+    chunk_size: int | None = eqx.field(static=True, default=None)
+    devices: tuple[Any, ...] | None = eqx.field(
+        static=True, default=None, converter=lambda d: None if d is None else tuple(d)
+    )
+    distributed: bool = eqx.field(static=True, default=False)
+    round_iterations: int | None | str = eqx.field(static=True, default="auto")
+    order: str | None = eqx.field(static=True, default="defect")
+    warm_start: bool = eqx.field(static=True, default=False)
+    retry: bool = eqx.field(static=True, default=True)
+
+    def __check_init__(self):
+        if self.chunk_size is not None:
+            check_iterations(self.chunk_size, "chunk_size")
+        if isinstance(self.round_iterations, str):
+            if self.round_iterations != "auto":
+                raise ValueError(
+                    "`round_iterations` must be a positive integer, None or "
+                    f"'auto'; got {self.round_iterations!r}."
+                )
+        elif self.round_iterations is not None:
+            check_iterations(self.round_iterations, "round_iterations")
+        if self.order not in ("defect", None):
+            raise ValueError(f"`order` must be 'defect' or None; got {self.order!r}.")
+        if self.devices is not None and not self.devices:
+            raise ValueError("`devices` must name at least one device, or be None.")
+
+
+def sweep_orbits(
+    system: HybridSystem,
+    section: PoincareSection,
+    u_guess: Any,
+    params_batch: Params,
+    *,
+    analyse: bool = False,
+    shooting: Shooting | None = None,
+    settings: Settings | None = None,
+    sweep_settings: SweepSettings | None = None,
+    phase_observables: bool = False,
+    progress: bool = False,
+    resume: OrbitSweep | None = None,
+) -> OrbitSweep:
+    r"""Periodic orbits and their multipliers for a batch of parameter sets, with
+    [`hybrax.find_periodic_orbit`][] under one compiled `jit(vmap(...))` (see
+    [`hybrax.sweep`][] for chunks, devices and processes).
+
+    Element $i$ solves exactly what `find_periodic_orbit(system, section,
+    hybrax.ShootingStart(u_i, loosening=L), params_i, shooting=shooting,
+    analyse=analyse, ...)` solves, with `L = math.inf` (the first Newton iteration
+    at the loosest tolerance: the start is rough) or, with the shooting's
+    `return_map_iterations` (which pull the start near a stable orbit), `L =
+    1.0`; so the sweep equals a loop of single solves. Its multipliers are
+    the eigenvalues of the reduced Jacobian $M$ sorted by decreasing modulus
+    (with `analyse=True` the full [`hybrax.FloquetAnalysis`][] too, several
+    times slower). Each element carries its status; a failed element is flagged
+    and affects no other. An element with non-finite parameters or guess is not
+    solved: its status is `nonfinite_parameters` and its values NaN (solving it
+    would only hold up its chunk until every step limit is spent).
+
+    **Arguments:**
+
+    - `system`, `section`: as for [`hybrax.find_periodic_orbit`][].
+    - `u_guess`: the guess of the reduced unknowns: one array `(k,)` for all
+      elements, one per element `(B, k)`, or a callable `u_guess(params) -> (k,)`
+      applied to each element's parameters (e.g. `hybrax.models.hopper.orbit_guess`).
+    - `params_batch`: the parameter PyTree with float leaves of leading axis $B$;
+      scalar leaves are shared by all elements (broadcast).
+    - `sweep_settings`: a [`hybrax.SweepSettings`][]: chunks, devices, processes
+      and how the solves are scheduled (default: `SweepSettings()`).
+    - `progress`: a progress bar (see [`hybrax.sweep`][]).
+    - `analyse`: also return the Floquet analysis (monodromy by AD and saltation).
+    - `shooting`, `settings`, `phase_observables`: passed to
+      `find_periodic_orbit` (same defaults, except `phase_observables=False`: the
+      cycle's phase observables are recorded only on request). In a batch the
+      slowest element sets the pace: smaller `settings.t_max`,
+      `settings.max_steps` and `shooting.max_iterations` bound what a hopeless
+      element costs. Failed elements are NaN with their status.
     - `resume`: the `partial` sweep of an earlier call on this batch that was
       interrupted ([`hybrax.Interrupted`][]): its finished elements are kept as
       they are and only those with the status `not_run` are solved (their retry
@@ -1318,18 +1350,12 @@ def sweep_orbits(
                 if callable(u_guess) or np.ndim(u_guess) < 2
                 else np.asarray(u_guess)[rows],
                 _rows(params_batch, rows, n),
-                chunk_size=chunk_size,
-                progress=progress,
-                devices=devices,
-                distributed=distributed,
                 analyse=analyse,
                 shooting=shooting,
                 settings=settings,
+                sweep_settings=sweep_settings,
                 phase_observables=phase_observables,
-                round_iterations=round_iterations,
-                order=order,
-                warm_start=warm_start,
-                retry=retry,
+                progress=progress,
             ),
         )
     if callable(u_guess):
@@ -1346,21 +1372,16 @@ def sweep_orbits(
         guess, u_batch = None, u
     settings = resolve_settings(settings)
     shooting = resolve_shooting(shooting)
+    plan_options = resolve_options(sweep_settings, SweepSettings, "sweep_settings")
+    chunk_size, devices = plan_options.chunk_size, plan_options.devices
+    distributed, order = plan_options.distributed, plan_options.order
     max_iterations = shooting.max_iterations
     local_devices = list(jax.local_devices() if devices is None else devices)
     # (No device at all is refused by `_plan`.)
     on_cpu = bool(local_devices) and local_devices[0].platform == "cpu"
-    if isinstance(round_iterations, str):
-        if round_iterations != "auto":
-            raise ValueError(
-                "`round_iterations` must be a positive integer, None or 'auto'; "
-                f"got {round_iterations!r}."
-            )
+    round_iterations = plan_options.round_iterations
+    if round_iterations == "auto":
         round_iterations = _CPU_ROUNDS if on_cpu else _ACCELERATOR_ROUNDS
-    if round_iterations is not None:
-        round_iterations = check_iterations(round_iterations, "round_iterations")
-    if order not in ("defect", None):
-        raise ValueError(f"`order` must be 'defect' or None; got {order!r}.")
     per_round = max_iterations if round_iterations is None else round_iterations
     fn = _OrbitSolve(
         system,
@@ -1411,10 +1432,10 @@ def sweep_orbits(
                 bar,
                 max_iterations,
                 queue,
-                bool(warm_start),
+                plan_options.warm_start,
             )
             retried = np.zeros(plan.n_local, bool)
-            if retry:
+            if plan_options.retry:
                 orbit, retried = _retry_from_neighbours(
                     fn, static, dynamic, u_batch, plan, max_iterations, orbit
                 )

@@ -38,7 +38,13 @@ from ._periodic import (
     resolve_sequence,
 )
 from ._programs import announcing_progress, compiled
-from ._settings import Settings, Shooting, resolve_settings, resolve_shooting
+from ._settings import (
+    Settings,
+    Shooting,
+    resolve_options,
+    resolve_settings,
+    resolve_shooting,
+)
 from ._solution import RESULTS, masked_nan, status_name
 
 
@@ -337,6 +343,77 @@ class _Seek(eqx.Module):
         return residual, jax.lax.stop_gradient(aux)
 
 
+class TuneSettings(eqx.Module):
+    r"""How [`hybrax.tune`][] minimises: the minimiser and its step limit, the
+    derivative's mode, the weights of the penalised objective, and the existence
+    stage. Checked where it is built (a `ValueError` naming the field).
+
+    - `minimiser`: any `optimistix.AbstractMinimiser`; default
+      `optimistix.BFGS(rtol=1e-8, atol=1e-8)`.
+    - `max_steps`: the most evaluations, all stages together (default 100).
+    - `mode`: `"auto"` (default), `"reverse"` or `"forward"`: the gradient's mode
+      (see [`hybrax.tune`][]).
+    - `stability_weight`: $w$, the weight of the stability penalty (default
+      1e3; see [`hybrax.tune`][]).
+    - `objective_scale`: $J_0$, a typical size of the objective, so that it
+      weighs against the penalties whatever its units (default 1); `"start"`:
+      its magnitude at the first orbit (after the existence stage). The
+      history's and the result's `objective` are the minimised, scaled value.
+    - `seek_steps`: where no orbit is found at the start, the most steps of an
+      existence stage before the tuning (0: none; [`hybrax.tune`][] then raises
+      a `ValueError`). It
+      minimises $|P(u; p) - u|^2 + \sum_i (c_i/\tau_i)^2$ over the unknowns $u$
+      and the varied parameters together by `optimistix.LevenbergMarquardt`
+      (forward-mode Jacobians; the constraints read on the open cycle from $u$),
+      and ends where the periodicity defect $\max|P(u) - u|$ is below
+      `seek_tol` (default 0.1) and an orbit is found from there. A controller
+      whose walker falls has no orbit to differentiate; this stage gives it one.
+    """
+
+    minimiser: optx.AbstractMinimiser | None = eqx.field(static=True, default=None)
+    max_steps: int = eqx.field(static=True, default=100)
+    mode: str = eqx.field(static=True, default="auto")
+    stability_weight: float = eqx.field(static=True, default=1e3)
+    objective_scale: float | Literal["start"] = eqx.field(static=True, default=1.0)
+    seek_steps: int = eqx.field(static=True, default=0)
+    seek_tol: float = eqx.field(static=True, default=0.1)
+
+    def __check_init__(self):
+        if self.mode not in ("auto", "reverse", "forward"):
+            raise ValueError(
+                f"`mode` must be 'auto', 'reverse' or 'forward'; got {self.mode!r}."
+            )
+        if isinstance(self.max_steps, bool) or int(self.max_steps) < 1:
+            raise ValueError(
+                f"`max_steps` must be a positive integer; got {self.max_steps}."
+            )
+        if not self.stability_weight >= 0:
+            raise ValueError(
+                f"`stability_weight` must be non-negative; got {self.stability_weight}."
+            )
+        scale = self.objective_scale
+        if scale != "start" and not (
+            isinstance(scale, int | float | np.floating)
+            and not isinstance(scale, bool)
+            and 0 < scale < math.inf
+        ):
+            raise ValueError(
+                "`objective_scale` must be a positive number or 'start'; got "
+                f"{scale!r}."
+            )
+        if isinstance(self.seek_steps, bool) or int(self.seek_steps) < 0:
+            raise ValueError(f"`seek_steps` must be >= 0; got {self.seek_steps}.")
+        if not self.seek_tol > 0:
+            raise ValueError(f"`seek_tol` must be positive; got {self.seek_tol}.")
+        if self.minimiser is not None and not isinstance(
+            self.minimiser, optx.AbstractMinimiser
+        ):
+            raise ValueError(
+                "`minimiser` must be an optimistix minimiser; got "
+                f"{type(self.minimiser).__name__}."
+            )
+
+
 def tune(
     system: HybridSystem,
     section: PoincareSection,
@@ -348,17 +425,11 @@ def tune(
     constraints: Sequence[tuple[Callable[[PeriodicOrbit, Params], Any], float]] = (),
     scale: Sequence[float] | None = None,
     max_multiplier: float | None = None,
-    stability_weight: float = 1e3,
-    objective_scale: float | Literal["start"] = 1.0,
-    minimiser: optx.AbstractMinimiser | None = None,
-    max_steps: int = 100,
-    mode: str = "auto",
+    tune_settings: TuneSettings | None = None,
     shooting: Shooting | None = None,
     settings: Settings | None = None,
     progress: bool = False,
     callback: Callable[[TuneStep], None] | None = None,
-    seek_steps: int = 0,
-    seek_tol: float = 0.1,
 ) -> TuneResult:
     r"""Minimise an objective of a periodic orbit over chosen parameters, by gradient.
 
@@ -379,8 +450,9 @@ def tune(
     scaled coordinates $\theta_i / s_i$.
 
     The gradient is the orbit's implicit-function derivative: in reverse mode
-    (`mode="reverse"`, one backward pass whatever the number of parameters) or in
-    forward mode (`"forward"`, one tangent per parameter); `"auto"` takes forward
+    (`TuneSettings(mode="reverse")`, one backward pass whatever the number of
+    parameters) or in forward mode (`"forward"`, one tangent per parameter);
+    `"auto"` (the default) takes forward
     for up to two parameters, reverse otherwise (the forward program compiles
     faster: tuning the hopper's `d_G, k`, 27 s against 35 s, with 0.7 s more
     run time).
@@ -400,28 +472,14 @@ def tune(
       to another target compiles nothing.
     - `scale`: a typical size of each varied parameter (default: its starting
       magnitude, 1 if 0).
-    - `max_multiplier`, `stability_weight`: the stability penalty above.
-    - `objective_scale`: $J_0$, a typical size of the objective, so that it
-      weighs against the penalties whatever its units (default 1); `"start"`:
-      its magnitude at the first orbit (after the existence stage). The
-      history's and the result's `objective` are the minimised, scaled value.
-    - `minimiser`: any `optimistix.AbstractMinimiser`; default
-      `optimistix.BFGS(rtol=1e-8, atol=1e-8)`.
-    - `max_steps`: the most evaluations, all stages together.
-    - `mode`: `"auto"`, `"reverse"` or `"forward"` (see above).
+    - `max_multiplier`: the bound $\rho_{max}$ of the stability penalty above.
+    - `tune_settings`: a [`hybrax.TuneSettings`][]: the minimiser, its step limit,
+      the derivative's mode, the penalties' weights and the existence stage
+      (default: `TuneSettings()`).
     - `shooting`, `settings`: for each orbit solve (see
       [`hybrax.find_periodic_orbit`][]).
     - `progress`: print one line per evaluation to stderr.
     - `callback`: called with each [`hybrax.TuneStep`][].
-    - `seek_steps`: where no orbit is found at the start, the most steps of an
-      existence stage before the tuning (0: none, an error as below). It
-      minimises $|P(u; p) - u|^2 + \sum_i (c_i/\tau_i)^2$ over the unknowns $u$
-      and the varied parameters together by `optimistix.LevenbergMarquardt`
-      (forward-mode Jacobians; the constraints read on the open cycle from $u$),
-      and ends where the periodicity defect $\max|P(u) - u|$ is below
-      `seek_tol` and an orbit is found from there. A controller whose walker
-      falls has no orbit to differentiate; this stage gives it one.
-
     **Returns:** a [`hybrax.TuneResult`][] with the history.
 
     **Raises:** `ValueError` for bad arguments, or when no orbit is found at the
@@ -445,31 +503,12 @@ def tune(
         ```
     """
     check_float64("tune")
-    if mode not in ("auto", "reverse", "forward"):
-        raise ValueError(
-            f"`mode` must be 'auto', 'reverse' or 'forward'; got {mode!r}."
-        )
-    if isinstance(max_steps, bool) or int(max_steps) < 1:
-        raise ValueError(f"`max_steps` must be a positive integer; got {max_steps}.")
+    how = resolve_options(tune_settings, TuneSettings, "tune_settings")
+    mode, max_steps, minimiser = how.mode, how.max_steps, how.minimiser
+    seek_steps, seek_tol = how.seek_steps, how.seek_tol
+    stability_weight, objective_scale = how.stability_weight, how.objective_scale
     if max_multiplier is not None and not max_multiplier > 0:
         raise ValueError(f"`max_multiplier` must be positive; got {max_multiplier}.")
-    if not stability_weight >= 0:
-        raise ValueError(
-            f"`stability_weight` must be non-negative; got {stability_weight}."
-        )
-    if objective_scale != "start" and not (
-        isinstance(objective_scale, int | float | np.floating)
-        and not isinstance(objective_scale, bool)
-        and 0 < objective_scale < math.inf
-    ):
-        raise ValueError(
-            "`objective_scale` must be a positive number or 'start'; got "
-            f"{objective_scale!r}."
-        )
-    if isinstance(seek_steps, bool) or int(seek_steps) < 0:
-        raise ValueError(f"`seek_steps` must be >= 0; got {seek_steps}.")
-    if not seek_tol > 0:
-        raise ValueError(f"`seek_tol` must be positive; got {seek_tol}.")
     if objective is not None and not callable(objective):
         raise ValueError("`objective` must be callable as J(orbit, params), or None.")
     constraints = tuple(constraints)
@@ -528,11 +567,6 @@ def tune(
     fn = problem if mode == "reverse" else ForwardProblem(problem)
     if minimiser is None:
         minimiser = optx.BFGS(rtol=1e-8, atol=1e-8)
-    if not isinstance(minimiser, optx.AbstractMinimiser):
-        raise ValueError(
-            "`minimiser` must be an optimistix minimiser; got "
-            f"{type(minimiser).__name__}."
-        )
 
     # With `progress`, the compilations are announced before the first line.
     with announcing_progress(progress):
