@@ -71,7 +71,7 @@ def _default(value) -> str:
 
 def section(name: str) -> str:
     """The gallery's section of one model, from its bundle."""
-    from hybrax._cli import model_record
+    from hybrax._cli.common import model_record
     from hybrax._registry import get_model
 
     info = model_record(get_model(name))

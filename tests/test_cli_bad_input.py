@@ -74,7 +74,7 @@ def test_a_bad_value_in_a_params_file_is_blamed_on_the_file(capsys, tmp_path):
 def test_an_interrupt_is_one_line_and_exit_130(monkeypatch, capsys, tmp_path):
     """Ctrl-C during a command's computation ends it with one line on stderr
     (no traceback) and exit status 130, and leaves no output of the run."""
-    import hybrax._cli as cli
+    import hybrax._cli.simulate as cli
 
     def interrupted(args, parser):
         raise KeyboardInterrupt
@@ -91,7 +91,7 @@ def test_status_advice_names_the_commands_own_options():
     """The library's advice names `Settings` fields; a command's message names
     its own option, or gives the advice without one where it has none."""
     import hybrax as hx
-    from hybrax._cli import _for_command
+    from hybrax._cli.common import _for_command
 
     (late,) = hx.status_message(hx.RESULTS.event_not_reached)
     (steps,) = hx.status_message(hx.RESULTS.max_steps_reached)
@@ -166,26 +166,27 @@ def test_every_command_has_the_solver_options_with_the_librarys_defaults():
     tolerance, sweep's time limit); a negative value may follow its option."""
     import hybrax as hx
     from hybrax import _cli
+    from hybrax._cli import common
 
     settings = hx.Settings()
-    assert float(settings.stepsize_controller.rtol) == _cli.TOL
-    assert float(settings.stepsize_controller.atol) == _cli.TOL
-    assert float(settings.t_max) == _cli.T_MAX
-    assert settings.max_steps == _cli.MAX_ODE_STEPS
+    assert float(settings.stepsize_controller.rtol) == common.TOL
+    assert float(settings.stepsize_controller.atol) == common.TOL
+    assert float(settings.t_max) == common.T_MAX
+    assert settings.max_steps == common.MAX_ODE_STEPS
     parser = _cli._build_parser()
     expected = {
-        "simulate": (_cli.TOL, _cli.T_MAX),
-        "orbit": (1e-12, _cli.T_MAX),
-        "continue": (_cli.TOL, _cli.T_MAX),
-        "sweep": (_cli.TOL, 5.0),
-        "tune": (_cli.TOL, _cli.T_MAX),
+        "simulate": (common.TOL, common.T_MAX),
+        "orbit": (1e-12, common.T_MAX),
+        "continue": (common.TOL, common.T_MAX),
+        "sweep": (common.TOL, 5.0),
+        "tune": (common.TOL, common.T_MAX),
     }
     for command, (tol, t_max) in expected.items():
         args = parser.parse_args([command, "hopper"])
         assert (args.tol, args.t_max) == (tol, t_max), command
-        assert args.max_ode_steps == _cli.MAX_ODE_STEPS
-        made = _cli.solver_settings(args)
-        assert float(made.t_max) == t_max and made.max_steps == _cli.MAX_ODE_STEPS
+        assert args.max_ode_steps == common.MAX_ODE_STEPS
+        made = common.solver_settings(args)
+        assert float(made.t_max) == t_max and made.max_steps == common.MAX_ODE_STEPS
     attached = _cli._negative_values_attached
     argv = ["simulate", "hopper", "--x0", "-1,2", "--t-max", "3", "--set", "a=-1"]
     assert attached(argv) == [
@@ -208,7 +209,7 @@ def test_wide_states_fold_to_the_tables_width():
     line per event."""
     import numpy as np
 
-    from hybrax._cli import _event_table, _format_state, _params_lines
+    from hybrax._cli.common import _event_table, _format_state, _params_lines
     from hybrax.plot import Trajectory
 
     def trajectory(n):

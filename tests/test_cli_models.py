@@ -380,7 +380,7 @@ def test_verbose_prints_the_librarys_log_and_excludes_quiet(capsys):
     error."""
     import logging
 
-    from hybrax._cli import _log_to_stderr
+    from hybrax._cli.common import _log_to_stderr
 
     code, _, err = _run(["simulate", "bouncing-ball", "-q", "-v"])
     assert code == 2 and "not allowed with argument -q" in err.splitlines()[-1]

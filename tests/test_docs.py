@@ -79,7 +79,7 @@ def test_the_gallery_shows_every_model_as_its_bundle_says():
     """The gallery (written by `docs/gallery.py`) has a section for every model of
     the zoo, whose parameter table lists exactly the bundle's parameters with their
     units and defaults, and whose figure is there."""
-    from hybrax._cli import model_record
+    from hybrax._cli.common import model_record
     from hybrax._registry import REGISTRY, get_model
 
     text = (PAGES / "gallery.md").read_text()

@@ -33,7 +33,7 @@ import hybrax._sweep
 import hybrax.plot
 from hybrax import models
 from hybrax._cli import main
-from hybrax._cli_sweep import _sweep_options
+from hybrax._cli.sweep import _sweep_options
 from hybrax._periodic.newton import _LOOSE_TOL
 
 
@@ -57,7 +57,7 @@ SHARDED_SCRIPT = textwrap.dedent(
     jax.config.update("jax_enable_x64", True)
     import hybrax as hx
     from hybrax import models
-    from hybrax._cli_sweep import _sweep_options
+    from hybrax._cli.sweep import _sweep_options
 
     with np.load(sys.argv[1]) as npz:
         data = dict(npz)

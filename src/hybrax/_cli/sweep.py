@@ -23,8 +23,8 @@ from typing import Any
 
 import numpy as np
 
-from . import _cli
-from ._io import write_figure, write_file
+from .._io import write_figure, write_file
+from . import common
 
 
 # The largest chunk (elements per compiled call); chunks are balanced to it.
@@ -52,16 +52,16 @@ _PULL_TOL = 1e-9
 
 def _sweep_options(
     *,
-    tol: float = _cli.TOL,
+    tol: float = common.TOL,
     t_max: float = _T_MAX,
-    max_ode_steps: int = _cli.MAX_ODE_STEPS,
+    max_ode_steps: int = common.MAX_ODE_STEPS,
     max_iterations: int = _MAX_ITERATIONS,
     map_iterations: int = _MAP_ITERATIONS,
     jacobian: str = _JACOBIAN,
 ) -> dict[str, Any]:
     """The keyword arguments of `sweep_orbits` for these settings (the defaults are
     the command's)."""
-    from ._settings import Settings, Shooting
+    from .._settings import Settings, Shooting
 
     return dict(
         settings=Settings(
@@ -94,7 +94,7 @@ def add_parser(subparsers) -> None:
             "gives N devices."
         ),
     )
-    _cli._add_common_model_args(parser)
+    common._add_common_model_args(parser)
     parser.add_argument(
         "--grid",
         action="append",
@@ -108,12 +108,12 @@ def add_parser(subparsers) -> None:
     )
     parser.add_argument(
         "--chunk",
-        type=_cli.bounded_int(1, _MAX_POINTS),
+        type=common.bounded_int(1, _MAX_POINTS),
         default=_CHUNK,
         metavar="N",
         help="at most N points per compiled call, bounds memory (default: %(default)s)",
     )
-    _cli._add_form_arg(parser)
+    common._add_form_arg(parser)
     parser.add_argument(
         "--guess",
         choices=("default", "scan"),
@@ -126,7 +126,7 @@ def add_parser(subparsers) -> None:
     )
     parser.add_argument(
         "--map-iterations",
-        type=_cli.bounded_int(0, 10_000),
+        type=common.bounded_int(0, 10_000),
         default=_MAP_ITERATIONS,
         metavar="N",
         help=(
@@ -136,7 +136,7 @@ def add_parser(subparsers) -> None:
     )
     parser.add_argument(
         "--max-iterations",
-        type=_cli.bounded_int(1, 10_000),
+        type=common.bounded_int(1, 10_000),
         default=_MAX_ITERATIONS,
         metavar="N",
         help="Newton iteration limit per point (default: %(default)s)",
@@ -171,7 +171,7 @@ def add_parser(subparsers) -> None:
     parser.add_argument(
         "--no-progress", action="store_true", help="do not show the progress bar"
     )
-    _cli.add_solver_args(
+    common.add_solver_args(
         parser,
         t_max=_T_MAX,
         why=f"--t-max {_T_MAX:g} here: every element of a chunk waits for its "
@@ -248,7 +248,7 @@ def _columns(
     (name -> `q(orbit, params)`) adds a column per model quantity."""
     import equinox as eqx
 
-    from ._solution import status_code
+    from .._solution import status_code
 
     converged = np.asarray(out.succeeded)
     n = converged.size
@@ -324,17 +324,17 @@ def _write_csv(path: pathlib.Path, columns: dict[str, np.ndarray]) -> None:
 def _run_sweep(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     import jax
 
-    from ._solution import NUMERICAL_FAILURES, Interrupted
-    from ._sweep import SweepSettings, sweep_orbits
+    from .._solution import NUMERICAL_FAILURES, Interrupted
+    from .._sweep import SweepSettings, sweep_orbits
 
-    model = _cli._load_model(parser, args.model)
+    model = common._load_model(parser, args.model)
     if not model.has_orbits:
         parser.error(f"argument model: no periodic orbits for {args.model!r}")
-    form_name = _cli._form_name(parser, model, args)
+    form_name = common._form_name(parser, model, args)
     form = model.forms[form_name]
     if form.section is None:
         parser.error(f"argument --form: no Poincaré section for {form_name!r}")
-    sets = _cli._parse_sets(parser, model, args.set, args.params)
+    sets = common._parse_sets(parser, model, args.set, args.params)
     grids = args.grid or model.presentation.sweep_grids
     if not grids:
         parser.error(f"argument --grid: give the grid ({args.model!r} has no default)")
@@ -390,7 +390,7 @@ def _run_sweep(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
         guess = scan
     resume = None
     if args.resume is not None:
-        from ._archive import load
+        from .._archive import load
 
         try:
             resume = load(args.resume)
@@ -484,7 +484,7 @@ def _run_sweep(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
     )
 
     if len(axes) == 2 and args.figures:
-        from . import plot
+        from .. import plot
 
         (xname, x), (yname, y) = axes
         if args.quantity is None:
@@ -530,7 +530,7 @@ def _run_sweep(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
     for path in written:
         print(f"wrote {path}")
     if args.json is not None:
-        _cli._write_json(
+        common._write_json(
             args.json,
             {
                 "model": args.model,
@@ -538,7 +538,7 @@ def _run_sweep(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
                 "grid": {name: [float(v) for v in values] for name, values in axes},
                 "set": sets,
                 "points": n,
-                "settings": _cli.solver_record(args),
+                "settings": common.solver_record(args),
                 "converged": n_conv,
                 "stable": int(stable.sum()),
                 "failures": failures,
@@ -551,7 +551,7 @@ def _run_sweep(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
         )
         print(f"wrote {args.json}")
     if interrupted:
-        from ._archive import archive_bytes
+        from .._archive import archive_bytes
 
         partial = write_file(
             args.out / "sweep_partial.npz",

@@ -22,8 +22,8 @@ import sys
 
 import numpy as np
 
-from . import _cli
-from ._io import write_figure
+from .._io import write_figure
+from . import common
 
 
 # Grid of the contour map, per axis.
@@ -47,7 +47,7 @@ def add_parser(subparsers) -> None:
             "meeting the targets."
         ),
     )
-    _cli._add_common_model_args(parser)
+    common._add_common_model_args(parser)
     parser.add_argument(
         "--vary",
         default=None,
@@ -71,28 +71,28 @@ def add_parser(subparsers) -> None:
     )
     parser.add_argument(
         "--tolerance",
-        type=_cli._positive_float,
+        type=common._positive_float,
         default=None,
         metavar="TOL",
         help="tolerance of every target (default: 1e-3, or the model's)",
     )
     parser.add_argument(
         "--max-multiplier",
-        type=_cli._positive_float,
+        type=common._positive_float,
         default=None,
         metavar="RHO",
         help="keep every nontrivial |multiplier| below RHO",
     )
     parser.add_argument(
         "--max-steps",
-        type=_cli.bounded_int(1, _cli.MAX_COUNT),
+        type=common.bounded_int(1, common.MAX_COUNT),
         default=None,
         metavar="N",
         help="most evaluations (default: 200, or the model's)",
     )
     parser.add_argument(
         "--seek-steps",
-        type=_cli.bounded_int(0, _cli.MAX_COUNT),
+        type=common.bounded_int(0, common.MAX_COUNT),
         default=None,
         metavar="N",
         help="where no orbit exists at the start, the most steps of a first "
@@ -101,7 +101,7 @@ def add_parser(subparsers) -> None:
     )
     parser.add_argument(
         "--verify-steps",
-        type=_cli.bounded_int(0, _cli.MAX_COUNT),
+        type=common.bounded_int(0, common.MAX_COUNT),
         default=None,
         metavar="N",
         help="check the result: find the orbit again from cold starts and walk N "
@@ -110,7 +110,7 @@ def add_parser(subparsers) -> None:
     parser.add_argument(
         "--no-progress", action="store_true", help="do not print each evaluation"
     )
-    _cli.add_solver_args(parser)
+    common.add_solver_args(parser)
     parser.set_defaults(run=_run_tune, command_parser=parser)
 
 
@@ -137,7 +137,7 @@ def _parse_targets(parser, names, items) -> dict[str, float]:
 
 
 def _run_tune(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    model = _cli._load_model(parser, args.model)
+    model = common._load_model(parser, args.model)
     if not (model.has_orbits and model.quantities):
         parser.error(f"argument model: no orbit quantities to tune for {args.model!r}")
     quantities = dict(model.quantities)
@@ -182,13 +182,13 @@ def _run_tune(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         vary = [model.parameter(name) for name in vary_names]
     except ValueError as error:
         parser.error(f"argument --vary: {error}")
-    values = _cli._parse_sets(parser, model, args.set, args.params)
+    values = common._parse_sets(parser, model, args.set, args.params)
     start = dict(defaults.start) if own else {}
-    params = _cli._make_params(parser, model, {**start, **values})
+    params = common._make_params(parser, model, {**start, **values})
 
-    from ._misc import canonical_params
-    from ._solution import status_name
-    from ._tune import QuantityTarget, TuneSettings, tune
+    from .._misc import canonical_params
+    from .._solution import status_name
+    from .._tune import QuantityTarget, TuneSettings, tune
 
     params = canonical_params(params)
     system = model.forms[model.default_form].system()
@@ -223,7 +223,7 @@ def _run_tune(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     steps = []
     try:
         guess = np.asarray(model.orbit_guess(params), dtype=float)
-        stored = _cli._params_file_vector(args.params, "u", guess.shape[0])
+        stored = common._params_file_vector(args.params, "u", guess.shape[0])
         result = tune(
             system,
             section,
@@ -243,7 +243,7 @@ def _run_tune(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
             # A quantity the user chose is weighed by its size at the first
             # orbit, whatever its units (an effort of 1e4 N^2 m^2 s would
             # swamp the targets' penalties, a cost of transport of 4e-3 vanish).
-            settings=_cli.solver_settings(args),
+            settings=common.solver_settings(args),
             callback=steps.append,
         )
     except KeyboardInterrupt:
@@ -254,7 +254,8 @@ def _run_tune(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
 
     orbit = result.orbit
     final_quantities = {
-        name: _cli._number(fn(orbit, result.params)) for name, fn in quantities.items()
+        name: common._number(fn(orbit, result.params))
+        for name, fn in quantities.items()
     }
     met = result.targets_met
     multipliers = np.asarray(orbit.multipliers)
@@ -283,7 +284,7 @@ def _run_tune(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         print(f"  {name:<18} {text}{mark}")
     print(
         "  multipliers        "
-        + ", ".join(_cli._format_complex(v) for v in multipliers)
+        + ", ".join(common._format_complex(v) for v in multipliers)
     )
     print(
         f"  orbit found {result.orbit_found}, stable {result.stable}, targets met {met}"
@@ -297,9 +298,9 @@ def _run_tune(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     if trajectory is not None and args.figures:
         # The tuned motion: the last steps of the verifying walk, on the orbit.
         last = min(6, len(trajectory.t_events))
-        written += _cli._stick_outputs(
+        written += common._stick_outputs(
             model,
-            _cli._events_slice(trajectory, slice(-last, None)),
+            common._events_slice(trajectory, slice(-last, None)),
             result.params,
             args.out,
             args.fps,
@@ -314,7 +315,7 @@ def _run_tune(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
             "minimize": args.minimize,
             "tolerance": args.tolerance,
             "max_multiplier": args.max_multiplier,
-            "settings": _cli.solver_record(args),
+            "settings": common.solver_record(args),
             "mode": result.mode,
             "status": status_name(result.result)[0],
             "minimiser_result": result.minimiser_result,
@@ -325,10 +326,10 @@ def _run_tune(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
             "history": _history_json(result.history),
             "verification": verification,
             "final": {
-                "params": _cli._params_dict(result.params),
+                "params": common._params_dict(result.params),
                 "values": result.values,
-                "objective": _cli._number(result.objective),
-                "multipliers": _cli._pairs(multipliers),
+                "objective": common._number(result.objective),
+                "multipliers": common._pairs(multipliers),
                 "orbit_found": result.orbit_found,
                 "stable": result.stable,
                 "targets_met": met,
@@ -337,22 +338,22 @@ def _run_tune(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
                 **final_quantities,
             },
         }
-        _cli._write_json(args.json, payload)
+        common._write_json(args.json, payload)
         print(f"wrote {args.json}")
     verified = verification is None or verification["passed"]
     return 0 if (result.orbit_found and result.stable and met and verified) else 1
 
 
 def _history_json(steps) -> list[dict]:
-    from ._solution import status_name
+    from .._solution import status_name
 
     return [
         {
             "step": step.step,
             "values": step.values,
-            "objective": _cli._number(step.objective),
-            "spectral_radius": _cli._number(step.spectral_radius),
-            "multipliers": _cli._pairs(step.multipliers),
+            "objective": common._number(step.objective),
+            "spectral_radius": common._number(step.spectral_radius),
+            "multipliers": common._pairs(step.multipliers),
             "orbit_found": step.orbit_found,
             "status": status_name(step.result)[0],
             "best": step.best,
@@ -382,20 +383,20 @@ def _keep_interrupted(args, params, vary, vary_names, steps) -> int:
     payload = {
         "model": args.model,
         "vary": vary_names,
-        "settings": _cli.solver_record(args),
+        "settings": common.solver_record(args),
         "status": "interrupted",
         "n_evaluations": len(steps),
         "history": _history_json(steps),
         "final": {
-            "params": _cli._params_dict(tuned),
+            "params": common._params_dict(tuned),
             "values": best.values,
-            "objective": _cli._number(best.objective),
+            "objective": common._number(best.objective),
             "step": best.step,
             "u": [float(v) for v in np.asarray(best.u)],
         },
     }
     path = args.json if args.json is not None else args.out / "tune.json"
-    path = _cli._write_json(path, payload)
+    path = common._write_json(path, payload)
     print(
         f"hybrax tune: interrupted after {len(steps)} evaluation(s); wrote the "
         f"history and the best point so far (evaluation {best.step}) to {path} "
@@ -425,10 +426,10 @@ def _verify(model, system, section, result, args):
     import jax
     import jax.numpy as jnp
 
-    from ._periodic import find_periodic_orbit
-    from ._simulate import simulate
-    from ._solution import status_name
-    from .plot import Trajectory
+    from .._periodic import find_periodic_orbit
+    from .._simulate import simulate
+    from .._solution import status_name
+    from ..plot import Trajectory
 
     params = result.params
     orbit = result.orbit
@@ -443,7 +444,7 @@ def _verify(model, system, section, result, args):
 
     # The tuning's own settings (forward-mode adjoint: primal values are the
     # same), so that this solve reuses the tuning's compiled orbit program.
-    settings = _cli.solver_settings(args, adjoint=dfx.ForwardMode())
+    settings = common.solver_settings(args, adjoint=dfx.ForwardMode())
 
     def find(u):
         # Ten return-map iterations before Newton, so that a cold start reaches
@@ -528,12 +529,12 @@ def _verify(model, system, section, result, args):
             "walk_from_default_start": scratch_status,
             "orbit_refound": refound,
             "refound_from": where,
-            "refound_distance": _cli._number(distance),
+            "refound_distance": common._number(distance),
             "steps": args.verify_steps,
             "steps_completed": cycles,
             "status": status,
             "disturbance": label,
-            "distance_to_orbit": [_cli._number(g) for g in gaps],
+            "distance_to_orbit": [common._number(g) for g in gaps],
             "back_on_orbit": back,
             "passed": passed,
         },
@@ -542,7 +543,7 @@ def _verify(model, system, section, result, args):
 
 
 def _figures(args, result, names) -> list[pathlib.Path]:
-    from . import plot
+    from .. import plot
 
     args.out.mkdir(parents=True, exist_ok=True)
     tuned = [s for s in result.history if s.stage == "tune" and s.orbit_found]

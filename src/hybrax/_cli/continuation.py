@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from . import _cli
+from . import common
 
 
 # Longest simulated time of one phase (for the model's per-point summaries).
@@ -49,8 +49,8 @@ def add_parser(subparsers) -> None:
             "if no orbit is found at the start."
         ),
     )
-    _cli._add_common_model_args(parser)
-    _cli._add_form_arg(parser)
+    common._add_common_model_args(parser)
+    common._add_form_arg(parser)
     parser.add_argument(
         "--param",
         default=None,
@@ -59,14 +59,14 @@ def add_parser(subparsers) -> None:
     )
     parser.add_argument(
         "--start",
-        type=_cli._finite_float,
+        type=common._finite_float,
         default=None,
         metavar="VALUE",
         help="first parameter value (default: the model's); write --start=-0.001",
     )
     parser.add_argument(
         "--stop",
-        type=_cli._finite_float,
+        type=common._finite_float,
         default=None,
         metavar="VALUE",
         help="follow the branch towards this value (default: the model's)",
@@ -79,35 +79,35 @@ def add_parser(subparsers) -> None:
     )
     parser.add_argument(
         "--max-period",
-        type=_cli._positive_float,
+        type=common._positive_float,
         default=None,
         metavar="T",
         help="stop once the period exceeds T seconds (default: the model's)",
     )
     parser.add_argument(
         "--max-points",
-        type=_cli.bounded_int(2, _cli.MAX_COUNT),
+        type=common.bounded_int(2, common.MAX_COUNT),
         default=600,
         metavar="N",
         help="most points on the branch (default: %(default)s)",
     )
     parser.add_argument(
         "--max-step",
-        type=_cli._positive_float,
+        type=common._positive_float,
         default=0.05,
         metavar="H",
         help="largest step, scaled arclength (default: %(default)s)",
     )
     parser.add_argument(
         "--parameter-scale",
-        type=_cli._positive_float,
+        type=common._positive_float,
         default=None,
         metavar="THETA",
         help="arclength scale of the parameter (default: the model's)",
     )
     parser.add_argument(
         "--cascade",
-        type=_cli.bounded_int(0, 10),
+        type=common.bounded_int(0, 10),
         default=0,
         metavar="LEVELS",
         help=(
@@ -117,14 +117,14 @@ def add_parser(subparsers) -> None:
             "Adds the JSON list 'cascade' and the figure bifurcation.png"
         ),
     )
-    _cli.add_solver_args(parser)
+    common.add_solver_args(parser)
     parser.set_defaults(run=_run_continue, command_parser=parser)
 
 
 def _continuation_settings(args: argparse.Namespace, theta: float, method: str):
     """The command's `ContinuationSettings`: its step options and the parameter
     scale `theta`."""
-    from ._continuation import ContinuationSettings
+    from .._continuation import ContinuationSettings
 
     return ContinuationSettings(
         method=method,
@@ -138,15 +138,15 @@ def _continuation_settings(args: argparse.Namespace, theta: float, method: str):
 def _run_continue(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     import jax.numpy as jnp
 
-    from ._continuation import continue_branch
-    from ._misc import canonical_params
-    from ._solution import RESULTS, Interrupted, status_name
+    from .._continuation import continue_branch
+    from .._misc import canonical_params
+    from .._solution import RESULTS, Interrupted, status_name
 
-    model = _cli._load_model(parser, args.model)
+    model = common._load_model(parser, args.model)
     spec = model.presentation.continuation
     if spec is None or not model.has_orbits:
         parser.error(f"argument model: no continuation for {args.model!r}")
-    form_name = _cli._form_name(parser, model, args)
+    form_name = common._form_name(parser, model, args)
     form = model.forms[form_name]
     if form.section is None:
         parser.error(f"argument --form: no Poincaré section for {form_name!r}")
@@ -184,8 +184,8 @@ def _run_continue(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
     if not (math.isfinite(theta) and theta > 0):
         parser.error(f"argument --parameter-scale: must be positive, got {theta}")
 
-    values = _cli._parse_sets(parser, model, args.set, args.params)
-    params = canonical_params(_cli._make_params(parser, model, values))
+    values = common._parse_sets(parser, model, args.set, args.params)
+    params = canonical_params(common._make_params(parser, model, values))
     for label, value in (("--stop", stop), ("--start", start)):
         try:
             # Rebuilt, the parameters check their rules at that value too.
@@ -212,7 +212,7 @@ def _run_continue(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
                 stop=stop,
                 max_period=max_period,
                 continuation_settings=_continuation_settings(args, theta, args.method),
-                settings=_cli.solver_settings(args),
+                settings=common.solver_settings(args),
                 throw=False,
             )
         except Interrupted as stop_early:
@@ -227,7 +227,7 @@ def _run_continue(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
     payload: dict[str, Any] = {
         "model": args.model,
         "form": form_name,
-        "params": _cli._params_dict(params),
+        "params": common._params_dict(params),
         "parameter": name,
         "start": start,
         "stop": stop,
@@ -236,11 +236,11 @@ def _run_continue(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
         "message": branch.message,
         "n_points": branch.n_points,
         "n_rejected": branch.n_rejected,
-        "settings": _cli.solver_record(args),
+        "settings": common.solver_record(args),
         "seconds": elapsed,
     }
     print(f"{args.model} ({form_name}), parameters:")
-    print(_cli._params_lines(payload["params"]))
+    print(common._params_lines(payload["params"]))
     print(f"continuation in {name} from {start:g} towards {stop:g} ({args.method})")
     if branch.result == RESULTS.start_failed:
         sys.stdout.flush()
@@ -253,7 +253,7 @@ def _run_continue(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
             branch=[], folds=[], period_doublings=[], neimark_sackers=[], limits={}
         )
         if args.json is not None:
-            _cli._write_json(args.json, payload)
+            common._write_json(args.json, payload)
             print(f"wrote {args.json}")
         return 1
 
@@ -292,16 +292,16 @@ def _run_continue(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
             if isinstance(value, np.bool_ | bool):
                 record[key] = bool(value)
             else:
-                record[key] = _cli._number(value)
+                record[key] = common._number(value)
         record["stable"] = bool(branch.stable[i])
         record["kind"] = branch.kind[i]
-        record["state"] = [_cli._number(v) for v in states[i]]
+        record["state"] = [common._number(v) for v in states[i]]
         return record
 
     def special_record(special) -> dict[str, Any]:
         record = point_record(special.index)
         record["located"] = special.located
-        record["test_value"] = _cli._number(special.test_value)
+        record["test_value"] = common._number(special.test_value)
         return record
 
     records = [point_record(i) for i in range(branch.n_points)]
@@ -337,7 +337,7 @@ def _run_continue(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
         folds=folds,
         period_doublings=doublings,
         neimark_sackers=tori,
-        limits={k: _cli._number(v) for k, v in limits.items()},
+        limits={k: common._number(v) for k, v in limits.items()},
     )
     levels = [(section, branch)]
     interrupted = bool(branch.result == RESULTS.interrupted)
@@ -374,7 +374,7 @@ def _run_continue(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
         for path in figures(branch, summary, params, parameter, args.out):
             print(f"wrote {path}")
     if args.json is not None:
-        _cli._write_json(args.json, payload)
+        common._write_json(args.json, payload)
         print(f"wrote {args.json}")
     if interrupted:
         what = (
@@ -394,11 +394,11 @@ def _follow_cascade(
     """Switch onto the period-2 branch at the first period doubling of `branch`,
     then of that branch, `args.cascade` times: `[(section, branch), ...]` of the
     doubled levels."""
-    from ._continuation import (
+    from .._continuation import (
         continue_branch_period_doubled,
         period_doubled_section,
     )
-    from ._solution import RESULTS, status_name
+    from .._solution import RESULTS, status_name
 
     # The same step control as the period-1 branch (switched branches leave
     # their doubling along the arclength).
@@ -423,7 +423,7 @@ def _follow_cascade(
             parameter,
             stop=stop,
             max_period=(2**k) * max_period,
-            settings=_cli.solver_settings(args),
+            settings=common.solver_settings(args),
             continuation_settings=steps,
             throw=False,
         )
@@ -462,7 +462,7 @@ def _crossings(model, form, section, branch):
 
 def _level_record(model, form, section, branch, parameter, period):
     """The JSON record of one level of a cascade."""
-    from ._solution import status_name
+    from .._solution import status_name
 
     values, durations = _crossings(model, form, section, branch)
     name = parameter.name
@@ -472,12 +472,12 @@ def _level_record(model, form, section, branch, parameter, period):
             {
                 name: float(branch.parameter[i]),
                 f"{model.state_names[0]}_per_cycle": [
-                    _cli._number(v) for v in values[i]
+                    common._number(v) for v in values[i]
                 ],
-                "cycle_durations": [_cli._number(v) for v in durations[i]],
-                "period": _cli._number(branch.period[i]),
+                "cycle_durations": [common._number(v) for v in durations[i]],
+                "period": common._number(branch.period[i]),
                 "multipliers_abs": [
-                    _cli._number(v) for v in np.abs(branch.multipliers[i])
+                    common._number(v) for v in np.abs(branch.multipliers[i])
                 ],
                 "stable": bool(branch.stable[i]),
                 "kind": branch.kind[i],
@@ -498,7 +498,7 @@ def _level_record(model, form, section, branch, parameter, period):
 def _bifurcation_figure(model, form, levels, parameter, args):
     """`bifurcation.png`: the first minimal coordinate after every cycle and
     each cycle's duration against the parameter, for every level of the cascade."""
-    from . import plot
+    from .. import plot
 
     units = model.presentation.units
     drawn = []
@@ -549,7 +549,7 @@ def _branch_figures(model, branch, summary, params, parameter, out: pathlib.Path
     multiplier along the branch (any model), stable points solid, unstable
     dashed, special points marked; the parameter with its unit, the model's name
     in the titles."""
-    from . import plot
+    from .. import plot
 
     del params
     units = model.presentation.units

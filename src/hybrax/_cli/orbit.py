@@ -1,0 +1,387 @@
+"""`hybrax orbit <model>`: find a periodic orbit, its Floquet multipliers by both
+monodromy routes, and write its summary, JSON and figures."""
+
+import argparse
+import concurrent.futures
+import importlib
+import importlib.metadata
+import sys
+from typing import Any
+
+import numpy as np
+
+from .common import (
+    SOLVER_OPTIONS,
+    _add_common_model_args,
+    _add_form_arg,
+    _first_period,
+    _for_command,
+    _form_name,
+    _format_complex,
+    _format_matrix,
+    _load_model,
+    _make_params,
+    _matrix,
+    _number,
+    _pairs,
+    _params_dict,
+    _params_file_vector,
+    _params_lines,
+    _parse_sets,
+    _stick_outputs,
+    _write_json,
+    add_solver_args,
+    solver_record,
+    solver_settings,
+)
+
+
+# The dense simulations from the orbit: periods for the phase portraits and energy
+# figures, and samples per phase (one compiled shape also serves the apex search
+# and the perturbed trajectories, which use the first period only).
+_ORBIT_PERIODS = 3
+
+
+_ORBIT_SAMPLES = 400
+
+
+def _add_orbit(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "orbit",
+        help="find a periodic orbit and its Floquet multipliers",
+        description=(
+            "Find the periodic orbit of a model by shooting on its Poincaré section "
+            "from the model's guess, print its summary (phase durations and the "
+            "model's quantities, e.g. the hopper's apex heights and energy split; "
+            "reduced Jacobian, monodromy matrix by autodiff and by saltation "
+            "product, Floquet multipliers), and write figures (and optionally "
+            "JSON). Exits 1 if no orbit was found."
+        ),
+    )
+    _add_common_model_args(parser)
+    _add_form_arg(parser)
+    add_solver_args(
+        parser,
+        tol=1e-12,
+        why="--tol 1e-12 here, at which the monodromy by autodiff and by "
+        "saltation agree to 1e-8",
+    )
+    parser.add_argument(
+        "--no-homotopy",
+        dest="homotopy",
+        action="store_false",
+        help="where shooting from the model's guess finds no orbit at parameters "
+        "set by --set or --params, do not follow the orbit from the model's "
+        "defaults to them (by default it is followed by pseudo-arclength "
+        "continuation along the straight path in parameter space, which says "
+        "where the family ends if it does)",
+    )
+    parser.set_defaults(run=_run_orbit, command_parser=parser)
+
+
+def _orbit_from_defaults(model, system, section, params, orbit, shooting):
+    """Where shooting from the model's guess failed at parameters other than the
+    model's defaults: the orbit followed from the defaults' orbit to `params`
+    ([`hybrax.continue_to_params`][]), with a record of the homotopy for the
+    JSON (`None` where none was tried: at the defaults, or without an orbit
+    there). Returns `(orbit, record)`; the orbit is the failed one unless the
+    family reached `params`."""
+    import jax
+    import jax.numpy as jnp
+
+    from .._homotopy import continue_to_params
+    from .._misc import canonical_params
+    from .._periodic import find_periodic_orbit
+    from .._solution import status_name
+
+    defaults = canonical_params(model.make_params())
+    if _params_dict(defaults) == _params_dict(params):
+        return orbit, None
+    print(
+        f"no orbit from the model's guess ({orbit.describe_failure()}); following "
+        "the orbit from the model's defaults ...",
+        file=sys.stderr,
+    )
+    guess = jnp.asarray(model.orbit_guess(jax.device_get(defaults)), dtype=float)
+    start = find_periodic_orbit(system, section, guess, defaults, **shooting)
+    if not bool(start.succeeded):
+        print("  (no orbit at the model's defaults either)", file=sys.stderr)
+        return orbit, None
+    homotopy = continue_to_params(
+        system, section, start.u, defaults, params, **shooting
+    )
+    message = homotopy.message.replace("`params_from`", "the model's defaults")
+    record = {
+        "from": "the model's defaults",
+        "status": status_name(homotopy.result)[0],
+        "reached": homotopy.reached,
+        "end": homotopy.end,
+        "continuation_points": len(homotopy.branch.parameter),
+        "message": message,
+    }
+    if not homotopy.reached:
+        print(f"  {message}", file=sys.stderr)
+        return orbit, record
+    print(f"  {message}")
+    return homotopy.orbit, record
+
+
+def _run_orbit(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    import jax
+    import jax.numpy as jnp
+
+    from .._misc import canonical_params
+    from .._periodic import find_periodic_orbit
+    from .._programs import prepare
+    from .._simulate import simulate
+    from .._solution import status_message, status_name
+
+    model = _load_model(parser, args.model)
+    if not model.has_orbits:
+        parser.error(f"argument model: no periodic orbits for {args.model!r}")
+    form_name = _form_name(parser, model, args)
+    # Array leaves once, so that `--set` values reuse one compilation.
+    params = canonical_params(
+        _make_params(parser, model, _parse_sets(parser, model, args.set, args.params))
+    )
+    form = model.forms[form_name]
+    system = form.system()
+    if form.section is None:
+        parser.error(f"argument --form: no Poincaré section for {form_name!r}")
+    section = form.section()
+    # From NumPy parameters: no program per operation.
+    guess = jnp.asarray(model.orbit_guess(jax.device_get(params)), dtype=float)
+    stored = _params_file_vector(args.params, "u", guess.shape[0])
+    if stored is not None and form_name == model.default_form:
+        guess = jnp.asarray(stored)  # a tuned gait's orbit
+    # The dense simulation of the orbit (figures, apexes) compiles in a second
+    # thread while the orbit search does: XLA releases the interpreter while it
+    # compiles, and the machine has a core for each.
+    sequence = tuple(system.transition_index(k) for k in section.sequence)
+    mode0 = system.targets[sequence[-1]]
+    n_cycle = len(sequence)
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=1)
+    periods_program = pool.submit(
+        prepare,
+        "the simulation of the orbit's periods",
+        lambda x, p: simulate(
+            system,
+            x,
+            p,
+            n_events=_ORBIT_PERIODS * n_cycle,
+            settings=solver_settings(args),
+            mode0=mode0,
+            n_save=_ORBIT_SAMPLES,
+        ),
+        (jnp.zeros((system.n_states,), dtype=float), params),
+    )
+    # The plotting code (matplotlib, 0.3 s) is imported by that thread once its
+    # program is compiled, while XLA still compiles the orbit search: off the
+    # critical path.
+    pool.submit(importlib.import_module, "hybrax.plot")
+    pool.shutdown(wait=False)
+    settings = solver_settings(args)
+    # Newton on the variational return map: its last iteration holds the orbit's
+    # cycle, apexes and saltation monodromy, so the program needs no further
+    # pass (the smallest program, compiled once).
+    shooting = dict(settings=settings, phase_observables=False)
+    orbit = find_periodic_orbit(system, section, guess, params, **shooting)
+    homotopy = None
+    no_orbit_hint = model.presentation.no_orbit_hint
+    hint = None if no_orbit_hint is None else no_orbit_hint(params)
+    # Where the model knows no orbit exists, no family leads there either.
+    if not bool(orbit.succeeded) and args.homotopy and hint is None:
+        orbit, homotopy = _orbit_from_defaults(
+            model, system, section, params, orbit, shooting
+        )
+    floquet = orbit.floquet
+    converged = bool(orbit.succeeded)
+    status = status_name(orbit.result)[0]
+    message = status_message(orbit.result)[0]
+
+    # States and monodromy matrices are shown in the minimal coordinates.
+    n_min = len(model.state_names)
+    if form.to_minimal is None:
+        to_minimal = np.asarray
+    else:
+
+        def to_minimal(x):
+            return np.asarray(form.to_minimal(jnp.asarray(x)))
+
+    state = to_minimal(orbit.state)
+    durations = np.asarray(orbit.phase_durations, dtype=float)
+    n_steps = int(orbit.n_steps)
+    residual = float(orbit.residual_norm)
+    payload: dict[str, Any] = {
+        "model": args.model,
+        "form": form_name,
+        "params": _params_dict(params),
+        "state_names": list(model.state_names),
+        "settings": solver_record(args),
+        "converged": converged,
+        "status": status,
+        "status_message": message,
+        "newton_iterations": n_steps,
+        "residual_norm": _number(residual),
+        "homotopy": homotopy,
+    }
+    summary_hook = model.presentation.orbit_summary
+
+    def model_summary(solution):
+        """The model's own quantities (NaN where there is no orbit), JSON-safe."""
+        if summary_hook is None:
+            return {}, []
+        values, lines = summary_hook(orbit, floquet, solution, params)
+        return {
+            key: value if isinstance(value, bool) else _number(value)
+            for key, value in values.items()
+        }, lines
+
+    print(f"{args.model} ({form_name}), parameters:")
+    print(_params_lines(_params_dict(params)))
+    print()
+    if not converged:
+        keys = (
+            "state period phase_durations reduced_jacobian "
+            "reduced_jacobian_eigenvalues monodromy_ad monodromy_saltation "
+            "max_discrepancy multipliers_ad multipliers_saltation "
+            "trivial_multiplier_ad trivial_multiplier_saltation "
+            "conserved_multipliers_ad conserved_multipliers_saltation stable"
+        ).split()
+        payload.update(dict.fromkeys(keys))
+        payload.update(dict.fromkeys(model_summary(None)[0]))
+        best = orbit.restart.safeguard
+        payload["best_iterate"] = [_number(v) for v in np.asarray(best.best_iterate)]
+        payload["best_residual_norm"] = _number(float(best.best_defect))
+        sys.stdout.flush()
+        # Where the model knows that no orbit can exist (a wheel on level
+        # ground), that comes first: it is the cause, the failure its symptom.
+        if hint is not None:
+            print(f"note: {hint}.", file=sys.stderr)
+        print(
+            f"no periodic orbit found: {orbit.describe_failure()}. "
+            f"{_for_command(message, SOLVER_OPTIONS)}",
+            file=sys.stderr,
+        )
+        if args.json is not None:
+            _write_json(args.json, payload)
+            print(f"wrote {args.json}")
+        return 1
+
+    # One compiled simulation: the orbit over several periods, and from the
+    # perturbed starts (their first period is drawn).
+
+    def periods(x_min):
+        from ..plot import Trajectory
+
+        full = x_min if form.from_minimal is None else form.from_minimal(x_min)
+        solution = periods_program.result()(jnp.asarray(full, dtype=float), params)
+        trajectory = Trajectory.from_solution(
+            solution, system, to_minimal=form.to_minimal
+        )
+        return trajectory, solution, status_name(solution.result)[0]
+
+    trajectory, solution, sim_status = periods(state)
+    simulated = bool(solution.succeeded)
+    cycle = _first_period(trajectory, n_cycle)
+    summary, summary_lines = model_summary(solution)
+
+    M = np.asarray(orbit.reduced_jacobian, dtype=float)
+    mono_ad = form.minimal_monodromy(floquet.monodromy_ad, n_min)
+    mono_s = form.minimal_monodromy(floquet.monodromy_saltation, n_min)
+    mult_ad = np.asarray(floquet.multipliers_ad)
+    mult_s = np.asarray(floquet.multipliers_saltation)
+    stable = bool(np.all(np.abs(mult_ad) < 1) and np.all(np.abs(mult_s) < 1))
+    payload.update(
+        state=[float(v) for v in state],
+        period=float(orbit.period),
+        phase_durations=[float(v) for v in durations],
+        **summary,
+        reduced_jacobian=_matrix(M),
+        reduced_jacobian_eigenvalues=_pairs(np.linalg.eigvals(M)),
+        monodromy_ad=_matrix(mono_ad),
+        monodromy_saltation=_matrix(mono_s),
+        max_discrepancy=float(np.max(np.abs(mono_ad - mono_s))),
+        max_discrepancy_full_state=float(floquet.max_discrepancy),
+        multipliers_ad=_pairs(mult_ad),
+        multipliers_saltation=_pairs(mult_s),
+        trivial_multiplier_ad=_pairs(floquet.trivial_ad)[0],
+        trivial_multiplier_saltation=_pairs(floquet.trivial_saltation)[0],
+        conserved_multipliers_ad=_pairs(floquet.conserved_ad),
+        conserved_multipliers_saltation=_pairs(floquet.conserved_saltation),
+        stable=stable,
+    )
+
+    names = ", ".join(model.state_names)
+    print(f"periodic orbit: converged ({status})")
+    print(f"  Newton iterations       {n_steps}")
+    print(f"  residual max|F|         {residual:.3e}")
+    first = system.transitions[sequence[-1]].name
+    on_section = "[" + ", ".join(f"{v:+.10f}" for v in state) + "]"
+    print(f"  state after {first:<11} {on_section}")
+    print(f"                          ({names})")
+    if summary_lines:
+        for line in summary_lines:
+            print(line)
+    else:
+        for k, duration in enumerate(durations):
+            mode = system.modes[system.sources[sequence[k]]].name
+            print(f"  phase {k + 1} ({mode})".ljust(26) + f"{duration:.10f} s")
+        print(f"  period                  {float(orbit.period):.10f} s")
+    print()
+    print(f"reduced Jacobian M (unknowns after {first}):")
+    print("\n".join(_format_matrix(M)))
+    eig_M = ", ".join(_format_complex(v) for v in np.linalg.eigvals(M))
+    print(f"  eigenvalues: {eig_M}")
+    for label, matrix in (("autodiff", mono_ad), ("saltation product", mono_s)):
+        print(f"monodromy by {label} ({names}):")
+        print("\n".join(_format_matrix(matrix)))
+    print(f"  max |AD - saltation| = {payload['max_discrepancy']:.3e}", end="")
+    if form.to_minimal is not None:
+        print(f" (full state: {float(floquet.max_discrepancy):.3e})", end="")
+    print()
+    print()
+    print("Floquet multipliers (nontrivial, by decreasing modulus):")
+    print(f"  autodiff:  {', '.join(_format_complex(v) for v in mult_ad)}")
+    print(f"  saltation: {', '.join(_format_complex(v) for v in mult_s)}")
+    print(
+        f"  trivial:   {_format_complex(floquet.trivial_ad)} (autodiff), "
+        f"{_format_complex(floquet.trivial_saltation)} (saltation)"
+    )
+    for name, ad, salt in zip(
+        (invariant.__name__ for invariant in section.invariants),
+        np.asarray(floquet.conserved_ad),
+        np.asarray(floquet.conserved_saltation),
+    ):
+        print(
+            f"  conserved ({name}): {_format_complex(ad)} (autodiff), "
+            f"{_format_complex(salt)} (saltation)"
+        )
+    leading = float(np.max(np.abs(mult_ad))) if mult_ad.size else 0.0
+    verdict = "stable" if stable else "unstable"
+    print(f"  {verdict}: largest nontrivial |multiplier| = {leading:.10f}")
+    print()
+
+    if simulated and args.figures:
+        perturbed, labels = [], []
+        for index, size, label in model.presentation.orbit_perturbations:
+            start = state.copy()
+            start[index] += size
+            perturbed.append(_first_period(periods(start)[0], n_cycle))
+            labels.append(label)
+        for path in model.orbit_figures(
+            cycle, perturbed, labels, trajectory, params, args.out
+        ):
+            print(f"wrote {path}")
+        for path in _stick_outputs(model, trajectory, params, args.out, args.fps):
+            print(f"wrote {path}")
+    elif not simulated:
+        print(
+            f"note: the simulation of {_ORBIT_PERIODS} periods from the orbit "
+            f"failed ({sim_status}); no figures written.",
+            file=sys.stderr,
+        )
+    if args.json is not None:
+        _write_json(args.json, payload)
+        print(f"wrote {args.json}")
+    return 0

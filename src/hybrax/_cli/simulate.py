@@ -1,0 +1,236 @@
+"""`hybrax simulate <model>`: simulate a model from a state and write its event
+table, JSON and figures."""
+
+import argparse
+import sys
+
+import numpy as np
+
+from .common import (
+    _GUARD_NOTE_TOL,
+    MAX_COUNT,
+    SOLVER_OPTIONS,
+    _add_common_model_args,
+    _add_form_arg,
+    _event_table,
+    _folded,
+    _for_command,
+    _form_name,
+    _format_state,
+    _load_model,
+    _make_params,
+    _number,
+    _params_dict,
+    _params_file_vector,
+    _params_lines,
+    _parse_sets,
+    _parse_state,
+    _status,
+    _stick_outputs,
+    _write_json,
+    add_solver_args,
+    bounded_int,
+    solver_record,
+    solver_settings,
+)
+
+
+def _add_simulate(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "simulate",
+        help="simulate a model through a number of cycles",
+        description=(
+            "Simulate a model from an initial state through --cycles cycles of its "
+            "event sequence (for the hopper a hop: a touchdown and a lift-off), "
+            "print the event table, and write figures (and optionally JSON)."
+        ),
+    )
+    _add_common_model_args(parser)
+    parser.add_argument(
+        "--x0",
+        default=None,
+        metavar="X1,X2,...",
+        help=(
+            "initial state in the model's minimal coordinates (default: the "
+            "model's; for the hopper zU,zL,vU,vL with both masses at rest and the "
+            "foot 0.1 m up)"
+        ),
+    )
+    parser.add_argument(
+        "--cycles",
+        "--hops",
+        dest="cycles",
+        type=bounded_int(1, MAX_COUNT),
+        default=None,
+        metavar="N",
+        help="number of cycles of the model's event sequence (hops of the hopper: "
+        "2N events; one event each for a model with one transition) "
+        "(default: the model's, 5 for most)",
+    )
+    _add_form_arg(parser)
+    add_solver_args(parser)
+    parser.set_defaults(run=_run_simulate, command_parser=parser)
+
+
+def _explain_stop(model, system, solution, params) -> str | None:
+    """What happened, in the model's words where it has them, when a run stopped on
+    a degenerate event (a mode that cannot start, Zeno, grazing)."""
+    status, _ = _status(solution.result)
+    cause = int(np.asarray(solution.cause_transition))
+    if cause < 0:
+        return None
+    transition = system.transitions[cause].name
+    mode = system.modes[int(np.asarray(solution.mode_final))].name
+    t = float(np.asarray(solution.t_final))
+    explain = model.presentation.explain
+    hint = None if explain is None else explain(status, mode, transition, params)
+    if status == "mode_not_viable":
+        text = (
+            f"the {mode} mode cannot start at t = {t:.6f} s: the {transition} guard "
+            "fires at the instant it begins (events would pile up at one instant)"
+        )
+    elif status == "zeno":
+        text = (
+            f"{transition} events accumulate (Zeno) at t = "
+            f"{float(np.asarray(solution.zeno_time)):.9f} s (extrapolated)"
+        )
+    elif status == "grazing_event":
+        text = f"the {transition} guard was met tangentially (grazing) at t = {t:.6f} s"
+    elif status == "infeasible_initial_state":
+        text = f"the initial state is already past the {transition} guard"
+    elif status == "armed_beyond_guard":
+        text = (
+            f"the {transition} guard was already past its crossing when it became "
+            f"armed, in the phase that began at t = {t:.6f} s (a missed crossing)"
+        )
+    elif status == "terminal_event":
+        text = f"the run ended on the terminal {transition} event at t = {t:.6f} s"
+    else:
+        return None
+    return text + ("" if hint is None else f"; {hint}")
+
+
+def _run_simulate(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    import jax
+    import jax.numpy as jnp
+
+    from .._simulate import simulate
+    from .._solution import RESULTS
+    from ..plot import Trajectory
+
+    model = _load_model(parser, args.model)
+    form_name = _form_name(parser, model, args)
+    if args.cycles is None:
+        args.cycles = model.presentation.simulate_cycles
+    params = _make_params(
+        parser, model, _parse_sets(parser, model, args.set, args.params)
+    )
+    stored = _params_file_vector(args.params, "state", len(model.state_names))
+    if args.x0 is None and stored is not None:
+        x0 = stored  # a tuned gait's state, where its orbit starts
+    elif args.x0 is None:
+        x0 = np.asarray(model.default_state(params), dtype=float)
+    else:
+        x0 = _parse_state(parser, model, args.x0)
+    form = model.forms[form_name]
+    system = form.system()
+    # Events per cycle: the section's sequence where the model declares one.
+    per_cycle = 1 if form.section is None else len(form.section().sequence)
+    n_events = per_cycle * args.cycles
+    # Python floats would be static under `eqx.filter_jit`: one compilation per
+    # parameter value. As arrays, one compilation (and cache entry) serves them all.
+    params = jax.tree_util.tree_map(lambda v: jnp.asarray(v, dtype=float), params)
+    state0 = x0 if form.from_minimal is None else form.from_minimal(x0)
+
+    try:
+        solution = simulate(
+            system,
+            jnp.asarray(state0, dtype=float),
+            params,
+            n_events=n_events,
+            settings=solver_settings(args),
+            n_save=200,
+        )
+    except ValueError as error:  # a state outside its mode's declared domain
+        source = "--x0" if args.x0 is not None else "--set"
+        parser.error(f"argument {source}: {str(error).replace('`x0`', 'the state')}")
+    trajectory = Trajectory.from_solution(solution, system, to_minimal=form.to_minimal)
+    status, message = _status(solution.result)
+    succeeded = bool(solution.result == RESULTS.successful)
+
+    print(f"{args.model} ({form_name}), parameters:")
+    print(_params_lines(_params_dict(params)))
+    print(
+        _folded(
+            f"x0 = {_format_state(x0)}  ({', '.join(model.state_names)})",
+            indent=7,
+        )
+    )
+    print()
+    if trajectory.event_kinds:
+        for line in _event_table(trajectory):
+            print(line)
+    else:
+        print("no events")
+    # A phase that starts past its own guard (after a touchdown: the ground would
+    # already have to pull) runs until the guard has come back and crossed again;
+    # say so, as the trajectory then differs from a complementarity model's.
+    guards = np.asarray(solution.guard_at_start, dtype=float)[
+        : len(trajectory.t_events)
+    ]
+    for k in np.flatnonzero(guards < -_GUARD_NOTE_TOL):
+        print(
+            f"note: the phase after event {k + 1} ({trajectory.event_kinds[k]}) "
+            f"starts past its guard (signed guard {guards[k]:+.3g} < 0; on the "
+            "ground: the contact would pull); it runs until the guard re-crosses."
+        )
+    cause = _explain_stop(model, system, solution, params)
+    if cause is not None:
+        print(f"note: {cause}")
+    print()
+    n_done = len(trajectory.t_events)
+    summary = (
+        f"status: {status} ({n_done} of {n_events} events, "
+        f"t = {float(solution.t_final):.6f} s)"
+    )
+    if succeeded:
+        print(summary)
+    else:
+        sys.stdout.flush()  # keep the table before the failure in a shared terminal
+        print(f"{summary}: {_for_command(message, SOLVER_OPTIONS)}", file=sys.stderr)
+
+    if args.figures and trajectory.t_phase.shape[0] > 0:
+        for path in model.simulate_figures(trajectory, params, args.out):
+            print(f"wrote {path}")
+        for path in _stick_outputs(model, trajectory, params, args.out, args.fps):
+            print(f"wrote {path}")
+    if args.json is not None:
+        events = []
+        for k, kind in enumerate(trajectory.event_kinds):
+            event = {
+                "t": float(trajectory.t_events[k]),
+                "kind": kind,
+                "state_before": [float(v) for v in trajectory.x_before[k]],
+                "state_after": [float(v) for v in trajectory.x_after[k]],
+                "T_c": _number(trajectory.T_c[k]),
+                "T_a": _number(trajectory.T_a[k]),
+                "guard_after": _number(guards[k]),
+            }
+            events.append(event)
+        payload = {
+            "model": args.model,
+            "form": form_name,
+            "params": _params_dict(params),
+            "x0": [float(v) for v in x0],
+            "state_names": list(model.state_names),
+            "cycles": args.cycles,
+            "hops": args.cycles,  # (the hopper's word for a cycle)
+            "settings": solver_record(args),
+            "status": status,
+            "status_message": message,
+            "t_final": float(solution.t_final),
+            "events": events,
+        }
+        _write_json(args.json, payload)
+        print(f"wrote {args.json}")
+    return 0 if succeeded else 1
