@@ -29,7 +29,8 @@ import pytest
 from matplotlib.collections import QuadMesh
 
 import hybrax as hx
-import hybrax._sweep
+import hybrax._sweep.executor
+import hybrax._sweep.rounds
 import hybrax.plot
 from hybrax import models
 from hybrax._cli import main
@@ -219,7 +220,7 @@ def test_host_multipliers_equal_closed_form_and_device_routine():
     pieces) against matrices built from known eigenvalues, in the library's one
     order, and against the differentiable device routine."""
     from hybrax._periodic import sorted_multipliers
-    from hybrax._sweep import _EIG_PIECE, sorted_multipliers_batch
+    from hybrax._sweep.executor import _EIG_PIECE, sorted_multipliers_batch
 
     rng = np.random.default_rng(7)
     n = 2 * _EIG_PIECE + 3  # several pieces
@@ -285,23 +286,23 @@ def test_rounds_resume_where_they_stopped(system_and_section, starts, monkeypatc
     element has entered (one stream, so that the calls are in order)."""
     system, section = system_and_section
     queues = []
-    queue_by_defect = hybrax._sweep._queue_by_defect
+    queue_by_defect = hybrax._sweep.rounds._queue_by_defect
 
     def spy(*args):
         queues.append(queue_by_defect(*args))
         return queues[-1]
 
-    monkeypatch.setattr(hybrax._sweep, "_queue_by_defect", spy)
-    monkeypatch.setattr(hybrax._sweep, "_streams", lambda *args, **kwargs: 1)
+    monkeypatch.setattr(hybrax._sweep.rounds, "_queue_by_defect", spy)
+    monkeypatch.setattr(hybrax._sweep.executor, "_streams", lambda *args, **kwargs: 1)
     chunks = []  # each call's (start, loosening) per lane
-    evaluate = hybrax._sweep._evaluate
+    evaluate = hybrax._sweep.executor._evaluate
 
     def spy_evaluate(fn, static, chunk, sharding):
-        if len(chunk) == 6 and not isinstance(fn, hybrax._sweep._StartDefect):
+        if len(chunk) == 6 and not isinstance(fn, hybrax._sweep.rounds._StartDefect):
             chunks.append((np.asarray(chunk[2]), np.asarray(chunk[3])))
         return evaluate(fn, static, chunk, sharding)
 
-    monkeypatch.setattr(hybrax._sweep, "_evaluate", spy_evaluate)
+    monkeypatch.setattr(hybrax._sweep.executor, "_evaluate", spy_evaluate)
     settings = OPTIONS["settings"]
     assert settings.stepsize_controller.rtol == settings.stepsize_controller.atol
     # Two return-map iterations (they run in the first round): Newton's
@@ -309,7 +310,7 @@ def test_rounds_resume_where_they_stopped(system_and_section, starts, monkeypatc
     options = _with_map_iterations(OPTIONS, 2)
     single_solves = [_single_solve(system, section, u, p, options) for p, u in starts]
     rounds = _rounds_of_one(system, section, _params(), options)
-    resume, from_guess = hybrax._sweep._RESUME, hybrax._sweep._FROM_GUESS
+    resume, from_guess = hybrax._sweep.rounds._RESUME, hybrax._sweep.rounds._FROM_GUESS
     fresh = [i for i, (start, _) in enumerate(chunks) if np.any(start == from_guess)]
     tight = [
         i
@@ -409,23 +410,23 @@ def test_concurrent_streams_equal_single_solves(
     once (JAX's jit makes the other threads wait for the first one's compile)."""
     system, section = system_and_section
     monkeypatch.setattr(
-        hybrax._sweep, "_streams", lambda plan, n_chunks, rounds=False: 3
+        hybrax._sweep.executor, "_streams", lambda plan, n_chunks, rounds=False: 3
     )
     threads, traces = set(), []
-    evaluate = hybrax._sweep._evaluate
+    evaluate = hybrax._sweep.executor._evaluate
 
     def spy(fn, static, chunk, sharding):
         threads.add(threading.get_ident())
         return evaluate(fn, static, chunk, sharding)
 
-    vmapped = hybrax._sweep._vmapped
+    vmapped = hybrax._sweep.executor._vmapped
 
     def counting(fn, static, out_static):
         traces.append(threading.get_ident())  # runs while tracing only
         return vmapped(fn, static, out_static)
 
-    monkeypatch.setattr(hybrax._sweep, "_evaluate", spy)
-    monkeypatch.setattr(hybrax._sweep, "_vmapped", counting)
+    monkeypatch.setattr(hybrax._sweep.executor, "_evaluate", spy)
+    monkeypatch.setattr(hybrax._sweep.executor, "_vmapped", counting)
     out = _rounds_of_one(system, section, _params(), order=None)
     assert len(threads) == 3
     assert len(traces) <= 1  # 0 where an earlier test compiled it already
@@ -444,10 +445,12 @@ def _failing_call(monkeypatch, n_streams: int, failing: int) -> list:
     """Run chunks in `n_streams` threads, and make the `failing`-th chunk call
     raise; returns the list that counts the calls."""
     monkeypatch.setattr(
-        hybrax._sweep, "_streams", lambda plan, n_chunks, rounds=False: n_streams
+        hybrax._sweep.executor,
+        "_streams",
+        lambda plan, n_chunks, rounds=False: n_streams,
     )
     calls = []
-    evaluate = hybrax._sweep._evaluate
+    evaluate = hybrax._sweep.executor._evaluate
 
     def fail(fn, static, chunk, sharding):
         calls.append(None)
@@ -455,7 +458,7 @@ def _failing_call(monkeypatch, n_streams: int, failing: int) -> list:
             raise RuntimeError("chunk failed")
         return evaluate(fn, static, chunk, sharding)
 
-    monkeypatch.setattr(hybrax._sweep, "_evaluate", fail)
+    monkeypatch.setattr(hybrax._sweep.executor, "_evaluate", fail)
     return calls
 
 
@@ -494,7 +497,7 @@ def test_streams_one_per_core_on_a_cpu_device():
     cpu = SimpleNamespace(sharding=None, target=SimpleNamespace(platform="cpu"))
     gpu = SimpleNamespace(sharding=None, target=SimpleNamespace(platform="gpu"))
     sharded = SimpleNamespace(sharding=object(), target=None)
-    streams = hybrax._sweep._streams
+    streams = hybrax._sweep.executor._streams
     assert streams(cpu, 1000) == cores
     assert streams(cpu, 1) == 1
     assert streams(gpu, 1000) == 2 and streams(gpu, 1000, rounds=True) == 1
@@ -504,8 +507,8 @@ def test_streams_one_per_core_on_a_cpu_device():
 def test_cpu_chunks_are_wide_only_where_every_core_gets_two(monkeypatch):
     """The default CPU chunk: 64 lanes per device where the batch fills two such
     chunks per core, else 32 (a small batch still runs on every core)."""
-    monkeypatch.setattr(hybrax._sweep, "_host_cores", lambda: 2)
-    lanes = hybrax._sweep._cpu_lanes
+    monkeypatch.setattr(hybrax._sweep.executor, "_host_cores", lambda: 2)
+    lanes = hybrax._sweep.orbits._cpu_lanes
     assert lanes(255, 1) == 32 and lanes(256, 1) == 64
     assert lanes(511, 2) == 32 and lanes(512, 2) == 64
 
@@ -537,15 +540,15 @@ def test_remaining_elements_move_to_a_smaller_chunk(system_and_section, monkeypa
     are those of the single solves. From the rough guesses the elements need
     different numbers of iterations."""
     system, section = system_and_section
-    monkeypatch.setattr(hybrax._sweep, "_TAIL_LANES", 1)
+    monkeypatch.setattr(hybrax._sweep.rounds, "_TAIL_LANES", 1)
     lanes = []
-    evaluate = hybrax._sweep._evaluate
+    evaluate = hybrax._sweep.executor._evaluate
 
     def spy(fn, static, chunk, sharding):
         lanes.append(chunk[1].shape[0])
         return evaluate(fn, static, chunk, sharding)
 
-    monkeypatch.setattr(hybrax._sweep, "_evaluate", spy)
+    monkeypatch.setattr(hybrax._sweep.executor, "_evaluate", spy)
     options = _with_map_iterations(OPTIONS, 0)
     # Eight elements: two orbits, the set without one at D_G = 0 (its Newton
     # wanders, all its iterations), an orbit, the NaN set, then orbits again:
@@ -602,14 +605,14 @@ def test_warm_starts_from_the_nearest_converged_orbit(system_and_section):
 
 def _interrupt_after(monkeypatch, n_finished: int) -> None:
     """Ctrl-C (a KeyboardInterrupt) once `n_finished` elements have finished."""
-    update = hybrax._sweep._Progress.update
+    update = hybrax._sweep.executor._Progress.update
 
     def interrupting(self, count):
         update(self, count)
         if self.done >= n_finished:
             raise KeyboardInterrupt
 
-    monkeypatch.setattr(hybrax._sweep._Progress, "update", interrupting)
+    monkeypatch.setattr(hybrax._sweep.executor._Progress, "update", interrupting)
 
 
 def _ramp_params():
@@ -673,14 +676,14 @@ def test_an_interrupt_during_the_retries_keeps_the_first_solves(
     system, section = system_and_section
     params = _ramp_params()
     whole = _rounds_of_four(system, section, params, order=None, retry=True)
-    update = hybrax._sweep._Progress.update
+    update = hybrax._sweep.executor._Progress.update
 
     def interrupting(self, count):  # the retries' (quiet) progress only
         update(self, count)
         if not self.desc:
             raise KeyboardInterrupt
 
-    monkeypatch.setattr(hybrax._sweep._Progress, "update", interrupting)
+    monkeypatch.setattr(hybrax._sweep.executor._Progress, "update", interrupting)
     with pytest.raises(hx.Interrupted) as info:
         _rounds_of_four(system, section, params, order=None, retry=True)
     partial = info.value.partial
@@ -695,7 +698,7 @@ def test_an_interrupt_during_the_retries_keeps_the_first_solves(
 
 
 def test_nearest_converged_orbit_in_scaled_parameters():
-    from hybrax._sweep import _nearest_solved, _parameter_features
+    from hybrax._sweep.rounds import _nearest_solved, _parameter_features
 
     # Two float leaves on very different scales and a constant one: each column
     # is scaled to unit spread, the constant dropped.

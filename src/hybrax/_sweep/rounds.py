@@ -1,0 +1,533 @@
+"""The orbit scheduler of [`hybrax.sweep_orbits`][]: shooting solves in rounds of a
+few root-finder iterations with compaction, their order by defect, warm starts and
+retries from the nearest converged neighbour.
+"""
+
+import collections
+import threading
+from typing import Any
+
+import diffrax as dfx
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import jax.tree_util as jtu
+import numpy as np
+
+from .._hybrid import HybridSystem
+from .._periodic import (
+    PoincareSection,
+    ShootingSafeguard,
+    ShootingStart,
+    find_periodic_orbit,
+    loosen_max,
+    loosened,
+    poincare_map_with,
+)
+from .._settings import (
+    Settings,
+    Shooting,
+)
+from .._solution import RESULTS, STATUS_NAMES, status_code
+from . import executor
+from .executor import _in_threads, _leaves, _Progress, _run_chunks, _take
+
+
+# Once the queue is empty, the elements still iterating after a round (those that
+# did not finish in it, usually a few) move to a chunk smaller by a power of 8,
+# of at least this many lanes per device (so that a batch compiles few sizes),
+# instead of running in the full chunk whose idle lanes repeat them. On an H100 a
+# variational pass over 1e5 lanes takes 264 ms and over 1e4 lanes 62 ms (bound
+# by kernel launches below that). CPU chunks of the default 64 lanes never shrink.
+_TAIL_LANES = 4096
+
+
+# The status code of an element an interrupt left unsolved.
+_NOT_RUN = STATUS_NAMES.index("not_run")
+
+
+# Where an orbit element's solve starts (see `_OrbitSolve`).
+_RESUME, _FROM_GUESS, _FROM_U = 0, 1, 2
+
+
+class _OrbitSolve(eqx.Module):
+    """`fn` of [`hybrax.sweep`][] for [`hybrax.sweep_orbits`][]: one orbit from one
+    `(params, u, start, loosening, beyond, safeguard)` element. `start` is
+    `_FROM_GUESS` (the guess, then the return-map iterations), `_FROM_U` (`u`, a
+    warm start, then the return-map iterations) or `_RESUME` (`u`, the last iterate
+    of an earlier round, without them); `loosening` is the first Newton iteration's
+    (`ShootingStart.loosening`), `beyond` the iterations of this round past the
+    element's share of the sweep's `max_iterations` (its
+    `ShootingStart.iterations_used`: a solve's last round stops where the uncut
+    solve would), `safeguard` the safeguarded Newton's memory where it stopped
+    (empty for a fresh start). `shooting.max_iterations` is a round's. The
+    iteration counts and tolerances are run-time values (one program serves them
+    all)."""
+
+    system: HybridSystem
+    section: PoincareSection
+    guess: Any  # a callable `guess(params)`, or None (the element carries it)
+    settings: Settings
+    shooting: Shooting
+    analyse: bool = eqx.field(static=True)
+    phase_observables: bool = eqx.field(static=True)
+
+    def start(self, params, u, start):
+        """Where the element's root finder starts (see the class)."""
+        if self.guess is not None:
+            guess = jnp.asarray(self.guess(params), dtype=jnp.result_type(float))
+            u = jnp.where(start == _FROM_GUESS, guess, u)
+        return u
+
+    def __call__(self, element):
+        params, u, start, loosening, beyond, safeguard = element
+        u = self.start(params, u, start)
+        # A resumed round takes no return-map iterations (its first round did).
+        shooting = eqx.tree_at(
+            lambda s: s.return_map_iterations,
+            self.shooting,
+            jnp.where(start == _RESUME, 0, self.shooting.return_map_iterations),
+        )
+        orbit = find_periodic_orbit(
+            self.system,
+            self.section,
+            # See `_run_rounds`: for a resumed solve where it stopped, so that
+            # cutting a solve into rounds changes none of its iterates. A fresh
+            # start's memory is empty (`_fresh_safeguards`).
+            ShootingStart(u, loosening, beyond, safeguard),
+            params,
+            shooting=shooting,
+            settings=self.settings,
+            analyse=self.analyse,
+            phase_observables=self.phase_observables,
+        )
+        # The multipliers are computed on the host once the batch is back
+        # (`sorted_multipliers_batch`).
+        return orbit
+
+
+class _StartDefect(eqx.Module):
+    r"""`fn` of [`hybrax.sweep`][] giving an orbit element's return-map defect at
+    its start $u_0$, $\max_i |P(u_0) - u_0|_i$ ($\infty$ where the cycle fails):
+    one forward cycle at the loosest tolerance of a shooting iteration
+    (`_periodic.newton._LOOSE_TOL`), a fraction of a Newton iteration's variational
+    pass."""
+
+    solve: _OrbitSolve
+
+    def __call__(self, element):
+        params, u, start, *_ = element
+        solve = self.solve
+        u = solve.start(params, u, start)
+        # At the loosest tolerance of a Newton iteration: the defect only orders
+        # the queue.
+        loose = loosened(solve.settings, loosen_max(solve.settings))
+        # NaN where the cycle failed.
+        u_next, _ = poincare_map_with(
+            solve.system, solve.section, u, params, loose, dfx.ForwardMode()
+        )
+        defect = jnp.max(jnp.abs(u_next - u))
+        return jnp.where(jnp.isfinite(defect), defect, jnp.inf)
+
+
+def _queue_by_defect(fn, static, dynamic, u, plan):
+    """This process's elements (positions `0 .. plan.n_local - 1`) ordered by their
+    start's return-map defect, largest first (a failed cycle's infinite defect
+    first; stable). Newton's iterations grow with the defect, and parameter sets
+    without an orbit have large defects or fail: the longest jobs first, as in
+    scheduling. An element whose cycle fails leaves after the first rounds, which
+    hold the slow cycles (to `t_max`) together; one that needs many rounds runs
+    them while the queue still fills its chunk's other lanes. Queued last (the
+    order before), such elements had held chunks of idle lanes for their last
+    rounds: on a 2-core CPU the hopper batch of 1024 with 10% of sets without an
+    orbit ran 1163 valid orbits/s queued smallest first and 1280 largest first
+    (clean: 1999 and 2097 orbits/s)."""
+    quiet = _Progress(plan.n_local, False, "")
+    n = u.shape[0]
+    element = (
+        dynamic,
+        np.asarray(u),
+        np.full(n, _FROM_GUESS, np.int8),
+        np.full(n, np.inf),
+        np.zeros(n, int),
+        _fresh_safeguards(np.asarray(u)),
+    )
+    defect = _run_chunks(_StartDefect(fn), static, element, plan, quiet)
+    return np.argsort(-np.asarray(defect), kind="stable")
+
+
+def _fresh_safeguards(u) -> ShootingSafeguard:
+    """Empty safeguard memories (nothing evaluated yet), one per row of `u`
+    (host arrays)."""
+    n = u.shape[0]
+    return ShootingSafeguard(
+        best_iterate=np.zeros_like(u),
+        best_image=np.zeros_like(u),
+        best_step=np.zeros_like(u),
+        best_jacobian=np.full(u.shape + u.shape[1:], np.nan, u.dtype),
+        best_defect=np.full(n, np.inf, u.dtype),
+        trial=np.zeros(n, np.int32),
+        least_defect=np.full(n, np.inf, u.dtype),
+        stale=np.zeros(n, np.int32),
+        strict=np.zeros(n, bool),
+        start=np.zeros_like(u),
+        rejected=np.zeros(n, bool),
+        dead=np.zeros(n, bool),
+    )
+
+
+# The converged orbits (the newest) among which a warm start looks for the nearest:
+# bounds the host work per round for any batch size.
+_WARM_POOL = 4096
+
+
+def _parameter_features(dynamic, n) -> np.ndarray:
+    """Each element's float parameters as a row, every column scaled to unit spread
+    over the batch (constant columns dropped): the metric of the warm starts."""
+    columns = [
+        np.asarray(leaf, float).reshape(n, -1)
+        for leaf in _leaves(dynamic)
+        if np.issubdtype(np.asarray(leaf).dtype, np.floating)
+    ]
+    if not columns:
+        return np.zeros((n, 0))
+    features = np.concatenate(columns, axis=1)
+    spread = np.std(features, axis=0)
+    keep = spread > 0
+    return features[:, keep] / spread[keep]
+
+
+def _nearest_solved(features, elements, solved, solved_u):
+    """For each of `elements`, the orbit `u` of the nearest `solved` element."""
+    gaps = features[np.asarray(elements)][:, None, :] - features[list(solved)][None]
+    return np.asarray(solved_u)[np.argmin(np.sum(gaps**2, axis=-1), axis=1)]
+
+
+def _nearest_orbits(features, elements, solved, solved_u, block=1024):
+    """`_nearest_solved` for many `elements` against many `solved` ones: among at
+    most `_WARM_POOL` of the solved (evenly spaced in batch order), in blocks of
+    `block` elements (bounded memory for any batch)."""
+    solved = np.asarray(solved)
+    solved_u = np.asarray(solved_u)
+    if solved.size > _WARM_POOL:
+        keep = np.linspace(0, solved.size - 1, _WARM_POOL).astype(int)
+        solved, solved_u = solved[keep], solved_u[keep]
+    return np.concatenate(
+        [
+            _nearest_solved(features, elements[i : i + block], solved, solved_u)
+            for i in range(0, len(elements), block)
+        ]
+    )
+
+
+def _retry_from_neighbours(fn, static, dynamic, u, plan, max_iterations, orbit):
+    r"""The elements without an orbit solved once more, each from the orbit of the
+    converged element nearest to it in parameters (`_parameter_features`; a warm
+    start where the element's own guess was too far from its family's orbit).
+    Returns the orbits (local rows) with those that now converged replaced, every
+    retried element's `n_steps` counting both solves, and the mask of the
+    retried elements (those without an orbit while some element had one)."""
+    n_local = plan.n_local
+    code = np.asarray(status_code(orbit.result))
+    solved = np.flatnonzero(code == 0)
+    failed = np.flatnonzero(code != 0)
+    retried = np.zeros(n_local, bool)
+    if not solved.size or not failed.size:
+        return orbit, retried
+    features = _parameter_features(_take(dynamic, plan.local_index), n_local)
+    u_all = np.array(u)
+    u_all[plan.local_index[failed]] = _nearest_orbits(
+        features, failed, solved, np.asarray(orbit.u)[solved]
+    )
+    starts = np.full(n_local, _FROM_GUESS, np.int8)
+    starts[failed] = _FROM_U
+    quiet = _Progress(n_local, False, "")
+    try:
+        again = _run_rounds(
+            fn,
+            static,
+            dynamic,
+            u_all,
+            plan,
+            quiet,
+            max_iterations,
+            order=failed,
+            starts=starts,
+        )
+        stopped = None
+    except _Stopped as interrupted:
+        # The retries that finished count; the others keep their first solve.
+        stopped, again = interrupted, interrupted.orbit
+        failed = failed[np.asarray(status_code(again.result))[failed] != _NOT_RUN]
+    except KeyboardInterrupt:  # before any retry finished
+        raise _Stopped(orbit, retried) from None
+    retried[failed] = True
+    found = failed[np.asarray(status_code(again.result))[failed] == 0]
+    steps = np.array(orbit.n_steps)
+    steps[failed] += np.asarray(again.n_steps)[failed]
+
+    def merge(first, second):
+        if not eqx.is_array(first):
+            return first
+        merged = np.array(first)
+        merged[found] = np.asarray(second)[found]
+        return merged
+
+    orbit = jtu.tree_map(merge, orbit, again)
+    orbit = eqx.tree_at(lambda o: o.n_steps, orbit, steps)
+    if stopped is not None:
+        raise _Stopped(orbit, retried) from None
+    return orbit, retried
+
+
+def _tail_size(size: int, n_live: int, n_devices: int) -> int:
+    """The lanes of the chunk that runs `n_live` remaining elements once the queue
+    is empty: `size` divided by 8 while that holds them and keeps at least
+    `_TAIL_LANES` lanes per device."""
+    per_device = size // n_devices
+    while per_device // 8 >= _TAIL_LANES and (per_device // 8) * n_devices >= n_live:
+        per_device //= 8
+    return per_device * n_devices
+
+
+def _run_rounds(
+    fn,
+    static,
+    dynamic,
+    u,
+    plan,
+    bar,
+    max_iterations,
+    order=None,
+    warm_start=False,
+    starts=None,
+):
+    r"""Orbit solves in rounds of `fn.shooting.max_iterations` root-finder
+    iterations, with compaction: a chunk of `plan.size` lanes runs one round; an element
+    that converged or failed leaves its lane, which the next element of the queue takes,
+    and an element that ran out of the round's iterations resumes from its last iterate
+    while it has used fewer than `max_iterations` (its last round stops at that many):
+    in its lane while its iterations are loosened, else from the queue's end (see
+    `sweep_orbits`' `round_iterations`). Under `vmap` a lane costs as much as the
+    chunk's slowest, so a slow element holds its chunk for one round only, not for all
+    its iterations. Once the queue is empty, the remaining elements run in a smaller
+    chunk where they fit one (`_tail_size`).
+
+    `dynamic`: the parameters' arrays, `u`: the guesses (host arrays, rows in
+    element order); `order`: the queue (this process's element positions), by
+    default their order. With `warm_start`, an element that takes a lane once some
+    have converged starts from the orbit of the converged element nearest in
+    parameters (`_parameter_features`) instead of its guess (then the return-map
+    iterations, as from the guess). On a CPU `executor._streams` chunks run at once, one
+    per core, each with its own rounds, taking elements from one shared queue
+    (dealt in turn, a stream that drew the slow elements had run alone at the
+    end). Returns the outputs of `fn` (host arrays, element order) with `n_steps`
+    counting the iterations of all rounds. `starts`: each element's `start`
+    (default `_FROM_GUESS`); only the rows of the queue are filled."""
+    size, n_local = plan.size, plan.n_local
+    per_round = fn.shooting.max_iterations
+    u = np.array(u[plan.local_index])
+    start = (
+        np.full(n_local, _FROM_GUESS, np.int8)
+        if starts is None
+        else np.array(starts, np.int8)
+    )
+    # The first iteration's loosening (`ShootingStart.loosening`):
+    # where it stopped for a resumed solve; else the loosest, unless the
+    # return-map iterations have pulled the start near its orbit (a loose
+    # cycle's error would spoil the first step there). A warm start from a
+    # neighbour's orbit starts loosest too: on the hopper batch of 1024 it ran
+    # 1.02-1.11x the cold batch so, 0.89-0.93x at the settings' tolerance.
+    map_iterations = int(fn.shooting.return_map_iterations)
+    loosening = np.full(n_local, 1.0 if map_iterations else np.inf)
+    used = np.zeros(n_local, int)  # Newton iterations
+    # Where a resumed solve's safeguarded Newton stopped (empty for the others).
+    safeguards = _fresh_safeguards(u)
+    mapped = np.zeros(n_local, int)  # return-map iterations
+    queue = np.arange(n_local) if order is None else np.asarray(order)
+    n_devices = 1 if plan.sharding is None else len(plan.sharding.device_set)
+    # The finished outputs, allocated from the first round's (`results[0]`), and
+    # their static part (`results[1]`).
+    results = [None, None]
+    if warm_start:
+        features = _parameter_features(_take(dynamic, plan.local_index), n_local)
+    # The newest converged elements and their orbits (read and extended together).
+    solved = collections.deque(maxlen=_WARM_POOL)
+    solved_u = collections.deque(maxlen=_WARM_POOL)
+    lock = threading.Lock()
+    stop = threading.Event()  # set when a stream failed or the caller interrupted
+    finished = []  # the elements whose outputs are stored (for an interrupt)
+
+    # The queue, shared by the streams (read and extended under `lock`):
+    # `waiting[0][waiting[1]:]` are still waiting.
+    waiting = [queue, 0]
+
+    def take(n_free):
+        """Up to `n_free` waiting elements, and whether the queue is now empty."""
+        with lock:
+            queue, head = waiting
+            entering = queue[head : head + n_free]
+            waiting[1] = head + entering.size
+            return entering, waiting[1] == queue.size
+
+    def run_stream():
+        """Rounds in a chunk of its own, taking its elements from the shared queue.
+        Streams share the element arrays above but no element (their writes are
+        disjoint)."""
+        lanes = np.full(size, -1)
+        while not stop.is_set():
+            # Array operations throughout, not loops over lanes: on an accelerator a
+            # chunk holds the whole batch (1e5 lanes and more).
+            free = np.flatnonzero(lanes < 0)
+            entering, drained = take(free.size)
+            free = free[: entering.size]
+            lanes[free] = entering
+            if warm_start:
+                # For the elements entering for the first time (a resumed one
+                # goes on from its last iterate).
+                fresh = entering[start[entering] == _FROM_GUESS]
+                with lock:
+                    if solved and fresh.size:
+                        u[fresh] = _nearest_solved(features, fresh, solved, solved_u)
+                        start[fresh] = _FROM_U
+            live = lanes >= 0
+            if not live.any():
+                return
+            if drained:
+                n_live = int(live.sum())
+                smaller = _tail_size(lanes.size, n_live, n_devices)
+                if smaller < lanes.size:
+                    lanes = np.concatenate([lanes[live], np.full(smaller - n_live, -1)])
+                    live = lanes >= 0
+            # Idle lanes repeat a live element (their results are dropped).
+            elements = np.where(live, lanes, lanes[live][0])
+            chunk = jax.device_put(
+                (
+                    _take(dynamic, plan.local_index[elements]),
+                    u[elements],
+                    start[elements],
+                    loosening[elements],
+                    # The round's iterations beyond the element's share of
+                    # `max_iterations` (`ShootingStart.iterations_used`): its
+                    # last round stops where an uncut solve would.
+                    np.maximum(0, per_round - (max_iterations - used[elements])),
+                    jtu.tree_map(lambda leaf: leaf[elements], safeguards),
+                ),
+                plan.target,
+            )
+            # One transfer of all leaves (NumPy arrays back).
+            orbit = jax.device_get(executor._evaluate(fn, static, chunk, plan.sharding))
+            out_dynamic, static_part = eqx.partition(orbit, eqx.is_array)
+            with lock:
+                if results[0] is None:
+                    results[0] = jtu.tree_map(
+                        lambda leaf: np.empty((n_local,) + leaf.shape[1:], leaf.dtype),
+                        out_dynamic,
+                    )
+                    results[1] = static_part
+            rows = results[0]
+            steps = np.asarray(orbit.n_steps)
+            # A fresh solve's first iterations are its return-map iterations
+            # (see `find_periodic_orbit`): they count apart from Newton's.
+            fresh = start[elements] != _RESUME
+            map_steps = np.where(fresh, np.minimum(steps, map_iterations), 0)
+            steps = steps - map_steps
+            unfinished = np.asarray(orbit.result == RESULTS.shooting_failed) & (
+                steps >= per_round
+            )
+            converged = np.asarray(orbit.result == RESULTS.successful)
+            live_lanes = np.flatnonzero(live)
+            elements = lanes[live_lanes]  # distinct
+            used[elements] += steps[live_lanes]
+            mapped[elements] += map_steps[live_lanes]
+            resume = unfinished[live_lanes] & (used[elements] < max_iterations)
+            u[elements[resume]] = np.asarray(orbit.restart.u)[live_lanes[resume]]
+
+            def keep(row, leaf, targets=elements[resume], lanes=live_lanes[resume]):
+                row[targets] = leaf[lanes]
+                return row
+
+            jtu.tree_map(keep, safeguards, orbit.restart.safeguard)
+            start[elements[resume]] = _RESUME
+            next_loosening = np.asarray(orbit.restart.loosening)[live_lanes]
+            loosening[elements[resume]] = next_loosening[resume]
+            # A resumed solve whose next iteration is at the settings' tolerance
+            # (near its orbit: usually one more) leaves its lane for the queue's
+            # end, so that the tail runs such iterations together. Kept in its
+            # lane, it made its chunk's next elements pay a tight cycle for their
+            # loose first iteration. A solve still taking large (loose) steps keeps
+            # its lane: among fresh elements it costs little, and at the end it
+            # would hold chunks of idle lanes for its rounds.
+            requeue = resume & (next_loosening <= 1)
+            if requeue.any():
+                with lock:
+                    waiting[0] = np.concatenate([waiting[0], elements[requeue]])
+                lanes[live_lanes[requeue]] = -1
+            finished_lanes = live_lanes[~resume]
+            if warm_start:
+                newly_solved = finished_lanes[converged[finished_lanes]]
+                with lock:
+                    solved.extend(lanes[newly_solved])
+                    solved_u.extend(np.asarray(orbit.u)[newly_solved])
+            if finished_lanes.size:
+                targets = lanes[finished_lanes]
+
+                def store(row, leaf, targets=targets, finished_lanes=finished_lanes):
+                    row[targets] = leaf[finished_lanes]
+                    return row
+
+                jtu.tree_map(store, rows, out_dynamic)
+                rows.n_steps[targets] = used[targets] + mapped[targets]
+                with lock:
+                    finished.extend(targets.tolist())
+                lanes[finished_lanes] = -1
+                bar.update(len(finished_lanes))
+
+    # Several streams, each a chunk of its own, share the queue.
+    n_streams = executor._streams(plan, -(-n_local // size), rounds=True)
+    try:
+        _in_threads([run_stream] * n_streams, n_streams, stop)
+    except KeyboardInterrupt:
+        # `_in_threads` has let the running rounds end and store their finished
+        # elements; the rest were not solved.
+        if results[0] is None:
+            raise
+        done = np.zeros(n_local, bool)
+        done[finished] = True
+        partial = _not_run(eqx.combine(results[0], results[1]), done)
+        partial.n_steps[~done] = (used + mapped)[~done]
+        raise _Stopped(partial, np.zeros(n_local, bool)) from None
+    return eqx.combine(results[0], results[1])
+
+
+class _Stopped(Exception):
+    """Ctrl-C during the rounds: the local orbits so far (`_not_run` where
+    unfinished) and the retried mask, for `sweep_orbits` to hand back."""
+
+    def __init__(self, orbit, retried):
+        super().__init__("interrupted")
+        self.orbit, self.retried = orbit, retried
+
+
+def _not_run(orbit, done):
+    """`orbit` (host rows) with the rows not `done` blanked: NaN floats, -1
+    integers, `False` booleans, the status `not_run`."""
+
+    def blank(leaf):
+        if not eqx.is_array(leaf):
+            return leaf
+        leaf = np.array(leaf)
+        if np.issubdtype(leaf.dtype, np.inexact):
+            leaf[~done] = np.nan
+        elif leaf.dtype == bool:
+            leaf[~done] = False
+        else:
+            leaf[~done] = -1
+        return leaf
+
+    result = jtu.tree_map(
+        lambda code, not_run: np.where(done, code, not_run),
+        orbit.result,
+        RESULTS.not_run,
+    )
+    return eqx.tree_at(lambda o: o.result, jtu.tree_map(blank, orbit), result)
