@@ -14,7 +14,7 @@ import math
 import sys
 import time
 from collections.abc import Callable, Sequence
-from typing import Any, Literal
+from typing import Any
 
 import diffrax as dfx
 import equinox as eqx
@@ -22,396 +22,37 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optimistix as optx
-from jaxtyping import ArrayLike
 
-from ._custom_types import Params
-from ._hybrid import HybridSystem
-from ._misc import canonical_params, check_float64
-from ._parameters import AbstractParameter, as_parameter
-from ._periodic import (
+from .._custom_types import Params
+from .._hybrid import HybridSystem
+from .._misc import canonical_params, check_float64
+from .._parameters import AbstractParameter, as_parameter
+from .._periodic import (
     PeriodicOrbit,
     PoincareSection,
-    ShootingSafeguard,
-    ShootingStart,
-    cycle,
     find_periodic_orbit,
-    resolve_sequence,
 )
-from ._programs import announcing_progress, compiled
-from ._settings import (
+from .._programs import announcing_progress
+from .._settings import (
     Settings,
     Shooting,
     resolve_options,
     resolve_settings,
     resolve_shooting,
 )
-from ._solution import RESULTS, masked_nan, status_name
-
-
-class TuneStep(eqx.Module):
-    """One evaluation of the objective during [`hybrax.tune`][] (host values).
-
-    - `step`: its index; `values`: the varied parameters, by name.
-    - `objective`: $J$ there (NaN where no orbit was found).
-    - `spectral_radius`, `multipliers`: of the orbit there.
-    - `orbit_found`: whether an orbit was found; `result`: the orbit's status, a
-      [`hybrax.RESULTS`][] member.
-    - `best`: whether this evaluation improved on every earlier one.
-    - `u`: the orbit's reduced unknowns (a warm start for nearby points).
-    - `stage`: `"seek"` for a step of the existence stage (no orbit yet: the
-      objective is the squared periodicity defect and constraints,
-      `orbit_found` says whether an orbit was found there), `"tune"` after.
-    """
-
-    step: int
-    values: dict[str, float]
-    objective: float
-    spectral_radius: float
-    multipliers: np.ndarray
-    orbit_found: bool
-    result: RESULTS
-    best: bool
-    u: np.ndarray
-    stage: str = "tune"
-
-
-class TuneResult(eqx.Module):
-    r"""The result of [`hybrax.tune`][].
-
-    - `params`: the tuned parameter PyTree; `values`: the varied ones, by name.
-    - `objective`: $J$ at the result; `orbit`: its [`hybrax.PeriodicOrbit`][].
-    - `result`: what the result is, a [`hybrax.RESULTS`][] member:
-      - `successful`: an orbit, every constraint within its tolerance, and the
-        minimiser met its own tolerance (a constrained minimum);
-      - `targets_met`: an orbit with every constraint within its tolerance, but
-        the minimiser stopped short of its tolerance (`minimiser_result` says
-        why, e.g. `"max_steps_reached"`): a feasible point, not a minimum;
-      - `targets_not_met`: an orbit, some constraint outside its tolerance;
-      - otherwise why no orbit was found at the result (the orbit's own
-        `result`, e.g. `shooting_failed`).
-      None of them says the orbit is stable: `stable` does. `succeeded`: the
-      targets are met (`successful` or `targets_met`).
-    - `orbit_found`: an orbit exists at the result; `targets_met`: it meets every
-      constraint to its tolerance, $|c_i| \le \tau_i$ (true where there are
-      none); `stable`: its spectral radius is below 1 (and below
-      `max_multiplier` if one was given).
-    - `history`: every evaluation, a list of [`hybrax.TuneStep`][].
-    - `n_evaluations`: orbit solves with their gradients; `wall_time`: seconds in
-      all; `compile_time`: of those, the ones outside the minimiser's warm steps
-      (tracing and compiling its programs, once each, with the first step and the
-      start and final solves); the rest is run time.
-    - `minimiser_result`: the minimiser's own status name (`"successful"` when it
-      met its tolerance), or `"parameter_rule"`: its next step would have left the
-      parameters' rules (their class's checks, e.g. a slope inside
-      $(-\pi/2, \pi/2)$), so the result is the last point inside them and
-      `rule` says which rule; `mode`: `"reverse"` or `"forward"`.
-    """
-
-    params: Params
-    values: dict[str, float]
-    objective: float
-    orbit: PeriodicOrbit
-    result: RESULTS
-    orbit_found: bool
-    targets_met: bool
-    stable: bool
-    history: list[TuneStep]
-    n_evaluations: int
-    wall_time: float
-    compile_time: float
-    minimiser_result: str
-    mode: str
-    problem: Any = eqx.field(repr=False, default=None, metadata={"archive": False})
-    rule: str | None = None
-
-    @property
-    def succeeded(self) -> bool:
-        """Whether the targets are met at an orbit (`result` is `successful` or
-        `targets_met`)."""
-        return bool(
-            (self.result == RESULTS.successful) | (self.result == RESULTS.targets_met)
-        )
-
-    def objective_at(self, values) -> np.ndarray:
-        """The penalised objective (final stage) at a batch of values of the
-        varied parameters, shape `(N, P)` in `values`' order: for contour maps.
-        Each point's orbit is sought from the nearest evaluated one's; NaN where
-        none is found. The orbits come from one [`hybrax.sweep_orbits`][] (its
-        compaction keeps points without an orbit from holding up the others)."""
-        values = np.atleast_2d(np.asarray(values, dtype=float))
-        problem = self.problem
-        scale = np.asarray(problem.scale)
-        y = values / scale
-        found = [step for step in self.history if step.orbit_found]
-        if not found:
-            guesses = np.broadcast_to(np.asarray(self.orbit.u), (len(y), 1))
-        else:
-            names = list(self.values)
-            known = np.array([[s.values[n] for n in names] for s in found]) / scale
-            nearest = np.argmin(
-                np.sum((y[:, None, :] - known[None, :, :]) ** 2, axis=-1), axis=1
-            )
-            guesses = np.stack([found[i].u for i in nearest])
-        from ._sweep import sweep_orbits
-
-        params = _batched_values(problem, jnp.asarray(y))
-        orbits = sweep_orbits(
-            problem.system,
-            problem.section,
-            guesses,
-            params,
-            settings=problem.settings,
-            shooting=problem.shooting,
-            phase_observables=True,
-        ).orbit
-        return np.asarray(_values_of(problem, orbits, params))
-
-
-class QuantityTarget(eqx.Module):
-    """The constraint `quantity(orbit, params) - value` of [`hybrax.tune`][] with
-    `value` an array: a run-time input of the compiled tuning program, so that
-    another target compiles nothing (a target captured by a lambda is a
-    constant of the program: each value compiles its own)."""
-
-    quantity: Callable[[PeriodicOrbit, Params], Any]
-    value: ArrayLike
-
-    def __call__(self, orbit, params):
-        return self.quantity(orbit, params) - self.value
-
-
-class _Problem(eqx.Module):
-    """The objective of [`hybrax.tune`][] as a function `f(y, args) -> (J, aux)`
-    of the scaled values `y` of the varied parameters; `args` is the warm start.
-    """
-
-    system: HybridSystem
-    section: PoincareSection
-    params: Params
-    vary: tuple[AbstractParameter, ...]
-    scale: jax.Array
-    objective: Callable[[PeriodicOrbit, Params], Any] | None
-    constraints: tuple[Callable[[PeriodicOrbit, Params], Any], ...]
-    tolerances: jax.Array
-    # Run-time values: another bound, weight or iteration count compiles nothing.
-    max_multiplier: ArrayLike | None
-    stability_weight: ArrayLike
-    objective_scale: ArrayLike
-    settings: Settings
-    shooting: Shooting
-
-    def with_values(self, y):
-        params = self.params
-        for i, parameter in enumerate(self.vary):
-            params = parameter.set(params, y[i] * self.scale[i])
-        return params
-
-    def value_of(self, orbit, params, widen):
-        """The objective (over `objective_scale`) with its penalties, the
-        constraints' violations and the objective itself, of a found `orbit` at
-        `params`."""
-        dtype = orbit.u.dtype
-        if self.objective is None:
-            raw = jnp.zeros((), dtype)
-        else:
-            raw = jnp.asarray(self.objective(orbit, params), dtype=dtype)
-        value = raw / self.objective_scale
-        violations = jnp.stack(
-            [jnp.asarray(c(orbit, params), dtype=dtype) for c in self.constraints]
-            or [jnp.zeros((), dtype)]
-        )
-        if self.constraints:
-            value = value + jnp.sum((violations / (widen * self.tolerances)) ** 2)
-        if self.max_multiplier is not None:
-            # Aim a hair inside the bound (0.1%), so that the balance of the
-            # penalty against the objective leaves the result strictly below it.
-            bound = self.max_multiplier * (1 - 1e-3)
-            excess = jnp.maximum(orbit.spectral_radius - bound, 0.0)
-            value = value + self.stability_weight * excess**2
-        return value, violations, raw
-
-    def evaluate(self, y, args):
-        u_guess, widen = args
-        params = self.with_values(y)
-        orbit = find_periodic_orbit(
-            self.system,
-            self.section,
-            u_guess,
-            params,
-            shooting=self.shooting,
-            settings=self.settings,
-            analyse=False,
-        )
-        value, violations, raw = self.value_of(orbit, params, widen)
-        aux = (
-            orbit.u,
-            orbit.spectral_radius,
-            orbit.multipliers,
-            orbit.result,
-            violations,
-            raw,
-        )
-        return value, jax.lax.stop_gradient((value, aux))
-
-    def __call__(self, y, args):
-        return self.evaluate(y, args)
-
-
-@eqx.filter_custom_vjp
-def _forward_gradient(y, args, problem):
-    return problem.evaluate(y, args)
-
-
-@_forward_gradient.def_fwd
-def _forward_gradient_fwd(perturbed, y, args, problem):
-    del perturbed
-
-    def value(y_):
-        f, aux = problem.evaluate(y_, args)
-        return f, (f, aux)
-
-    gradient, (f, aux) = jax.jacfwd(value, has_aux=True)(y)
-    return (f, aux), gradient
-
-
-@_forward_gradient.def_bwd
-def _forward_gradient_bwd(gradient, grad_out, perturbed, y, args, problem):
-    del perturbed, y, args, problem
-    g_value = grad_out[0]
-    return jnp.zeros_like(gradient) if g_value is None else g_value * gradient
-
-
-class ForwardProblem(eqx.Module):
-    """The same objective whose gradient is taken in forward mode (one tangent per
-    varied parameter), presented to the minimiser as a reverse-mode rule."""
-
-    problem: _Problem
-
-    def __call__(self, y, args):
-        return _forward_gradient(y, args, self.problem)
-
-
-class _Seek(eqx.Module):
-    r"""The existence stage of [`hybrax.tune`][]: the residual
-    $r(u, y) = \big(P(u; p(y)) - u,\ c_i/\tau_i\big)$ of the periodicity defect
-    and the constraints (read on the open cycle from $u$), for
-    `optimistix.LevenbergMarquardt` over the unknowns and the varied parameters
-    together; NaN where the cycle fails (the solver's trust region then
-    shrinks)."""
-
-    problem: _Problem
-    settings: Settings
-    n_unknowns: int = eqx.field(static=True)
-
-    def __call__(self, z, width):
-        problem = self.problem
-        u, y = z[: self.n_unknowns], z[self.n_unknowns :]
-        params = problem.with_values(y)
-        sequence, _ = resolve_sequence(problem.system, problem.section)
-        state = problem.section.chart(u, params)
-        sol, _ = cycle(
-            problem.system, state, params, sequence, self.settings, dfx.ForwardMode()
-        )
-        ok = sol.result == RESULTS.successful
-        u_next = problem.section.coordinates(sol.x_after[-1], params)
-        defect = u_next - u
-        # The cycle as an open orbit, for the constraints' quantities (those of
-        # the multipliers are NaN: there is no periodic orbit yet).
-        open_orbit = PeriodicOrbit(
-            u=u,
-            u_next=u_next,
-            state=state,
-            cycle=sol,
-            phase_durations=sol.t_events
-            - jnp.concatenate([jnp.zeros(1, z.dtype), sol.t_events[:-1]]),
-            period=sol.t_events[-1],
-            reduced_jacobian=jnp.full((u.shape[0],) * 2, jnp.nan, z.dtype),
-            residual_norm=jnp.max(jnp.abs(defect)),
-            n_steps=jnp.zeros((), jnp.int32),
-            result=sol.result,
-            restart=ShootingStart(u, safeguard=ShootingSafeguard.fresh(u)),
-        )
-        violations = [
-            jnp.asarray(c(open_orbit, params), dtype=z.dtype) / (width * tol)
-            for c, tol in zip(problem.constraints, problem.tolerances)
-        ]
-        residual = (
-            jnp.concatenate([defect, jnp.stack(violations)]) if violations else defect
-        )
-        residual = masked_nan(residual, ok)
-        aux = (jnp.max(jnp.abs(defect)), sol.result)
-        return residual, jax.lax.stop_gradient(aux)
-
-
-class TuneSettings(eqx.Module):
-    r"""How [`hybrax.tune`][] minimises: the minimiser and its step limit, the
-    derivative's mode, the weights of the penalised objective, and the existence
-    stage. Checked where it is built (a `ValueError` naming the field).
-
-    - `minimiser`: any `optimistix.AbstractMinimiser`; default
-      `optimistix.BFGS(rtol=1e-8, atol=1e-8)`.
-    - `max_steps`: the most evaluations, all stages together (default 100).
-    - `mode`: `"auto"` (default), `"reverse"` or `"forward"`: the gradient's mode
-      (see [`hybrax.tune`][]).
-    - `stability_weight`: $w$, the weight of the stability penalty (default
-      1e3; see [`hybrax.tune`][]).
-    - `objective_scale`: $J_0$, a typical size of the objective, so that it
-      weighs against the penalties whatever its units (default 1); `"start"`:
-      its magnitude at the first orbit (after the existence stage). The
-      history's and the result's `objective` are the minimised, scaled value.
-    - `seek_steps`: where no orbit is found at the start, the most steps of an
-      existence stage before the tuning (0: none; [`hybrax.tune`][] then raises
-      a `ValueError`). It
-      minimises $|P(u; p) - u|^2 + \sum_i (c_i/\tau_i)^2$ over the unknowns $u$
-      and the varied parameters together by `optimistix.LevenbergMarquardt`
-      (forward-mode Jacobians; the constraints read on the open cycle from $u$),
-      and ends where the periodicity defect $\max|P(u) - u|$ is below
-      `seek_tol` (default 0.1) and an orbit is found from there. A controller
-      whose walker falls has no orbit to differentiate; this stage gives it one.
-    """
-
-    minimiser: optx.AbstractMinimiser | None = eqx.field(static=True, default=None)
-    max_steps: int = eqx.field(static=True, default=100)
-    mode: str = eqx.field(static=True, default="auto")
-    stability_weight: float = eqx.field(static=True, default=1e3)
-    objective_scale: float | Literal["start"] = eqx.field(static=True, default=1.0)
-    seek_steps: int = eqx.field(static=True, default=0)
-    seek_tol: float = eqx.field(static=True, default=0.1)
-
-    def __check_init__(self):
-        if self.mode not in ("auto", "reverse", "forward"):
-            raise ValueError(
-                f"`mode` must be 'auto', 'reverse' or 'forward'; got {self.mode!r}."
-            )
-        if isinstance(self.max_steps, bool) or int(self.max_steps) < 1:
-            raise ValueError(
-                f"`max_steps` must be a positive integer; got {self.max_steps}."
-            )
-        if not self.stability_weight >= 0:
-            raise ValueError(
-                f"`stability_weight` must be non-negative; got {self.stability_weight}."
-            )
-        scale = self.objective_scale
-        if scale != "start" and not (
-            isinstance(scale, int | float | np.floating)
-            and not isinstance(scale, bool)
-            and 0 < scale < math.inf
-        ):
-            raise ValueError(
-                "`objective_scale` must be a positive number or 'start'; got "
-                f"{scale!r}."
-            )
-        if isinstance(self.seek_steps, bool) or int(self.seek_steps) < 0:
-            raise ValueError(f"`seek_steps` must be >= 0; got {self.seek_steps}.")
-        if not self.seek_tol > 0:
-            raise ValueError(f"`seek_tol` must be positive; got {self.seek_tol}.")
-        if self.minimiser is not None and not isinstance(
-            self.minimiser, optx.AbstractMinimiser
-        ):
-            raise ValueError(
-                "`minimiser` must be an optimistix minimiser; got "
-                f"{type(self.minimiser).__name__}."
-            )
+from .._solution import RESULTS, status_name
+from .problem import (
+    ForwardProblem,
+    _host,
+    _Problem,
+    _Seek,
+    _seek_value,
+    _value,
+    minimiser_init,
+    minimiser_step,
+    minimiser_terminate,
+)
+from .results import TuneResult, TuneSettings, TuneStep
 
 
 def tune(
@@ -813,64 +454,6 @@ def _seek(
             return z[k:], z[:k], value, u_orbit, result, run_time
         z = z_next
     return z[k:], z[:k], value, u_orbit, result, run_time
-
-
-@compiled("the orbit seek step")
-def _seek_value(seek, z, width):
-    return seek(z, width)
-
-
-@compiled("the tuning start values")
-def _batched_values(problem, y):
-    return jax.vmap(problem.with_values)(y)
-
-
-@compiled("the tuning values")
-def _values_of(problem, orbits, params):
-    def one(orbit, params_):
-        return problem.value_of(orbit, params_, jnp.ones((), orbit.u.dtype))[0]
-
-    return jax.vmap(one)(orbits, params)
-
-
-def _host(aux):
-    f, (u, rho, multipliers, result, violations, raw) = aux
-    return (
-        np.asarray(f),
-        (
-            np.asarray(u),
-            np.asarray(rho),
-            np.asarray(multipliers),
-            result,
-            np.asarray(violations),
-            np.asarray(raw),
-        ),
-    )
-
-
-@compiled("the tuning objective")
-def _value(problem, y, args):
-    return problem.evaluate(y, args)
-
-
-@compiled("the tuning start")
-def minimiser_init(minimiser, fn, y, args, f_struct, aux_struct, tags):
-    """The minimiser's initial state (one compiled program, as optimistix's loop
-    would build it; the host loop of `tune` and of the jumper's best jump steps
-    it one evaluation at a time)."""
-    return minimiser.init(fn, y, args, {}, f_struct, aux_struct, tags)
-
-
-@compiled("the tuning step")
-def minimiser_step(minimiser, fn, y, args, state, tags):
-    """One step of the minimiser (compiled once per problem)."""
-    return minimiser.step(fn, y, args, {}, state, tags)
-
-
-@compiled("the tuning stop test")
-def minimiser_terminate(minimiser, fn, y, args, state, tags):
-    """The minimiser's stop test after a step (compiled once per problem)."""
-    return minimiser.terminate(fn, y, args, {}, state, tags)
 
 
 def _print_step(record: TuneStep, stage: int, n_stages: int) -> None:

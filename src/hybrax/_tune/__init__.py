@@ -1,0 +1,20 @@
+"""Gradient-based tuning of periodic orbits ([`hybrax.tune`][]): what it takes and
+gives in `results`, the objective's programs in `problem`, the minimisation in
+`driver`.
+"""
+
+from .driver import (
+    tune as tune,
+)
+from .problem import (
+    ForwardProblem as ForwardProblem,
+    minimiser_init as minimiser_init,
+    minimiser_step as minimiser_step,
+    minimiser_terminate as minimiser_terminate,
+)
+from .results import (
+    QuantityTarget as QuantityTarget,
+    TuneResult as TuneResult,
+    TuneSettings as TuneSettings,
+    TuneStep as TuneStep,
+)
