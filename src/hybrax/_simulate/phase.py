@@ -70,47 +70,163 @@ def run_phase(
     diagnose: bool = True,
 ) -> PhaseOutcome:
     """Run one phase of `mode` from `(t, x)`: start checks, one diffrax solve per
-    stage, the event, the reset and its records. Lanes with `active` false do no
-    work (their solves run from `t` to `t`). With `diagnose` false the checks
-    (constraints and viability at the start, dips inside steps, grazing at the
-    event) and the guards at the next start and crossing rates are skipped: for
-    the inner iterations of a solver whose result a final diagnosed pass checks (under
-    forward-mode AD the dip check costs 70% more per cycle, and all of it costs
-    compile time)."""
-    dtype = x.dtype
-    tol = settings.guard_tol
+    stage (`_run_stages`), the event and its reset (`_reset`), the crossing's
+    classification (`_classify_crossing`), the phase's status (`_phase_result`)
+    and its records (`_samples`). Lanes with `active`
+    false do no work (their solves run from `t` to `t`). With `diagnose` false the
+    checks (constraints and viability at the start, dips inside steps, grazing at
+    the event) and the guards at the next start and crossing rates are skipped:
+    for the inner iterations of a solver whose result a final diagnosed pass
+    checks (under forward-mode AD the dip check costs 70% more per cycle, and all
+    of it costs compile time)."""
     tables = Tables(system, static_mode)
     augmented = augmentation is not None
     state_of = _state_of_augmented if augmented else _identity
-    t_end = jnp.asarray(settings.t_max, dtype)
 
     start = check_phase_start(tables, mode, t, x, params, settings, initial, diagnose)
     run = active & (start.result == RESULTS.successful)
-    phase_observables_wanted = bool(phase_keys)
-    dense = n_save > 0 or phase_observables_wanted
-
-    term = dfx.ODETerm(_PhaseField(tables, augmentation))
-    event = dfx.Event(
-        _PhaseCondition(tables, augmented),
-        root_finder=settings.event_root_finder,
-        direction=False,
+    stages = _run_stages(
+        system,
+        tables,
+        mode,
+        t,
+        x if not augmented else (x, extra),
+        params,
+        settings,
+        adjoint,
+        start.armed,
+        run,
+        augmentation=augmentation,
+        dense=n_save > 0 or bool(phase_keys),
+        detect_dips=diagnose and settings.dip_tol is not None,
     )
+    x_minus = state_of(stages.y)
+    t_event = stages.t
+    k = expected if expected is not None else stages.fired
+    x_plus, next_mode_value = _reset(system, k, t_event, x_minus, params)
+    next_mode = jnp.asarray(next_mode_value, jnp.int32)
+    extra_plus, extra_record = None, None
+    if augmented:
+        extra_plus, extra_record = augmentation.at_event(
+            system, k, t_event, x_minus, stages.y[1], params
+        )
+    observables = _event_observables(
+        system, observable_shapes, k, t_event, x_minus, x_plus, params
+    )
+    rate, grazing, guard_at_start = _classify_crossing(
+        system,
+        tables,
+        mode,
+        stages,
+        t_event,
+        x_minus,
+        x_plus,
+        params,
+        settings.guard_tol,
+        next_mode_value if isinstance(k, int) else None,
+        next_mode,
+        diagnose,
+    )
+    finite = jnp.all(jnp.isfinite(x_plus)) & jnp.isfinite(t_event)
+    result, cause = _phase_result(system, start, stages, finite, grazing, expected)
+    t_phase, x_phase, phase_obs = _samples(
+        system,
+        stages.solves,
+        state_of,
+        mode,
+        static_mode,
+        t,
+        t_event,
+        x,
+        params,
+        n_save,
+        phase_keys,
+    )
+    return PhaseOutcome(
+        result=result,
+        cause=cause,
+        ran=run,
+        event=active & stages.hit & finite,
+        t_event=t_event,
+        x_minus=x_minus,
+        x_plus=x_plus,
+        extra_plus=extra_plus,
+        extra_record=extra_record,
+        transition=jnp.asarray(stages.fired, jnp.int32),
+        next_mode=next_mode,
+        crossing_rate=rate,
+        guard_at_start=guard_at_start,
+        observables=observables,
+        t_phase=t_phase,
+        x_phase=x_phase,
+        phase_observables=phase_obs,
+    )
+
+
+class _Stages(eqx.Module):
+    """Where the stages of a phase ended (internal): the state `y` (augmented with
+    the variational part where asked) at time `t`, the transition `fired`,
+    whether a real event was `hit`, why the stages failed where they did
+    (`result`, `cause`), and each stage's solve with its time span (for the dense
+    output)."""
+
+    y: Any
+    t: Array
+    fired: Array
+    hit: Array
+    result: RESULTS
+    cause: Array
+    solves: list
+
+
+def _stage_controller(settings, tables, augmented, detect_dips, state_of):
+    """The step-size controller of a phase's solves: the settings' own, wrapped
+    where an adaptive one must control the state alone (the variational part
+    follows) or catch guard dips inside a step."""
     controller = settings.stepsize_controller
-    detect_dips = diagnose and settings.dip_tol is not None
     if isinstance(controller, dfx.AbstractAdaptiveStepSizeController) and (
         detect_dips or augmented
     ):
-        # Steps are controlled on the state alone (the variational part follows),
-        # and guard dips inside a step are caught.
         controller = DipDetectingController(
             controller,
             _GuardRate(tables, augmented) if detect_dips else None,
             state_of,
             settings.dip_tol if detect_dips else 0.0,
         )
+    return controller
 
-    y = x if not augmented else (x, extra)
-    armed = start.armed
+
+def _run_stages(
+    system,
+    tables,
+    mode,
+    t,
+    y,
+    params,
+    settings,
+    adjoint,
+    armed,
+    run,
+    *,
+    augmentation,
+    dense: bool,
+    detect_dips: bool,
+) -> _Stages:
+    """The phase's flow, one diffrax solve per stage: a stage ends at the first
+    crossing of an armed guard (the event) or of an arming surface (which arms its
+    guard, and the next stage goes on), or fails (no event before `t_max`, a
+    failed root find, a strict arming past its guard)."""
+    tol = settings.guard_tol
+    augmented = augmentation is not None
+    state_of = _state_of_augmented if augmented else _identity
+    t_end = jnp.asarray(settings.t_max, state_of(y).dtype)
+    term = dfx.ODETerm(_PhaseField(tables, augmentation))
+    event = dfx.Event(
+        _PhaseCondition(tables, augmented),
+        root_finder=settings.event_root_finder,
+        direction=False,
+    )
+    controller = _stage_controller(settings, tables, augmented, detect_dips, state_of)
     finished = jnp.logical_not(run)
     fired = jnp.zeros((), jnp.int32)
     stage_result = RESULTS.successful
@@ -122,7 +238,7 @@ def run_phase(
     )
     hit = jnp.zeros((), bool)
     t_cur = t
-    stages = []
+    solves = []
     for _ in range(tables.n_stages()):
         c_start = tables.condition(mode, t_cur, state_of(y), params, armed)
         on_surface = (c_start <= 0) & (c_start >= -tol)
@@ -146,7 +262,7 @@ def run_phase(
         )
         t_hit = sol.ts[-1]
         y_hit = jtu.tree_map(lambda a: a[-1], sol.ys)
-        stages.append((sol, t_cur, t_hit))
+        solves.append((sol, t_cur, t_hit))
         occurred = sol.result == dfx.RESULTS.event_occurred
         entries = tables.entries(
             mode, t_hit, jax.lax.stop_gradient(state_of(y_hit)), params, armed
@@ -200,93 +316,112 @@ def run_phase(
     stage_result = RESULTS.where(
         jnp.logical_not(finished), RESULTS.event_not_reached, stage_result
     )
+    return _Stages(y, t_cur, fired, hit, stage_result, stage_cause, solves)
 
-    # The event.
-    x_minus = state_of(y)
-    t_event = t_cur
-    k = expected if expected is not None else fired
+
+def _reset(system, k, t_event, x_minus, params):
+    """The state after the event of transition `k` (an index known when tracing,
+    or traced: then every reset is traced once and switched) and the next mode."""
     if isinstance(k, int):
         reset = trace_once(system.transitions[k].reset)
-        x_plus = reset(t_event, x_minus, params)
-        next_mode_value = system.targets[k]
-    else:
-        resets = [trace_once(tr.reset) for tr in system.transitions]
-        x_plus = jax.lax.switch(k, resets, t_event, x_minus, params)
-        next_mode_value = jnp.asarray(system.targets, jnp.int32)[k]
-    next_mode = jnp.asarray(next_mode_value, jnp.int32)
-    extra_plus, extra_record = None, None
-    if augmented:
-        extra_plus, extra_record = augmentation.at_event(
-            system, k, t_event, x_minus, y[1], params
-        )
-    observables = _event_observables(
-        system, observable_shapes, k, t_event, x_minus, x_plus, params
-    )
+        return reset(t_event, x_minus, params), system.targets[k]
+    resets = [trace_once(tr.reset) for tr in system.transitions]
+    x_plus = jax.lax.switch(k, resets, t_event, x_minus, params)
+    return x_plus, jnp.asarray(system.targets, jnp.int32)[k]
 
-    # Classify the crossing (status only: no derivatives flow).
+
+def _classify_crossing(
+    system,
+    tables,
+    mode,
+    stages,
+    t_event,
+    x_minus,
+    x_plus,
+    params,
+    tol,
+    static_next_mode,
+    next_mode,
+    diagnose: bool,
+):
+    """`(crossing rate, grazing, guard at the next start)` of the event (status
+    only: no derivatives flow); NaN, False and NaN without `diagnose`."""
+    dtype = x_minus.dtype
+    if not diagnose:
+        nan = jnp.full((), jnp.nan, dtype)
+        return nan, jnp.zeros((), bool), nan
     t_s, x_s, p_s = jax.lax.stop_gradient((t_event, x_minus, params))
-    if diagnose:
-        _, h1, h2 = tables.guard_derivatives(mode, t_s, x_s, p_s)
-        rate, curvature = h1[fired], h2[fired]
-        grazing = hit & _grazing(rate, curvature, tol)
-    else:
-        rate, grazing = jnp.full((), jnp.nan, dtype), jnp.zeros((), bool)
-    if diagnose:
-        next_tables = Tables(system, next_mode_value if isinstance(k, int) else None)
-        x_plus_s = jax.lax.stop_gradient(x_plus)
-        next_armed = next_tables.arming(next_mode, t_s, x_plus_s, p_s) > 0
-        next_guards = jnp.where(
-            next_armed, next_tables.guards(next_mode, t_s, x_plus_s, p_s), jnp.inf
-        )
-        guard_at_start = (
-            jnp.min(next_guards)
-            if next_guards.shape[0]
-            else jnp.full((), jnp.inf, dtype)
-        )
-    else:
-        guard_at_start = jnp.full((), jnp.nan, dtype)
+    _, h1, h2 = tables.guard_derivatives(mode, t_s, x_s, p_s)
+    rate, curvature = h1[stages.fired], h2[stages.fired]
+    grazing = stages.hit & _grazing(rate, curvature, tol)
+    next_tables = Tables(system, static_next_mode)
+    x_plus_s = jax.lax.stop_gradient(x_plus)
+    next_armed = next_tables.arming(next_mode, t_s, x_plus_s, p_s) > 0
+    next_guards = jnp.where(
+        next_armed, next_tables.guards(next_mode, t_s, x_plus_s, p_s), jnp.inf
+    )
+    guard_at_start = (
+        jnp.min(next_guards) if next_guards.shape[0] else jnp.full((), jnp.inf, dtype)
+    )
+    return rate, grazing, guard_at_start
 
-    finite = jnp.all(jnp.isfinite(x_plus)) & jnp.isfinite(t_event)
+
+def _phase_result(system, start, stages, finite, grazing, expected):
+    """The phase's status and its cause (the transition concerned, or -1): the
+    start's failure, else the event's class (terminal, non-finite, grazing, out
+    of the expected sequence), else the stages' failure."""
+    fired, hit = stages.fired, stages.hit
     # A terminal transition (a fall) ends the run whichever transition was due.
     if any(system.terminals):
         terminal = hit & jnp.asarray(system.terminals)[fired]
     else:
         terminal = jnp.zeros((), bool)
+    in_sequence = jnp.asarray(True) if expected is None else fired == expected
+    event_result = RESULTS.where(
+        terminal,
+        RESULTS.terminal_event,
+        RESULTS.where(
+            finite,
+            RESULTS.where(
+                grazing,
+                RESULTS.grazing_event,
+                RESULTS.where(
+                    in_sequence, RESULTS.successful, RESULTS.wrong_event_sequence
+                ),
+            ),
+            RESULTS.nonfinite_state,
+        ),
+    )
     result = RESULTS.where(
         start.result != RESULTS.successful,
         start.result,
-        RESULTS.where(
-            hit,
-            RESULTS.where(
-                terminal,
-                RESULTS.terminal_event,
-                RESULTS.where(
-                    finite,
-                    RESULTS.where(
-                        grazing,
-                        RESULTS.grazing_event,
-                        RESULTS.where(
-                            jnp.asarray(True)
-                            if expected is None
-                            else fired == expected,
-                            RESULTS.successful,
-                            RESULTS.wrong_event_sequence,
-                        ),
-                    ),
-                    RESULTS.nonfinite_state,
-                ),
-            ),
-            stage_result,
-        ),
+        RESULTS.where(hit, event_result, stages.result),
     )
     cause = jnp.where(
         start.result != RESULTS.successful,
         start.cause,
-        jnp.where(grazing | terminal, fired, stage_cause),
+        jnp.where(grazing | terminal, fired, stages.cause),
     ).astype(jnp.int32)
-    event_recorded = active & hit & finite
+    return result, cause
 
-    # Samples and phase observables on the dense output of the stages.
+
+def _samples(
+    system,
+    solves,
+    state_of,
+    mode,
+    static_mode,
+    t,
+    t_event,
+    x,
+    params,
+    n_save: int,
+    phase_keys,
+):
+    """`(t_phase, x_phase, phase observables)` on the stages' dense output: `n_save`
+    evenly spaced samples of the phase and the observables `phase_keys`."""
+    dtype = x.dtype
+
     def within(s, t_a, t_b):
         # Not `jnp.clip`: at a tie (the phase's ends, where the observables'
         # grid starts and stops) its derivative splits between the arguments,
@@ -294,8 +429,9 @@ def run_phase(
         return jnp.where(s < t_a, t_a, jnp.where(s > t_b, t_b, s))
 
     def x_of(s):
-        value = state_of(stages[0][0].evaluate(within(s, stages[0][1], stages[0][2])))
-        for sol, t_a, t_b in stages[1:]:
+        first, t_a, t_b = solves[0]
+        value = state_of(first.evaluate(within(s, t_a, t_b)))
+        for sol, t_a, t_b in solves[1:]:
             later = state_of(sol.evaluate(within(s, t_a, t_b)))
             value = jnp.where(s > t_a, later, value)
         return value
@@ -307,29 +443,11 @@ def run_phase(
     else:
         t_phase = jnp.zeros((0,), dtype)
         x_phase = jnp.zeros((0, x.shape[0]), dtype)
-    if phase_observables_wanted:
-        phase_obs = _phase_observables(
+    phase_obs = (
+        _phase_observables(
             system, phase_keys, mode, static_mode, t, t_event, x_of, params
         )
-    else:
-        phase_obs = {}
-
-    return PhaseOutcome(
-        result=result,
-        cause=cause,
-        ran=run,
-        event=event_recorded,
-        t_event=t_event,
-        x_minus=x_minus,
-        x_plus=x_plus,
-        extra_plus=extra_plus,
-        extra_record=extra_record,
-        transition=jnp.asarray(fired, jnp.int32),
-        next_mode=next_mode,
-        crossing_rate=rate,
-        guard_at_start=guard_at_start,
-        observables=observables,
-        t_phase=t_phase,
-        x_phase=x_phase,
-        phase_observables=phase_obs,
+        if phase_keys
+        else {}
     )
+    return t_phase, x_phase, phase_obs
