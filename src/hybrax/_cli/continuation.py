@@ -15,7 +15,7 @@ import math
 import pathlib
 import sys
 import time
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -135,12 +135,21 @@ def _continuation_settings(args: argparse.Namespace, theta: float, method: str):
     )
 
 
-def _run_continue(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    import jax.numpy as jnp
+class _Range(NamedTuple):
+    """The parameter to continue in (its name and `Parameter`), the range to
+    follow it over, the longest period followed and the parameter's arclength
+    scale."""
 
-    from .._continuation import continue_branch
-    from .._misc import canonical_params
-    from .._solution import RESULTS, Interrupted, status_name
+    name: str
+    parameter: Any
+    start: float
+    stop: float
+    max_period: float
+    theta: float
+
+
+def _run_continue(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    from .._solution import RESULTS
 
     model = common._load_model(parser, args.model)
     spec = model.presentation.continuation
@@ -150,6 +159,57 @@ def _run_continue(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
     form = model.forms[form_name]
     if form.section is None:
         parser.error(f"argument --form: no Poincaré section for {form_name!r}")
+    span = _continuation_range(args, parser, model, spec)
+    params = _start_params(args, parser, model, span)
+    system = form.system()
+    section = form.section()
+    # Guesses of the reduced unknowns: the same for every form of a model.
+    guesses = model.start_guesses(params)
+    branch, elapsed = _branch_from_guesses(args, system, section, guesses, params, span)
+
+    payload = _continue_payload(args, form_name, params, span, branch, elapsed)
+    name, start, stop = span.name, span.start, span.stop
+    print(f"{args.model} ({form_name}), parameters:")
+    print(common._params_lines(payload["params"]))
+    print(f"continuation in {name} from {start:g} towards {stop:g} ({args.method})")
+    if branch.result == RESULTS.start_failed:
+        return _report_start_failed(args, payload, span, len(guesses), branch)
+
+    summary = _branch_summary(model, system, form, branch, params, span.parameter)
+    _print_branch_counts(model, branch, summary, elapsed)
+    records, folds, doublings, tori = _point_records(form, branch, summary, name)
+    _print_special_points(name, folds, doublings, tori)
+    limits = _branch_limits(model, branch, summary, params, span.parameter)
+    payload.update(
+        branch=records,
+        folds=folds,
+        period_doublings=doublings,
+        neimark_sackers=tori,
+        limits={k: common._number(v) for k, v in limits.items()},
+    )
+    levels, interrupted = _cascade_levels(
+        args, model, form, system, section, branch, params, span, payload
+    )
+    print()
+    if args.figures:
+        _write_continue_figures(
+            args, model, form, levels, summary, params, span.parameter
+        )
+    if args.json is not None:
+        common._write_json(args.json, payload)
+        print(f"wrote {args.json}")
+    if interrupted:
+        _report_interrupted(branch)
+        return 130
+    return 0
+
+
+def _continuation_range(
+    args: argparse.Namespace, parser: argparse.ArgumentParser, model, spec
+) -> _Range:
+    """The parameter, range, longest period and parameter scale from the command
+    line, each defaulting to the model's `spec` (a usage error where one is
+    invalid, or where only one end of another parameter's range is given)."""
     name = spec.parameter if args.param is None else args.param
     try:
         parameter = model.parameter(name)
@@ -183,20 +243,38 @@ def _run_continue(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
         theta = spec.parameter_scale if default_range else 0.1 * abs(stop - start)
     if not (math.isfinite(theta) and theta > 0):
         parser.error(f"argument --parameter-scale: must be positive, got {theta}")
+    return _Range(name, parameter, start, stop, max_period, theta)
 
+
+def _start_params(
+    args: argparse.Namespace, parser: argparse.ArgumentParser, model, span: _Range
+):
+    """The model's parameters with `--set`/`--params` applied, at the start of the
+    range (a usage error where either end breaks the parameters' rules)."""
+    import jax.numpy as jnp
+
+    from .._misc import canonical_params
+
+    parameter = span.parameter
     values = common._parse_sets(parser, model, args.set, args.params)
     params = canonical_params(common._make_params(parser, model, values))
-    for label, value in (("--stop", stop), ("--start", start)):
+    for label, value in (("--stop", span.stop), ("--start", span.start)):
         try:
             # Rebuilt, the parameters check their rules at that value too.
             dataclasses.replace(parameter.set(params, jnp.asarray(value, float)))
         except ValueError as error:
-            parser.error(f"argument {label}: {name}={value:g}: {error}")
-    params = parameter.set(params, jnp.asarray(start, dtype=float))
-    system = form.system()
-    section = form.section()
-    # Guesses of the reduced unknowns: the same for every form of a model.
-    guesses = model.start_guesses(params)
+            parser.error(f"argument {label}: {span.name}={value:g}: {error}")
+    return parameter.set(params, jnp.asarray(span.start, dtype=float))
+
+
+def _branch_from_guesses(
+    args: argparse.Namespace, system, section, guesses, params, span: _Range
+):
+    """The branch followed from the first of `guesses` whose start orbit is
+    found (else the last attempt's), the partial branch where interrupted:
+    `(branch, seconds)`."""
+    from .._continuation import continue_branch
+    from .._solution import RESULTS, Interrupted
 
     began = time.perf_counter()
     branch = None
@@ -207,11 +285,13 @@ def _run_continue(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
                 section,
                 guess,
                 params,
-                parameter,
-                start=start,
-                stop=stop,
-                max_period=max_period,
-                continuation_settings=_continuation_settings(args, theta, args.method),
+                span.parameter,
+                start=span.start,
+                stop=span.stop,
+                max_period=span.max_period,
+                continuation_settings=_continuation_settings(
+                    args, span.theta, args.method
+                ),
                 settings=common.solver_settings(args),
                 throw=False,
             )
@@ -223,14 +303,22 @@ def _run_continue(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
             break
     elapsed = time.perf_counter() - began
     assert branch is not None
+    return branch, elapsed
 
-    payload: dict[str, Any] = {
+
+def _continue_payload(
+    args: argparse.Namespace, form_name: str, params, span: _Range, branch, elapsed
+) -> dict[str, Any]:
+    """The JSON's entries on the inputs and on how the continuation ended."""
+    from .._solution import status_name
+
+    return {
         "model": args.model,
         "form": form_name,
         "params": common._params_dict(params),
-        "parameter": name,
-        "start": start,
-        "stop": stop,
+        "parameter": span.name,
+        "start": span.start,
+        "stop": span.stop,
         "method": args.method,
         "status": status_name(branch.result)[0],
         "message": branch.message,
@@ -239,39 +327,53 @@ def _run_continue(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
         "settings": common.solver_record(args),
         "seconds": elapsed,
     }
-    print(f"{args.model} ({form_name}), parameters:")
-    print(common._params_lines(payload["params"]))
-    print(f"continuation in {name} from {start:g} towards {stop:g} ({args.method})")
-    if branch.result == RESULTS.start_failed:
-        sys.stdout.flush()
-        print(
-            f"no periodic orbit found at {name} = {start:g} from any of "
-            f"{len(guesses)} guesses: {branch.message}",
-            file=sys.stderr,
-        )
-        payload.update(
-            branch=[], folds=[], period_doublings=[], neimark_sackers=[], limits={}
-        )
-        if args.json is not None:
-            common._write_json(args.json, payload)
-            print(f"wrote {args.json}")
-        return 1
 
+
+def _report_start_failed(
+    args: argparse.Namespace,
+    payload: dict[str, Any],
+    span: _Range,
+    n_guesses: int,
+    branch,
+) -> int:
+    """Say that no guess led to an orbit at the start and write the JSON with an
+    empty branch; exit status 1."""
+    sys.stdout.flush()
+    print(
+        f"no periodic orbit found at {span.name} = {span.start:g} from any of "
+        f"{n_guesses} guesses: {branch.message}",
+        file=sys.stderr,
+    )
+    payload.update(
+        branch=[], folds=[], period_doublings=[], neimark_sackers=[], limits={}
+    )
+    if args.json is not None:
+        common._write_json(args.json, payload)
+        print(f"wrote {args.json}")
+    return 1
+
+
+def _branch_summary(model, system, form, branch, params, parameter):
+    """The per-point quantities of the branch, by name: the model's, else the
+    period and the leading multiplier."""
     summarise = model.presentation.continuation_summary
-    if summarise is None:
-        # The leading multiplier: its real value when it is real (-1 at a period
-        # doubling), else its modulus.
-        leading = branch.multipliers[:, 0]
-        real = np.abs(np.imag(leading)) <= 1e-12 * np.maximum(1.0, np.abs(leading))
-        summary = {
-            "period": branch.period,
-            "multiplier": np.where(real, np.real(leading), np.abs(leading)),
-        }
-    else:
-        summary = summarise(system, form, branch, params, parameter, _T_MAX)
-    states = branch.state
-    if form.to_minimal is not None:
-        states = np.asarray(form.to_minimal(jnp.asarray(states)), dtype=float)
+    if summarise is not None:
+        return summarise(system, form, branch, params, parameter, _T_MAX)
+    # The leading multiplier: its real value when it is real (-1 at a period
+    # doubling), else its modulus.
+    leading = branch.multipliers[:, 0]
+    real = np.abs(np.imag(leading)) <= 1e-12 * np.maximum(1.0, np.abs(leading))
+    return {
+        "period": branch.period,
+        "multiplier": np.where(real, np.real(leading), np.abs(leading)),
+    }
+
+
+def _print_branch_counts(model, branch, summary, elapsed: float) -> None:
+    """How the continuation went: points, time, retried steps, why it stopped,
+    and how many points are stable (and flagged by the model)."""
+    from .._solution import status_name
+
     print(
         f"  {branch.n_points} points in {elapsed:.1f} s ({branch.n_rejected} steps "
         f"retried); stopped: {status_name(branch.result)[0]} ({branch.message})"
@@ -284,6 +386,17 @@ def _run_continue(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
         line += f"; {int(np.sum(flagged))} {words}"
     print(line)
     print()
+
+
+def _point_records(form, branch, summary, name: str):
+    """The JSON records of every point of the branch and of its folds, period
+    doublings and Neimark-Sacker points (those with where they were located):
+    `(points, folds, doublings, tori)`."""
+    import jax.numpy as jnp
+
+    states = branch.state
+    if form.to_minimal is not None:
+        states = np.asarray(form.to_minimal(jnp.asarray(states)), dtype=float)
 
     def point_record(i: int) -> dict[str, Any]:
         record: dict[str, Any] = {name: float(branch.parameter[i])}
@@ -304,10 +417,16 @@ def _run_continue(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
         record["test_value"] = common._number(special.test_value)
         return record
 
-    records = [point_record(i) for i in range(branch.n_points)]
-    folds = [special_record(f) for f in branch.folds]
-    doublings = [special_record(p) for p in branch.period_doublings]
-    tori = [special_record(p) for p in branch.neimark_sackers]
+    return (
+        [point_record(i) for i in range(branch.n_points)],
+        [special_record(f) for f in branch.folds],
+        [special_record(p) for p in branch.period_doublings],
+        [special_record(p) for p in branch.neimark_sackers],
+    )
+
+
+def _print_special_points(name: str, folds, doublings, tori) -> None:
+    """Each kind of special point with its parameter, period and multiplier."""
     for label, items in (
         ("folds", folds),
         ("period doublings", doublings),
@@ -323,6 +442,10 @@ def _run_continue(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
                 f"{float('nan') if multiplier is None else multiplier:+.10f}"
                 + ("" if item["located"] else "  (not located)")
             )
+
+
+def _branch_limits(model, branch, summary, params, parameter) -> dict:
+    """The model's limits along the branch (none without its hook), printed."""
     limits = {}
     find_limits = model.presentation.continuation_limits
     if find_limits is not None:
@@ -332,60 +455,78 @@ def _run_continue(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
         print("limits:")
         for key, value in limits.items():
             print(f"  {key:28s} {value:.10g}")
-    payload.update(
-        branch=records,
-        folds=folds,
-        period_doublings=doublings,
-        neimark_sackers=tori,
-        limits={k: common._number(v) for k, v in limits.items()},
-    )
+    return limits
+
+
+def _cascade_levels(
+    args: argparse.Namespace,
+    model,
+    form,
+    system,
+    section,
+    branch,
+    params,
+    span: _Range,
+    payload: dict[str, Any],
+):
+    """The branch and, with `--cascade`, its period-doubled levels, whose records
+    go into `payload`: `([(section, branch), ...], interrupted)`."""
+    from .._solution import RESULTS, Interrupted
+
     levels = [(section, branch)]
     interrupted = bool(branch.result == RESULTS.interrupted)
-    if args.cascade and not interrupted:
-        try:
-            levels += _follow_cascade(
-                args,
-                system,
-                section,
-                branch,
-                params,
-                parameter,
-                stop,
-                max_period,
-                theta,
-            )
-        except Interrupted:  # the first branch is whole; the cascade is dropped
-            interrupted = True
-            payload["cascade_status"] = "interrupted"
-        else:
-            payload["cascade"] = [
-                _level_record(model, form, level_section, level, parameter, 2**k)
-                for k, (level_section, level) in enumerate(levels)
-                if k > 0
-            ]
-    print()
-    if args.figures and len(levels) > 1:
+    if not args.cascade or interrupted:
+        return levels, interrupted
+    try:
+        levels += _follow_cascade(
+            args,
+            system,
+            section,
+            branch,
+            params,
+            span.parameter,
+            span.stop,
+            span.max_period,
+            span.theta,
+        )
+    except Interrupted:  # the first branch is whole; the cascade is dropped
+        payload["cascade_status"] = "interrupted"
+        return levels, True
+    payload["cascade"] = [
+        _level_record(model, form, level_section, level, span.parameter, 2**k)
+        for k, (level_section, level) in enumerate(levels)
+        if k > 0
+    ]
+    return levels, False
+
+
+def _write_continue_figures(
+    args: argparse.Namespace, model, form, levels, summary, params, parameter
+) -> None:
+    """The cascade's bifurcation diagram (where it has levels) and the branch's
+    figures (the model's, else period and multiplier), each path printed."""
+    if len(levels) > 1:
         for path in _bifurcation_figure(model, form, levels, parameter, args):
             print(f"wrote {path}")
-    if args.figures:
-        figures = model.presentation.continuation_figures or functools.partial(
-            _branch_figures, model
-        )
-        for path in figures(branch, summary, params, parameter, args.out):
-            print(f"wrote {path}")
-    if args.json is not None:
-        common._write_json(args.json, payload)
-        print(f"wrote {args.json}")
-    if interrupted:
-        what = (
-            f"after {branch.n_points} points; wrote the branch so far (continue "
-            f"it with --start {float(branch.parameter[-1])!r})"
-            if branch.result == RESULTS.interrupted
-            else "during the cascade; wrote the first branch without it"
-        )
-        print(f"hybrax continue: interrupted {what}", file=sys.stderr)
-        return 130
-    return 0
+    branch = levels[0][1]
+    figures = model.presentation.continuation_figures or functools.partial(
+        _branch_figures, model
+    )
+    for path in figures(branch, summary, params, parameter, args.out):
+        print(f"wrote {path}")
+
+
+def _report_interrupted(branch) -> None:
+    """Say where an interrupted continuation stopped and what was written."""
+    from .._solution import RESULTS
+
+    what = (
+        f"after {branch.n_points} points; wrote the branch so far (continue "
+        f"it with --start {float(branch.parameter[-1])!r})"
+        if branch.result == RESULTS.interrupted
+        else "during the cascade; wrote the first branch without it"
+    )
+    print(f"hybrax continue: interrupted {what}", file=sys.stderr)
 
 
 def _follow_cascade(

@@ -6,7 +6,7 @@ import concurrent.futures
 import importlib
 import importlib.metadata
 import sys
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -126,15 +126,81 @@ def _orbit_from_defaults(model, system, section, params, orbit, shooting):
     return homotopy.orbit, record
 
 
+class _OrbitProblem(NamedTuple):
+    """What an orbit search needs: the model, the chosen formulation (its name,
+    system and section), the parameters and the guess of the orbit."""
+
+    model: Any
+    form_name: str
+    form: Any
+    system: Any
+    section: Any
+    params: Any
+    guess: Any
+
+
+class _Stability(NamedTuple):
+    """The converged orbit's linearisation in the model's minimal coordinates:
+    reduced Jacobian, monodromy matrices and nontrivial multipliers by autodiff
+    and by saltation product."""
+
+    jacobian: np.ndarray
+    monodromy_ad: np.ndarray
+    monodromy_saltation: np.ndarray
+    multipliers_ad: np.ndarray
+    multipliers_saltation: np.ndarray
+    max_discrepancy: float
+    stable: bool
+
+
 def _run_orbit(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    problem = _orbit_problem(args, parser)
+    model, form, system = problem.model, problem.form, problem.system
+    sequence = tuple(system.transition_index(k) for k in problem.section.sequence)
+    n_cycle = len(sequence)
+    periods_program = _prepare_periods(args, problem, sequence)
+    orbit, homotopy, hint = _search_orbit(args, problem)
+    payload = _orbit_payload(args, problem, orbit, homotopy)
+    _print_params(args, problem)
+    if not bool(orbit.succeeded):
+        return _report_no_orbit(args, problem, orbit, payload, hint)
+
+    state = _to_minimal(form, orbit.state)
+    # One compiled simulation: the orbit over several periods, and from the
+    # perturbed starts (their first period is drawn).
+    trajectory, solution, sim_status = _simulate_periods(
+        periods_program, problem, state
+    )
+    summary, summary_lines = _model_summary(model, orbit, solution, problem.params)
+    stability = _stability(form, orbit, len(model.state_names))
+    payload.update(_orbit_values(orbit, state, summary, stability))
+    _print_orbit(problem, orbit, state, sequence, summary_lines)
+    _print_stability(problem, orbit, stability, sequence)
+
+    simulated = bool(solution.succeeded)
+    if simulated and args.figures:
+        _write_orbit_figures(args, problem, periods_program, state, trajectory, n_cycle)
+    elif not simulated:
+        print(
+            f"note: the simulation of {_ORBIT_PERIODS} periods from the orbit "
+            f"failed ({sim_status}); no figures written.",
+            file=sys.stderr,
+        )
+    if args.json is not None:
+        _write_json(args.json, payload)
+        print(f"wrote {args.json}")
+    return 0
+
+
+def _orbit_problem(
+    args: argparse.Namespace, parser: argparse.ArgumentParser
+) -> _OrbitProblem:
+    """The model, formulation, parameters and orbit guess that the command line
+    asks for (a usage error where the model or formulation has no orbits)."""
     import jax
     import jax.numpy as jnp
 
     from .._misc import canonical_params
-    from .._periodic import find_periodic_orbit
-    from .._programs import prepare
-    from .._simulate import simulate
-    from .._solution import status_message, status_name
 
     model = _load_model(parser, args.model)
     if not model.has_orbits:
@@ -154,12 +220,24 @@ def _run_orbit(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
     stored = _params_file_vector(args.params, "u", guess.shape[0])
     if stored is not None and form_name == model.default_form:
         guess = jnp.asarray(stored)  # a tuned gait's orbit
+    return _OrbitProblem(model, form_name, form, system, section, params, guess)
+
+
+def _prepare_periods(
+    args: argparse.Namespace, problem: _OrbitProblem, sequence: tuple
+) -> concurrent.futures.Future:
+    """Start compiling the dense simulation of the orbit's periods (for the
+    figures and the model's summary) in a second thread; its future program."""
+    import jax.numpy as jnp
+
+    from .._programs import prepare
+    from .._simulate import simulate
+
+    system, params = problem.system, problem.params
     # The dense simulation of the orbit (figures, apexes) compiles in a second
     # thread while the orbit search does: XLA releases the interpreter while it
     # compiles, and the machine has a core for each.
-    sequence = tuple(system.transition_index(k) for k in section.sequence)
     mode0 = system.targets[sequence[-1]]
-    n_cycle = len(sequence)
     pool = concurrent.futures.ThreadPoolExecutor(max_workers=1)
     periods_program = pool.submit(
         prepare,
@@ -168,7 +246,7 @@ def _run_orbit(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
             system,
             x,
             p,
-            n_events=_ORBIT_PERIODS * n_cycle,
+            n_events=_ORBIT_PERIODS * len(sequence),
             settings=solver_settings(args),
             mode0=mode0,
             n_save=_ORBIT_SAMPLES,
@@ -180,12 +258,27 @@ def _run_orbit(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
     # critical path.
     pool.submit(importlib.import_module, "hybrax.plot")
     pool.shutdown(wait=False)
+    return periods_program
+
+
+def _search_orbit(args: argparse.Namespace, problem: _OrbitProblem):
+    """Shoot for the orbit from the guess, and where that fails, follow it from
+    the model's defaults (unless `--no-homotopy` or the model says no orbit
+    exists). Returns `(orbit, homotopy record or None, the model's hint or None)`."""
+    from .._periodic import find_periodic_orbit
+
+    model, system, section, params = (
+        problem.model,
+        problem.system,
+        problem.section,
+        problem.params,
+    )
     settings = solver_settings(args)
     # Newton on the variational return map: its last iteration holds the orbit's
     # cycle, apexes and saltation monodromy, so the program needs no further
     # pass (the smallest program, compiled once).
     shooting = dict(settings=settings, phase_observables=False)
-    orbit = find_periodic_orbit(system, section, guess, params, **shooting)
+    orbit = find_periodic_orbit(system, section, problem.guess, params, **shooting)
     homotopy = None
     no_orbit_hint = model.presentation.no_orbit_hint
     hint = None if no_orbit_hint is None else no_orbit_hint(params)
@@ -194,128 +287,175 @@ def _run_orbit(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
         orbit, homotopy = _orbit_from_defaults(
             model, system, section, params, orbit, shooting
         )
-    floquet = orbit.floquet
-    converged = bool(orbit.succeeded)
-    status = status_name(orbit.result)[0]
-    message = status_message(orbit.result)[0]
+    return orbit, homotopy, hint
 
-    # States and monodromy matrices are shown in the minimal coordinates.
-    n_min = len(model.state_names)
-    if form.to_minimal is None:
-        to_minimal = np.asarray
-    else:
 
-        def to_minimal(x):
-            return np.asarray(form.to_minimal(jnp.asarray(x)))
+def _orbit_payload(
+    args: argparse.Namespace, problem: _OrbitProblem, orbit, homotopy
+) -> dict[str, Any]:
+    """The JSON's entries common to found and failed orbits: the inputs and how
+    the search ended."""
+    from .._solution import status_message, status_name
 
-    state = to_minimal(orbit.state)
-    durations = np.asarray(orbit.phase_durations, dtype=float)
-    n_steps = int(orbit.n_steps)
-    residual = float(orbit.residual_norm)
-    payload: dict[str, Any] = {
+    return {
         "model": args.model,
-        "form": form_name,
-        "params": _params_dict(params),
-        "state_names": list(model.state_names),
+        "form": problem.form_name,
+        "params": _params_dict(problem.params),
+        "state_names": list(problem.model.state_names),
         "settings": solver_record(args),
-        "converged": converged,
-        "status": status,
-        "status_message": message,
-        "newton_iterations": n_steps,
-        "residual_norm": _number(residual),
+        "converged": bool(orbit.succeeded),
+        "status": status_name(orbit.result)[0],
+        "status_message": status_message(orbit.result)[0],
+        "newton_iterations": int(orbit.n_steps),
+        "residual_norm": _number(float(orbit.residual_norm)),
         "homotopy": homotopy,
     }
+
+
+def _model_summary(model, orbit, solution, params):
+    """The model's own quantities of the orbit (NaN where there is no orbit),
+    JSON-safe, and its lines for the summary: `(values, lines)`."""
     summary_hook = model.presentation.orbit_summary
+    if summary_hook is None:
+        return {}, []
+    values, lines = summary_hook(orbit, orbit.floquet, solution, params)
+    return {
+        key: value if isinstance(value, bool) else _number(value)
+        for key, value in values.items()
+    }, lines
 
-    def model_summary(solution):
-        """The model's own quantities (NaN where there is no orbit), JSON-safe."""
-        if summary_hook is None:
-            return {}, []
-        values, lines = summary_hook(orbit, floquet, solution, params)
-        return {
-            key: value if isinstance(value, bool) else _number(value)
-            for key, value in values.items()
-        }, lines
 
-    print(f"{args.model} ({form_name}), parameters:")
-    print(_params_lines(_params_dict(params)))
+def _report_no_orbit(
+    args: argparse.Namespace,
+    problem: _OrbitProblem,
+    orbit,
+    payload: dict[str, Any],
+    hint,
+) -> int:
+    """Say why no orbit was found and write the JSON with the orbit's entries
+    empty and the best iterate; exit status 1."""
+    keys = (
+        "state period phase_durations reduced_jacobian "
+        "reduced_jacobian_eigenvalues monodromy_ad monodromy_saltation "
+        "max_discrepancy multipliers_ad multipliers_saltation "
+        "trivial_multiplier_ad trivial_multiplier_saltation "
+        "conserved_multipliers_ad conserved_multipliers_saltation stable"
+    ).split()
+    payload.update(dict.fromkeys(keys))
+    payload.update(
+        dict.fromkeys(_model_summary(problem.model, orbit, None, problem.params)[0])
+    )
+    best = orbit.restart.safeguard
+    payload["best_iterate"] = [_number(v) for v in np.asarray(best.best_iterate)]
+    payload["best_residual_norm"] = _number(float(best.best_defect))
+    sys.stdout.flush()
+    # Where the model knows that no orbit can exist (a wheel on level
+    # ground), that comes first: it is the cause, the failure its symptom.
+    if hint is not None:
+        print(f"note: {hint}.", file=sys.stderr)
+    print(
+        f"no periodic orbit found: {orbit.describe_failure()}. "
+        f"{_for_command(payload['status_message'], SOLVER_OPTIONS)}",
+        file=sys.stderr,
+    )
+    if args.json is not None:
+        _write_json(args.json, payload)
+        print(f"wrote {args.json}")
+    return 1
+
+
+def _print_params(args: argparse.Namespace, problem: _OrbitProblem) -> None:
+    """The summary's heading: the model, its formulation and its parameters."""
+    print(f"{args.model} ({problem.form_name}), parameters:")
+    print(_params_lines(_params_dict(problem.params)))
     print()
-    if not converged:
-        keys = (
-            "state period phase_durations reduced_jacobian "
-            "reduced_jacobian_eigenvalues monodromy_ad monodromy_saltation "
-            "max_discrepancy multipliers_ad multipliers_saltation "
-            "trivial_multiplier_ad trivial_multiplier_saltation "
-            "conserved_multipliers_ad conserved_multipliers_saltation stable"
-        ).split()
-        payload.update(dict.fromkeys(keys))
-        payload.update(dict.fromkeys(model_summary(None)[0]))
-        best = orbit.restart.safeguard
-        payload["best_iterate"] = [_number(v) for v in np.asarray(best.best_iterate)]
-        payload["best_residual_norm"] = _number(float(best.best_defect))
-        sys.stdout.flush()
-        # Where the model knows that no orbit can exist (a wheel on level
-        # ground), that comes first: it is the cause, the failure its symptom.
-        if hint is not None:
-            print(f"note: {hint}.", file=sys.stderr)
-        print(
-            f"no periodic orbit found: {orbit.describe_failure()}. "
-            f"{_for_command(message, SOLVER_OPTIONS)}",
-            file=sys.stderr,
-        )
-        if args.json is not None:
-            _write_json(args.json, payload)
-            print(f"wrote {args.json}")
-        return 1
 
-    # One compiled simulation: the orbit over several periods, and from the
-    # perturbed starts (their first period is drawn).
 
-    def periods(x_min):
-        from ..plot import Trajectory
+def _to_minimal(form, x) -> np.ndarray:
+    """`x` in the model's minimal coordinates, in which states and monodromy
+    matrices are shown."""
+    import jax.numpy as jnp
 
-        full = x_min if form.from_minimal is None else form.from_minimal(x_min)
-        solution = periods_program.result()(jnp.asarray(full, dtype=float), params)
-        trajectory = Trajectory.from_solution(
-            solution, system, to_minimal=form.to_minimal
-        )
-        return trajectory, solution, status_name(solution.result)[0]
+    if form.to_minimal is None:
+        return np.asarray(x)
+    return np.asarray(form.to_minimal(jnp.asarray(x)))
 
-    trajectory, solution, sim_status = periods(state)
-    simulated = bool(solution.succeeded)
-    cycle = _first_period(trajectory, n_cycle)
-    summary, summary_lines = model_summary(solution)
 
-    M = np.asarray(orbit.reduced_jacobian, dtype=float)
+def _simulate_periods(periods_program, problem: _OrbitProblem, x_min):
+    """The compiled simulation of `_ORBIT_PERIODS` periods from the minimal state
+    `x_min`: `(trajectory, solution, status name)`."""
+    import jax.numpy as jnp
+
+    from .._solution import status_name
+    from ..plot import Trajectory
+
+    form = problem.form
+    full = x_min if form.from_minimal is None else form.from_minimal(x_min)
+    solution = periods_program.result()(jnp.asarray(full, dtype=float), problem.params)
+    trajectory = Trajectory.from_solution(
+        solution, problem.system, to_minimal=form.to_minimal
+    )
+    return trajectory, solution, status_name(solution.result)[0]
+
+
+def _stability(form, orbit, n_min: int) -> _Stability:
+    """The reduced Jacobian, the monodromy matrices in minimal coordinates and the
+    nontrivial multipliers of the converged `orbit`; stable where every
+    multiplier lies inside the unit circle by both routes."""
+    floquet = orbit.floquet
     mono_ad = form.minimal_monodromy(floquet.monodromy_ad, n_min)
     mono_s = form.minimal_monodromy(floquet.monodromy_saltation, n_min)
     mult_ad = np.asarray(floquet.multipliers_ad)
     mult_s = np.asarray(floquet.multipliers_saltation)
-    stable = bool(np.all(np.abs(mult_ad) < 1) and np.all(np.abs(mult_s) < 1))
-    payload.update(
+    return _Stability(
+        jacobian=np.asarray(orbit.reduced_jacobian, dtype=float),
+        monodromy_ad=mono_ad,
+        monodromy_saltation=mono_s,
+        multipliers_ad=mult_ad,
+        multipliers_saltation=mult_s,
+        max_discrepancy=float(np.max(np.abs(mono_ad - mono_s))),
+        stable=bool(np.all(np.abs(mult_ad) < 1) and np.all(np.abs(mult_s) < 1)),
+    )
+
+
+def _orbit_values(orbit, state, summary, stability: _Stability) -> dict[str, Any]:
+    """The JSON's entries of a converged orbit: its state, durations, the model's
+    quantities and its stability by both routes."""
+    floquet = orbit.floquet
+    M = stability.jacobian
+    return dict(
         state=[float(v) for v in state],
         period=float(orbit.period),
-        phase_durations=[float(v) for v in durations],
+        phase_durations=[
+            float(v) for v in np.asarray(orbit.phase_durations, dtype=float)
+        ],
         **summary,
         reduced_jacobian=_matrix(M),
         reduced_jacobian_eigenvalues=_pairs(np.linalg.eigvals(M)),
-        monodromy_ad=_matrix(mono_ad),
-        monodromy_saltation=_matrix(mono_s),
-        max_discrepancy=float(np.max(np.abs(mono_ad - mono_s))),
+        monodromy_ad=_matrix(stability.monodromy_ad),
+        monodromy_saltation=_matrix(stability.monodromy_saltation),
+        max_discrepancy=stability.max_discrepancy,
         max_discrepancy_full_state=float(floquet.max_discrepancy),
-        multipliers_ad=_pairs(mult_ad),
-        multipliers_saltation=_pairs(mult_s),
+        multipliers_ad=_pairs(stability.multipliers_ad),
+        multipliers_saltation=_pairs(stability.multipliers_saltation),
         trivial_multiplier_ad=_pairs(floquet.trivial_ad)[0],
         trivial_multiplier_saltation=_pairs(floquet.trivial_saltation)[0],
         conserved_multipliers_ad=_pairs(floquet.conserved_ad),
         conserved_multipliers_saltation=_pairs(floquet.conserved_saltation),
-        stable=stable,
+        stable=stability.stable,
     )
 
-    names = ", ".join(model.state_names)
-    print(f"periodic orbit: converged ({status})")
-    print(f"  Newton iterations       {n_steps}")
-    print(f"  residual max|F|         {residual:.3e}")
+
+def _print_orbit(problem: _OrbitProblem, orbit, state, sequence, summary_lines):
+    """The summary of a converged orbit: the search, the state on the section and
+    the model's quantities (else the phase durations and the period)."""
+    from .._solution import status_name
+
+    system = problem.system
+    names = ", ".join(problem.model.state_names)
+    print(f"periodic orbit: converged ({status_name(orbit.result)[0]})")
+    print(f"  Newton iterations       {int(orbit.n_steps)}")
+    print(f"  residual max|F|         {float(orbit.residual_norm):.3e}")
     first = system.transitions[sequence[-1]].name
     on_section = "[" + ", ".join(f"{v:+.10f}" for v in state) + "]"
     print(f"  state after {first:<11} {on_section}")
@@ -324,23 +464,38 @@ def _run_orbit(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
         for line in summary_lines:
             print(line)
     else:
+        durations = np.asarray(orbit.phase_durations, dtype=float)
         for k, duration in enumerate(durations):
             mode = system.modes[system.sources[sequence[k]]].name
             print(f"  phase {k + 1} ({mode})".ljust(26) + f"{duration:.10f} s")
         print(f"  period                  {float(orbit.period):.10f} s")
     print()
+
+
+def _print_stability(problem: _OrbitProblem, orbit, stability: _Stability, sequence):
+    """The reduced Jacobian, both monodromy matrices and the Floquet multipliers
+    of the converged orbit, with the verdict."""
+    floquet = orbit.floquet
+    names = ", ".join(problem.model.state_names)
+    first = problem.system.transitions[sequence[-1]].name
+    M = stability.jacobian
     print(f"reduced Jacobian M (unknowns after {first}):")
     print("\n".join(_format_matrix(M)))
     eig_M = ", ".join(_format_complex(v) for v in np.linalg.eigvals(M))
     print(f"  eigenvalues: {eig_M}")
-    for label, matrix in (("autodiff", mono_ad), ("saltation product", mono_s)):
+    for label, matrix in (
+        ("autodiff", stability.monodromy_ad),
+        ("saltation product", stability.monodromy_saltation),
+    ):
         print(f"monodromy by {label} ({names}):")
         print("\n".join(_format_matrix(matrix)))
-    print(f"  max |AD - saltation| = {payload['max_discrepancy']:.3e}", end="")
-    if form.to_minimal is not None:
+    print(f"  max |AD - saltation| = {stability.max_discrepancy:.3e}", end="")
+    if problem.form.to_minimal is not None:
         print(f" (full state: {float(floquet.max_discrepancy):.3e})", end="")
     print()
     print()
+    mult_ad = stability.multipliers_ad
+    mult_s = stability.multipliers_saltation
     print("Floquet multipliers (nontrivial, by decreasing modulus):")
     print(f"  autodiff:  {', '.join(_format_complex(v) for v in mult_ad)}")
     print(f"  saltation: {', '.join(_format_complex(v) for v in mult_s)}")
@@ -349,7 +504,7 @@ def _run_orbit(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
         f"{_format_complex(floquet.trivial_saltation)} (saltation)"
     )
     for name, ad, salt in zip(
-        (invariant.__name__ for invariant in section.invariants),
+        (invariant.__name__ for invariant in problem.section.invariants),
         np.asarray(floquet.conserved_ad),
         np.asarray(floquet.conserved_saltation),
     ):
@@ -358,30 +513,33 @@ def _run_orbit(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
             f"{_format_complex(salt)} (saltation)"
         )
     leading = float(np.max(np.abs(mult_ad))) if mult_ad.size else 0.0
-    verdict = "stable" if stable else "unstable"
+    verdict = "stable" if stability.stable else "unstable"
     print(f"  {verdict}: largest nontrivial |multiplier| = {leading:.10f}")
     print()
 
-    if simulated and args.figures:
-        perturbed, labels = [], []
-        for index, size, label in model.presentation.orbit_perturbations:
-            start = state.copy()
-            start[index] += size
-            perturbed.append(_first_period(periods(start)[0], n_cycle))
-            labels.append(label)
-        for path in model.orbit_figures(
-            cycle, perturbed, labels, trajectory, params, args.out
-        ):
-            print(f"wrote {path}")
-        for path in _stick_outputs(model, trajectory, params, args.out, args.fps):
-            print(f"wrote {path}")
-    elif not simulated:
-        print(
-            f"note: the simulation of {_ORBIT_PERIODS} periods from the orbit "
-            f"failed ({sim_status}); no figures written.",
-            file=sys.stderr,
-        )
-    if args.json is not None:
-        _write_json(args.json, payload)
-        print(f"wrote {args.json}")
-    return 0
+
+def _write_orbit_figures(
+    args: argparse.Namespace,
+    problem: _OrbitProblem,
+    periods_program,
+    state,
+    trajectory,
+    n_cycle: int,
+) -> None:
+    """The model's orbit figures (its first period, and the first periods from the
+    model's perturbed starts) and the stick-figure outputs, each path printed."""
+    model, params = problem.model, problem.params
+    cycle = _first_period(trajectory, n_cycle)
+    perturbed, labels = [], []
+    for index, size, label in model.presentation.orbit_perturbations:
+        start = state.copy()
+        start[index] += size
+        moved = _simulate_periods(periods_program, problem, start)[0]
+        perturbed.append(_first_period(moved, n_cycle))
+        labels.append(label)
+    for path in model.orbit_figures(
+        cycle, perturbed, labels, trajectory, params, args.out
+    ):
+        print(f"wrote {path}")
+    for path in _stick_outputs(model, trajectory, params, args.out, args.fps):
+        print(f"wrote {path}")

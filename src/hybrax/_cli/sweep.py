@@ -19,7 +19,7 @@ import math
 import pathlib
 import sys
 import time
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -321,12 +321,40 @@ def _write_csv(path: pathlib.Path, columns: dict[str, np.ndarray]) -> None:
     return write_file(path, write)
 
 
-def _run_sweep(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    import jax
+class _SweepProblem(NamedTuple):
+    """A sweep as the command line gives it: the model, its form, the fixed
+    parameters, the grid axes and the mapped quantities."""
 
-    from .._solution import NUMERICAL_FAILURES, Interrupted
-    from .._sweep import SweepSettings, sweep_orbits
+    model: Any
+    form_name: str
+    form: Any
+    sets: dict[str, float]
+    axes: list[tuple[str, np.ndarray]]
+    quantities: dict[str, Any]
+    # (column name, summary text, heat-map label) of the model's flagged orbits.
+    flag: tuple[str, str, str]
 
+
+class _SweepTally(NamedTuple):
+    """Per-point outcomes of a sweep (flat boolean arrays) and the count of each
+    failure status."""
+
+    converged: np.ndarray
+    stable: np.ndarray
+    pulling: np.ndarray
+    not_run: np.ndarray
+    # Without an orbit from the guess nor from the nearest converged neighbour's.
+    retried: np.ndarray
+    failures: dict[str, int]
+
+    @property
+    def n_converged(self) -> int:
+        return int(self.converged.sum())
+
+
+def _sweep_problem(args: argparse.Namespace, parser) -> _SweepProblem:
+    """Read the model, form, `--set` values, grid axes and `--quantity` of the
+    command line, checking them (exit 2 on an error)."""
     model = common._load_model(parser, args.model)
     if not model.has_orbits:
         parser.error(f"argument model: no periodic orbits for {args.model!r}")
@@ -360,47 +388,74 @@ def _run_sweep(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
                 f"{args.model} has: {', '.join(sorted(known)) or 'none'}"
             )
         quantities[args.quantity] = known[args.quantity]
-    params = _grid_params(parser, model, sets, axes)
-    shape = tuple(len(v) for _, v in axes)
-    n = int(np.prod(shape))
-    n_devices = len(jax.local_devices())
-    chunk = _balanced_chunk(n, args.chunk, n_devices)
-    system = form.system()
-    section = form.section()
-    flag = model.presentation.sweep_flag
-
-    grid_text = " x ".join(
-        f"{name} ({len(v)} in [{v[0]:g}, {v[-1]:g}])" for name, v in axes
+    return _SweepProblem(
+        model,
+        form_name,
+        form,
+        sets,
+        axes,
+        quantities,
+        model.presentation.sweep_flag,
     )
-    print(f"{args.model} ({form_name}): sweep over {grid_text} = {n} points")
+
+
+def _print_sweep_plan(
+    args: argparse.Namespace, problem: _SweepProblem, n: int, chunk: int, n_devices
+) -> None:
+    """Print the grid, the chunking and the solve settings before the sweep."""
+    grid_text = " x ".join(
+        f"{name} ({len(v)} in [{v[0]:g}, {v[-1]:g}])" for name, v in problem.axes
+    )
+    print(f"{args.model} ({problem.form_name}): sweep over {grid_text} = {n} points")
     print(
         f"  {-(-n // chunk)} chunk(s) of {chunk} on {n_devices} device(s); "
         f"tol {args.tol:g}, t_max {args.t_max:g}, Newton <= {args.max_iterations}, "
         f"{args.map_iterations} return-map iteration(s) from the orbit guess"
     )
     sys.stdout.flush()
-    start = time.perf_counter()
-    guess = model.orbit_guess
-    if args.guess == "scan":
-        scan = model.scan_guess
-        if scan is None or form_name != model.default_form:
-            parser.error(
-                f"argument --guess: no scan guess for {args.model!r} ({form_name})"
-            )
-        guess = scan
-    resume = None
-    if args.resume is not None:
-        from .._archive import load
 
-        try:
-            resume = load(args.resume)
-        except ValueError as error:
-            parser.error(f"argument --resume: {error}")
-        if type(resume).__name__ != "OrbitSweep" or np.shape(resume.retried) != (n,):
-            parser.error(
-                f"argument --resume: {str(args.resume)!r} is not an interrupted "
-                f"sweep of this grid ({n} points)"
-            )
+
+def _sweep_guess(args: argparse.Namespace, parser, problem: _SweepProblem):
+    """The orbit guess of every point: the model's, or its return-map scan with
+    `--guess scan` (only in the model's default form)."""
+    model = problem.model
+    if args.guess != "scan":
+        return model.orbit_guess
+    scan = model.scan_guess
+    if scan is None or problem.form_name != model.default_form:
+        parser.error(
+            f"argument --guess: no scan guess for {args.model!r} ({problem.form_name})"
+        )
+    return scan
+
+
+def _load_resume(args: argparse.Namespace, parser, n: int):
+    """The interrupted sweep that `--resume` names (None without it); it must be
+    an `OrbitSweep` of a grid of `n` points."""
+    if args.resume is None:
+        return None
+    from .._archive import load
+
+    try:
+        resume = load(args.resume)
+    except ValueError as error:
+        parser.error(f"argument --resume: {error}")
+    if type(resume).__name__ != "OrbitSweep" or np.shape(resume.retried) != (n,):
+        parser.error(
+            f"argument --resume: {str(args.resume)!r} is not an interrupted "
+            f"sweep of this grid ({n} points)"
+        )
+    return resume
+
+
+def _solve_sweep(
+    args: argparse.Namespace, system, section, guess, params, chunk: int, resume
+):
+    """Run `sweep_orbits` over the grid; returns `(sweep, interrupted)`, the
+    finished part of the sweep where Ctrl-C stopped it."""
+    from .._solution import Interrupted
+    from .._sweep import SweepSettings, sweep_orbits
+
     try:
         out = sweep_orbits(
             system,
@@ -421,57 +476,78 @@ def _run_sweep(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
                 map_iterations=args.map_iterations,
             ),
         )
-        interrupted = False
+        return out, False
     except Interrupted as stop:
         if stop.partial is None:  # nothing finished: `main`'s one line
             raise KeyboardInterrupt from None
-        out, interrupted = stop.partial, True
-    elapsed = time.perf_counter() - start
+        return stop.partial, True
 
-    columns, _ = _columns(axes, params, out, system, section, flag[0], quantities)
+
+def _tally_sweep(columns: dict[str, np.ndarray], flag_name: str) -> _SweepTally:
+    """Count the outcomes in the sweep's table."""
     converged = columns["converged"]
-    stable = columns["stable"]
-    pulling = columns[flag[0]]
     not_run = columns["status"] == "not_run"
     failures: dict[str, int] = {}
     for name in columns["status"][~converged & ~not_run]:
         failures[str(name)] = failures.get(str(name), 0) + 1
-    n_conv = int(converged.sum())
-    retried = columns["retried_from_neighbour"] & ~converged
+    return _SweepTally(
+        converged=converged,
+        stable=columns["stable"],
+        pulling=columns[flag_name],
+        not_run=not_run,
+        retried=columns["retried_from_neighbour"] & ~converged,
+        failures=failures,
+    )
+
+
+def _print_sweep_summary(
+    tally: _SweepTally, elapsed: float, interrupted: bool, flag_text: str
+) -> None:
+    """Print the counts of converged, stable, failed and flagged points and the
+    time taken."""
+    n = tally.converged.size
+    n_conv = tally.n_converged
+    n_stable = int(tally.stable.sum())
+    n_not_run = int(tally.not_run.sum())
+    failures = tally.failures
     print(
-        f"  converged {n_conv}/{n} (stable {int(stable.sum())}, unstable "
-        f"{n_conv - int(stable.sum())}); no orbit at {n - n_conv - int(not_run.sum())}"
+        f"  converged {n_conv}/{n} (stable {n_stable}, unstable "
+        f"{n_conv - n_stable}); no orbit at {n - n_conv - n_not_run}"
         + (
             ": " + ", ".join(f"{k} {v}" for k, v in sorted(failures.items()))
             if failures
             else ""
         )
         + (
-            f" ({int(retried.sum())} of them none from their nearest converged "
+            f" ({int(tally.retried.sum())} of them none from their nearest converged "
             "neighbour's orbit either)"
-            if retried.any()
+            if tally.retried.any()
             else ""
         )
     )
     if interrupted:
-        print(f"  not run (interrupted) at {int(not_run.sum())}")
-    if pulling.any():
-        print(f"  {int(pulling.sum())} {flag[1]}")
+        print(f"  not run (interrupted) at {n_not_run}")
+    if tally.pulling.any():
+        print(f"  {int(tally.pulling.sum())} {flag_text}")
     print(f"  time {elapsed:.1f} s ({n / elapsed:.1f} points/s, compilation included)")
 
-    args.out.mkdir(parents=True, exist_ok=True)
-    written = []
-    csv_path = args.out / "sweep.csv"
-    _write_csv(csv_path, columns)
-    written.append(csv_path)
 
-    npz_path = args.out / "sweep.npz"
+def _write_sweep_tables(
+    folder: pathlib.Path, columns: dict[str, np.ndarray], axes, out
+) -> list[pathlib.Path]:
+    """Write `sweep.csv` (one row a point) and `sweep.npz` (the columns in the
+    grid's shape, the grid axes and the orbits' arrays); returns their paths."""
+    shape = tuple(len(v) for _, v in axes)
+    csv_path = folder / "sweep.csv"
+    _write_csv(csv_path, columns)
+
+    npz_path = folder / "sweep.npz"
     arrays: dict[str, Any] = {
         f"{name}": np.asarray(v).reshape(shape) for name, v in columns.items()
     }
     arrays.update(
         {f"grid_{name}": values for name, values in axes},
-        grid_names=np.array(grid_names),
+        grid_names=np.array([name for name, _ in axes]),
         multipliers=np.asarray(out.multipliers).reshape(shape + (-1,)),
         u=np.asarray(out.orbit.u).reshape(shape + (-1,)),
         state=np.asarray(out.orbit.state).reshape(shape + (-1,)),
@@ -479,49 +555,138 @@ def _run_sweep(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
             shape + np.shape(out.orbit.reduced_jacobian)[1:]
         ),
     )
-    written.append(
-        write_file(npz_path, lambda temporary: np.savez(temporary, **arrays))
+    return [
+        csv_path,
+        write_file(npz_path, lambda temporary: np.savez(temporary, **arrays)),
+    ]
+
+
+def _write_heatmap(
+    args: argparse.Namespace,
+    problem: _SweepProblem,
+    out,
+    columns: dict[str, np.ndarray],
+    tally: _SweepTally,
+) -> pathlib.Path:
+    """Write `sweep_heatmap.png` of a 2-D grid: the leading multiplier's magnitude
+    (or `--quantity`) where an orbit converged, the other points marked."""
+    from .. import plot
+    from .._solution import NUMERICAL_FAILURES
+
+    (xname, x), (yname, y) = problem.axes
+    shape = (len(x), len(y))
+    if args.quantity is None:
+        values = np.abs(np.asarray(out.multipliers)[:, 0])
+        title = f"{args.model}: leading nontrivial Floquet multiplier"
+    else:
+        values = columns[args.quantity]
+        title = f"{args.model}: {args.quantity}"
+    values = np.where(tally.converged, values, np.nan).reshape(shape)
+    fig = plot.sweep_heatmap(
+        x,
+        y,
+        values,
+        xlabel=problem.model.label(xname),
+        ylabel=problem.model.label(yname),
+        flagged=tally.pulling.reshape(shape),
+        flagged_label=problem.flag[2],
+        no_orbit_label=(
+            "no periodic orbit (from the guess, nor from the nearest neighbour's orbit)"
+            if tally.retried.any()
+            else "no periodic orbit found"
+        ),
+        title=title,
+        level=1.0 if args.quantity is None else None,
+        not_run=tally.not_run.reshape(shape),
+        # A numerical failure, apart from no orbit found.
+        failed=np.isin(columns["status"], sorted(NUMERICAL_FAILURES)).reshape(shape),
+        colorbar_label=(
+            r"leading nontrivial $|\nu|$" if args.quantity is None else args.quantity
+        ),
     )
+    return write_figure(args.out / "sweep_heatmap.png", fig)
 
+
+def _write_sweep_json(
+    args: argparse.Namespace,
+    problem: _SweepProblem,
+    tally: _SweepTally,
+    interrupted: bool,
+    elapsed: float,
+    written: list[pathlib.Path],
+) -> None:
+    """Write the `--json` record: the problem, the settings, the counts of the
+    outcomes, the time and the files written."""
+    common._write_json(
+        args.json,
+        {
+            "model": args.model,
+            "form": problem.form_name,
+            "grid": {name: [float(v) for v in values] for name, values in problem.axes},
+            "set": problem.sets,
+            "points": tally.converged.size,
+            "settings": common.solver_record(args),
+            "converged": tally.n_converged,
+            "stable": int(tally.stable.sum()),
+            "failures": tally.failures,
+            "not_run": int(tally.not_run.sum()),
+            "status": "interrupted" if interrupted else "finished",
+            problem.flag[0]: int(tally.pulling.sum()),
+            "seconds": elapsed,
+            "files": [str(p) for p in written],
+        },
+    )
+    print(f"wrote {args.json}")
+
+
+def _keep_partial(folder: pathlib.Path, out, n: int, n_not_run: int) -> int:
+    """Ctrl-C during the sweep: save the finished part as `sweep_partial.npz`,
+    which `--resume` finishes, say so on stderr and exit 130."""
+    from .._archive import archive_bytes
+
+    partial = write_file(
+        folder / "sweep_partial.npz",
+        lambda temporary: temporary.write_bytes(archive_bytes(out)),
+    )
+    print(
+        f"hybrax sweep: interrupted after {n - n_not_run} of {n} "
+        "points; wrote those, the others with the status `not_run`; finish "
+        f"with --resume {partial}",
+        file=sys.stderr,
+    )
+    return 130
+
+
+def _run_sweep(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    import jax
+
+    problem = _sweep_problem(args, parser)
+    axes = problem.axes
+    params = _grid_params(parser, problem.model, problem.sets, axes)
+    n = int(np.prod(tuple(len(v) for _, v in axes)))
+    n_devices = len(jax.local_devices())
+    chunk = _balanced_chunk(n, args.chunk, n_devices)
+    system = problem.form.system()
+    section = problem.form.section()
+
+    _print_sweep_plan(args, problem, n, chunk, n_devices)
+    start = time.perf_counter()
+    guess = _sweep_guess(args, parser, problem)
+    resume = _load_resume(args, parser, n)
+    out, interrupted = _solve_sweep(args, system, section, guess, params, chunk, resume)
+    elapsed = time.perf_counter() - start
+
+    flag = problem.flag
+    columns, _ = _columns(
+        axes, params, out, system, section, flag[0], problem.quantities
+    )
+    tally = _tally_sweep(columns, flag[0])
+    _print_sweep_summary(tally, elapsed, interrupted, flag[1])
+
+    args.out.mkdir(parents=True, exist_ok=True)
+    written = _write_sweep_tables(args.out, columns, axes, out)
     if len(axes) == 2 and args.figures:
-        from .. import plot
-
-        (xname, x), (yname, y) = axes
-        if args.quantity is None:
-            values = np.abs(np.asarray(out.multipliers)[:, 0])
-            title = f"{args.model}: leading nontrivial Floquet multiplier"
-        else:
-            values = columns[args.quantity]
-            title = f"{args.model}: {args.quantity}"
-        values = np.where(converged, values, np.nan).reshape(shape)
-        fig = plot.sweep_heatmap(
-            x,
-            y,
-            values,
-            xlabel=model.label(xname),
-            ylabel=model.label(yname),
-            flagged=pulling.reshape(shape),
-            flagged_label=flag[2],
-            no_orbit_label=(
-                "no periodic orbit (from the guess, nor from the nearest "
-                "neighbour's orbit)"
-                if retried.any()
-                else "no periodic orbit found"
-            ),
-            title=title,
-            level=1.0 if args.quantity is None else None,
-            not_run=not_run.reshape(shape),
-            # A numerical failure, apart from no orbit found.
-            failed=np.isin(columns["status"], sorted(NUMERICAL_FAILURES)).reshape(
-                shape
-            ),
-            colorbar_label=(
-                r"leading nontrivial $|\nu|$"
-                if args.quantity is None
-                else args.quantity
-            ),
-        )
-        written.append(write_figure(args.out / "sweep_heatmap.png", fig))
+        written.append(_write_heatmap(args, problem, out, columns, tally))
     elif len(axes) != 2:
         print(
             f"note: no heat map for a {len(axes)}-D grid (it needs two --grid axes)",
@@ -530,38 +695,7 @@ def _run_sweep(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
     for path in written:
         print(f"wrote {path}")
     if args.json is not None:
-        common._write_json(
-            args.json,
-            {
-                "model": args.model,
-                "form": form_name,
-                "grid": {name: [float(v) for v in values] for name, values in axes},
-                "set": sets,
-                "points": n,
-                "settings": common.solver_record(args),
-                "converged": n_conv,
-                "stable": int(stable.sum()),
-                "failures": failures,
-                "not_run": int(not_run.sum()),
-                "status": "interrupted" if interrupted else "finished",
-                flag[0]: int(pulling.sum()),
-                "seconds": elapsed,
-                "files": [str(p) for p in written],
-            },
-        )
-        print(f"wrote {args.json}")
+        _write_sweep_json(args, problem, tally, interrupted, elapsed, written)
     if interrupted:
-        from .._archive import archive_bytes
-
-        partial = write_file(
-            args.out / "sweep_partial.npz",
-            lambda temporary: temporary.write_bytes(archive_bytes(out)),
-        )
-        print(
-            f"hybrax sweep: interrupted after {n - int(not_run.sum())} of {n} "
-            "points; wrote those, the others with the status `not_run`; finish "
-            f"with --resume {partial}",
-            file=sys.stderr,
-        )
-        return 130
+        return _keep_partial(args.out, out, n, int(tally.not_run.sum()))
     return 0

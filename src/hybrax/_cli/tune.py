@@ -19,6 +19,7 @@ import argparse
 import math
 import pathlib
 import sys
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -136,11 +137,25 @@ def _parse_targets(parser, names, items) -> dict[str, float]:
     return targets
 
 
-def _run_tune(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    model = common._load_model(parser, args.model)
-    if not (model.has_orbits and model.quantities):
-        parser.error(f"argument model: no orbit quantities to tune for {args.model!r}")
-    quantities = dict(model.quantities)
+class _TuneProblem(NamedTuple):
+    """A tuning problem as the command line gives it (with the model's own
+    problem filled in where `--vary` is absent)."""
+
+    model: Any
+    quantities: dict[str, Any]
+    targets: dict[str, float]
+    vary_names: list[str]
+    vary: list[Any]
+    params: Any
+    # The model's tuning defaults; `own`: its own problem is the one tuned.
+    defaults: Any
+    own: bool
+
+
+def _apply_tune_defaults(args: argparse.Namespace, parser, model) -> tuple[Any, bool]:
+    """Fill the options that the command line leaves out from the model's own
+    tuning problem (without `--vary`) or the command's defaults, in `args`;
+    returns `(the model's defaults, whether its own problem is tuned)`."""
     defaults = model.presentation.tune
     own = args.vary is None
     if own and defaults is None:
@@ -167,6 +182,17 @@ def _run_tune(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     args.verify_steps = pick(
         args.verify_steps, getattr(defaults, "verify_steps", None), 0
     )
+    return defaults, own
+
+
+def _tune_problem(args: argparse.Namespace, parser) -> _TuneProblem:
+    """Read the model, targets, objective, varied parameters and starting
+    parameters of the command line, checking them (exit 2 on an error)."""
+    model = common._load_model(parser, args.model)
+    if not (model.has_orbits and model.quantities):
+        parser.error(f"argument model: no orbit quantities to tune for {args.model!r}")
+    quantities = dict(model.quantities)
+    defaults, own = _apply_tune_defaults(args, parser, model)
     targets = _parse_targets(parser, list(quantities), args.target)
     if args.minimize is not None and args.minimize not in quantities:
         parser.error(
@@ -187,28 +213,48 @@ def _run_tune(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     params = common._make_params(parser, model, {**start, **values})
 
     from .._misc import canonical_params
-    from .._solution import status_name
-    from .._tune import QuantityTarget, TuneSettings, tune
 
-    params = canonical_params(params)
-    system = model.forms[model.default_form].system()
-    section = model.forms[model.default_form].section()
+    return _TuneProblem(
+        model,
+        quantities,
+        targets,
+        vary_names,
+        vary,
+        canonical_params(params),
+        defaults,
+        own,
+    )
 
+
+def _tune_terms(args: argparse.Namespace, problem: _TuneProblem):
+    """The tuning's `(constraints, objective, scale)`: a `QuantityTarget` per
+    `--target`, the `--minimize` quantity and the model's parameter scale."""
+    from .._tune import QuantityTarget
+
+    quantities = problem.quantities
     # The targets' values as arrays: one compiled tuning program serves them all.
     constraints = [
         (
             QuantityTarget(quantities[name], np.asarray(value, dtype=float)),
             args.tolerance,
         )
-        for name, value in targets.items()
+        for name, value in problem.targets.items()
     ]
     objective = None if args.minimize is None else quantities[args.minimize]
 
     scale = None
-    if own and defaults.scale is not None:
+    if problem.own and problem.defaults.scale is not None:
         scale = np.broadcast_to(
-            np.asarray(defaults.scale, dtype=float), (len(vary_names),)
+            np.asarray(problem.defaults.scale, dtype=float),
+            (len(problem.vary_names),),
         )
+    return constraints, objective, scale
+
+
+def _print_tune_plan(
+    args: argparse.Namespace, vary_names: list[str], targets: dict[str, float]
+) -> None:
+    """Print one line: what is tuned, for which targets, objective and bound."""
     print(f"{args.model}: tuning {', '.join(vary_names)}", end="")
     if targets:
         print(
@@ -220,45 +266,18 @@ def _run_tune(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         print(f"; |multiplier| < {args.max_multiplier:g}", end="")
     print()
     sys.stdout.flush()
-    steps = []
-    try:
-        guess = np.asarray(model.orbit_guess(params), dtype=float)
-        stored = common._params_file_vector(args.params, "u", guess.shape[0])
-        result = tune(
-            system,
-            section,
-            guess if stored is None else stored,  # a tuned gait's orbit
-            params,
-            objective,
-            vary=vary,
-            constraints=constraints,
-            max_multiplier=args.max_multiplier,
-            tune_settings=TuneSettings(
-                max_steps=args.max_steps,
-                objective_scale=getattr(args, "objective_scale", "start"),
-                seek_steps=args.seek_steps,
-            ),
-            progress=not args.no_progress,
-            scale=scale,
-            # A quantity the user chose is weighed by its size at the first
-            # orbit, whatever its units (an effort of 1e4 N^2 m^2 s would
-            # swamp the targets' penalties, a cost of transport of 4e-3 vanish).
-            settings=common.solver_settings(args),
-            callback=steps.append,
-        )
-    except KeyboardInterrupt:
-        return _keep_interrupted(args, params, vary, vary_names, steps)
-    except ValueError as error:  # no orbit at the start
-        print(f"error: {error}", file=sys.stderr)
-        return 1
 
-    orbit = result.orbit
-    final_quantities = {
-        name: common._number(fn(orbit, result.params))
-        for name, fn in quantities.items()
-    }
-    met = result.targets_met
-    multipliers = np.asarray(orbit.multipliers)
+
+def _print_tune_result(
+    args: argparse.Namespace,
+    result,
+    targets: dict[str, float],
+    final_quantities: dict[str, float | None],
+) -> None:
+    """Print the tuning's outcome: its status, the tuned values, every quantity of
+    the final orbit (marking the targets and the objective) and its multipliers."""
+    from .._solution import status_name
+
     print()
     print(
         f"result: {status_name(result.result)[0]} (the minimiser's status: "
@@ -284,12 +303,21 @@ def _run_tune(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         print(f"  {name:<18} {text}{mark}")
     print(
         "  multipliers        "
-        + ", ".join(common._format_complex(v) for v in multipliers)
+        + ", ".join(
+            common._format_complex(v) for v in np.asarray(result.orbit.multipliers)
+        )
     )
     print(
-        f"  orbit found {result.orbit_found}, stable {result.stable}, targets met {met}"
+        f"  orbit found {result.orbit_found}, stable {result.stable}, targets met "
+        f"{result.targets_met}"
     )
 
+
+def _verify_and_draw(
+    args: argparse.Namespace, model, system, section, result, vary_names
+) -> tuple[dict | None, list[pathlib.Path]]:
+    """Verify the tuned orbit (with `--verify-steps`) and write the figures (with
+    `--figures`); returns `(the verification's record or None, files written)`."""
     verification = None
     trajectory = None
     if args.verify_steps and result.orbit_found:
@@ -305,42 +333,111 @@ def _run_tune(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
             args.out,
             args.fps,
         )
+    return verification, written
+
+
+def _tune_record(
+    args: argparse.Namespace,
+    problem: _TuneProblem,
+    result,
+    verification: dict | None,
+    final_quantities: dict[str, float | None],
+) -> dict[str, Any]:
+    """The `--json` record: the problem, the settings, the history, the
+    verification and the final point (parameters, orbit and quantities)."""
+    from .._solution import status_name
+
+    orbit = result.orbit
+    return {
+        "model": args.model,
+        "vary": problem.vary_names,
+        "targets": problem.targets,
+        "minimize": args.minimize,
+        "tolerance": args.tolerance,
+        "max_multiplier": args.max_multiplier,
+        "settings": common.solver_record(args),
+        "mode": result.mode,
+        "status": status_name(result.result)[0],
+        "minimiser_result": result.minimiser_result,
+        "rule": result.rule,
+        "n_evaluations": result.n_evaluations,
+        "wall_time": result.wall_time,
+        "compile_time": result.compile_time,
+        "history": _history_json(result.history),
+        "verification": verification,
+        "final": {
+            "params": common._params_dict(result.params),
+            "values": result.values,
+            "objective": common._number(result.objective),
+            "multipliers": common._pairs(np.asarray(orbit.multipliers)),
+            "orbit_found": result.orbit_found,
+            "stable": result.stable,
+            "targets_met": result.targets_met,
+            "u": [float(v) for v in np.asarray(orbit.u)],
+            "state": [float(v) for v in np.asarray(orbit.state)],
+            **final_quantities,
+        },
+    }
+
+
+def _run_tune(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    problem = _tune_problem(args, parser)
+    model, params = problem.model, problem.params
+
+    from .._tune import TuneSettings, tune
+
+    system = model.forms[model.default_form].system()
+    section = model.forms[model.default_form].section()
+    constraints, objective, scale = _tune_terms(args, problem)
+    _print_tune_plan(args, problem.vary_names, problem.targets)
+    steps = []
+    try:
+        guess = np.asarray(model.orbit_guess(params), dtype=float)
+        stored = common._params_file_vector(args.params, "u", guess.shape[0])
+        result = tune(
+            system,
+            section,
+            guess if stored is None else stored,  # a tuned gait's orbit
+            params,
+            objective,
+            vary=problem.vary,
+            constraints=constraints,
+            max_multiplier=args.max_multiplier,
+            tune_settings=TuneSettings(
+                max_steps=args.max_steps,
+                objective_scale=getattr(args, "objective_scale", "start"),
+                seek_steps=args.seek_steps,
+            ),
+            progress=not args.no_progress,
+            scale=scale,
+            # A quantity the user chose is weighed by its size at the first
+            # orbit, whatever its units (an effort of 1e4 N^2 m^2 s would
+            # swamp the targets' penalties, a cost of transport of 4e-3 vanish).
+            settings=common.solver_settings(args),
+            callback=steps.append,
+        )
+    except KeyboardInterrupt:
+        return _keep_interrupted(args, params, problem.vary, problem.vary_names, steps)
+    except ValueError as error:  # no orbit at the start
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+
+    final_quantities = {
+        name: common._number(fn(result.orbit, result.params))
+        for name, fn in problem.quantities.items()
+    }
+    _print_tune_result(args, result, problem.targets, final_quantities)
+    verification, written = _verify_and_draw(
+        args, model, system, section, result, problem.vary_names
+    )
     for path in written:
         print(f"wrote {path}")
     if args.json is not None:
-        payload = {
-            "model": args.model,
-            "vary": vary_names,
-            "targets": targets,
-            "minimize": args.minimize,
-            "tolerance": args.tolerance,
-            "max_multiplier": args.max_multiplier,
-            "settings": common.solver_record(args),
-            "mode": result.mode,
-            "status": status_name(result.result)[0],
-            "minimiser_result": result.minimiser_result,
-            "rule": result.rule,
-            "n_evaluations": result.n_evaluations,
-            "wall_time": result.wall_time,
-            "compile_time": result.compile_time,
-            "history": _history_json(result.history),
-            "verification": verification,
-            "final": {
-                "params": common._params_dict(result.params),
-                "values": result.values,
-                "objective": common._number(result.objective),
-                "multipliers": common._pairs(multipliers),
-                "orbit_found": result.orbit_found,
-                "stable": result.stable,
-                "targets_met": met,
-                "u": [float(v) for v in np.asarray(orbit.u)],
-                "state": [float(v) for v in np.asarray(orbit.state)],
-                **final_quantities,
-            },
-        }
+        payload = _tune_record(args, problem, result, verification, final_quantities)
         common._write_json(args.json, payload)
         print(f"wrote {args.json}")
     verified = verification is None or verification["passed"]
+    met = result.targets_met
     return 0 if (result.orbit_found and result.stable and met and verified) else 1
 
 
@@ -481,30 +578,14 @@ def _verify(model, system, section, result, args):
             section.coordinates(jnp.asarray(start), params),
         )
     )
-    refound, distance, where = False, float("inf"), None
-    for origin, u in candidates:
-        again = find(u)
-        if bool(again.succeeded):
-            gap = float(np.max(np.abs(np.asarray(again.u) - np.asarray(orbit.u))))
-            if gap < distance:
-                distance, where = gap, origin
-            if gap < _SAME_ORBIT:
-                refound = True
-                break
+    refound, distance, where = _refind(find, candidates, orbit.u)
 
     # Stability: the walk from the disturbed orbit.
     solution = walk(jnp.asarray(start), params)
     status = status_name(solution.result)[0]
-    cycles = int(np.asarray(solution.n_events)) // per_cycle
-    gaps = np.max(
-        np.abs(np.asarray(solution.x_after)[per_cycle - 1 :: per_cycle] - state),
-        axis=-1,
+    cycles, gaps, back = _back_on_orbit(
+        solution, state, per_cycle, float(orbit.spectral_radius)
     )
-    # Back on the orbit: the distance shrinks at least as the multipliers predict
-    # (rho^(N - 1), to a factor 10) and by half at least.
-    rho = float(orbit.spectral_radius)
-    predicted = 10.0 * rho ** (len(gaps) - 1)
-    back = bool(np.isfinite(gaps[-1]) and gaps[-1] < min(0.5, predicted) * gaps[0])
     passed = refound and status == "successful" and back
     print()
     print("verification:")
@@ -540,6 +621,39 @@ def _verify(model, system, section, result, args):
         },
         trajectory,
     )
+
+
+def _refind(find, candidates, u_tuned) -> tuple[bool, float, str | None]:
+    """Find the orbit from each `(origin, u)` of `candidates` in turn until one is
+    the tuned orbit; returns `(found it, the least distance, from where)`."""
+    refound, distance, where = False, float("inf"), None
+    for origin, u in candidates:
+        again = find(u)
+        if bool(again.succeeded):
+            gap = float(np.max(np.abs(np.asarray(again.u) - np.asarray(u_tuned))))
+            if gap < distance:
+                distance, where = gap, origin
+            if gap < _SAME_ORBIT:
+                refound = True
+                break
+    return refound, distance, where
+
+
+def _back_on_orbit(
+    solution, state: np.ndarray, per_cycle: int, rho: float
+) -> tuple[int, np.ndarray, bool]:
+    """`(cycles, gaps, back)`: the cycles that a walk completed, its distance to
+    the orbit's state after each, and whether it came back to the orbit."""
+    cycles = int(np.asarray(solution.n_events)) // per_cycle
+    gaps = np.max(
+        np.abs(np.asarray(solution.x_after)[per_cycle - 1 :: per_cycle] - state),
+        axis=-1,
+    )
+    # Back on the orbit: the distance shrinks at least as the multipliers predict
+    # (rho^(N - 1), to a factor 10) and by half at least.
+    predicted = 10.0 * rho ** (len(gaps) - 1)
+    back = bool(np.isfinite(gaps[-1]) and gaps[-1] < min(0.5, predicted) * gaps[0])
+    return cycles, gaps, back
 
 
 def _figures(args, result, names) -> list[pathlib.Path]:

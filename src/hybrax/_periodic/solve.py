@@ -70,7 +70,10 @@ def _solve(
     where a solve cut short resumes, with the loosening of its next iteration
     and the safeguard's memory (`safeguard` in: a resumed solve's). Without
     `full` the passes carry the section's $k$ tangent columns only and
-    `monodromy` is `None`."""
+    `monodromy` is `None`.
+
+    It is one function because it builds one traced program: the root finder's loop and
+    the diagnosed pass share the residual, its options and the safeguard's state."""
     forward = dfx.ForwardMode()
     damped = isinstance(root_finder, optx.AbstractLeastSquaresSolver)
     # A stopped lane's cycle ends at its start (t_max = t0 = 0). Only for root

@@ -80,7 +80,10 @@ def run_events(
 
     `seed_tangents`: the loop's time and history carry the tangents of `x0` and
     `params` from the start (see `_tangent_seed`), for forward-mode AD through a
-    scanned loop: one transformation of its body instead of three."""
+    scanned loop: one transformation of its body instead of three.
+
+    It is one function because it is one loop body: every step reads and writes the same
+    carry (time, state, mode, counters, Zeno watch, augmentation), traced once."""
     dtype = x0.dtype
     nan = jnp.full((), jnp.nan, dtype)
     t0 = jnp.asarray(t0, dtype)

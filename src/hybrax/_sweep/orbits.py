@@ -430,18 +430,7 @@ def sweep_orbits(
                 progress=progress,
             ),
         )
-    if callable(u_guess):
-        guess, u_batch = u_guess, None
-    else:
-        u = np.asarray(u_guess, dtype=jnp.result_type(float))
-        if u.ndim == 1:
-            u = np.broadcast_to(u, (n, u.shape[0]))
-        if u.ndim != 2 or u.shape[0] != n:
-            raise ValueError(
-                "`u_guess` must have shape (k,) or (batch, k) with batch = "
-                f"{n}; got {np.shape(u_guess)}."
-            )
-        guess, u_batch = None, u
+    guess, u_batch = _guesses(u_guess, n)
     settings = resolve_settings(settings)
     shooting = resolve_shooting(shooting)
     plan_options = resolve_options(sweep_settings, SweepSettings, "sweep_settings")
@@ -520,7 +509,36 @@ def sweep_orbits(
     finally:
         bar.close()
     orbit, retried = _gathered((orbit, retried), n, distributed)
+    orbit, multipliers, code = _flagged(orbit, ok)
     retried = np.asarray(retried) & ok
+    out = OrbitSweep(orbit=orbit, multipliers=multipliers, retried=retried)
+    if interrupted:
+        n_run = int(np.sum(code != _NOT_RUN))
+        raise Interrupted(out, f"interrupted after {n_run} of {n} elements")
+    return out
+
+
+def _guesses(u_guess, n: int):
+    """`(guess function or None, guess batch (n, k) or None)` of `u_guess`: a
+    callable, one guess for all or one per element; a `ValueError` otherwise."""
+    if callable(u_guess):
+        return u_guess, None
+    u = np.asarray(u_guess, dtype=jnp.result_type(float))
+    if u.ndim == 1:
+        u = np.broadcast_to(u, (n, u.shape[0]))
+    if u.ndim != 2 or u.shape[0] != n:
+        raise ValueError(
+            "`u_guess` must have shape (k,) or (batch, k) with batch = "
+            f"{n}; got {np.shape(u_guess)}."
+        )
+    return None, u
+
+
+def _flagged(orbit, ok):
+    """The batched orbit with the elements that were not solved (`ok` false:
+    non-finite parameters or guess) blanked to NaN with the status
+    `nonfinite_parameters`, the sorted multipliers of the converged ones (NaN
+    elsewhere) and every element's status code."""
     if not ok.all():
         bad = ~ok
 
@@ -543,8 +561,4 @@ def sweep_orbits(
     multipliers = sorted_multipliers_batch(
         np.where(converged, np.asarray(orbit.reduced_jacobian), np.nan)
     )
-    out = OrbitSweep(orbit=orbit, multipliers=multipliers, retried=retried)
-    if interrupted:
-        n_run = int(np.sum(code != _NOT_RUN))
-        raise Interrupted(out, f"interrupted after {n_run} of {n} elements")
-    return out
+    return orbit, multipliers, code

@@ -323,7 +323,11 @@ def _run_rounds(
     (dealt in turn, a stream that drew the slow elements had run alone at the
     end). Returns the outputs of `fn` (host arrays, element order) with `n_steps`
     counting the iterations of all rounds. `starts`: each element's `start`
-    (default `_FROM_GUESS`); only the rows of the queue are filled."""
+    (default `_FROM_GUESS`); only the rows of the queue are filled.
+
+    It is one function because it is one host loop over rounds whose state (the queue,
+    the lanes, the finished elements, the warm-start pool, the interrupt) each step
+    reads and writes."""
     size, n_local = plan.size, plan.n_local
     per_round = fn.shooting.max_iterations
     u = np.array(u[plan.local_index])

@@ -145,9 +145,129 @@ def tune(
     """
     check_float64("tune")
     how = resolve_options(tune_settings, TuneSettings, "tune_settings")
-    mode, max_steps, minimiser = how.mode, how.max_steps, how.minimiser
-    seek_steps, seek_tol = how.seek_steps, how.seek_tol
-    stability_weight, objective_scale = how.stability_weight, how.objective_scale
+    problem, fn, names, start, scale, mode = _checked_problem(
+        system,
+        section,
+        params,
+        objective,
+        vary,
+        constraints,
+        scale,
+        max_multiplier,
+        how,
+        shooting,
+        settings,
+    )
+    minimiser = how.minimiser or optx.BFGS(rtol=1e-8, atol=1e-8)
+    seek_steps = int(how.seek_steps)
+
+    # With `progress`, the compilations are announced before the first line.
+    with announcing_progress(progress):
+        y = jnp.asarray(start / scale)
+        u = jnp.atleast_1d(jnp.asarray(u_guess, dtype=y.dtype))
+        widths = (100.0, 10.0, 1.0) if problem.constraints else (1.0,)
+        began = time.perf_counter()
+        # Widths as arrays of y's dtype everywhere (a weakly typed one would compile
+        # `_value` again).
+        first = _value(problem, y, (u, jnp.asarray(widths[0], y.dtype)))
+        first_value, (_, (u_first, _, _, first_result, _, first_raw)) = first
+        # The objective's output structure for the minimiser's state, read off
+        # this evaluation (`jax.eval_shape` would trace the objective again, in
+        # every process: seconds, where the compiled programs load from the cache).
+        structs = jax.tree.map(
+            lambda leaf: jax.ShapeDtypeStruct(jnp.shape(leaf), jnp.result_type(leaf)),
+            first,
+        )
+        history: list[TuneStep] = []
+        seek_run_time = 0.0
+        sought = not math.isfinite(float(first_value)) and seek_steps > 0
+        if sought:
+            y, u, first_value, u_first, first_result, seek_run_time = _seek(
+                problem,
+                problem.settings,
+                y,
+                u,
+                names,
+                scale,
+                seek_steps,
+                float(how.seek_tol),
+                widths[0],
+                history,
+                progress,
+                callback,
+            )
+        if not math.isfinite(float(first_value)):
+            raise ValueError(
+                "no periodic orbit at the starting parameters from `u_guess` "
+                f"({status_name(first_result)[0]}): give a guess that finds one"
+                + (", or more `seek_steps`." if seek_steps > 0 else ".")
+            )
+        u = u_first
+        if how.objective_scale == "start":
+            # The objective's own size at the first orbit: from the first
+            # evaluation, or after the existence stage one warm evaluation more.
+            # A run-time value: nothing compiles again.
+            if sought:
+                _, aux = _value(problem, y, (u, jnp.asarray(widths[0], y.dtype)))
+                first_raw = _host(aux)[1][5]
+            size = abs(float(first_raw))
+            problem = eqx.tree_at(
+                lambda p: p.objective_scale,
+                problem,
+                np.asarray(size if size > 0 and math.isfinite(size) else 1.0),
+            )
+            fn = problem if mode == "reverse" else ForwardProblem(problem)
+        y, u, result_name, broken, run_time = _minimise(
+            problem,
+            fn,
+            minimiser,
+            y,
+            u,
+            widths,
+            structs,
+            names,
+            scale,
+            int(how.max_steps),
+            history,
+            progress,
+            callback,
+        )
+        return _tuned(
+            system,
+            section,
+            problem,
+            y,
+            u,
+            names,
+            scale,
+            widths[-1],
+            max_multiplier,
+            history,
+            result_name,
+            broken,
+            mode,
+            began,
+            run_time + seek_run_time,
+        )
+
+
+def _checked_problem(
+    system,
+    section,
+    params,
+    objective,
+    vary,
+    constraints,
+    scale,
+    max_multiplier,
+    how: TuneSettings,
+    shooting,
+    settings,
+):
+    """The checked arguments of [`hybrax.tune`][] as its objective:
+    `(problem, fn, names, start, scale, mode)`, with `fn` the problem in the
+    derivative's mode and `start` the varied parameters' starting values; a
+    `ValueError` naming the argument otherwise."""
     if max_multiplier is not None and not max_multiplier > 0:
         raise ValueError(f"`max_multiplier` must be positive; got {max_multiplier}.")
     if objective is not None and not callable(objective):
@@ -181,6 +301,7 @@ def tune(
         raise ValueError(
             f"`scale` must hold one positive number per varied parameter; got {scale}."
         )
+    mode = how.mode
     if mode == "auto":
         mode = "forward" if len(vary) <= 2 else "reverse"
     settings = resolve_settings(settings)
@@ -190,6 +311,7 @@ def tune(
     settings = eqx.tree_at(
         lambda s: s.adjoint, settings, adjoint, is_leaf=lambda x: x is None
     )
+    objective_scale = how.objective_scale
     problem = _Problem(
         system,
         section,
@@ -200,178 +322,163 @@ def tune(
         tuple(c for c, _ in constraints),
         jnp.asarray([float(t) for _, t in constraints] or [1.0]),
         None if max_multiplier is None else np.asarray(max_multiplier, dtype=float),
-        np.asarray(stability_weight, dtype=float),
+        np.asarray(how.stability_weight, dtype=float),
         np.asarray(1.0 if objective_scale == "start" else objective_scale, float),
         settings,
         resolve_shooting(shooting),
     )
     fn = problem if mode == "reverse" else ForwardProblem(problem)
-    if minimiser is None:
-        minimiser = optx.BFGS(rtol=1e-8, atol=1e-8)
+    return problem, fn, names, start, scale, mode
 
-    # With `progress`, the compilations are announced before the first line.
-    with announcing_progress(progress):
-        y = jnp.asarray(start / scale)
-        u = jnp.atleast_1d(jnp.asarray(u_guess, dtype=y.dtype))
-        widths = (100.0, 10.0, 1.0) if constraints else (1.0,)
-        began = time.perf_counter()
-        # Widths as arrays of y's dtype everywhere (a weakly typed one would compile
-        # `_value` again).
-        first = _value(problem, y, (u, jnp.asarray(widths[0], y.dtype)))
-        first_value, (_, (u_first, _, _, first_result, _, first_raw)) = first
-        # The objective's output structure for the minimiser's state, read off
-        # this evaluation (`jax.eval_shape` would trace the objective again, in
-        # every process: seconds, where the compiled programs load from the cache).
-        f_struct, aux_struct = jax.tree.map(
-            lambda leaf: jax.ShapeDtypeStruct(jnp.shape(leaf), jnp.result_type(leaf)),
-            first,
-        )
-        tags = frozenset()
-        history: list[TuneStep] = []
-        seek_run_time = 0.0
-        sought = not math.isfinite(float(first_value)) and int(seek_steps) > 0
-        if sought:
-            y, u, first_value, u_first, first_result, seek_run_time = _seek(
-                problem,
-                settings,
-                y,
-                u,
-                names,
-                scale,
-                int(seek_steps),
-                float(seek_tol),
-                widths[0],
-                history,
-                progress,
-                callback,
+
+def _minimise(
+    problem,
+    fn,
+    minimiser,
+    y,
+    u,
+    widths,
+    structs,
+    names,
+    scale,
+    max_steps: int,
+    history: list,
+    progress: bool,
+    callback,
+):
+    """The minimiser's steps, one evaluation at a time, through the stages of
+    tightening penalties `widths`: each step records a [`hybrax.TuneStep`][] and
+    warm-starts the next orbit solve from the last orbit found. Returns `(y, u,
+    the minimiser's status name, the broken parameter rule or None, the steps' run
+    time)`."""
+    f_struct, aux_struct = structs
+    tags = frozenset()
+    result_name = "max_steps_reached"
+    broken = None
+    run_time = 0.0
+    for stage, width in enumerate(widths):
+        if broken is not None:
+            break
+        args = (u, jnp.asarray(width, y.dtype))
+        state = minimiser_init(minimiser, fn, y, args, f_struct, aux_struct, tags)
+        best = math.inf
+        while len(history) < max_steps:
+            t0 = time.perf_counter()
+            y_next, state, aux = minimiser_step(minimiser, fn, y, args, state, tags)
+            done, result = minimiser_terminate(minimiser, fn, y_next, args, state, tags)
+            f_value, (u_new, rho, multipliers, orbit_result, _, _) = _host(aux)
+            if history:  # (`_host` waits for the step's results)
+                run_time += time.perf_counter() - t0
+            found = status_name(orbit_result)[0] == "successful"
+            improved = found and float(f_value) < best
+            if improved:
+                best = float(f_value)
+            if found:
+                u = jnp.asarray(u_new)
+                args = (u, jnp.asarray(width, y.dtype))
+            record = TuneStep(
+                step=len(history),
+                values={n: float(v) for n, v in zip(names, np.asarray(y) * scale)},
+                objective=float(f_value),
+                spectral_radius=float(rho),
+                multipliers=np.asarray(multipliers),
+                orbit_found=found,
+                result=orbit_result,
+                best=improved,
+                u=np.asarray(u_new),
             )
-        if not math.isfinite(float(first_value)):
-            raise ValueError(
-                "no periodic orbit at the starting parameters from `u_guess` "
-                f"({status_name(first_result)[0]}): give a guess that finds one"
-                + (", or more `seek_steps`." if int(seek_steps) > 0 else ".")
-            )
-        u = u_first
-        if objective_scale == "start":
-            # The objective's own size at the first orbit: from the first
-            # evaluation, or after the existence stage one warm evaluation more.
-            # A run-time value: nothing compiles again.
-            if sought:
-                _, aux = _value(problem, y, (u, jnp.asarray(widths[0], y.dtype)))
-                first_raw = _host(aux)[1][5]
-            size = abs(float(first_raw))
-            problem = eqx.tree_at(
-                lambda p: p.objective_scale,
-                problem,
-                np.asarray(size if size > 0 and math.isfinite(size) else 1.0),
-            )
-            fn = problem if mode == "reverse" else ForwardProblem(problem)
-        result_name = "max_steps_reached"
-        broken = None
-        # (The existence stage's steps after its first are run time too.)
-        run_time = seek_run_time
-        for stage, width in enumerate(widths):
+            history.append(record)
+            if progress:
+                _print_step(record, stage, len(widths))
+            if callback is not None:
+                callback(record)
+            broken = _broken_rule(problem.with_values(y_next))
             if broken is not None:
+                # Tuning never writes parameters outside their rules: it ends
+                # at the last point inside them.
+                result_name = "parameter_rule"
                 break
-            args = (u, jnp.asarray(width, y.dtype))
-            state = minimiser_init(minimiser, fn, y, args, f_struct, aux_struct, tags)
-            best = math.inf
-            while len(history) < int(max_steps):
-                t0 = time.perf_counter()
-                y_next, state, aux = minimiser_step(minimiser, fn, y, args, state, tags)
-                done, result = minimiser_terminate(
-                    minimiser, fn, y_next, args, state, tags
+            y = y_next
+            if bool(done):
+                result_name = (
+                    "successful"
+                    if bool(result == optx.RESULTS.successful)
+                    else optx.RESULTS[result]
                 )
-                f_value, (u_new, rho, multipliers, orbit_result, _, _) = _host(aux)
-                if history:  # (`_host` waits for the step's results)
-                    run_time += time.perf_counter() - t0
-                found = status_name(orbit_result)[0] == "successful"
-                improved = found and float(f_value) < best
-                if improved:
-                    best = float(f_value)
-                if found:
-                    u = jnp.asarray(u_new)
-                    args = (u, jnp.asarray(width, y.dtype))
-                record = TuneStep(
-                    step=len(history),
-                    values={n: float(v) for n, v in zip(names, np.asarray(y) * scale)},
-                    objective=float(f_value),
-                    spectral_radius=float(rho),
-                    multipliers=np.asarray(multipliers),
-                    orbit_found=found,
-                    result=orbit_result,
-                    best=improved,
-                    u=np.asarray(u_new),
-                )
-                history.append(record)
-                if progress:
-                    _print_step(record, stage, len(widths))
-                if callback is not None:
-                    callback(record)
-                broken = _broken_rule(problem.with_values(y_next))
-                if broken is not None:
-                    # Tuning never writes parameters outside their rules: it ends
-                    # at the last point inside them.
-                    result_name = "parameter_rule"
-                    break
-                y = y_next
-                if bool(done):
-                    result_name = (
-                        "successful"
-                        if bool(result == optx.RESULTS.successful)
-                        else optx.RESULTS[result]
-                    )
-                    break
-            else:
-                result_name = "max_steps_reached"
                 break
-        final_params = problem.with_values(y)
-        forward = eqx.tree_at(lambda s: s.adjoint, settings, dfx.ForwardMode())
-        orbit = find_periodic_orbit(
-            system,
-            section,
-            u,
-            final_params,
-            shooting=problem.shooting,
-            settings=forward,
-            analyse=False,
-        )
-        value = float(_value(problem, y, (u, jnp.asarray(widths[-1], y.dtype)))[0])
-        rho = float(orbit.spectral_radius)
-        found = bool(orbit.succeeded)
-        bound = 1.0 if max_multiplier is None else min(1.0, float(max_multiplier))
-        # Each constraint at the result, to its own tolerance (NaN fails).
-        met = found and all(
-            bool(jnp.all(jnp.abs(jnp.asarray(c(orbit, final_params))) <= tol))
-            for c, tol in zip(problem.constraints, problem.tolerances)
-        )
-        if not found:
-            outcome = orbit.result
-        elif not met:
-            outcome = RESULTS.targets_not_met
-        elif result_name == "successful":
-            outcome = RESULTS.successful
         else:
-            outcome = RESULTS.targets_met
-        wall_time = time.perf_counter() - began
-        return TuneResult(
-            params=final_params,
-            values={n: float(v) for n, v in zip(names, np.asarray(y) * scale)},
-            objective=value,
-            orbit=orbit,
-            result=outcome,
-            orbit_found=found,
-            targets_met=met,
-            stable=found and rho < bound,
-            history=history,
-            n_evaluations=len(history) + 1,
-            wall_time=wall_time,
-            compile_time=wall_time - run_time,
-            minimiser_result=result_name,
-            mode=mode,
-            problem=problem,
-            rule=broken,
-        )
+            result_name = "max_steps_reached"
+            break
+    return y, u, result_name, broken, run_time
+
+
+def _tuned(
+    system,
+    section,
+    problem,
+    y,
+    u,
+    names,
+    scale,
+    width,
+    max_multiplier,
+    history,
+    result_name: str,
+    broken,
+    mode: str,
+    began: float,
+    run_time: float,
+) -> TuneResult:
+    """The [`hybrax.TuneResult`][] at the minimiser's last point: its orbit solved
+    again in forward mode, the constraints read to their tolerances, and the
+    outcome."""
+    final_params = problem.with_values(y)
+    forward = eqx.tree_at(lambda s: s.adjoint, problem.settings, dfx.ForwardMode())
+    orbit = find_periodic_orbit(
+        system,
+        section,
+        u,
+        final_params,
+        shooting=problem.shooting,
+        settings=forward,
+        analyse=False,
+    )
+    value = float(_value(problem, y, (u, jnp.asarray(width, y.dtype)))[0])
+    rho = float(orbit.spectral_radius)
+    found = bool(orbit.succeeded)
+    bound = 1.0 if max_multiplier is None else min(1.0, float(max_multiplier))
+    # Each constraint at the result, to its own tolerance (NaN fails).
+    met = found and all(
+        bool(jnp.all(jnp.abs(jnp.asarray(c(orbit, final_params))) <= tol))
+        for c, tol in zip(problem.constraints, problem.tolerances)
+    )
+    if not found:
+        outcome = orbit.result
+    elif not met:
+        outcome = RESULTS.targets_not_met
+    elif result_name == "successful":
+        outcome = RESULTS.successful
+    else:
+        outcome = RESULTS.targets_met
+    wall_time = time.perf_counter() - began
+    return TuneResult(
+        params=final_params,
+        values={n: float(v) for n, v in zip(names, np.asarray(y) * scale)},
+        objective=value,
+        orbit=orbit,
+        result=outcome,
+        orbit_found=found,
+        targets_met=met,
+        stable=found and rho < bound,
+        history=history,
+        n_evaluations=len(history) + 1,
+        wall_time=wall_time,
+        compile_time=wall_time - run_time,
+        minimiser_result=result_name,
+        mode=mode,
+        problem=problem,
+        rule=broken,
+    )
 
 
 def _broken_rule(params) -> str | None:
