@@ -255,3 +255,29 @@ def test_models_json_lists_every_model_with_its_defaults(capsys):
     for name, entry in wheel["parameters"].items():
         if hasattr(defaults, name):
             assert entry["default"] == float(getattr(defaults, name))
+
+
+def test_an_mp4_without_its_optional_dependency_is_refused_first(
+    monkeypatch, capsys, tmp_path
+):
+    """`--animation mp4` where imageio-ffmpeg is not installed: one line naming
+    the option and the install command, exit 2, before any computation."""
+    import importlib.util
+
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *args: (
+            None if name == "imageio_ffmpeg" else find_spec(name, *args)
+        ),
+    )
+    with pytest.raises(SystemExit) as info:
+        main(["simulate", "hopper", "--animation", "mp4", "--out", str(tmp_path)])
+    line = capsys.readouterr().err.strip().splitlines()[-1]
+    assert info.value.code == 2
+    assert "--animation" in line and 'pip install "hybrax[video]"' in line
+    # An unknown format is a usage error too.
+    with pytest.raises(SystemExit) as info:
+        main(["simulate", "hopper", "--animation", "avi"])
+    assert info.value.code == 2

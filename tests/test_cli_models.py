@@ -79,6 +79,16 @@ def test_wheel_orbit_is_the_closed_form(tmp_path):
     # next spoke's foot, which lies on the slope.
     assert (tmp_path / "stick_figure.png").is_file()
     assert (tmp_path / "animation.gif").is_file()
+    # The same run with the animation as an MP4 video (same programs, nothing
+    # compiles again).
+    video = tmp_path / "video"
+    code, _, _ = _run(
+        ["orbit", "rimless-wheel", "--set", "gamma=0.1", "--out", str(video)]
+        + ["--animation", "mp4"]
+    )
+    assert code == 0
+    assert (video / "animation.mp4").stat().st_size > 0
+    assert not (video / "animation.gif").exists()
     from hybrax.models import get_model
 
     wheel = get_model("rimless-wheel")

@@ -6,6 +6,8 @@ t_1 = sqrt(2 h / g), then flights of 2 e^k v_1 / g; each impact removes
 T_c = (1 - e^2) m v^2 / 2."""
 
 import math
+import re
+import subprocess
 
 import numpy as np
 import pytest
@@ -217,6 +219,44 @@ def test_stick_frames_follow_the_closed_form_and_shift_at_events(tmp_path):
     duration = float(np.max(trajectory.t_phase))
     assert len(timed.times) == int(duration * 25) + 1
     np.testing.assert_allclose(np.diff(timed.times), duration / (len(timed.times) - 1))
+
+
+def test_an_animation_is_a_gif_or_an_mp4_that_ffmpeg_reads_back(tmp_path):
+    """The same frames as an MP4: ffmpeg (an independent reader) finds as many
+    frames as drawn, at the size and rate asked, and their pictures are those of
+    the GIF (H.264 is lossy: equal to a few grey levels on average). Another
+    suffix is refused before any frame is drawn."""
+    import imageio_ffmpeg
+    from PIL import Image
+
+    trajectory = _trajectory()
+    frames = hybrax.plot.stick_frames(
+        trajectory,
+        lambda x: [np.array([[-0.5, 0.0], [0.5, 0.0]]), np.array([[0.0, x[0]]])],
+        frames=12,
+    )
+    gif = hybrax.plot.save_animation(frames, tmp_path / "ball.gif", fps=8)
+    mp4 = hybrax.plot.save_animation(frames, tmp_path / "ball.mp4", fps=8)
+    # Decoded by the ffmpeg executable itself, to raw RGB frames; its log gives
+    # the stream's size and rate.
+    decoded = subprocess.run(
+        [imageio_ffmpeg.get_ffmpeg_exe(), "-i", str(mp4), "-f", "rawvideo"]
+        + ["-pix_fmt", "rgb24", "-"],
+        capture_output=True,
+        check=True,
+    )
+    video = np.frombuffer(decoded.stdout, np.uint8).reshape(-1, 450, 800, 3)
+    log = decoded.stderr.decode()
+    assert "h264" in log and "800x450" in log and re.search(r"\b8 fps\b", log)
+    assert len(video) == 12
+    with Image.open(gif) as pictures:
+        for index in (0, 5, 11):
+            pictures.seek(index)
+            picture = np.asarray(pictures.convert("RGB"), dtype=float)
+            assert np.mean(np.abs(video[index] - picture)) < 3.0
+    with pytest.raises(ValueError, match="`path` must end in .gif or .mp4"):
+        hybrax.plot.save_animation(frames, tmp_path / "ball.avi")
+    assert not (tmp_path / "ball.avi").exists()
 
 
 def test_a_strobe_of_a_motion_in_place_sets_its_snapshots_apart():

@@ -105,7 +105,14 @@ def _add_common_model_args(parser: argparse.ArgumentParser) -> None:
         "--format",
         choices=("png", "pdf", "svg"),
         default="png",
-        help="the figures' file format (default: %(default)s; animations stay GIF)",
+        help="the figures' file format (default: %(default)s)",
+    )
+    output.add_argument(
+        "--animation",
+        choices=("gif", "mp4"),
+        default="gif",
+        help="the animations' format (default: %(default)s; mp4 needs the optional "
+        'dependency imageio-ffmpeg: pip install "hybrax[video]")',
     )
     output.add_argument(
         "--dpi",
@@ -310,6 +317,14 @@ def _check_outputs(parser: argparse.ArgumentParser, args: argparse.Namespace) ->
         problem = probe_writable(out)
         if problem is not None:
             parser.error(f"argument --out: {problem}")
+    if getattr(args, "animation", "gif") == "mp4" and getattr(args, "figures", True):
+        import importlib.util
+
+        if importlib.util.find_spec("imageio_ffmpeg") is None:
+            parser.error(
+                "argument --animation: mp4 needs the optional dependency "
+                'imageio-ffmpeg (pip install "hybrax[video]")'
+            )
     path = getattr(args, "json", None)
     if path is not None:
         if path.is_dir():
@@ -658,10 +673,13 @@ def _matrix(values) -> list[list[float | None]]:
     return [[_number(v) for v in row] for row in np.asarray(values)]
 
 
-def _stick_outputs(model, trajectory, params, out, fps: float = 25.0) -> list:
-    """`stick_figure.png` (a strobe picture) and `animation.gif` (`fps` frames
-    per unit of simulated time, shown at that rate: real time) of a model that
-    presentation declares a `stick_figure` (and, for a walker, a `frame_shift`)."""
+def _stick_outputs(
+    model, trajectory, params, out, fps: float = 25.0, animation: str = "gif"
+) -> list:
+    """`stick_figure.png` (a strobe picture) and `animation.gif` or `.mp4`
+    (`animation`; `fps` frames per unit of simulated time, shown at that rate:
+    real time) of a model whose presentation declares a `stick_figure` (and, for a
+    walker, a `frame_shift`)."""
     skeleton = model.presentation.stick_figure
     if skeleton is None:
         return []
@@ -681,7 +699,7 @@ def _stick_outputs(model, trajectory, params, out, fps: float = 25.0) -> list:
     # Played at `fps`: real time while the frames fit their cap, faster beyond
     # (the title's clock says how fast).
     animation = plot.save_animation(
-        frames, pathlib.Path(out) / "animation.gif", units=units, fps=fps
+        frames, pathlib.Path(out) / f"animation.{animation}", units=units, fps=fps
     )
     return [*paths, animation]
 

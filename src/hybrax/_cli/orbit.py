@@ -541,5 +541,7 @@ def _write_orbit_figures(
         cycle, perturbed, labels, trajectory, params, args.out
     ):
         print(f"wrote {path}")
-    for path in _stick_outputs(model, trajectory, params, args.out, args.fps):
+    for path in _stick_outputs(
+        model, trajectory, params, args.out, args.fps, args.animation
+    ):
         print(f"wrote {path}")

@@ -202,7 +202,9 @@ def _run_simulate(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
     if args.figures and trajectory.t_phase.shape[0] > 0:
         for path in model.simulate_figures(trajectory, params, args.out):
             print(f"wrote {path}")
-        for path in _stick_outputs(model, trajectory, params, args.out, args.fps):
+        for path in _stick_outputs(
+            model, trajectory, params, args.out, args.fps, args.animation
+        ):
             print(f"wrote {path}")
     if args.json is not None:
         events = []

@@ -332,6 +332,7 @@ def _verify_and_draw(
             result.params,
             args.out,
             args.fps,
+            args.animation,
         )
     return verification, written
 

@@ -224,9 +224,13 @@ def save_animation(
     units: Units | None = None,
     follow: bool | None = None,
 ) -> Any:
-    """Write `frames` as an animated GIF (Pillow) at `path`, 800 x 450 pixels,
-    `fps` frames per second; returns the path written (see
-    [`hybrax.plot.save_figures`][] for where it goes if that fails).
+    """Write `frames` as an animation at `path`, 800 x 450 pixels, `fps` frames
+    per second: an animated GIF (Pillow) where `path` ends in `.gif`, an MP4
+    video (H.264, through the ffmpeg of the optional dependency `imageio-ffmpeg`:
+    `pip install "hybrax[video]"`) where it ends in `.mp4`. Returns the path
+    written (see [`hybrax.plot.save_figures`][] for where it goes if that
+    fails). Another suffix is a `ValueError`; `.mp4` without `imageio-ffmpeg` an
+    `ImportError` saying how to install it, both before any frame is drawn.
 
     The view keeps the body's scale. With `follow` (default: where the body
     travels further than the view is wide, as a walker does) the camera moves
@@ -243,6 +247,7 @@ def save_animation(
 
     units = Units() if units is None else units
     path = pathlib.Path(path)
+    write_video = _video_writer(path.suffix.lower())
     path.parent.mkdir(parents=True, exist_ok=True)
     fig = Figure(figsize=(8, 4.5), dpi=100)
     canvas = FigureCanvasAgg(fig)
@@ -292,13 +297,95 @@ def save_animation(
         images.append(Image.fromarray(np.asarray(canvas.buffer_rgba())).convert("RGB"))
     from .._io import write_file
 
-    return write_file(
-        path,
-        lambda temporary: images[0].save(
-            temporary,
-            save_all=True,
-            append_images=images[1:],
-            duration=int(round(1000 / fps)),
-            loop=0,
-        ),
+    return write_file(path, lambda temporary: write_video(temporary, images, fps))
+
+
+#: The animation formats of `save_animation`, by file suffix.
+ANIMATION_FORMATS = ("gif", "mp4")
+
+
+def _video_writer(suffix: str):
+    """`write(path, images, fps)` for an animation file with this suffix; a
+    `ValueError` for an unknown suffix, an `ImportError` for `.mp4` without
+    `imageio-ffmpeg`."""
+    if suffix == ".gif":
+        return _write_gif
+    if suffix == ".mp4":
+        check_video_support()
+        return _write_mp4
+    raise ValueError(
+        f"`path` must end in .gif or .mp4 (the animation's format); got {suffix!r}."
     )
+
+
+def check_video_support() -> None:
+    """An `ImportError` saying how to install MP4 support where the optional
+    dependency `imageio-ffmpeg` (which brings its own ffmpeg) is missing."""
+    import importlib.util
+
+    if importlib.util.find_spec("imageio_ffmpeg") is None:
+        raise ImportError(
+            "MP4 animations need the optional dependency imageio-ffmpeg: "
+            'pip install "hybrax[video]"'
+        )
+
+
+def _write_gif(path, images, fps: float) -> None:
+    images[0].save(
+        path,
+        save_all=True,
+        append_images=images[1:],
+        duration=int(round(1000 / fps)),
+        loop=0,
+    )
+
+
+def _write_mp4(path, images, fps: float) -> None:
+    # The ffmpeg executable of imageio-ffmpeg, fed raw RGB frames on its stdin.
+    # Started without a `preexec_fn` (imageio-ffmpeg's own writer sets one, which
+    # makes Python fork through its fork handlers, where JAX warns that forking a
+    # multithreaded process may deadlock). H.264 in yuv420p needs even sides
+    # (800 x 450 is); the format is named, not read from the file's suffix.
+    import subprocess
+    import tempfile
+
+    import imageio_ffmpeg
+
+    width, height = images[0].size
+    command = [
+        imageio_ffmpeg.get_ffmpeg_exe(),
+        "-y",
+        "-loglevel",
+        "error",
+        "-f",
+        "rawvideo",
+        "-pix_fmt",
+        "rgb24",
+        "-s",
+        f"{width}x{height}",
+        "-r",
+        f"{fps:g}",
+        "-i",
+        "-",
+        "-c:v",
+        "libx264",
+        "-pix_fmt",
+        "yuv420p",
+        "-f",
+        "mp4",
+        str(path),
+    ]
+    with tempfile.TemporaryFile() as log:
+        process = subprocess.Popen(
+            command, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=log
+        )
+        try:
+            for image in images:
+                process.stdin.write(np.asarray(image, dtype=np.uint8).tobytes())
+        finally:
+            process.stdin.close()
+            code = process.wait()
+        if code != 0:
+            log.seek(0)
+            message = log.read().decode(errors="replace").strip()
+            raise OSError(f"ffmpeg could not write {path}: {message}")
