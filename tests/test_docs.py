@@ -98,3 +98,23 @@ def test_the_gallery_shows_every_model_as_its_bundle_says():
                 assert float(default) == pytest.approx(expected["default"], rel=1e-5)
         figure = re.search(r"\]\((images/gallery/[\w-]+\.png)\)", body)
         assert figure and (PAGES / figure.group(1)).is_file(), name
+
+
+def test_the_command_reference_is_the_parsers_help():
+    """`command-reference.md` is what `docs/command_reference.py` writes from the
+    command line's parser now: every command and option, none stale (run the
+    script again after changing an option)."""
+    import importlib.util
+
+    from hybrax import _registry
+
+    _registry.plugin_models.cache_clear()  # the zoo's models only, as committed
+    path = PAGES.parent / "command_reference.py"
+    spec = importlib.util.spec_from_file_location("command_reference", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    expected = module.page()
+    assert (PAGES / "command-reference.md").read_text() == expected
+    for command in ("models", "simulate", "orbit", "continue", "sweep", "tune"):
+        assert f"## hybrax {command}\n" in expected
+    assert "--animation {gif,mp4}" in expected and "--tol TOL" in expected
