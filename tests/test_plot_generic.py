@@ -254,6 +254,15 @@ def test_an_animation_is_a_gif_or_an_mp4_that_ffmpeg_reads_back(tmp_path):
             pictures.seek(index)
             picture = np.asarray(pictures.convert("RGB"), dtype=float)
             assert np.mean(np.abs(video[index] - picture)) < 3.0
+    # A video ffmpeg cannot encode (H.264 in yuv420p needs even sides) is an
+    # error with ffmpeg's own reason, not a broken pipe.
+    from PIL import Image as PILImage
+
+    from hybrax.plot.sticks import _write_mp4
+
+    odd = [PILImage.new("RGB", (3, 3))] * 2
+    with pytest.raises(OSError, match="ffmpeg could not write .*divisible by 2"):
+        _write_mp4(tmp_path / "odd.mp4", odd, 8.0)
     with pytest.raises(ValueError, match="`path` must end in .gif or .mp4"):
         hybrax.plot.save_animation(frames, tmp_path / "ball.avi")
     assert not (tmp_path / "ball.avi").exists()

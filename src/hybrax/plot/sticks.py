@@ -346,6 +346,7 @@ def _write_mp4(path, images, fps: float) -> None:
     # makes Python fork through its fork handlers, where JAX warns that forking a
     # multithreaded process may deadlock). H.264 in yuv420p needs even sides
     # (800 x 450 is); the format is named, not read from the file's suffix.
+    import contextlib
     import subprocess
     import tempfile
 
@@ -382,8 +383,12 @@ def _write_mp4(path, images, fps: float) -> None:
         try:
             for image in images:
                 process.stdin.write(np.asarray(image, dtype=np.uint8).tobytes())
+        except BrokenPipeError:
+            pass  # ffmpeg stopped early: its log, read below, says why
         finally:
-            process.stdin.close()
+            # Closed whatever happened, or ffmpeg would wait for more frames.
+            with contextlib.suppress(BrokenPipeError):
+                process.stdin.close()
             code = process.wait()
         if code != 0:
             log.seek(0)
