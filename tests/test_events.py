@@ -309,6 +309,58 @@ def test_guard_armed_past_its_crossing_is_an_error_or_waits():
         _arming_system("later")
 
 
+def test_a_waiting_guard_hides_neither_the_horizon_nor_other_guards():
+    """While a transition armed outside its guard waits for the guard to come
+    back, the mode's other guards and the horizon still end the phase. The
+    guard x[0] + 2 (the point's abscissa plus 2, never below 1), crossed upwards,
+    is outside when armed at t = 1.5 and never comes back; a second, terminal
+    transition at the clock's t = 2.25 fires, and without it the horizon
+    t_max = 2.5 ends the run with `event_not_reached` (the waiting guard's
+    negative entry used to hide both until the step limit)."""
+
+    def never_back(t, x, p):
+        del t, p
+        return x[0] + 2.0
+
+    def waiting_transition():
+        return hx.Transition(
+            "turn",
+            "turn",
+            never_back,
+            True,
+            name="never",
+            arm=lambda t, x, p: x[2] - 1.5,
+            armed_outside="wait",
+        )
+
+    clock = hx.Transition(
+        "turn", "turn", lambda t, x, p: x[2] - 2.25, True, name="stop", terminal=True
+    )
+    x0 = jnp.array([1.0, 0.0, 0.0])
+    settings = hx.Settings(t_max=2.5)
+    stopped = hx.simulate(
+        hx.HybridSystem(
+            [hx.Mode(_rotation, "turn")], [waiting_transition(), clock], n_states=3
+        ),
+        x0,
+        {},
+        n_events=1,
+        settings=settings,
+    )
+    assert hx.status_name(stopped.result) == ["terminal_event"]
+    np.testing.assert_allclose(stopped.t_events[0], 2.25, atol=1e-9)
+    timed_out = hx.simulate(
+        hx.HybridSystem(
+            [hx.Mode(_rotation, "turn")], [waiting_transition()], n_states=3
+        ),
+        x0,
+        {},
+        n_events=1,
+        settings=settings,
+    )
+    assert hx.status_name(timed_out.result) == ["event_not_reached"]
+
+
 def test_terminal_transition_ends_the_run_with_its_cause():
     """A terminal transition (a fall) ends the run at its crossing with status
     `terminal_event`: the ball falling from 1 m is stopped where it passes 0.5 m,

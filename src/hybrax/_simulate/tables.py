@@ -74,10 +74,15 @@ class Tables(eqx.Module):
 
     def entries(self, mode, t, x, params, armed):
         """Event-condition entries: the guard of an armed transition, minus the
-        arming value of one not yet armed (it fires when it becomes armed)."""
+        arming value of one not yet armed (it fires when it becomes armed), and
+        minus the guard of one that waits for its guard to come back inside
+        (`armed_outside="wait"`: it fires when the guard returns). `armed` is
+        the pair `(armed, waiting)` of boolean vectors."""
+        armed, waiting = armed
+        guards = self.guards(mode, t, x, params)
         return jnp.where(
             armed,
-            self.guards(mode, t, x, params),
+            jnp.where(waiting, -guards, guards),
             -self.arming(mode, t, x, params),
         )
 
@@ -144,11 +149,13 @@ class Tables(eqx.Module):
 
     def n_stages(self) -> int:
         """Stages of a phase: one, plus one per transition with an arming
-        condition leaving the mode (the most over all modes when traced)."""
+        condition leaving the mode, plus one more for each of those that may
+        wait for its guard to come back inside (`armed_outside="wait"`); the
+        most over all modes when traced."""
 
         def arms(m):
             return sum(
-                1
+                1 + (tr.armed_outside == "wait")
                 for j, tr in enumerate(self.system.transitions)
                 if self.system.sources[j] == m and tr.arm is not None
             )
