@@ -53,6 +53,20 @@ FIGURES = {
     ),
 }
 
+#: Per model: further figures, each (command, the file it writes, what it shows,
+#: the gallery's image name).
+MORE_FIGURES = {
+    "simplest-walker": (
+        (
+            "basin",
+            "basin_map.png",
+            "the basin of attraction of its gait on the default 100 x 100 grid, 20 "
+            "steps each: a thin sliver, as Schwab & Wisse (2001) found",
+            "simplest-walker-basin",
+        ),
+    ),
+}
+
 HEADER = """# Model gallery
 
 Every model of the zoo (`hybrax.models`), as `hybrax models NAME` describes it:
@@ -103,6 +117,13 @@ def section(name: str) -> str:
         f"`hybrax {command} {name}`: {caption}.",
         "",
     ]
+    for command, _, caption, image in MORE_FIGURES.get(name, ()):
+        lines += [
+            f"![{name}: {caption}](images/gallery/{image}.png)",
+            "",
+            f"`hybrax {command} {name}`: {caption}.",
+            "",
+        ]
     return "\n".join(lines)
 
 
@@ -120,9 +141,17 @@ def page() -> str:
 
 def draw_figures() -> None:
     IMAGES.mkdir(parents=True, exist_ok=True)
+    runs = [
+        (name, command, figure, name) for name, (command, figure, _) in FIGURES.items()
+    ]
+    runs += [
+        (name, command, figure, image)
+        for name, more in MORE_FIGURES.items()
+        for command, figure, _, image in more
+    ]
     with tempfile.TemporaryDirectory() as folder:
-        for name, (command, figure, _) in FIGURES.items():
-            out = pathlib.Path(folder) / name
+        for name, command, figure, image in runs:
+            out = pathlib.Path(folder) / image
             subprocess.run(
                 [
                     sys.executable,
@@ -138,7 +167,7 @@ def draw_figures() -> None:
                 ],
                 check=True,
             )
-            shutil.copyfile(out / figure, IMAGES / f"{name}.png")
+            shutil.copyfile(out / figure, IMAGES / f"{image}.png")
 
 
 def main() -> None:

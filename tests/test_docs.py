@@ -39,6 +39,7 @@ _RUN_PAGES = (
     "how-to/orbit.md",
     "how-to/continuation.md",
     "how-to/sweep.md",
+    "how-to/basin.md",
     "how-to/gradients.md",
     "how-to/command-line-model.md",
 )

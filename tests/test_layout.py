@@ -63,6 +63,7 @@ def test_every_result_reads_the_same_way():
         hybrax.TuneResult,
         hybrax.TuneStep,
         hybrax.OrbitSweep,
+        hybrax.Basin,
     ):
         assert issubclass(cls, eqx.Module), cls
         fields = {f.name for f in dataclasses.fields(cls)}

@@ -507,7 +507,7 @@ def test_streams_one_per_core_on_a_cpu_device():
 def test_cpu_chunks_are_wide_only_where_every_core_gets_two(monkeypatch):
     """The default CPU chunk: 64 lanes per device where the batch fills two such
     chunks per core, else 32 (a small batch still runs on every core)."""
-    monkeypatch.setattr(hybrax._sweep.executor, "_host_cores", lambda: 2)
+    monkeypatch.setattr(hybrax._sweep.executor, "host_cores", lambda: 2)
     lanes = hybrax._sweep.orbits._cpu_lanes
     assert lanes(255, 1) == 32 and lanes(256, 1) == 64
     assert lanes(511, 2) == 32 and lanes(512, 2) == 64

@@ -23,11 +23,18 @@ configure_xla_cpu()
 if TYPE_CHECKING:
     from . import models as models, plot as plot
     from ._archive import load as load, save as save
+    from ._basin import (
+        BASIN_OUTCOMES as BASIN_OUTCOMES,
+        Basin as Basin,
+        basin as basin,
+    )
     from ._continuation import (
+        BifurcationCurve as BifurcationCurve,
         Branch as Branch,
         ContinuationSettings as ContinuationSettings,
         SolutionBranch as SolutionBranch,
         SpecialPoint as SpecialPoint,
+        continue_bifurcation_curve as continue_bifurcation_curve,
         continue_branch as continue_branch,
         continue_branch_period_doubled as continue_branch_period_doubled,
         continue_fixed_points as continue_fixed_points,
@@ -158,7 +165,12 @@ _EXPORTS = {
     "load": "._archive",
     "save": "._archive",
     "AbstractParameter": "._parameters",
+    "BASIN_OUTCOMES": "._basin",
+    "Basin": "._basin",
+    "basin": "._basin",
+    "BifurcationCurve": "._continuation",
     "Branch": "._continuation",
+    "continue_bifurcation_curve": "._continuation",
     "ContinuationSettings": "._continuation",
     "FieldParameter": "._parameters",
     "FunctionParameter": "._parameters",

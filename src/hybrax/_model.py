@@ -144,6 +144,10 @@ class ModelPresentation(eqx.Module):
     - `tune`: a [`hybrax.TuneDefaults`][], what `hybrax tune MODEL` does without
       `--vary`.
     - `sweep_grids`: the default grids of `hybrax sweep` (`"NAME=START:STOP:N"`).
+    - `basin_grids`: the default grids of `hybrax basin`, over the section's
+      unknowns (`"NAME=START:STOP:N"`, names from the bundle's `unknown_names`;
+      default: the first two unknowns from half to 1.5 times the orbit's values,
+      41 each).
     - `orbit_perturbations`: `((state index, size, label), ...)`, the disturbed
       starts drawn beside an orbit (`orbit.png`).
     - `sweep_flag`: `(column, message, legend)`, the sweep's column of flagged
@@ -180,6 +184,7 @@ class ModelPresentation(eqx.Module):
     continuation: ContinuationDefaults | None = eqx.field(static=True, default=None)
     tune: TuneDefaults | None = eqx.field(static=True, default=None)
     sweep_grids: tuple[str, ...] | None = eqx.field(static=True, default=None)
+    basin_grids: tuple[str, ...] | None = eqx.field(static=True, default=None)
     orbit_perturbations: tuple[tuple[int, float, str], ...] = eqx.field(
         static=True, default=()
     )
@@ -255,6 +260,8 @@ class ModelBundle(eqx.Module):
       guesses tried in order where a branch starts (default: `[orbit_guess]`);
       `scan_guess`: `params -> u`, a jittable guess that scans the parameters for
       an orbit (`hybrax sweep --guess scan`; default form only).
+    - `unknown_names`: names of the section's reduced unknowns $u$ (the grid
+      axes of `hybrax basin`; default `u0`, `u1`, ...).
     - `quantities`: name $\to$ `q(orbit, params)`, differentiable scalar quantities
       of an orbit (for `tune` and summaries).
     - `presentation`: a [`hybrax.ModelPresentation`][]: labels, units, figures,
@@ -275,6 +282,7 @@ class ModelBundle(eqx.Module):
         static=True, default=None
     )
     scan_guess: Callable[[Any], Any] | None = eqx.field(static=True, default=None)
+    unknown_names: tuple[str, ...] | None = eqx.field(static=True, default=None)
     quantities: Mapping[str, Callable[[Any, Any], Any]] | None = eqx.field(
         static=True, default=None
     )
@@ -304,6 +312,18 @@ class ModelBundle(eqx.Module):
         return self.orbit_guess is not None and any(
             form.section is not None for form in self.forms.values()
         )
+
+    def section_unknowns(self, k: int) -> tuple[str, ...]:
+        """The names of the `k` reduced unknowns of the model's sections
+        (`unknown_names`, else `u0`, `u1`, ...)."""
+        if self.unknown_names is not None:
+            if len(self.unknown_names) != k:
+                raise ValueError(
+                    f"`unknown_names` names {len(self.unknown_names)} unknowns; the "
+                    f"section has {k}."
+                )
+            return tuple(self.unknown_names)
+        return tuple(f"u{i}" for i in range(k))
 
     def start_guesses(self, params) -> list:
         """The guesses tried in order where a branch starts."""

@@ -1,7 +1,7 @@
 """The `hybrax` command line: `hybrax <command> <model> [options]`.
 
 A thin argparse wrapper over the public API, one module per command (`simulate`,
-`orbit`, `models`, `continuation`, `sweep`, `tune`) and what they share in
+`orbit`, `models`, `continuation`, `sweep`, `tune`, `basin`) and what they share in
 `common`; it computes nothing the library does not. Each command module registers
 a subparser (sharing `_add_common_model_args`) and sets as its defaults
 `run=_run_<command>` (`(args, parser) -> int`) and `command_parser` (itself);
@@ -60,7 +60,7 @@ def _build_parser() -> argparse.ArgumentParser:
     _add_simulate(subparsers)
     _add_orbit(subparsers)
     # Commands defined in their own modules register themselves here.
-    for module_name in ("continuation", "sweep", "tune"):
+    for module_name in ("continuation", "sweep", "tune", "basin"):
         importlib.import_module(f"hybrax._cli.{module_name}").add_parser(subparsers)
     return parser
 

@@ -738,7 +738,7 @@ def model_record(model) -> dict:
     meaning and default (`None` for a derived one), its orbit quantities."""
     commands = ["simulate"]
     if model.has_orbits:
-        commands += ["orbit", "sweep"]
+        commands += ["orbit", "sweep", "basin"]
     if model.has_orbits and model.presentation.continuation is not None:
         commands.append("continue")
     if model.has_orbits and model.quantities:

@@ -181,17 +181,18 @@ def add_parser(subparsers) -> None:
 
 
 def _parse_grid(
-    parser: argparse.ArgumentParser, model, text: str
+    parser: argparse.ArgumentParser, known, text: str, what: str = "parameter"
 ) -> tuple[str, np.ndarray]:
+    """`NAME=START:STOP:COUNT` as `(NAME, linspace)`, NAME among `known` (the
+    model's parameters, or what `what` says); a usage error otherwise."""
     name, sep, spec = text.partition("=")
     name = name.strip()
     parts = spec.split(":")
     if not sep or not name or len(parts) != 3:
         parser.error(f"argument --grid: expected NAME=START:STOP:COUNT, got {text!r}")
-    if name not in model.parameters:
+    if name not in known:
         parser.error(
-            f"argument --grid: unknown parameter {name!r}; known: "
-            f"{', '.join(model.parameters)}"
+            f"argument --grid: unknown {what} {name!r}; known: {', '.join(known)}"
         )
     try:
         start, stop = float(parts[0]), float(parts[1])
@@ -366,7 +367,7 @@ def _sweep_problem(args: argparse.Namespace, parser) -> _SweepProblem:
     grids = args.grid or model.presentation.sweep_grids
     if not grids:
         parser.error(f"argument --grid: give the grid ({args.model!r} has no default)")
-    axes = [_parse_grid(parser, model, g) for g in grids]
+    axes = [_parse_grid(parser, model.parameters, g) for g in grids]
     n_points = math.prod(len(values) for _, values in axes)
     if n_points > _MAX_POINTS:
         parser.error(

@@ -45,6 +45,11 @@ Each is located by the Illinois variant of regula falsi on its test function
 between the two points that bracket it.
 """
 
+from .curves import (
+    CODIM2_KINDS as CODIM2_KINDS,
+    BifurcationCurve as BifurcationCurve,
+    continue_bifurcation_curve as continue_bifurcation_curve,
+)
 from .driver import (
     check_u0 as check_u0,
     start_at_parameter as start_at_parameter,

@@ -1,6 +1,7 @@
 """The compiled corrector."""
 
 import dataclasses
+from collections.abc import Callable
 from typing import Any
 
 import equinox as eqx
@@ -11,7 +12,7 @@ import optimistix as optx
 from jaxtyping import Array, Bool, Float, Int
 
 from .._programs import compiled
-from .problems import _AbstractResidual
+from .problems import _AbstractResidual, branch_test_functions
 from .results import _closest_pair
 
 
@@ -92,6 +93,8 @@ class _Point:
     aux: Any
     tangent: np.ndarray | None = None  # scaled, unit, oriented
     kind: str = "regular"
+    # (jacobian, M) -> {kind: test value}: the problem's test functions.
+    tests: Callable[[np.ndarray, np.ndarray | None], dict] = branch_test_functions
 
     @property
     def lam(self) -> float:
@@ -102,33 +105,9 @@ class _Point:
         return self.z[:-1]
 
     def test_functions(self) -> dict[str, float]:
-        """The test functions of the special points this point can tell."""
-        k = self.z.shape[0] - 1
-        values = {"fold": float(np.linalg.det(self.jacobian[:, :k]))}
-        if self.M is not None:
-            values["period_doubling"] = float(np.linalg.det(self.M + np.eye(k)))
-            if k >= 2:
-                values["neimark_sacker"] = _neimark_sacker_test(self.M)
-        return values
-
-
-def _second_compound(M: np.ndarray) -> np.ndarray:
-    """The bialternate product $M \\odot M$: the matrix of the $2\\times 2$ minors
-    $\\det M[\\{p, q\\}, \\{r, s\\}]$, $p < q$, $r < s$ (Kuznetsov 2004, sec. 10.2.2);
-    its eigenvalues are the products $\\nu_i\\nu_j$, $i < j$."""
-    k = M.shape[0]
-    pairs = [(p, q) for p in range(k) for q in range(p + 1, k)]
-    C = np.empty((len(pairs), len(pairs)))
-    for a, (p, q) in enumerate(pairs):
-        for b, (r, s) in enumerate(pairs):
-            C[a, b] = M[p, r] * M[q, s] - M[p, s] * M[q, r]
-    return C
-
-
-def _neimark_sacker_test(M: np.ndarray) -> float:
-    """$\\det(M \\odot M - I) = \\prod_{i<j}(\\nu_i\\nu_j - 1)$."""
-    C = _second_compound(M)
-    return float(np.linalg.det(C - np.eye(C.shape[0])))
+        """The test functions of the special points this point can tell (its
+        problem's: see `_AbstractResidual.test_functions`)."""
+        return self.tests(self.jacobian, self.M)
 
 
 def _is_torus_point(M: np.ndarray) -> bool:
@@ -174,4 +153,5 @@ class _Corrector:
             n_steps=int(out.n_steps),
             ok=ok,
             aux=out.aux,
+            tests=self.residual.test_functions,
         )

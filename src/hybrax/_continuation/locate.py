@@ -3,7 +3,6 @@
 import numpy as np
 
 from .corrector import _Corrector, _is_torus_point, _Point
-from .results import SPECIAL_POINT_KINDS
 from .settings import ContinuationSettings
 
 
@@ -109,8 +108,8 @@ def _special_points_between(
     g_prev, g_new = prev.test_functions(), new.test_functions()
     chord = new.z - prev.z
     found = []
-    for kind in SPECIAL_POINT_KINDS:
-        if kind not in g_prev or not g_prev[kind] * g_new[kind] < 0:
+    for kind in g_prev:
+        if not g_prev[kind] * g_new.get(kind, np.nan) < 0:
             continue
         point, g, located = _locate(
             corrector,

@@ -7,6 +7,7 @@ from typing import Any
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jaxtyping import Array, Float, PyTree
 
 from .._custom_types import Params
@@ -24,6 +25,39 @@ from .._settings import (
 from .._solution import RESULTS
 
 
+def branch_test_functions(jacobian: np.ndarray, M: np.ndarray | None) -> dict:
+    r"""The test functions of a branch's codimension-one points: fold
+    ($\det F_u$), and with a multiplier matrix period doubling ($\det(M + I)$)
+    and Neimark-Sacker ($\det(M \odot M - I)$)."""
+    k = jacobian.shape[1] - 1
+    values = {"fold": float(np.linalg.det(jacobian[:, :k]))}
+    if M is not None:
+        values["period_doubling"] = float(np.linalg.det(M + np.eye(k)))
+        if k >= 2:
+            values["neimark_sacker"] = _neimark_sacker_test(M)
+    return values
+
+
+def _second_compound(M, xp=np):
+    """The bialternate product $M \\odot M$: the matrix of the $2\\times 2$ minors
+    $\\det M[\\{p, q\\}, \\{r, s\\}]$, $p < q$, $r < s$ (Kuznetsov 2004, sec. 10.2.2);
+    its eigenvalues are the products $\\nu_i\\nu_j$, $i < j$. `xp`: NumPy on the
+    host, `jax.numpy` where it is differentiated."""
+    k = M.shape[0]
+    pairs = [(p, q) for p in range(k) for q in range(p + 1, k)]
+    rows = [
+        xp.stack([M[p, r] * M[q, s] - M[p, s] * M[q, r] for r, s in pairs])
+        for p, q in pairs
+    ]
+    return xp.stack(rows)
+
+
+def _neimark_sacker_test(M: np.ndarray) -> float:
+    """$\\det(M \\odot M - I) = \\prod_{i<j}(\\nu_i\\nu_j - 1)$."""
+    C = _second_compound(M)
+    return float(np.linalg.det(C - np.eye(C.shape[0])))
+
+
 class _AbstractResidual(eqx.Module):
     """$F(z)$ of a continuation problem, $z = (u, \\lambda)$. `__call__(z)` returns
     `(F, valid, aux)`: the residual, whether the evaluation is meaningful (a cycle
@@ -39,6 +73,12 @@ class _AbstractResidual(eqx.Module):
     ) -> Float[Array, "k k"] | None:
         """The multiplier matrix at the solution `z`, given $[F_u\\ F_\\lambda]$
         there; `None` when the problem has none."""
+
+    def test_functions(self, jacobian, M) -> dict[str, float]:
+        """On the host, the test functions `{kind: value}` whose sign changes
+        mark this problem's special points (by default a branch's fold, period
+        doubling and Neimark-Sacker point: `branch_test_functions`)."""
+        return branch_test_functions(jacobian, M)
 
 
 class _ZerosResidual(_AbstractResidual):

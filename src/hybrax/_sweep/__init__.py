@@ -5,6 +5,7 @@ element carries its own status, so a failed element spoils no other.
 """
 
 from .executor import (
+    host_cores as host_cores,
     process_slice as process_slice,
     sorted_multipliers_batch as sorted_multipliers_batch,
     sweep as sweep,

@@ -319,7 +319,7 @@ def _plan(n, chunk_size, devices, distributed) -> _Plan:
     return _Plan(local_index, n_local, size, target, sharding)
 
 
-def _host_cores() -> int:
+def host_cores() -> int:
     """The cores this process may run on."""
     if hasattr(os, "sched_getaffinity"):
         return len(os.sched_getaffinity(0))
@@ -339,7 +339,7 @@ def _streams(plan, n_chunks: int, rounds: bool = False) -> int:
     Never more than `n_chunks`. JAX compiles a program once when several threads
     first call it together (the others wait for it)."""
     if plan.sharding is None and plan.target.platform == "cpu":
-        cores = _host_cores()
+        cores = host_cores()
     else:
         cores = 1 if rounds else 2
     return max(1, min(cores, n_chunks))
@@ -394,7 +394,7 @@ def sorted_multipliers_batch(matrices: np.ndarray) -> np.ndarray:
     matrices = np.asarray(matrices, dtype=float)
     out = np.full(matrices.shape[:-1], np.nan, dtype=complex)
     rows = np.flatnonzero(np.all(np.isfinite(matrices), axis=(-2, -1)))
-    n_pieces = max(1, min(_host_cores(), rows.size // _EIG_PIECE))
+    n_pieces = max(1, min(host_cores(), rows.size // _EIG_PIECE))
 
     def piece(rows):
         eig = np.linalg.eigvals(matrices[rows])

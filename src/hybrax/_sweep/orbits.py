@@ -66,7 +66,7 @@ def _cpu_lanes(n: int, n_devices: int) -> int:
     where the batch fills two such chunks per core, else half as many, so that a
     small batch still gives every core chunks (a batch of 64 in one 64-lane chunk
     ran 1033 orbits/s on one core, against 1717-1807 in two of 32)."""
-    if n >= 2 * executor._host_cores() * _CPU_LANES * n_devices:
+    if n >= 2 * executor.host_cores() * _CPU_LANES * n_devices:
         return _CPU_LANES
     return _CPU_LANES // 2
 

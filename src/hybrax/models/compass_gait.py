@@ -492,6 +492,7 @@ def _bundle():
         default_state=default_state,
         forms={"minimal": ModelForm(lambda: compass_gait()[0], section)},
         orbit_guess=orbit_guess,
+        unknown_names=("alpha", "omega_s", "omega_ns"),
         quantities=ORBIT_QUANTITIES,
         presentation=ModelPresentation(
             continuation=ContinuationDefaults(

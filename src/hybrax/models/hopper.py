@@ -595,6 +595,7 @@ def _bundle():
         },
         orbit_guess=orbit_guess,
         branch_guesses=shown.branch_guesses,
+        unknown_names=("z_U", "v_U"),
         quantities=ORBIT_QUANTITIES,
         scan_guess=scan_orbit_guess,
         presentation=ModelPresentation(

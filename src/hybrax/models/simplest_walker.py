@@ -356,12 +356,15 @@ def _bundle():
         forms={"minimal": ModelForm(lambda: simplest_walker()[0], section)},
         orbit_guess=orbit_guess,
         branch_guesses=branch_guesses,
+        unknown_names=("theta", "theta_dot"),
         quantities=ORBIT_QUANTITIES,
         presentation=ModelPresentation(
             continuation=ContinuationDefaults(
                 "slope", start=0.009, stop=0.02, parameter_scale=0.01, max_period=10.0
             ),
             sweep_grids=("slope=0.002:0.018:9",),
+            # Schwab & Wisse (2001): a thin sliver along theta_dot ~ -theta.
+            basin_grids=("theta=0.1:0.3:100", "theta_dot=-0.35:-0.05:100"),
             labels={
                 "slope": r"slope $\gamma$ [rad]",
                 "theta": _LABELS[0],

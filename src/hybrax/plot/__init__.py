@@ -8,11 +8,13 @@ and events (a simulation, one period of an orbit). They build figures with
 axes to draw into a `pyplot` figure instead.
 
 Trajectories and their figures are in `trajectories`, stick figures and
-animations in `sticks`, the figures of branches, sweeps and tunings in `results`.
+animations in `sticks`, the figures of branches, sweeps and tunings in `results`,
+the map of a basin of attraction in `basins`.
 No numerical module imports this package.
 """
 
 from .._units import Units as Units
+from .basins import basin_map as basin_map
 from .results import (
     bifurcation_diagram as bifurcation_diagram,
     branch_figure as branch_figure,

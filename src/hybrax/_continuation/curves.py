@@ -1,0 +1,294 @@
+r"""Two-parameter continuation: curves of folds, period doublings and
+Neimark-Sacker points of fixed points of maps (and so of periodic orbits, through
+their return map), with the codimension-two points met along them."""
+
+from collections.abc import Callable
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array, Float, PyTree
+
+from .._misc import check_float64
+from .._solution import RESULTS
+from .driver import _resolve_range, start_at_parameter
+from .maps import _check_iterates, _continue_solutions
+from .problems import _AbstractResidual, _iterate, _second_compound
+from .results import SolutionBranch, SpecialPoint, _closest_pair
+from .settings import ContinuationSettings, resolve_continuation_settings
+
+
+#: The codimension-one points whose curves are followed.
+CURVE_KINDS = ("fold", "period_doubling", "neimark_sacker")
+#: The codimension-two points located along them.
+CODIM2_KINDS = ("fold_flip", "resonance_1_1", "resonance_1_2")
+
+
+def _defining_test(kind: str, M):
+    r"""The scalar that vanishes on the curve: $\det(M - I)$ (fold),
+    $\det(M + I)$ (period doubling), $\det(M \odot M - I)$ (Neimark-Sacker)."""
+    k = M.shape[0]
+    eye = jnp.eye(k, dtype=M.dtype)
+    if kind == "fold":
+        return jnp.linalg.det(M - eye)
+    if kind == "period_doubling":
+        return jnp.linalg.det(M + eye)
+    C = _second_compound(M, jnp)
+    return jnp.linalg.det(C - jnp.eye(C.shape[0], dtype=M.dtype))
+
+
+class _CurveResidual(_AbstractResidual):
+    r"""$G(u, \lambda, \mu) = [g^m(u, \lambda, \mu) - u;\ \tau(D_u g^m)]$ with
+    $\tau$ the curve's defining test function; $z = (u, \lambda, \mu)$, the
+    continuation's unknowns $(u, \lambda)$ and its parameter $\mu$."""
+
+    fn: Callable
+    args: PyTree
+    kind: str = eqx.field(static=True)
+    iterates: int = eqx.field(static=True)
+
+    def _map(self, u, lam, mu):
+        return _iterate(
+            lambda v, lam_, args: self.fn(v, lam_, mu, args),
+            u,
+            lam,
+            self.args,
+            self.iterates,
+        )
+
+    def _jacobian(self, u, lam, mu):
+        return jax.jacfwd(lambda v: self._map(v, lam, mu))(u)
+
+    def __call__(self, z):
+        k = z.shape[0] - 2
+        u, lam, mu = z[:k], z[k], z[k + 1]
+        F = self._map(u, lam, mu) - u
+        test = _defining_test(self.kind, self._jacobian(u, lam, mu))
+        G = jnp.concatenate([F, test[None]])
+        return G, jnp.all(jnp.isfinite(G)), None
+
+    def multiplier_matrix(self, z, jacobian):
+        del jacobian
+        k = z.shape[0] - 2
+        return self._jacobian(z[:k], z[k], z[k + 1])
+
+    def test_functions(self, jacobian, M) -> dict[str, float]:
+        r"""The codimension-two points of the curve, from the multipliers $\nu_i$
+        other than the critical one $\nu_c$ ($+1$ on a fold curve, $-1$ on a
+        period-doubling curve): a fold-flip where another one passes $-1$ (fold
+        curve: $\prod_{i \ne c}(\nu_i + 1)$) or $+1$ (period-doubling curve:
+        $\prod_{i \ne c}(\nu_i - 1)$); a 1:1 resonance where another passes
+        $+1$ on a fold curve, a 1:2 resonance where another passes $-1$ on a
+        period-doubling curve. On a Neimark-Sacker curve, with the critical pair
+        $e^{\pm i\theta}$ (real with product 1 beyond a resonance), the 1:1 and
+        1:2 resonances are the zeros of $\cos\theta \mp 1$ (Kuznetsov 2004, sec.
+        9.5 and 10.3). The curve's own turns in $\mu$ are not special."""
+        del jacobian
+        nu = np.linalg.eigvals(M).astype(complex)
+        if nu.shape[0] < 2:
+            return {}
+        if self.kind == "neimark_sacker":
+            i, j = _closest_pair(nu)
+            cos_theta = float(np.real(nu[i] + nu[j])) / 2.0
+            return {"resonance_1_1": cos_theta - 1.0, "resonance_1_2": cos_theta + 1.0}
+        critical = 1.0 if self.kind == "fold" else -1.0
+        others = np.delete(nu, np.argmin(np.abs(nu - critical)))
+        plus = float(np.real(np.prod(others - 1.0)))
+        minus = float(np.real(np.prod(others + 1.0)))
+        if self.kind == "fold":
+            return {"fold_flip": minus, "resonance_1_1": plus}
+        return {"fold_flip": plus, "resonance_1_2": minus}
+
+
+class BifurcationCurve(eqx.Module):
+    r"""The result of [`hybrax.continue_bifurcation_curve`][]: $N$ points of a
+    curve of folds, period doublings or Neimark-Sacker points in the plane of
+    two parameters $(\lambda, \mu)$, in the order followed.
+
+    - `kind`: the curve's codimension-one point (`"fold"`, `"period_doubling"`,
+      `"neimark_sacker"`); `parameter_names`: $(\lambda, \mu)$'s labels.
+    - `branch`: the [`hybrax.SolutionBranch`][] of the extended system in the
+      unknowns $(u, \lambda)$ and the parameter $\mu$; its special points are
+      the codimension-two points met (kinds `"fold_flip"`: a fold and a period
+      doubling at once; `"resonance_1_1"`, `"resonance_1_2"`: a double
+      multiplier $+1$ or $-1$), each with `parameter` $= \mu$ and `u` $= (u,
+      \lambda)$ there.
+    - Views: `lam`, `mu` `(N,)`; `u` `(N, k)`; `multipliers` `(N, k)` (one of
+      them on $+1$, $-1$ or a pair on the unit circle all along);
+      `special_points`; `result` (why the continuation stopped) and
+      `succeeded`.
+    """
+
+    kind: str = eqx.field(static=True)
+    parameter_names: tuple[str, str] = eqx.field(static=True)
+    branch: SolutionBranch
+
+    @property
+    def lam(self) -> Float[np.ndarray, " N"]:
+        """The first parameter $\\lambda$ along the curve."""
+        return np.asarray(self.branch.u)[:, -1]
+
+    @property
+    def mu(self) -> Float[np.ndarray, " N"]:
+        """The second parameter $\\mu$ along the curve."""
+        return np.asarray(self.branch.parameter)
+
+    @property
+    def u(self) -> Float[np.ndarray, "N k"]:
+        """The fixed point $u$ along the curve."""
+        return np.asarray(self.branch.u)[:, :-1]
+
+    @property
+    def multipliers(self):
+        """The eigenvalues of $D_u g^m$ along the curve, by decreasing modulus."""
+        return self.branch.multipliers
+
+    @property
+    def special_points(self) -> tuple[SpecialPoint, ...]:
+        """The located codimension-two points, in the order met."""
+        return self.branch.special_points
+
+    @property
+    def result(self) -> RESULTS:
+        """Why the continuation stopped (the extended branch's `result`)."""
+        return self.branch.result
+
+    @property
+    def succeeded(self) -> bool:
+        """Whether the curve was followed (it started and was not interrupted)."""
+        return self.branch.succeeded
+
+
+def continue_bifurcation_curve(
+    fn: Callable[
+        [Float[Array, " k"], Float[Array, ""], Float[Array, ""], PyTree],
+        Float[Array, " k"],
+    ],
+    point: SpecialPoint,
+    mu0: float,
+    args: PyTree = None,
+    *,
+    iterates: int = 1,
+    stop: float | None = None,
+    bounds: tuple[float, float] | None = None,
+    direction: int | None = None,
+    parameter_names: tuple[str, str] = ("lambda", "mu"),
+    continuation_settings: ContinuationSettings | None = None,
+    throw: bool = False,
+) -> BifurcationCurve:
+    r"""Follow a fold, period doubling or Neimark-Sacker point of a branch of
+    fixed points of a map $g(u, \lambda, \mu)$ (or of its $m$-th iterate) in a
+    second parameter $\mu$.
+
+    The point found at $\mu_0$ on a one-parameter branch (by
+    [`hybrax.continue_fixed_points`][] of $u \mapsto g(u, \lambda, \mu_0)$) is
+    continued by pseudo-arclength (Keller 1977, as
+    [`hybrax.continue_zeros`][]) in the extended system
+
+    $$g^m(u, \lambda, \mu) - u = 0,\qquad \tau(D_u g^m(u, \lambda, \mu)) = 0,$$
+
+    unknowns $(u, \lambda)$ and parameter $\mu$, with the test function of the
+    point's kind: $\tau = \det(M - I)$ (fold), $\det(M + I)$ (period
+    doubling), $\det(M \odot M - I)$ (Neimark-Sacker, the bialternate product);
+    $M = D_u g^m$ by `jax.jacfwd` and the system's Jacobian by a second one
+    (Kuznetsov 2004, sec. 10.2; Govaerts 2000). Along the curve the
+    codimension-two points are located as special points (see
+    [`hybrax.BifurcationCurve`][]): fold-flips on fold and period-doubling
+    curves, 1:1 resonances on fold and Neimark-Sacker curves, 1:2 resonances on
+    period-doubling and Neimark-Sacker curves.
+
+    For a periodic orbit of a hybrid system, $g$ is its return map
+    ([`hybrax.poincare_map`][] with `Settings(adjoint=diffrax.ForwardMode())`)
+    with both parameters set in its PyTree; the curve's points are then the
+    orbit's bifurcations in the parameter plane.
+
+    **Arguments:**
+
+    - `fn`: the map, `fn(u, lam, mu, args) -> u_next`, a JAX function
+      differentiable twice by `jax.jacfwd`.
+    - `point`: a [`hybrax.SpecialPoint`][] of kind `"fold"`, `"period_doubling"`
+      or `"neimark_sacker"`, located on a branch of `fn(., ., mu0, args)` (its
+      `u` and `parameter` start the curve).
+    - `mu0`: the second parameter's value at `point`.
+    - `args`: any PyTree passed to `fn`.
+    - `iterates`: $m$ (the branch's `iterates`).
+    - `stop`, `bounds`, `direction`: the range of $\mu$, as for
+      [`hybrax.continue_zeros`][].
+    - `parameter_names`: the labels of $(\lambda, \mu)$.
+    - `continuation_settings`: a [`hybrax.ContinuationSettings`][] (its
+      `parameter_scale` is $\mu$'s).
+    - `throw`: raise if the start fails (default: an empty curve whose result
+      is `start_failed`).
+
+    **Returns:** a [`hybrax.BifurcationCurve`][].
+
+    **Raises:** `ValueError` for a point of another kind or bad arguments.
+
+    !!! example
+
+        The Hénon map $(x, y) \mapsto (1 - a x^2 + y, b x)$: its fixed point
+        period-doubles at $a = 3(1 - b)^2/4$.
+
+        ```python
+        def henon(u, a, b, args):
+            return jnp.array([1 - a * u[0] ** 2 + u[1], b * u[0]])
+
+        branch = hybrax.continue_fixed_points(
+            lambda u, a, args: henon(u, a, 0.3, args), [0.6, 0.2], 0.2, stop=0.5
+        )
+        curve = hybrax.continue_bifurcation_curve(
+            henon, branch.period_doublings[0], 0.3, stop=-1.5
+        )
+        # curve.lam == 3 (1 - curve.mu)^2 / 4; a 1:2 resonance at (a, b) = (3, -1)
+        ```
+
+    **References:** H. B. Keller (1977); W. Govaerts (2000), Numerical Methods
+    for Bifurcations of Dynamical Equilibria, SIAM; Yu. A. Kuznetsov (2004),
+    Elements of Applied Bifurcation Theory, sec. 9.5 and 10.2.
+    """
+    check_float64("continue_bifurcation_curve")
+    if not callable(fn):
+        raise ValueError("`fn` must be callable as fn(u, lam, mu, args).")
+    if not isinstance(point, SpecialPoint) or point.kind not in CURVE_KINDS:
+        raise ValueError(
+            "`point` must be a hybrax.SpecialPoint of kind "
+            f"{', '.join(CURVE_KINDS)}; got "
+            f"{getattr(point, 'kind', type(point).__name__)!r}."
+        )
+    iterates = _check_iterates(iterates)
+    if len(parameter_names) != 2:
+        raise ValueError(
+            f"`parameter_names` must name (lambda, mu); got {parameter_names!r}."
+        )
+    settings = resolve_continuation_settings(continuation_settings)
+    mu0, low, high, direction = _resolve_range(mu0, stop, bounds, direction, "mu0")
+    u_start = np.concatenate([np.asarray(point.u, float), [float(point.parameter)]])
+    k = u_start.shape[0] - 1
+    if point.kind == "neimark_sacker" and k < 2:
+        raise ValueError("A Neimark-Sacker curve needs at least two unknowns.")
+    try:
+        out = jax.eval_shape(
+            lambda u: fn(u, u_start[k], mu0, args), jnp.zeros(k, jnp.result_type(float))
+        )
+    except Exception as error:
+        raise ValueError(f"`fn` failed on the start point: {error}") from error
+    if getattr(out, "shape", None) != (k,):
+        raise ValueError(
+            f"`fn` must return an array of the shape of `u`, ({k},); got "
+            f"{getattr(out, 'shape', type(out).__name__)}."
+        )
+    residual = _CurveResidual(fn, args, point.kind, iterates)
+    branch = _continue_solutions(
+        residual,
+        lambda corrector, s: start_at_parameter(corrector, u_start, mu0, direction, s),
+        k=k + 1,
+        low=low,
+        high=high,
+        direction=direction,
+        parameter_name=parameter_names[1],
+        iterates=iterates,
+        continuation_settings=settings,
+        throw=throw,
+    )
+    return BifurcationCurve(point.kind, tuple(parameter_names), branch)
