@@ -10,6 +10,7 @@ computation of Schwab & Wisse (2001), "Basin of attraction of the simplest walki
 model", Proc. ASME DETC, done on every device at once.
 """
 
+import sys
 from collections.abc import Sequence
 
 import diffrax as dfx
@@ -22,9 +23,10 @@ from jaxtyping import Array, Float, Int
 from ._custom_types import Params
 from ._hybrid import HybridSystem
 from ._misc import canonical_params
-from ._periodic import PeriodicOrbit, PoincareSection, cycle, resolve_sequence
+from ._periodic import PeriodicOrbit, PoincareSection, resolve_sequence
 from ._settings import Settings, resolve_settings
-from ._solution import RESULTS, status_code
+from ._simulate import run_events
+from ._solution import RESULTS, STATUS_NAMES, status_code
 
 
 #: The fates of a start, by their codes in `Basin.outcome`.
@@ -96,44 +98,40 @@ class Basin(eqx.Module):
 
 
 class _Cycles(eqx.Module):
-    """The return map iterated `n_cycles` times from one start (the per-element
-    function of the batched run): the last `window` iterates, the status and the
-    cycles completed. A start whose run has stopped goes on through the orbit's
-    own cycle, so that it costs the batch no more than a live one (under `vmap`
-    every lane runs until the slowest is done)."""
+    """`n_cycles` cycles of the return map from one start (the per-element
+    function of a batched round): one run of the section's transition sequence
+    repeated `n_cycles` times through the event loop, whose phases after a
+    failure do no work. Returns the section point after each cycle (NaN after
+    a failure), the status and the cycles completed."""
 
     system: HybridSystem
     section: PoincareSection
     params: Params
     settings: Settings
-    idle_start: Array
     n_cycles: int = eqx.field(static=True)
-    window: int = eqx.field(static=True)
 
     def __call__(self, u0):
         sequence, _ = resolve_sequence(self.system, self.section)
-        adjoint = dfx.RecursiveCheckpointAdjoint()
-
-        def one_cycle(carry, _):
-            u, result, completed = carry
-            alive = result == RESULTS.successful
-            u_in = jnp.where(alive, u, self.idle_start)
-            x0 = self.section.chart(u_in, self.params)
-            solution, _ = cycle(
-                self.system, x0, self.params, sequence, self.settings, adjoint
-            )
-            u_next = self.section.coordinates(solution.x_after[-1], self.params)
-            ran = alive & (solution.result == RESULTS.successful)
-            result = RESULTS.where(alive, solution.result, result)
-            u = jnp.where(ran, u_next, u)
-            return (u, result, completed + ran), u
-
-        carry = (u0, RESULTS.successful, jnp.zeros((), jnp.int32))
-        (_, result, completed), history = jax.lax.scan(
-            one_cycle, carry, None, length=self.n_cycles
+        length = len(sequence)
+        # The horizon is one cycle's: the run's is `n_cycles` of them.
+        settings = eqx.tree_at(
+            lambda s: s.t_max, self.settings, self.settings.t_max * self.n_cycles
         )
-        history = jnp.concatenate([u0[None], history])
-        return history[-self.window :], result, completed
+        x0 = self.section.chart(u0, self.params)
+        solution, _, _ = run_events(
+            self.system,
+            x0,
+            self.params,
+            settings,
+            dfx.RecursiveCheckpointAdjoint(),
+            mode0=self.system.sources[sequence[0]],
+            t0=jnp.zeros((), x0.dtype),
+            sequence=tuple(sequence) * self.n_cycles,
+            phase_observables=False,
+        )
+        ends = solution.x_after[length - 1 :: length]
+        points = jax.vmap(lambda x: self.section.coordinates(x, self.params))(ends)
+        return points, solution.result, solution.n_events // length
 
 
 def basin(
@@ -160,8 +158,10 @@ def basin(
     orbit of period $p \le$ `max_period` cycles, a fall (a terminal transition),
     still unsettled, or a failed run. All starts run in one compiled
     `jit(vmap(...))` through [`hybrax.sweep`][], in chunks, on every local
-    device; a failure of one start is its own outcome and status and leaves the
-    others exact.
+    device: on a CPU in rounds of one cycle, the starts still moving gathered
+    into full chunks for the next round (under `vmap` a chunk runs as long as its
+    slowest start), on an accelerator in one round. A failure of one start is
+    its own outcome and status and leaves the others exact.
 
     Reference: Schwab & Wisse (2001), "Basin of attraction of the simplest
     walking model", Proc. ASME Design Engineering Technical Conferences: the
@@ -187,10 +187,11 @@ def basin(
       which a start has reached the orbit, and within which a settled start
       repeats.
     - `max_period`: the longest period, in cycles, that is identified.
-    - `settings`: a [`hybrax.Settings`][]; its `t_max` is one cycle's horizon.
-    - `chunk_size`: starts per compiled call (default: 256, or fewer to give
-      every core of a CPU a chunk); `devices`, `progress`: as for
-      [`hybrax.sweep`][].
+    - `settings`: a [`hybrax.Settings`][]; its `t_max` is one cycle's horizon
+      (a start's run has `n_cycles` times that).
+    - `chunk_size`: starts per compiled call (default on a CPU: 256, or fewer
+      to give every core a chunk; on an accelerator up to $2^{20}$).
+    - `devices`, `progress`: as for [`hybrax.sweep`][].
 
     **Returns:** a [`hybrax.Basin`][].
 
@@ -198,7 +199,7 @@ def basin(
     shape or not finite, or a non-positive `n_cycles`, `tolerance` or
     `max_period`, or `max_period` not below `n_cycles`, or a failed `orbit`.
     """
-    from ._sweep import host_cores, sweep
+    from ._sweep import host_cores
 
     settings = resolve_settings(settings)
     params = canonical_params(params)
@@ -207,31 +208,32 @@ def basin(
     orbit_point, radius = _orbit_point(orbit, starts.shape[-1])
     grid_shape = starts.shape[:-1]
     flat = starts.reshape(-1, starts.shape[-1])
-    per_start = _Cycles(
-        system,
-        section,
-        params,
-        settings,
-        # The cycle that a start whose run has stopped goes on with.
-        jnp.asarray(orbit_point if np.all(np.isfinite(orbit_point)) else flat[0]),
-        int(n_cycles),
-        int(max_period) + 1,
-    )
+    on_cpu = jax.default_backend() == "cpu"
     if chunk_size is None:
-        cores = host_cores() if jax.default_backend() == "cpu" else 1
-        chunk_size = max(1, min(_CHUNK, -(-flat.shape[0] // cores)))
-    window, result, completed = sweep(
-        per_start,
-        jnp.asarray(flat),
-        chunk_size=chunk_size,
-        devices=devices,
-        progress=progress,
-        desc="basin",
+        if on_cpu:
+            chunk_size = max(1, min(_CHUNK, -(-flat.shape[0] // host_cores())))
+        else:  # an accelerator's lanes: the whole batch, memory permitting
+            chunk_size = min(flat.shape[0], _ACCELERATOR_CHUNK)
+    # On a CPU, one cycle per round and the starts still moving gathered into
+    # full chunks for the next (under `vmap` a chunk runs as long as its slowest
+    # start: without compaction, one walker among fallen ones costs its chunk
+    # all the cycles); on an accelerator, whose idle lanes cost little, one
+    # round of every cycle.
+    per_round = 1 if on_cpu else int(n_cycles)
+    history, codes, completed = _run_rounds(
+        _Cycles(system, section, params, settings, per_round),
+        flat,
+        int(n_cycles),
+        per_round,
+        int(chunk_size),
+        devices,
+        progress,
     )
-    window = np.asarray(window)
+    window = _windows(history, completed, int(max_period) + 1)
     outcome, period, distance = _classify(
-        window, status_code(result), orbit_point, radius, float(tolerance)
+        window, codes, orbit_point, radius, float(tolerance)
     )
+    result = _results_of(codes)
 
     def shaped(a):
         return np.asarray(a).reshape(grid_shape + np.shape(a)[1:])
@@ -255,6 +257,71 @@ def basin(
 # done; the simplest walker's 20 cycles ran at 0.55 ms per start in chunks of 256
 # and of 1024 alike (2-core CPU).
 _CHUNK = 256
+# On an accelerator: its lanes want the whole batch (a chunk of 2^20 starts holds
+# a few GB).
+_ACCELERATOR_CHUNK = 1 << 20
+
+
+def _run_rounds(per_round_fn, flat, n_cycles, per_round, chunk, devices, progress):
+    """Rounds of `per_round` cycles over the starts still moving, each round's
+    batch padded to whole chunks of `chunk` starts (one compilation); returns
+    every start's section points `(n, n_cycles + 1, k)` (NaN after it stopped),
+    status codes and cycles completed."""
+    from ._sweep import sweep
+
+    n, k = flat.shape
+    history = np.full((n, n_cycles + 1, k), np.nan)
+    history[:, 0] = flat
+    codes = np.zeros(n, dtype=int)  # successful
+    completed = np.zeros(n, dtype=int)
+    moving = np.arange(n)
+    for done in range(0, n_cycles, per_round):
+        if moving.size == 0:
+            break
+        # Padded to whole chunks by NaN starts, which stop at once (status
+        # `nonfinite_state`) and so cost their chunk nothing.
+        batch = np.concatenate(
+            [history[moving, done], np.full((-moving.size % chunk, k), np.nan)]
+        )
+        points, result, ran = sweep(
+            per_round_fn, jnp.asarray(batch), chunk_size=chunk, devices=devices
+        )
+        points, ran = np.asarray(points)[: moving.size], np.asarray(ran)[: moving.size]
+        history[moving, done + 1 : done + 1 + per_round] = points
+        completed[moving] = done + ran
+        codes[moving] = status_code(result)[: moving.size]
+        moving = moving[codes[moving] == 0]
+        if progress:
+            print(
+                f"basin: {min(done + per_round, n_cycles)}/{n_cycles} cycles, "
+                f"{moving.size}/{n} starts still moving",
+                file=sys.stderr,
+                flush=True,
+            )
+    return history, codes, completed
+
+
+def _windows(history, completed, width):
+    """The last `width` section points up to each start's last completed cycle
+    (the start repeated where fewer cycles ran)."""
+    index = completed[:, None] - width + 1 + np.arange(width)[None, :]
+    index = np.clip(index, 0, None)
+    return np.take_along_axis(history, index[..., None], axis=1)
+
+
+def _results_of(codes) -> RESULTS:
+    """The batched status of integer codes (positions in `STATUS_NAMES`)."""
+    codes = np.asarray(codes)
+    present = [int(code) for code in np.unique(codes)]
+
+    def one(code):
+        result = RESULTS.successful
+        for c in present:
+            status = getattr(RESULTS, STATUS_NAMES[c])
+            result = RESULTS.where(code == c, status, result)
+        return result
+
+    return jax.device_get(jax.vmap(one)(jnp.asarray(codes)))
 
 
 def _checked_starts(section, starts, params) -> np.ndarray:

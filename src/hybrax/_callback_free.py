@@ -46,6 +46,11 @@ def _strip(jaxpr):
     NaN values or a status. Returns `jaxpr` itself where nothing changes;
     `_Unstrippable` for a callback anywhere else."""
     if isinstance(jaxpr, jex_core.ClosedJaxpr):
+        if isinstance(jaxpr.jaxpr, jex_core.ClosedJaxpr):
+            # A form of jaxpr this rewrite does not know (JAX 0.11 reads a
+            # closed jaxpr's `jaxpr` as a closed one): the program is then not
+            # kept between processes, and still runs.
+            raise _Unstrippable("closed jaxpr")
         inner = _strip(jaxpr.jaxpr)
         return (
             jaxpr if inner is jaxpr.jaxpr else jex_core.ClosedJaxpr(inner, jaxpr.consts)
