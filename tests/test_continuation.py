@@ -297,7 +297,8 @@ def test_pulling_after_touchdown_is_flagged(heavy):
         )
         force = -b.guard_at_start[i, 0] * 75.0 * 9.81
         np.testing.assert_allclose(force, orbit["hop"]["lambda_touchdown"], atol=1e-6)
-        assert b.admissible[i] == (orbit["hop"]["lambda_touchdown"] <= 0)
+        if i != b.force_reversals[0].index:  # there the force is 0 (to 1e-9 N)
+            assert b.admissible[i] == (orbit["hop"]["lambda_touchdown"] <= 0)
     # Where the force changes sign (linear interpolation): D_G ~ -0.00967.
     j = change[0]
     force = -b.guard_at_start[j : j + 2, 0]
@@ -305,6 +306,21 @@ def test_pulling_after_touchdown_is_flagged(heavy):
         force[1] - force[0]
     )
     assert -0.0098 < crossing < -0.0095
+    # The continuation locates it as a hybrid boundary: a force reversal after
+    # event 0 (touchdown), at the root of the reference's touchdown force found
+    # by bisection on D_G (SciPy's brentq on the independent implementation).
+    (reversal,) = b.force_reversals
+    assert reversal.event == 0 and reversal.located
+    assert abs(reversal.test_value) < 1e-10
+
+    def pull(d_g):
+        hop = ref.periodic_orbit(_reference_params(0.95, d_g), v_guess=reversal.u[1])
+        return hop["hop"]["lambda_touchdown"]
+
+    root = brentq(
+        pull, reversal.parameter - 1e-4, reversal.parameter + 1e-4, xtol=1e-13
+    )
+    np.testing.assert_allclose(reversal.parameter, root, atol=1e-9)
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -442,8 +458,10 @@ def test_cli_writes_branch_and_figures(cli_run, branch):
     regular = [i for i, kind in enumerate(branch.kind) if kind != "fold"]
     # (at a fold the multiplier is 1 to rounding: either verdict)
     assert [points[i]["stable"] for i in regular] == branch.stable[regular].tolist()
-    assert [p["pulling_after_touchdown"] for p in points] == (
-        branch.guard_at_start[:, 0] < 0
+    # (at a force reversal the force is 0 to rounding: either verdict)
+    clear = np.flatnonzero(np.abs(branch.guard_at_start[:, 0]) > 1e-9)
+    assert [points[i]["pulling_after_touchdown"] for i in clear] == (
+        branch.guard_at_start[clear, 0] < 0
     ).tolist()
     folds = payload["folds"]
     np.testing.assert_allclose(

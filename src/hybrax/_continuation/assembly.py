@@ -23,8 +23,10 @@ def _durations(t_events: np.ndarray) -> np.ndarray:
 
 def _special_point(trace: _Trace, index, kind, g, located, **extras) -> SpecialPoint:
     point = trace.points[index]
+    kind, _, event = kind.partition("@")
     return SpecialPoint(
         kind=kind,
+        event=int(event) if event else None,
         index=index,
         parameter=point.lam,
         u=point.u.copy(),

@@ -93,8 +93,10 @@ class _Point:
     aux: Any
     tangent: np.ndarray | None = None  # scaled, unit, oriented
     kind: str = "regular"
-    # (jacobian, M) -> {kind: test value}: the problem's test functions.
-    tests: Callable[[np.ndarray, np.ndarray | None], dict] = branch_test_functions
+    # (jacobian, M, aux) -> {kind: test value}: the problem's test functions.
+    tests: Callable[[np.ndarray, np.ndarray | None, Any], dict] = (
+        lambda jacobian, M, aux: branch_test_functions(jacobian, M)
+    )
 
     @property
     def lam(self) -> float:
@@ -107,7 +109,7 @@ class _Point:
     def test_functions(self) -> dict[str, float]:
         """The test functions of the special points this point can tell (its
         problem's: see `_AbstractResidual.test_functions`)."""
-        return self.tests(self.jacobian, self.M)
+        return self.tests(self.jacobian, self.M, self.aux)
 
 
 def _is_torus_point(M: np.ndarray) -> bool:

@@ -73,7 +73,7 @@ class _CurveResidual(_AbstractResidual):
         k = z.shape[0] - 2
         return self._jacobian(z[:k], z[k], z[k + 1])
 
-    def test_functions(self, jacobian, M) -> dict[str, float]:
+    def test_functions(self, jacobian, M, aux) -> dict[str, float]:
         r"""The codimension-two points of the curve, from the multipliers $\nu_i$
         other than the critical one $\nu_c$ ($+1$ on a fold curve, $-1$ on a
         period-doubling curve): a fold-flip where another one passes $-1$ (fold
@@ -84,7 +84,7 @@ class _CurveResidual(_AbstractResidual):
         $e^{\pm i\theta}$ (real with product 1 beyond a resonance), the 1:1 and
         1:2 resonances are the zeros of $\cos\theta \mp 1$ (Kuznetsov 2004, sec.
         9.5 and 10.3). The curve's own turns in $\mu$ are not special."""
-        del jacobian
+        del jacobian, aux
         nu = np.linalg.eigvals(M).astype(complex)
         if nu.shape[0] < 2:
             return {}

@@ -111,6 +111,9 @@ def _special_points_between(
     for kind in g_prev:
         if not g_prev[kind] * g_new.get(kind, np.nan) < 0:
             continue
+        margin = corrector.residual.bracket_tolerance(kind)
+        if min(abs(g_prev[kind]), abs(g_new[kind])) <= margin:
+            continue
         point, g, located = _locate(
             corrector,
             prev,
@@ -125,7 +128,7 @@ def _special_points_between(
         if kind == "neimark_sacker" and not _is_torus_point(point.M):
             continue  # a neutral saddle: real nu_i nu_j = 1, no bifurcation
         point.tangent = _tangent(point, prev.tangent, scale)
-        point.kind = kind
+        point.kind = kind.partition("@")[0]  # force_reversal@k: event k's
         s = float(np.dot(point.z - prev.z, chord) / np.dot(chord, chord))
         found.append((s, point, kind, g, located))
     found.sort(key=lambda item: item[0])

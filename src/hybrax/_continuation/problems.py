@@ -74,11 +74,19 @@ class _AbstractResidual(eqx.Module):
         """The multiplier matrix at the solution `z`, given $[F_u\\ F_\\lambda]$
         there; `None` when the problem has none."""
 
-    def test_functions(self, jacobian, M) -> dict[str, float]:
+    def test_functions(self, jacobian, M, aux) -> dict[str, float]:
         """On the host, the test functions `{kind: value}` whose sign changes
         mark this problem's special points (by default a branch's fold, period
-        doubling and Neimark-Sacker point: `branch_test_functions`)."""
+        doubling and Neimark-Sacker point: `branch_test_functions`); `aux` is
+        the point's auxiliary output."""
+        del aux
         return branch_test_functions(jacobian, M)
+
+    def bracket_tolerance(self, kind: str) -> float:
+        """How far from zero a test function must be at both ends of a step for
+        its sign change to count (0: any sign change)."""
+        del kind
+        return 0.0
 
 
 class _ZerosResidual(_AbstractResidual):
@@ -157,3 +165,26 @@ class _ReturnMapResidual(_AbstractResidual):
         # M = F_u + I = dP/du, the reduced Jacobian (Zana et al. 2018 eqs. 32-33).
         k = z.shape[0] - 1
         return jacobian[:, :k] + jnp.eye(k, dtype=z.dtype)
+
+    def test_functions(self, jacobian, M, aux) -> dict[str, float]:
+        r"""A branch's folds, period doublings and Neimark-Sacker points, and its
+        hybrid boundaries: `force_reversal@k` is the guard of the phase that
+        event $k$ starts, read at its start (`guard_at_start`): it changes sign
+        where the orbit starts that phase on its guard, for the hopper's ground
+        phase where the contact force after touchdown changes sign (positive
+        inside the phase, so negative where the ground would have to pull)."""
+        values = branch_test_functions(jacobian, M)
+        guards = np.asarray(aux.guard_at_start, dtype=float)
+        for k, value in enumerate(guards):
+            if np.isfinite(value):
+                values[f"force_reversal@{k}"] = float(value)
+        return values
+
+    def bracket_tolerance(self, kind: str) -> float:
+        """A guard that sits on its surface by construction (a flight that
+        starts with the foot on the ground) stays within rounding of zero: a
+        force reversal counts only where the guard is beyond `guard_tol` on both
+        sides."""
+        return (
+            float(self.settings.guard_tol) if kind.startswith("force_reversal") else 0.0
+        )

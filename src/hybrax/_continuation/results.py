@@ -9,7 +9,7 @@ from jaxtyping import Bool, Complex, Float, Int
 from .._solution import RESULTS
 
 
-SPECIAL_POINT_KINDS = ("fold", "period_doubling", "neimark_sacker")
+SPECIAL_POINT_KINDS = ("fold", "period_doubling", "neimark_sacker", "force_reversal")
 
 
 class SpecialPoint(eqx.Module):
@@ -19,13 +19,21 @@ class SpecialPoint(eqx.Module):
       $\det F_u = 0$, the branch turns back in $\lambda$), `"period_doubling"`
       (flip: a real multiplier is $-1$, $\det(M + I) = 0$; a branch of twice the
       period bifurcates) or `"neimark_sacker"` (torus: a complex pair
-      $e^{\pm i\theta}$ on the unit circle, $\det(M \odot M - I) = 0$).
+      $e^{\pm i\theta}$ on the unit circle, $\det(M \odot M - I) = 0$); on
+      a branch of periodic orbits also `"force_reversal"`, a hybrid boundary:
+      the phase that event `event` starts begins on its guard (its
+      `guard_at_start` changes sign; for the hopper, the ground force right
+      after touchdown, which past it would have to pull: `Branch.admissible`
+      turns `False`); on a [`hybrax.BifurcationCurve`][], the codimension-two
+      kinds `"fold_flip"`, `"resonance_1_1"` and `"resonance_1_2"`.
     - `index`: the position of this point in the branch's arrays.
     - `parameter`: $\lambda$ there; `u`: the unknowns there.
     - `multipliers`: the eigenvalues of the multiplier matrix $M$ there, by
       decreasing modulus (`None` without one); `multiplier_matrix`: $M$.
     - `test_value`: the located test function (ideally 0).
     - `located`: whether the root search on the test function converged.
+    - `event`: for a `"force_reversal"`, the index of the event whose next
+      phase starts on its guard; `None` otherwise.
     - `state`, `phase_durations`, `period`: for periodic orbits of a hybrid system
       ([`hybrax.continue_branch`][]): the section state, the durations of the
       phases of one cycle and their sum; `None` otherwise.
@@ -39,6 +47,7 @@ class SpecialPoint(eqx.Module):
     multiplier_matrix: Float[np.ndarray, "k k"] | None
     test_value: float
     located: bool
+    event: int | None = None
     state: Float[np.ndarray, " n"] | None = None
     phase_durations: Float[np.ndarray, " E"] | None = None
     period: float | None = None
@@ -112,6 +121,12 @@ class _SpecialPointViews(eqx.Module):
     def neimark_sackers(self) -> tuple[SpecialPoint, ...]:
         """The located Neimark-Sacker (torus) points, in the order met."""
         return tuple(p for p in self.special_points if p.kind == "neimark_sacker")
+
+    @property
+    def force_reversals(self) -> tuple[SpecialPoint, ...]:
+        """The located force reversals (a phase that starts on its guard), in
+        the order met."""
+        return tuple(p for p in self.special_points if p.kind == "force_reversal")
 
 
 class SolutionBranch(_SpecialPointViews):
