@@ -49,7 +49,8 @@ class Basin(eqx.Module):
         [`hybrax.PeriodicOrbit`][]);
       - `"periodic"` (1): it settled on another periodic orbit: the smallest $p
         \le$ `max_period` with $|u_N - u_{N-p}| \le$ `tolerance` (the period in
-        cycles is `period`);
+        cycles is `period`); an unstable orbit that a start passes close to also
+        repeats for a while: more cycles tell them apart;
       - `"falls"` (2): a terminal transition fired (a walker's fall; status
         `terminal_event`);
       - `"unsettled"` (3): every cycle ran, and it neither reached the orbit nor

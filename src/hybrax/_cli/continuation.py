@@ -20,6 +20,13 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from . import common
+from .curve import (
+    add_curve_args,
+    check_curve_args,
+    follow_curve,
+    force_reversal_records,
+    write_curve_figure,
+)
 
 
 # Longest simulated time of one phase (for the model's per-point summaries).
@@ -117,6 +124,7 @@ def add_parser(subparsers) -> None:
             "Adds the JSON list 'cascade' and the figure bifurcation.png"
         ),
     )
+    add_curve_args(parser)
     common.add_solver_args(parser)
     parser.set_defaults(run=_run_continue, command_parser=parser)
 
@@ -160,6 +168,7 @@ def _run_continue(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
     if form.section is None:
         parser.error(f"argument --form: no Poincaré section for {form_name!r}")
     span = _continuation_range(args, parser, model, spec)
+    check_curve_args(args, parser, model)
     params = _start_params(args, parser, model, span)
     system = form.system()
     section = form.section()
@@ -179,6 +188,7 @@ def _run_continue(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
     _print_branch_counts(model, branch, summary, elapsed)
     records, folds, doublings, tori = _point_records(form, branch, summary, name)
     _print_special_points(name, folds, doublings, tori)
+    payload["force_reversals"] = force_reversal_records(branch, name)
     limits = _branch_limits(model, branch, summary, params, span.parameter)
     payload.update(
         branch=records,
@@ -190,11 +200,17 @@ def _run_continue(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
     levels, interrupted = _cascade_levels(
         args, model, form, system, section, branch, params, span, payload
     )
+    if args.curve is not None and not interrupted:
+        payload["curve"] = follow_curve(
+            args, model, system, section, branch, params, span
+        )
     print()
     if args.figures:
         _write_continue_figures(
             args, model, form, levels, summary, params, span.parameter
         )
+        if "curve" in payload:
+            write_curve_figure(payload["curve"], model, args.out)
     if args.json is not None:
         common._write_json(args.json, payload)
         print(f"wrote {args.json}")

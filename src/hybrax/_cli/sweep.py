@@ -142,6 +142,18 @@ def add_parser(subparsers) -> None:
         help="Newton iteration limit per point (default: %(default)s)",
     )
     parser.add_argument(
+        "--curves",
+        action="append",
+        type=pathlib.Path,
+        default=[],
+        metavar="FILE",
+        help=(
+            "draw on the heat map the two-parameter curve of a `hybrax continue "
+            "--curve ... --json FILE` run over the same two parameters "
+            "(repeatable)"
+        ),
+    )
+    parser.add_argument(
         "--quantity",
         metavar="NAME",
         help=(
@@ -568,9 +580,11 @@ def _write_heatmap(
     out,
     columns: dict[str, np.ndarray],
     tally: _SweepTally,
+    curves: list[tuple[str, np.ndarray, np.ndarray]] = (),
 ) -> pathlib.Path:
     """Write `sweep_heatmap.png` of a 2-D grid: the leading multiplier's magnitude
-    (or `--quantity`) where an orbit converged, the other points marked."""
+    (or `--quantity`) where an orbit converged, the other points marked, and the
+    `--curves` drawn over it."""
     from .. import plot
     from .._solution import NUMERICAL_FAILURES
 
@@ -605,7 +619,44 @@ def _write_heatmap(
             r"leading nontrivial $|\nu|$" if args.quantity is None else args.quantity
         ),
     )
+    if curves:
+        ax = fig.axes[0]
+        limits = ax.get_xlim(), ax.get_ylim()
+        for (kind, cx, cy), style in zip(curves, ("--", ":", "-.", "-")):
+            label = f"{kind.replace('_', ' ')} curve (continuation)"
+            ax.plot(cx, cy, style, color="k", linewidth=1.6, label=label)
+        ax.set_xlim(limits[0])
+        ax.set_ylim(limits[1])
+        ax.legend(loc="upper right", fontsize="small")
     return write_figure(args.out / "sweep_heatmap.png", fig)
+
+
+def _read_curves(args, parser, axes) -> list[tuple[str, np.ndarray, np.ndarray]]:
+    """The `--curves` files' curves as `(kind, x, y)` in the grid's axes (a usage
+    error for a file without a curve over the grid's two parameters)."""
+    import json
+
+    names = [name for name, _ in axes]
+    curves = []
+    for path in args.curves:
+        try:
+            curve = json.loads(path.read_text())["curve"]
+            first, second = curve["parameters"]
+            values = {first: curve[first], second: curve[second]}
+        except (OSError, ValueError, KeyError, TypeError) as error:
+            parser.error(
+                f"argument --curves: {str(path)!r} holds no `hybrax continue --curve` "
+                f"result ({type(error).__name__}: {error})"
+            )
+        if len(names) != 2 or set(values) != set(names):
+            parser.error(
+                f"argument --curves: {str(path)!r} is a curve over {first} and "
+                f"{second}; the grid is over {', '.join(names)}"
+            )
+        curves.append(
+            (curve["kind"], np.asarray(values[names[0]]), np.asarray(values[names[1]]))
+        )
+    return curves
 
 
 def _write_sweep_json(
@@ -663,6 +714,7 @@ def _run_sweep(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
 
     problem = _sweep_problem(args, parser)
     axes = problem.axes
+    curves = _read_curves(args, parser, axes)
     params = _grid_params(parser, problem.model, problem.sets, axes)
     n = int(np.prod(tuple(len(v) for _, v in axes)))
     n_devices = len(jax.local_devices())
@@ -687,7 +739,7 @@ def _run_sweep(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
     args.out.mkdir(parents=True, exist_ok=True)
     written = _write_sweep_tables(args.out, columns, axes, out)
     if len(axes) == 2 and args.figures:
-        written.append(_write_heatmap(args, problem, out, columns, tally))
+        written.append(_write_heatmap(args, problem, out, columns, tally, curves))
     elif len(axes) != 2:
         print(
             f"note: no heat map for a {len(axes)}-D grid (it needs two --grid axes)",

@@ -49,6 +49,7 @@ from .curves import (
     CODIM2_KINDS as CODIM2_KINDS,
     BifurcationCurve as BifurcationCurve,
     continue_bifurcation_curve as continue_bifurcation_curve,
+    continue_orbit_curve as continue_orbit_curve,
 )
 from .driver import (
     check_u0 as check_u0,

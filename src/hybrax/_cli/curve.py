@@ -1,0 +1,194 @@
+"""`hybrax continue ... --curve KIND --param2 NAME --stop2 VALUE`: the branch's
+first fold, period doubling or Neimark-Sacker point followed in a second
+parameter ([`hybrax.continue_orbit_curve`][]), and the branch's force reversals.
+
+Used by `hybrax._cli.continuation`: `add_curve_args` registers the options,
+`check_curve_args` checks them before any computation, `follow_curve` runs the
+curve after the branch and returns its JSON record, and `force_reversal_records`
+lists the branch's hybrid boundaries.
+"""
+
+import argparse
+import math
+import sys
+import time
+
+from .._io import write_figure
+from . import common
+
+
+# --curve's names -> the special points' kinds.
+CURVES = {
+    "fold": "fold",
+    "period-doubling": "period_doubling",
+    "neimark-sacker": "neimark_sacker",
+}
+_MARKERS = {"fold_flip": "o", "resonance_1_1": "s", "resonance_1_2": "D"}
+
+
+def add_curve_args(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group(
+        "two-parameter curve",
+        "follow the branch's first special point of a kind in a second parameter",
+    )
+    group.add_argument(
+        "--curve",
+        choices=tuple(CURVES),
+        default=None,
+        help="the kind of point followed (its first located one on the branch); "
+        "adds the JSON entry 'curve' and the figure curve.png",
+    )
+    group.add_argument(
+        "--param2",
+        default=None,
+        metavar="NAME",
+        help="the second parameter, along which the curve is followed",
+    )
+    group.add_argument(
+        "--stop2",
+        type=common._finite_float,
+        default=None,
+        metavar="VALUE",
+        help="follow the curve from the second parameter's value towards VALUE",
+    )
+    group.add_argument(
+        "--curve-points",
+        type=common.bounded_int(2, 10_000),
+        default=40,
+        metavar="N",
+        help="the most points of the curve (default: %(default)s)",
+    )
+
+
+def check_curve_args(args: argparse.Namespace, parser, model) -> None:
+    """Usage errors of the curve's options, before any computation."""
+    given = [args.curve is not None, args.param2 is not None, args.stop2 is not None]
+    if any(given) and not all(given):
+        parser.error("argument --curve: give --curve, --param2 and --stop2 together")
+    if args.curve is None:
+        return
+    try:
+        model.parameter(args.param2)
+    except ValueError as error:
+        parser.error(f"argument --param2: {error}")
+    if args.param is not None and args.param2 == args.param:
+        parser.error("argument --param2: must differ from --param")
+
+
+def force_reversal_records(branch, name: str) -> list[dict]:
+    """The branch's force reversals (a phase that starts on its guard), printed
+    and as JSON records."""
+    records = [
+        {
+            name: float(p.parameter),
+            "event": p.event,
+            "guard_at_start": float(p.test_value),
+            "located": bool(p.located),
+        }
+        for p in branch.force_reversals
+    ]
+    print(f"force reversals: {len(records)}")
+    for record in records:
+        print(
+            f"  {name} = {record[name]:+.10f}  the phase after event "
+            f"{record['event']} starts on its guard"
+        )
+    return records
+
+
+def follow_curve(args, model, system, section, branch, params, span) -> dict:
+    """Follow the branch's first located point of the `--curve` kind in
+    `--param2` towards `--stop2`; print and return its JSON record (with
+    `status` `no_point` where the branch has none)."""
+    from .._continuation import ContinuationSettings, continue_orbit_curve
+    from .._solution import status_name
+
+    kind = CURVES[args.curve]
+    points = [p for p in branch.special_points if p.kind == kind and p.located]
+    parameter2 = model.parameter(args.param2)
+    if not points:
+        print(f"curve: no located {args.curve} point on the branch", file=sys.stderr)
+        return {"kind": kind, "status": "no_point"}
+    start2 = float(parameter2.get(params))
+    if not math.isfinite(start2) or start2 == args.stop2:
+        print(f"curve: --stop2 must differ from {args.param2} = {start2:g}")
+        return {"kind": kind, "status": "empty_range"}
+    print(
+        f"curve: the {args.curve} at {span.name} = {points[0].parameter:.10g} "
+        f"followed in {args.param2} from {start2:g} towards {args.stop2:g} "
+        "(the first call compiles the cycle's second derivatives: minutes)"
+    )
+    sys.stdout.flush()
+    begin = time.perf_counter()
+    curve = continue_orbit_curve(
+        system,
+        section,
+        points[0],
+        params,
+        span.parameter,
+        parameter2,
+        stop=args.stop2,
+        settings=common.solver_settings(args),
+        continuation_settings=ContinuationSettings(
+            max_points=args.curve_points,
+            parameter_scale=0.1 * abs(args.stop2 - start2),
+        ),
+    )
+    elapsed = time.perf_counter() - begin
+    status = status_name(curve.result)[0]
+    print(
+        f"curve: {curve.branch.n_points} points in {elapsed:.1f} s ({status}); "
+        f"{span.name} from {curve.lam[0]:.8g} to {curve.lam[-1]:.8g}"
+        if curve.branch.n_points
+        else f"curve: no point ({status})"
+    )
+    for p in curve.special_points:
+        print(
+            f"  {p.kind}: {span.name} = {p.u[-1]:+.10f}, {args.param2} = "
+            f"{p.parameter:+.10f}" + ("" if p.located else "  (not located)")
+        )
+    return {
+        "kind": kind,
+        "status": status,
+        "parameters": [span.name, args.param2],
+        span.name: curve.lam.tolist(),
+        args.param2: curve.mu.tolist(),
+        "u": curve.u.tolist(),
+        "codim2": [
+            {
+                "kind": p.kind,
+                span.name: float(p.u[-1]),
+                args.param2: float(p.parameter),
+                "located": bool(p.located),
+            }
+            for p in curve.special_points
+        ],
+        "seconds": elapsed,
+    }
+
+
+def write_curve_figure(record: dict, model, out) -> None:
+    """`curve.png`: the curve in the plane of its two parameters, its
+    codimension-two points marked."""
+    if "parameters" not in record or not record[record["parameters"][0]]:
+        return
+    from matplotlib.figure import Figure
+
+    name, name2 = record["parameters"]
+    fig = Figure(figsize=(6.4, 4.8), layout="constrained")
+    ax = fig.add_subplot(1, 1, 1)
+    ax.plot(record[name2], record[name], "-", color="tab:blue", label=record["kind"])
+    for point in record["codim2"]:
+        ax.plot(
+            point[name2],
+            point[name],
+            _MARKERS.get(point["kind"], "x"),
+            color="k",
+            label=point["kind"].replace("_", " "),
+        )
+    ax.set_xlabel(model.label(name2))
+    ax.set_ylabel(model.label(name))
+    ax.set_title(f"{record['kind'].replace('_', ' ')} curve")
+    ax.legend(fontsize="small")
+    path = write_figure(out / "curve.png", fig)
+    print(f"wrote {path}")

@@ -1,0 +1,181 @@
+"""Two-parameter curves of periodic orbits' bifurcations (`hx.continue_orbit_curve`)
+against one-parameter continuations at fixed values of the second parameter: the
+compass gait's period-doubling curve over (slope, hip mass), and the hopper's fold
+curve over (D_G, mu). Slow: the corrector differentiates the cycle twice in
+forward mode (about two minutes of compilation each on 2 cores)."""
+
+import json
+
+import numpy as np
+import pytest
+
+import hybrax as hx
+from hybrax._cli import main
+from hybrax._registry import get_model
+
+
+def _model(name, **values):
+    model = get_model(name)
+    params = hx.canonical_params(model.make_params(**values))
+    form = model.forms[model.default_form]
+    return model, form.system(), form.section(), params
+
+
+@pytest.mark.slow
+def test_compass_gait_period_doubling_curve_matches_fixed_mass_branches():
+    """The compass gait's period doubling in the slope at m_H = 10 followed in
+    m_H up to 11: at the curve's end, a one-parameter branch in the slope at that
+    m_H period-doubles at the curve's slope (to 1e-6 deg), and at its middle the
+    orbit's Floquet analysis (the AD monodromy) has a multiplier -1."""
+    model, system, section, params = _model("compass-gait")
+    slope, mass = model.parameter("slope_deg"), model.parameter("m_H")
+
+    def doubling_at(p):
+        branch = hx.continue_branch(
+            system,
+            section,
+            model.orbit_guess(p),
+            p,
+            slope,
+            start=3.0,
+            stop=5.5,
+            max_period=5.0,
+        )
+        (point,) = branch.period_doublings
+        return point
+
+    start = doubling_at(params)
+    curve = hx.continue_orbit_curve(
+        system, section, start, params, slope, mass, stop=11.0
+    )
+    assert curve.succeeded and curve.parameter_names == ("slope_deg", "m_H")
+    assert curve.mu[-1] == pytest.approx(11.0) and curve.branch.n_points >= 3
+    at_end = doubling_at(mass.set(params, curve.mu[-1]))
+    np.testing.assert_allclose(at_end.parameter, curve.lam[-1], atol=1e-6)
+    middle = curve.branch.n_points // 2
+    p = slope.set(mass.set(params, curve.mu[middle]), curve.lam[middle])
+    orbit = hx.find_periodic_orbit(system, section, curve.u[middle], p)
+    assert bool(orbit.succeeded)
+    np.testing.assert_allclose(
+        np.min(np.abs(orbit.floquet.multipliers_ad + 1.0)), 0.0, atol=1e-7
+    )
+
+
+@pytest.mark.slow
+def test_hopper_fold_curve_passes_through_the_folds_at_fixed_mu():
+    """The hopper's first fold in D_G (mu = 0.8, D_G ~ -0.0354) followed in mu up
+    to 0.82: the one-parameter branch in D_G at mu = 0.82 folds at the curve's
+    D_G (to 1e-8)."""
+    model, system, section, params = _model("hopper", D_G=-0.005, mu=0.8)
+    d_g, mu = model.parameter("D_G"), model.parameter("mu")
+    settings = hx.ContinuationSettings(parameter_scale=0.01, max_step=0.1)
+
+    def first_fold(p):
+        branch = hx.continue_branch(
+            system,
+            section,
+            hx.models.hopper.orbit_guess(p, 0.3),
+            p,
+            d_g,
+            start=-0.005,
+            stop=-0.04,
+            continuation_settings=settings,
+        )
+        return branch.folds[0]
+
+    fold = first_fold(params)
+    curve = hx.continue_orbit_curve(
+        system,
+        section,
+        fold,
+        params,
+        d_g,
+        mu,
+        stop=0.82,
+        continuation_settings=hx.ContinuationSettings(parameter_scale=0.1),
+    )
+    assert curve.succeeded and curve.mu[-1] == pytest.approx(0.82)
+    again = first_fold(mu.set(params, 0.82))
+    np.testing.assert_allclose(again.parameter, curve.lam[-1], atol=1e-8)
+
+
+@pytest.mark.slow
+def test_curve_command_and_its_curve_on_the_sweep_map(tmp_path, capsys):
+    """`hybrax continue compass-gait --curve period-doubling --param2 m_H`
+    writes the curve (JSON and figure); `hybrax sweep --curves` draws it over
+    the heat map of the same two parameters."""
+    curve_json = tmp_path / "curve.json"
+    code = main(
+        [
+            "continue",
+            "compass-gait",
+            "--start",
+            "4.2",
+            "--stop",
+            "4.6",
+            "--curve",
+            "period-doubling",
+            "--param2",
+            "m_H",
+            "--stop2",
+            "10.5",
+            "--curve-points",
+            "5",
+            "--out",
+            str(tmp_path / "continue"),
+            "--json",
+            str(curve_json),
+        ]
+    )
+    assert code == 0
+    curve = json.loads(curve_json.read_text())["curve"]
+    assert curve["kind"] == "period_doubling" and curve["parameters"] == [
+        "slope_deg",
+        "m_H",
+    ]
+    assert curve["m_H"][0] == pytest.approx(10.0) and len(curve["slope_deg"]) >= 2
+    assert (tmp_path / "continue" / "curve.png").stat().st_size > 0
+    code = main(
+        [
+            "sweep",
+            "compass-gait",
+            "--grid",
+            "slope_deg=4.2:4.6:3",
+            "--grid",
+            "m_H=10:10.5:2",
+            "--curves",
+            str(curve_json),
+            "--out",
+            str(tmp_path / "sweep"),
+        ]
+    )
+    assert code == 0
+    assert (tmp_path / "sweep" / "sweep_heatmap.png").stat().st_size > 0
+    capsys.readouterr()
+
+
+def test_curve_options_are_checked_before_computing(tmp_path, capsys):
+    """--curve without --param2/--stop2, a --curves file without a curve, and a
+    curve over other parameters than the grid's: exit 2 with one line, before
+    any orbit is sought."""
+    wrong = tmp_path / "wrong.json"
+    wrong.write_text(
+        json.dumps(
+            {"curve": {"kind": "fold", "parameters": ["a", "b"], "a": [], "b": []}}
+        )
+    )
+    empty = tmp_path / "empty.json"
+    empty.write_text("{}")
+    cases = [
+        (["continue", "compass-gait", "--curve", "fold"], "together"),
+        (
+            ["sweep", "compass-gait", "--curves", str(empty)],
+            "holds no `hybrax continue --curve` result",
+        ),
+        (["sweep", "compass-gait", "--curves", str(wrong)], "is a curve over a and b"),
+    ]
+    for argv, message in cases:
+        with pytest.raises(SystemExit) as exit_:
+            main([*argv, "--out", str(tmp_path)])
+        assert exit_.value.code == 2
+        assert message in capsys.readouterr().err
