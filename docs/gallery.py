@@ -53,16 +53,57 @@ FIGURES = {
     ),
 }
 
-#: Per model: further figures, each (command, the file it writes, what it shows,
-#: the gallery's image name).
+#: Per model: further figures, each (the commands that draw it, in order, as
+#: arguments of `hybrax` with `{out}` for a scratch folder; the file the last one
+#: writes there; what it shows; the gallery's image name).
 MORE_FIGURES = {
     "simplest-walker": (
         (
-            "basin",
+            (("basin", "simplest-walker", "--out", "{out}"),),
             "basin_map.png",
             "the basin of attraction of its gait on the default 100 x 100 grid, 20 "
             "steps each: a thin sliver, as Schwab & Wisse (2001) found",
             "simplest-walker-basin",
+        ),
+    ),
+    "compass-gait": (
+        (
+            tuple(
+                (
+                    "continue",
+                    "compass-gait",
+                    "--curve",
+                    "period-doubling",
+                    "--param2",
+                    "m_H",
+                    "--stop2",
+                    stop,
+                    "--curve-points",
+                    "60",
+                    "--json",
+                    f"{{out}}/{name}.json",
+                    "--out",
+                    f"{{out}}/{name}",
+                )
+                for name, stop in (("heavier", "20"), ("lighter", "5"))
+            )
+            + (
+                (
+                    "sweep",
+                    "compass-gait",
+                    "--curves",
+                    "{out}/heavier.json",
+                    "--curves",
+                    "{out}/lighter.json",
+                    "--out",
+                    "{out}",
+                ),
+            ),
+            "sweep_heatmap.png",
+            "the leading multiplier over slope and hip mass, with the period-doubling "
+            "curve that `hybrax continue --curve period-doubling --param2 m_H` "
+            "follows from the branch's period doubling (`hybrax sweep --curves`)",
+            "compass-gait-period-doubling-curve",
         ),
     ),
 }
@@ -117,11 +158,14 @@ def section(name: str) -> str:
         f"`hybrax {command} {name}`: {caption}.",
         "",
     ]
-    for command, _, caption, image in MORE_FIGURES.get(name, ()):
+    for runs, _, caption, image in MORE_FIGURES.get(name, ()):
+        words = [word.replace("{out}/", "") for word in runs[-1]]
+        at = words.index("--out")
+        command = " ".join(words[:at] + words[at + 2 :])
         lines += [
             f"![{name}: {caption}](images/gallery/{image}.png)",
             "",
-            f"`hybrax {command} {name}`: {caption}.",
+            f"`hybrax {command}`: {caption}.",
             "",
         ]
     return "\n".join(lines)
@@ -139,35 +183,25 @@ def page() -> str:
     return HEADER + "\n" + "\n".join(section(name) for name in sorted(REGISTRY))
 
 
+def _hybrax(arguments) -> None:
+    subprocess.run(
+        [sys.executable, "-m", "hybrax", *arguments, "--dpi", "70", "-q"], check=True
+    )
+
+
 def draw_figures() -> None:
     IMAGES.mkdir(parents=True, exist_ok=True)
-    runs = [
-        (name, command, figure, name) for name, (command, figure, _) in FIGURES.items()
-    ]
-    runs += [
-        (name, command, figure, image)
-        for name, more in MORE_FIGURES.items()
-        for command, figure, _, image in more
-    ]
     with tempfile.TemporaryDirectory() as folder:
-        for name, command, figure, image in runs:
-            out = pathlib.Path(folder) / image
-            subprocess.run(
-                [
-                    sys.executable,
-                    "-m",
-                    "hybrax",
-                    command,
-                    name,
-                    "--dpi",
-                    "70",
-                    "--out",
-                    str(out),
-                    "-q",
-                ],
-                check=True,
-            )
-            shutil.copyfile(out / figure, IMAGES / f"{image}.png")
+        for name, (command, figure, _) in FIGURES.items():
+            out = pathlib.Path(folder) / name
+            _hybrax([command, name, "--out", str(out)])
+            shutil.copyfile(out / figure, IMAGES / f"{name}.png")
+        for more in MORE_FIGURES.values():
+            for runs, figure, _, image in more:
+                out = pathlib.Path(folder) / image
+                for arguments in runs:
+                    _hybrax([word.format(out=out) for word in arguments])
+                shutil.copyfile(out / figure, IMAGES / f"{image}.png")
 
 
 def main() -> None:

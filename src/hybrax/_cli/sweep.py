@@ -622,9 +622,13 @@ def _write_heatmap(
     if curves:
         ax = fig.axes[0]
         limits = ax.get_xlim(), ax.get_ylim()
-        for (kind, cx, cy), style in zip(curves, ("--", ":", "-.", "-")):
-            label = f"{kind.replace('_', ' ')} curve (continuation)"
-            ax.plot(cx, cy, style, color="k", linewidth=1.6, label=label)
+        styles: dict[str, str] = {}
+        for kind, cx, cy in curves:
+            # One line style and one legend entry per kind (a curve followed in
+            # both directions is two files).
+            label = None if kind in styles else f"{kind.replace('_', ' ')} curve"
+            styles.setdefault(kind, ("--", ":", "-.", "-")[len(styles) % 4])
+            ax.plot(cx, cy, styles[kind], color="k", linewidth=1.6, label=label)
         ax.set_xlim(limits[0])
         ax.set_ylim(limits[1])
         ax.legend(loc="upper right", fontsize="small")

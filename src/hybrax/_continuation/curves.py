@@ -4,7 +4,6 @@ their return map), with the codimension-two points met along them."""
 
 from collections.abc import Callable
 
-import diffrax as dfx
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -16,10 +15,11 @@ from .._hybrid import HybridSystem
 from .._misc import canonical_params, check_float64
 from .._parameters import AbstractParameter, as_parameter
 from .._periodic import PoincareSection, poincare_map, resolve_sequence
-from .._settings import Settings, resolve_settings
+from .._settings import Settings
 from .._solution import RESULTS
 from .driver import _resolve_range, start_at_parameter
 from .maps import _check_iterates, _continue_solutions
+from .orbits import _forward_mode_settings
 from .problems import _AbstractResidual, _iterate, _second_compound
 from .results import SolutionBranch, SpecialPoint, _closest_pair
 from .settings import ContinuationSettings, resolve_continuation_settings
@@ -374,26 +374,9 @@ def continue_orbit_curve(
         raise ValueError(
             f"`parameter2` must differ from `parameter` ({parameter.name!r})."
         )
-    if not isinstance(point, SpecialPoint) or point.kind not in CURVE_KINDS:
-        raise ValueError(
-            "`point` must be a hybrax.SpecialPoint of kind "
-            f"{', '.join(CURVE_KINDS)}; got "
-            f"{getattr(point, 'kind', type(point).__name__)!r}."
-        )
     params = canonical_params(params)
     resolve_sequence(system, section)
-    settings = resolve_settings(settings)
-    if settings.adjoint is not None and not isinstance(
-        settings.adjoint, dfx.ForwardMode
-    ):
-        raise ValueError(
-            "`settings.adjoint`: the curve differentiates the return map in forward "
-            f"mode (`diffrax.ForwardMode()` or None); got "
-            f"{type(settings.adjoint).__name__}."
-        )
-    settings = eqx.tree_at(
-        lambda s: s.adjoint, settings, dfx.ForwardMode(), is_leaf=lambda x: x is None
-    )
+    settings = _forward_mode_settings(settings)
     fn = _OrbitReturnMap(system, section, parameter, parameter2, settings)
     return continue_bifurcation_curve(
         fn,
