@@ -57,6 +57,47 @@ FIGURES = {
 #: arguments of `hybrax` with `{out}` for a scratch folder; the file the last one
 #: writes there; what it shows; the gallery's image name).
 MORE_FIGURES = {
+    "hopper": (
+        (
+            tuple(
+                (
+                    "continue",
+                    "hopper",
+                    "--curve",
+                    "fold",
+                    "--param2",
+                    "mu",
+                    "--stop2",
+                    stop,
+                    "--curve-points",
+                    "60",
+                    "--json",
+                    f"{{out}}/{name}.json",
+                    "--out",
+                    f"{{out}}/{name}",
+                )
+                for name, stop in (("heavier", "0.95"), ("lighter", "0.7"))
+            )
+            + (
+                (
+                    "sweep",
+                    "hopper",
+                    "--curves",
+                    "{out}/heavier.json",
+                    "--curves",
+                    "{out}/lighter.json",
+                    "--out",
+                    "{out}",
+                ),
+            ),
+            "sweep_heatmap.png",
+            "the D_G branch's first fold (mu = 0.8, D_G = -0.0354) followed in mu "
+            "over the sweep's heat map: across the curve two orbits of the family "
+            "meet and vanish, which a map of one orbit per point (the one found "
+            "from the guess) does not show",
+            "hopper-fold-curve",
+        ),
+    ),
     "simplest-walker": (
         (
             (("basin", "simplest-walker", "--out", "{out}"),),
