@@ -313,51 +313,29 @@ def test_a_waiting_guard_hides_neither_the_horizon_nor_other_guards():
     """While a transition armed outside its guard waits for the guard to come
     back, the mode's other guards and the horizon still end the phase. The
     guard x[0] + 2 (the point's abscissa plus 2, never below 1), crossed upwards,
-    is outside when armed at t = 1.5 and never comes back; a second, terminal
-    transition at the clock's t = 2.25 fires, and without it the horizon
-    t_max = 2.5 ends the run with `event_not_reached` (the waiting guard's
-    negative entry used to hide both until the step limit)."""
-
-    def never_back(t, x, p):
-        del t, p
-        return x[0] + 2.0
-
-    def waiting_transition():
-        return hx.Transition(
-            "turn",
-            "turn",
-            never_back,
-            True,
-            name="never",
-            arm=lambda t, x, p: x[2] - 1.5,
-            armed_outside="wait",
-        )
-
+    is outside from its arming at t = 1.5 on and never comes back; a second,
+    terminal transition at the clock's t = 2.25 fires, and with the horizon
+    t_max = 2 before it the run ends there with `event_not_reached` (the waiting
+    guard used to hide both until the step limit)."""
+    waiting = hx.Transition(
+        "turn",
+        "turn",
+        lambda t, x, p: x[0] + 2.0,
+        True,
+        name="never",
+        arm=lambda t, x, p: x[2] - 1.5,
+        armed_outside="wait",
+    )
     clock = hx.Transition(
         "turn", "turn", lambda t, x, p: x[2] - 2.25, True, name="stop", terminal=True
     )
+    system = hx.HybridSystem([hx.Mode(_rotation, "turn")], [waiting, clock], 3)
     x0 = jnp.array([1.0, 0.0, 0.0])
-    settings = hx.Settings(t_max=2.5)
-    stopped = hx.simulate(
-        hx.HybridSystem(
-            [hx.Mode(_rotation, "turn")], [waiting_transition(), clock], n_states=3
-        ),
-        x0,
-        {},
-        n_events=1,
-        settings=settings,
-    )
+    stopped = hx.simulate(system, x0, {}, n_events=1, settings=hx.Settings(t_max=2.5))
     assert hx.status_name(stopped.result) == ["terminal_event"]
+    assert int(stopped.cause_transition) == 1
     np.testing.assert_allclose(stopped.t_events[0], 2.25, atol=1e-9)
-    timed_out = hx.simulate(
-        hx.HybridSystem(
-            [hx.Mode(_rotation, "turn")], [waiting_transition()], n_states=3
-        ),
-        x0,
-        {},
-        n_events=1,
-        settings=settings,
-    )
+    timed_out = hx.simulate(system, x0, {}, n_events=1, settings=hx.Settings(t_max=2.0))
     assert hx.status_name(timed_out.result) == ["event_not_reached"]
 
 

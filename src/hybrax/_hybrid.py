@@ -357,9 +357,9 @@ class Transition(eqx.Module):
       (e.g. a swing foot that comes ahead under the ground, a trip); the run
       stops with status `armed_beyond_guard`. `"wait"`: the transition fires at
       the guard's next crossing, after it comes back inside (for models that let
-      a swing leg pass through the ground, as the simplest walker). Its return
-      ends a stage (one more diffrax solve per phase); meanwhile the mode's other
-      guards and the horizon `t_max` still end the phase.
+      a swing leg pass through the ground, as the simplest walker): it is armed
+      once its arming condition holds and its guard is inside, and meanwhile
+      the mode's other guards and the horizon `t_max` still end the phase.
     - A *sensor* transition, a self-loop (`target` = `source`) with the identity
       reset and no `arm` (for instance to record when a body passes a height),
       is armed again once its guard has come back inside by `1e-6` after it

@@ -18,8 +18,8 @@ def _identity(y):
 
 
 class _PhaseField(eqx.Module):
-    """The right-hand side of one phase; `args = (params, mode, (armed, waiting),
-    t_start, on_surface, horizon)`. With an augmentation, `y = (x, extra)`."""
+    """The right-hand side of one phase; `args = (params, mode, armed, t_start,
+    on_surface)`. With an augmentation, `y = (x, extra)`."""
 
     tables: Tables
     augmentation: Any

@@ -231,30 +231,19 @@ def _run_stages(
     fired = jnp.zeros((), jnp.int32)
     stage_result = RESULTS.successful
     stage_cause = jnp.asarray(-1, jnp.int32)
-    # (Static: the arming checks are traced only where a transition asks for
-    # them.)
+    # (Static: the arming check is traced only where a transition asks for it.)
     strict_arms = any(
         strict and tr.arm is not None
         for strict, tr in zip(system.strict_arming, system.transitions)
     )
-    waiting_arms = any(
-        not strict and tr.arm is not None
-        for strict, tr in zip(system.strict_arming, system.transitions)
-    )
-    # A transition armed with its guard outside (`armed_outside="wait"`) waits
-    # for the guard to come back inside: its entry is the guard's negative, so
-    # that the return ends a stage (and the other guards and the horizon stay
-    # visible meanwhile), then its guard is armed as any other.
-    waiting = jnp.zeros_like(armed)
     hit = jnp.zeros((), bool)
     t_cur = t
     solves = []
     for _ in range(tables.n_stages()):
-        state = (armed, waiting)
-        c_start = tables.condition(mode, t_cur, state_of(y), params, state)
+        c_start = tables.condition(mode, t_cur, state_of(y), params, armed)
         on_surface = (c_start <= 0) & (c_start >= -tol)
         running = jnp.logical_not(finished)
-        stage_args = (params, mode, state, t_cur, on_surface, t_end)
+        stage_args = (params, mode, armed, t_cur, on_surface, t_end)
         sol = dfx.diffeqsolve(
             term,
             settings.solver,
@@ -276,11 +265,10 @@ def _run_stages(
         solves.append((sol, t_cur, t_hit))
         occurred = sol.result == dfx.RESULTS.event_occurred
         entries = tables.entries(
-            mode, t_hit, jax.lax.stop_gradient(state_of(y_hit)), params, state
+            mode, t_hit, jax.lax.stop_gradient(state_of(y_hit)), params, armed
         )
         j = jnp.argmin(entries).astype(jnp.int32) if entries.shape[0] else fired
         arming_event = jnp.logical_not(armed[j]) if entries.shape[0] else False
-        return_event = (armed[j] & waiting[j]) if entries.shape[0] else False
         root_find_failed = (sol.result == dfx.RESULTS.nonlinear_max_steps_reached) | (
             sol.result == dfx.RESULTS.nonlinear_divergence
         )
@@ -289,12 +277,7 @@ def _run_stages(
         nearest_guard = jnp.min(entries) if entries.shape[0] else jnp.inf
         at_horizon = jax.lax.stop_gradient(t_end - t_hit) < nearest_guard
         occurred = occurred & jnp.logical_not(at_horizon)
-        real_event = (
-            running
-            & occurred
-            & jnp.logical_not(arming_event)
-            & jnp.logical_not(return_event)
-        )
+        real_event = running & occurred & jnp.logical_not(arming_event)
         failed = running & jnp.logical_not(occurred)
         step_result = RESULTS.where(
             root_find_failed,
@@ -309,28 +292,21 @@ def _run_stages(
         stage_result = RESULTS.where(failed, step_result, stage_result)
         if entries.shape[0]:
             arms_now = running & occurred & arming_event
-            if strict_arms or waiting_arms:
-                guards_now = tables.guards(
-                    mode, t_hit, jax.lax.stop_gradient(state_of(y_hit)), params
-                )
-                outside = arms_now & (guards_now[j] < -tol)
-                strict = jnp.asarray(system.strict_arming)[j]
             if strict_arms:
                 # Armed with its guard already past the crossing: the crossing
                 # came before the arming and would be missed (and, read through
                 # the minimum of the entries, it would hide every other guard's
                 # crossing).
-                missed = outside & strict
+                guards_now = tables.guards(
+                    mode, t_hit, jax.lax.stop_gradient(state_of(y_hit)), params
+                )
+                strict = jnp.asarray(system.strict_arming)[j]
+                missed = arms_now & strict & (guards_now[j] < -tol)
                 stage_result = RESULTS.where(
                     missed, RESULTS.armed_beyond_guard, stage_result
                 )
                 stage_cause = jnp.where(missed, j, stage_cause)
                 failed = failed | missed
-            if waiting_arms:
-                waits_now = outside & jnp.logical_not(strict)
-                waiting = jnp.where(waits_now, waiting.at[j].set(True), waiting)
-                returns_now = running & occurred & return_event
-                waiting = jnp.where(returns_now, waiting.at[j].set(False), waiting)
             armed = jnp.where(arms_now, armed.at[j].set(True), armed)
         fired = jnp.where(real_event, j, fired)
         hit = hit | real_event

@@ -54,13 +54,24 @@ class Tables(eqx.Module):
         return self._dispatch(per_mode, mode, t, x, params)
 
     def arming(self, mode, t, x, params) -> Float[Array, " T"]:
-        """Arming values ($> 0$: armed); `+inf` for transitions without one."""
+        r"""Arming values ($> 0$: armed); `+inf` for transitions without one. A
+        transition that waits for its guard (`armed_outside="wait"`) is armed
+        once its arming condition holds and its guard is inside: its value is
+        $\min(a, h)$, $h$ the sign-normalised guard, so that the arming
+        instant is the guard's return where it was past its crossing (and
+        meanwhile the mode's other guards and the horizon stay visible)."""
+
+        def value(tr, t, x, params):
+            arm = jnp.asarray(trace_once(tr.arm)(t, x, params)).astype(x.dtype)
+            if tr.armed_outside == "wait":
+                return jnp.minimum(arm, signed_guard(tr, t, x, params).astype(x.dtype))
+            return arm
 
         def make(m):
             def arming_of(t, x, params):
                 inf = jnp.full((), jnp.inf, x.dtype)
                 values = [
-                    jnp.asarray(trace_once(tr.arm)(t, x, params)).astype(x.dtype)
+                    value(tr, t, x, params)
                     if self.system.sources[j] == m and tr.arm is not None
                     else inf
                     for j, tr in enumerate(self.system.transitions)
@@ -74,15 +85,10 @@ class Tables(eqx.Module):
 
     def entries(self, mode, t, x, params, armed):
         """Event-condition entries: the guard of an armed transition, minus the
-        arming value of one not yet armed (it fires when it becomes armed), and
-        minus the guard of one that waits for its guard to come back inside
-        (`armed_outside="wait"`: it fires when the guard returns). `armed` is
-        the pair `(armed, waiting)` of boolean vectors."""
-        armed, waiting = armed
-        guards = self.guards(mode, t, x, params)
+        arming value of one not yet armed (it fires when it becomes armed)."""
         return jnp.where(
             armed,
-            jnp.where(waiting, -guards, guards),
+            self.guards(mode, t, x, params),
             -self.arming(mode, t, x, params),
         )
 
@@ -149,13 +155,11 @@ class Tables(eqx.Module):
 
     def n_stages(self) -> int:
         """Stages of a phase: one, plus one per transition with an arming
-        condition leaving the mode, plus one more for each of those that may
-        wait for its guard to come back inside (`armed_outside="wait"`); the
-        most over all modes when traced."""
+        condition leaving the mode (the most over all modes when traced)."""
 
         def arms(m):
             return sum(
-                1 + (tr.armed_outside == "wait")
+                1
                 for j, tr in enumerate(self.system.transitions)
                 if self.system.sources[j] == m and tr.arm is not None
             )
