@@ -53,49 +53,63 @@ FIGURES = {
     ),
 }
 
+
 #: Per model: further figures, each (the commands that draw it, in order, as
 #: arguments of `hybrax` with `{out}` for a scratch folder; the file the last one
 #: writes there; what it shows; the gallery's image name).
+def _curve_over_map(model, kind, param2, stops, caption, image):
+    """A gallery entry: the branch's first `kind` point followed in `param2`
+    towards each of `stops` (`hybrax continue --curve`), drawn over the model's
+    sweep heat map (`hybrax sweep --curves`)."""
+    names = [f"to-{stop}" for stop in stops]
+    follow = tuple(
+        (
+            "continue",
+            model,
+            "--curve",
+            kind,
+            "--param2",
+            param2,
+            "--stop2",
+            stop,
+            "--curve-points",
+            "60",
+            "--json",
+            f"{{out}}/{name}.json",
+            "--out",
+            f"{{out}}/{name}",
+        )
+        for name, stop in zip(names, stops)
+    )
+    curves = [word for name in names for word in ("--curves", f"{{out}}/{name}.json")]
+    draw = ("sweep", model, *curves, "--out", "{out}")
+    return follow + (draw,), "sweep_heatmap.png", caption, image
+
+
 MORE_FIGURES = {
     "hopper": (
-        (
-            tuple(
-                (
-                    "continue",
-                    "hopper",
-                    "--curve",
-                    "fold",
-                    "--param2",
-                    "mu",
-                    "--stop2",
-                    stop,
-                    "--curve-points",
-                    "60",
-                    "--json",
-                    f"{{out}}/{name}.json",
-                    "--out",
-                    f"{{out}}/{name}",
-                )
-                for name, stop in (("heavier", "0.95"), ("lighter", "0.7"))
-            )
-            + (
-                (
-                    "sweep",
-                    "hopper",
-                    "--curves",
-                    "{out}/heavier.json",
-                    "--curves",
-                    "{out}/lighter.json",
-                    "--out",
-                    "{out}",
-                ),
-            ),
-            "sweep_heatmap.png",
+        _curve_over_map(
+            "hopper",
+            "fold",
+            "mu",
+            ("0.95", "0.7"),
             "the D_G branch's first fold (mu = 0.8, D_G = -0.0354) followed in mu "
             "over the sweep's heat map: across the curve two orbits of the family "
             "meet and vanish, which a map of one orbit per point (the one found "
             "from the guess) does not show",
             "hopper-fold-curve",
+        ),
+    ),
+    "compass-gait": (
+        _curve_over_map(
+            "compass-gait",
+            "period-doubling",
+            "m_H",
+            ("20", "5"),
+            "the leading multiplier over slope and hip mass, with the period-doubling "
+            "curve that `hybrax continue --curve period-doubling --param2 m_H` "
+            "follows from the branch's period doubling (`hybrax sweep --curves`)",
+            "compass-gait-period-doubling-curve",
         ),
     ),
     "simplest-walker": (
@@ -105,46 +119,6 @@ MORE_FIGURES = {
             "the basin of attraction of its gait on the default 100 x 100 grid, 20 "
             "steps each: a thin sliver, as Schwab & Wisse (2001) found",
             "simplest-walker-basin",
-        ),
-    ),
-    "compass-gait": (
-        (
-            tuple(
-                (
-                    "continue",
-                    "compass-gait",
-                    "--curve",
-                    "period-doubling",
-                    "--param2",
-                    "m_H",
-                    "--stop2",
-                    stop,
-                    "--curve-points",
-                    "60",
-                    "--json",
-                    f"{{out}}/{name}.json",
-                    "--out",
-                    f"{{out}}/{name}",
-                )
-                for name, stop in (("heavier", "20"), ("lighter", "5"))
-            )
-            + (
-                (
-                    "sweep",
-                    "compass-gait",
-                    "--curves",
-                    "{out}/heavier.json",
-                    "--curves",
-                    "{out}/lighter.json",
-                    "--out",
-                    "{out}",
-                ),
-            ),
-            "sweep_heatmap.png",
-            "the leading multiplier over slope and hip mass, with the period-doubling "
-            "curve that `hybrax continue --curve period-doubling --param2 m_H` "
-            "follows from the branch's period doubling (`hybrax sweep --curves`)",
-            "compass-gait-period-doubling-curve",
         ),
     ),
 }
