@@ -2,7 +2,9 @@
 of a model's periodic orbit over a grid of section states.
 
 Registered by `hybrax._cli` through `add_parser(subparsers)`. Finds the model's
-orbit as `hybrax orbit` does, then runs [`hybrax.basin`][] over the grid (one or
+orbit by shooting from its guess (without the homotopy from the defaults that
+`hybrax orbit` falls back on; without an orbit the starts are classified without
+one and the command exits 1), then runs [`hybrax.basin`][] over the grid (one or
 two of the section's unknowns; the others at the orbit's values): every start
 iterated for `--steps` cycles in one compiled `vmap`, in chunks, on every local
 device, and classified. Writes `basin.csv`, `basin.npz` and the map
