@@ -1,6 +1,7 @@
 """Two-parameter continuation of bifurcations (`hx.continue_bifurcation_curve`)
 against closed forms: the Hénon map's fold and period-doubling curves with their
-1:1 and 1:2 resonances, and a Neimark-Sacker curve with both resonances."""
+1:1 and 1:2 resonances, a Neimark-Sacker curve with both resonances, and a fold
+curve through a cusp."""
 
 import jax.numpy as jnp
 import numpy as np
@@ -103,6 +104,41 @@ def test_neimark_sacker_curve_and_both_resonances():
         (point,) = curve.special_points
         assert point.kind == kind and point.located
         np.testing.assert_allclose(point.parameter, np.sign(stop) * 2.0, atol=1e-9)
+
+
+def cusp_map(u, lam, mu, args):
+    """(x, y) -> (x + lam + mu x - x^3, y / 2 + x^2): fixed points where
+    lam + mu x - x^3 = 0, multipliers 1 + mu - 3 x^2 and 1/2. Its fold curve is
+    mu = 3 x^2, lam = -2 x^3, which reverses in the (lam, mu) plane at its cusp
+    (0, 0), where the fold's quadratic coefficient -3 x vanishes."""
+    del args
+    x, y = u
+    return jnp.array([x + lam + mu * x - x**3, 0.5 * y + x**2])
+
+
+def test_fold_curve_through_a_cusp():
+    """From the fold at mu = 0.75 (x = 1/2, lam = -1/4) the fold curve runs down
+    to the cusp and back up the other fold (x = -1/2, lam = 1/4): every point
+    is (lam, mu) = (-2 x^3, 3 x^2) to 1e-10, and the cusp is located at (0, 0)
+    to 1e-9, the curve's one codimension-two point."""
+    folds = hx.continue_fixed_points(
+        lambda u, lam, args: cusp_map(u, lam, 0.75, args),
+        jnp.array([1.1, 2.42]),
+        0.5,
+        stop=-0.5,
+    ).folds
+    np.testing.assert_allclose([p.parameter for p in folds], [-0.25, 0.25], atol=1e-12)
+    fold = folds[0]
+    curve = hx.continue_bifurcation_curve(cusp_map, fold, 0.75, stop=-0.5)
+    assert curve.result == hx.RESULTS.reached_bound
+    x = curve.u[:, 0]
+    np.testing.assert_allclose(curve.lam, -2 * x**3, atol=1e-10)
+    np.testing.assert_allclose(curve.mu, 3 * x**2, atol=1e-10)
+    np.testing.assert_allclose(x[[0, -1]], [0.5, -0.5], atol=1e-10)
+    (cusp,) = curve.special_points
+    assert cusp.kind == "cusp" and cusp.located
+    np.testing.assert_allclose(cusp.parameter, 0.0, atol=1e-9)  # mu
+    np.testing.assert_allclose(cusp.u, [0.0, 0.0, 0.0], atol=1e-9)  # x, y, lam
 
 
 def test_curve_argument_errors(henon_points):

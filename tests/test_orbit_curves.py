@@ -1,8 +1,9 @@
 """Two-parameter curves of periodic orbits' bifurcations (`hx.continue_orbit_curve`)
 against one-parameter continuations at fixed values of the second parameter: the
 compass gait's period-doubling curve over (slope, hip mass), and the hopper's fold
-curve over (D_G, mu). Slow: the corrector differentiates the cycle twice in
-forward mode (about two minutes of compilation each on 2 cores)."""
+curve over (D_G, mu) through its cusp, against the closed-form reference. Slow:
+the corrector differentiates the cycle twice in forward mode (one to two minutes of
+compilation each on 2 cores)."""
 
 import json
 
@@ -61,16 +62,58 @@ def test_compass_gait_period_doubling_curve_matches_fixed_mass_branches():
     )
 
 
+def _reference_cusp():
+    """The hopper's cusp by the closed-form reference alone: on the branch
+    parametrised by the lift-off speed v, D_G(v) (the root of P(v; D_G) = v by
+    brentq) has a fold wherever dD_G/dv = 0; the folds of a pair meet where the
+    largest slope between them, found by minimize_scalar on Richardson central
+    differences, reaches 0, a root in mu found by brentq."""
+    from scipy.optimize import brentq, minimize_scalar
+
+    import reference_hopper as ref
+
+    def d_g(v, mu):
+        base = ref.HopperParams(mu=mu)
+        return brentq(
+            lambda D: ref.return_map(v, base.with_D_G(D)) - v,
+            -0.03,
+            -0.001,
+            xtol=1e-16,
+            rtol=1e-15,
+        )
+
+    def slope(v, mu, h=2e-3):
+        def central(step):
+            return (d_g(v + step, mu) - d_g(v - step, mu)) / (2 * step)
+
+        return (4 * central(h / 2) - central(h)) / 3
+
+    def steepest(mu):
+        found = minimize_scalar(
+            lambda v: -slope(v, mu),
+            bounds=(0.6, 1.0),
+            method="bounded",
+            options=dict(xatol=1e-8),
+        )
+        return -found.fun, found.x
+
+    mu = brentq(lambda m: steepest(m)[0], 0.91, 0.95, xtol=1e-12)
+    return mu, d_g(steepest(mu)[1], mu)
+
+
 @pytest.mark.slow
-def test_hopper_fold_curve_passes_through_the_folds_at_fixed_mu():
-    """The hopper's first fold in D_G (mu = 0.8, D_G ~ -0.0354) followed in mu up
-    to 0.82: the one-parameter branch in D_G at mu = 0.82 folds at the curve's
-    D_G (to 1e-8)."""
+def test_hopper_fold_curve_turns_at_a_cusp_into_the_other_fold():
+    """The hopper's first fold in D_G (mu = 0.8, D_G ~ -0.0354) followed in mu:
+    the hysteresis between the branch's first two folds closes at a cusp, where
+    the curve reverses in the (mu, D_G) plane and comes back down as the second
+    fold. The cusp equals the closed-form reference's meeting of the two folds
+    (to 1e-7 in mu, 1e-9 in D_G); back at mu = 0.8 the curve ends on the
+    branch's second fold (D_G ~ -0.0237, to 1e-8), and near mu = 0.88 on either
+    side it passes through the first and second folds of the branch there."""
     model, system, section, params = _model("hopper", D_G=-0.005, mu=0.8)
     d_g, mu = model.parameter("D_G"), model.parameter("mu")
-    settings = hx.ContinuationSettings(parameter_scale=0.01, max_step=0.1)
 
-    def first_fold(p):
+    def folds(p):
         branch = hx.continue_branch(
             system,
             section,
@@ -79,24 +122,40 @@ def test_hopper_fold_curve_passes_through_the_folds_at_fixed_mu():
             d_g,
             start=-0.005,
             stop=-0.04,
-            continuation_settings=settings,
+            continuation_settings=hx.ContinuationSettings(
+                parameter_scale=0.01, max_step=0.1
+            ),
         )
-        return branch.folds[0]
+        return branch.folds[:2]
 
-    fold = first_fold(params)
+    first, second = folds(params)
     curve = hx.continue_orbit_curve(
         system,
         section,
-        fold,
+        first,
         params,
         d_g,
         mu,
-        stop=0.82,
-        continuation_settings=hx.ContinuationSettings(parameter_scale=0.1),
+        stop=0.95,
+        continuation_settings=hx.ContinuationSettings(
+            parameter_scale=0.1, max_points=300
+        ),
     )
-    assert curve.succeeded and curve.mu[-1] == pytest.approx(0.82)
-    again = first_fold(mu.set(params, 0.82))
-    np.testing.assert_allclose(again.parameter, curve.lam[-1], atol=1e-8)
+    assert curve.result == hx.RESULTS.reached_bound
+    np.testing.assert_allclose(curve.mu[-1], 0.8, atol=1e-12)
+    np.testing.assert_allclose(curve.lam[-1], second.parameter, atol=1e-8)
+    (cusp,) = curve.special_points
+    assert cusp.kind == "cusp" and cusp.located
+    mu_cusp, d_g_cusp = _reference_cusp()
+    np.testing.assert_allclose(cusp.parameter, mu_cusp, atol=1e-7)
+    np.testing.assert_allclose(cusp.u[-1], d_g_cusp, atol=1e-9)
+    assert np.max(curve.mu) == pytest.approx(cusp.parameter, abs=1e-3)
+    # On the way up and down: the one-parameter branch at the mu of a curve
+    # point on either side of the cusp folds at that point's D_G.
+    for side, fold_index in ((slice(0, cusp.index), 0), (slice(cusp.index, None), 1)):
+        j = side.start + np.argmin(np.abs(curve.mu[side] - 0.88))
+        at_mu = folds(mu.set(params, curve.mu[j]))[fold_index]
+        np.testing.assert_allclose(at_mu.parameter, curve.lam[j], atol=1e-8)
 
 
 @pytest.mark.slow

@@ -23,7 +23,7 @@ CURVES = {
     "period-doubling": "period_doubling",
     "neimark-sacker": "neimark_sacker",
 }
-_MARKERS = {"fold_flip": "o", "resonance_1_1": "s", "resonance_1_2": "D"}
+_MARKERS = {"cusp": "v", "fold_flip": "o", "resonance_1_1": "s", "resonance_1_2": "D"}
 
 
 def add_curve_args(parser: argparse.ArgumentParser) -> None:

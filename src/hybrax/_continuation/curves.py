@@ -28,7 +28,7 @@ from .settings import ContinuationSettings, resolve_continuation_settings
 #: The codimension-one points whose curves are followed.
 CURVE_KINDS = ("fold", "period_doubling", "neimark_sacker")
 #: The codimension-two points located along them.
-CODIM2_KINDS = ("fold_flip", "resonance_1_1", "resonance_1_2")
+CODIM2_KINDS = ("cusp", "fold_flip", "resonance_1_1", "resonance_1_2")
 
 
 def _defining_test(kind: str, M):
@@ -89,11 +89,14 @@ class _CurveResidual(_AbstractResidual):
         period-doubling curve. On a Neimark-Sacker curve, with the critical pair
         $e^{\pm i\theta}$ (real with product 1 beyond a resonance), the 1:1 and
         1:2 resonances are the zeros of $\cos\theta \mp 1$ (Kuznetsov 2004, sec.
-        9.5 and 10.3). The curve's own turns in $\mu$ are not special."""
-        del jacobian, aux
+        9.5 and 10.3). A fold curve's cusp is where it reverses in the parameter
+        plane (`_cusp_test`). The curve's other turns in $\lambda$ or $\mu$ are
+        not special."""
+        del aux
+        values = {"cusp": _cusp_test(jacobian)} if self.kind == "fold" else {}
         nu = np.linalg.eigvals(M).astype(complex)
         if nu.shape[0] < 2:
-            return {}
+            return values
         if self.kind == "neimark_sacker":
             i, j = _closest_pair(nu)
             cos_theta = float(np.real(nu[i] + nu[j])) / 2.0
@@ -103,8 +106,46 @@ class _CurveResidual(_AbstractResidual):
         plus = float(np.real(np.prod(others - 1.0)))
         minus = float(np.real(np.prod(others + 1.0)))
         if self.kind == "fold":
-            return {"fold_flip": minus, "resonance_1_1": plus}
+            return {**values, "fold_flip": minus, "resonance_1_1": plus}
         return {"fold_flip": plus, "resonance_1_2": minus}
+
+    def crosses_zero(self, kind, located, ends):
+        """The cusp's test function changes sign also where its orientation
+        does (`_cusp_test`), away from any cusp, by a jump: a located cusp
+        must be a zero, small against the step's ends."""
+        if kind != "cusp":
+            return True
+        return abs(located) <= 1e-3 * max(abs(e) for e in ends)
+
+
+def _cusp_test(jacobian: np.ndarray) -> float:
+    r"""The signed speed of a fold curve in the parameter plane, zero at a cusp.
+
+    On the curve $F(u, \lambda, \mu) = 0$ with $F_u$ singular (left null
+    vector $p$), its unit tangent $t = (t_u, t_\lambda, t_\mu)$ (the null
+    vector of the extended Jacobian) satisfies $p^\top F_\lambda t_\lambda +
+    p^\top F_\mu t_\mu = 0$: the curve moves in the parameter plane along
+    $(p^\top F_\mu, -p^\top F_\lambda)$, at the signed speed
+
+    $$\psi = \operatorname{sign}(p^\top t_u)\,
+    \frac{t_\lambda\,p^\top F_\mu - t_\mu\,p^\top F_\lambda}
+    {\lVert(p^\top F_\lambda, p^\top F_\mu)\rVert}.$$
+
+    At a cusp the fold's quadratic normal-form coefficient vanishes, the
+    tangent is the critical eigenvector $(q, 0, 0)$ and the curve reverses in
+    the plane: $\psi$ passes through zero (Kuznetsov 2004, sec. 9.2, the cusp
+    of maps, and sec. 10.2). The factor $\operatorname{sign}(p^\top t_u)$ makes $\psi$
+    independent of the signs that the singular value decompositions give $p$
+    and $t$ (near a cusp $t_u \approx q$ and $p^\top q \ne 0$); where
+    $p^\top t_u$ itself changes sign, far from any cusp, $\psi$ jumps across
+    zero instead, which `crosses_zero` tells apart."""
+    k = jacobian.shape[0] - 1
+    F_u, F_lam, F_mu = jacobian[:k, :k], jacobian[:k, k], jacobian[:k, k + 1]
+    p = np.linalg.svd(F_u)[0][:, -1]
+    t = np.linalg.svd(jacobian)[2][-1]
+    normal = np.hypot(p @ F_lam, p @ F_mu)
+    speed = (t[k] * (p @ F_mu) - t[k + 1] * (p @ F_lam)) / normal
+    return float(np.sign(p @ t[:k]) * speed)
 
 
 class BifurcationCurve(eqx.Module):
@@ -116,8 +157,9 @@ class BifurcationCurve(eqx.Module):
       `"neimark_sacker"`); `parameter_names`: $(\lambda, \mu)$'s labels.
     - `branch`: the [`hybrax.SolutionBranch`][] of the extended system in the
       unknowns $(u, \lambda)$ and the parameter $\mu$; its special points are
-      the codimension-two points met (kinds `"fold_flip"`: a fold and a period
-      doubling at once; `"resonance_1_1"`, `"resonance_1_2"`: a double
+      the codimension-two points met (kinds `"cusp"`: two folds meet and the
+      fold curve reverses in the parameter plane; `"fold_flip"`: a fold and a
+      period doubling at once; `"resonance_1_1"`, `"resonance_1_2"`: a double
       multiplier $+1$ or $-1$), each with `parameter` $= \mu$ and `u` $= (u,
       \lambda)$ there.
     - Views: `lam`, `mu` `(N,)`; `u` `(N, k)`; `multipliers` `(N, k)` (one of
@@ -200,8 +242,10 @@ def continue_bifurcation_curve(
     $M = D_u g^m$ by `jax.jacfwd` and the system's Jacobian by a second one
     (Kuznetsov 2004, sec. 10.2; Govaerts 2000). Along the curve the
     codimension-two points are located as special points (see
-    [`hybrax.BifurcationCurve`][]): fold-flips on fold and period-doubling
-    curves, 1:1 resonances on fold and Neimark-Sacker curves, 1:2 resonances on
+    [`hybrax.BifurcationCurve`][]): cusps on fold curves (where the fold's
+    quadratic coefficient vanishes, two folds meet and the curve reverses in
+    the parameter plane), fold-flips on fold and period-doubling curves, 1:1
+    resonances on fold and Neimark-Sacker curves, 1:2 resonances on
     period-doubling and Neimark-Sacker curves.
 
     For a periodic orbit of a hybrid system, $g$ is its return map

@@ -125,6 +125,8 @@ def _special_points_between(
         )
         if point is prev or point is new:
             continue
+        if not corrector.residual.crosses_zero(kind, g, (g_prev[kind], g_new[kind])):
+            continue
         if kind == "neimark_sacker" and not _is_torus_point(point.M):
             continue  # a neutral saddle: real nu_i nu_j = 1, no bifurcation
         point.tangent = _tangent(point, prev.tangent, scale)

@@ -88,6 +88,14 @@ class _AbstractResidual(eqx.Module):
         del kind
         return 0.0
 
+    def crosses_zero(self, kind: str, located: float, ends: tuple[float, float]):
+        """Whether a located sign change of `kind`'s test function is a zero
+        (`located`, its value there, against its values at the step's `ends`)
+        rather than a jump across zero. Every test function is continuous
+        except where a problem says otherwise."""
+        del kind, located, ends
+        return True
+
 
 class _ZerosResidual(_AbstractResidual):
     fn: Callable
