@@ -57,11 +57,12 @@ FIGURES = {
 #: Per model: further figures, each (the commands that draw it, in order, as
 #: arguments of `hybrax` with `{out}` for a scratch folder; the file the last one
 #: writes there; what it shows; the gallery's image name).
-def _curve_over_map(model, kind, param2, stops, caption, image):
-    """A gallery entry: the branch's first `kind` point followed in `param2`
-    towards each of `stops` (`hybrax continue --curve`), drawn over the model's
-    sweep heat map (`hybrax sweep --curves`)."""
-    names = [f"to-{stop}" for stop in stops]
+def _curve_over_map(model, curves, param2, caption, image, points=60):
+    """A gallery entry: for each `(kind, stop)` of `curves`, the branch's first
+    `kind` point followed in `param2` towards `stop` (`hybrax continue
+    --curve`, at most `points` points), all drawn over the model's sweep heat
+    map (`hybrax sweep --curves`)."""
+    names = [f"{kind}-to-{stop}" for kind, stop in curves]
     follow = tuple(
         (
             "continue",
@@ -73,13 +74,13 @@ def _curve_over_map(model, kind, param2, stops, caption, image):
             "--stop2",
             stop,
             "--curve-points",
-            "60",
+            str(points),
             "--json",
             f"{{out}}/{name}.json",
             "--out",
             f"{{out}}/{name}",
         )
-        for name, stop in zip(names, stops)
+        for name, (kind, stop) in zip(names, curves)
     )
     curves = [word for name in names for word in ("--curves", f"{{out}}/{name}.json")]
     draw = ("sweep", model, *curves, "--out", "{out}")
@@ -90,22 +91,27 @@ MORE_FIGURES = {
     "hopper": (
         _curve_over_map(
             "hopper",
-            "fold",
+            (("fold", "0.95"), ("fold", "0.7"), ("force-reversal", "0.95")),
             "mu",
-            ("0.95", "0.7"),
             "the D_G branch's first fold (mu = 0.8, D_G = -0.0354) followed in mu "
-            "over the sweep's heat map: across the curve two orbits of the family "
-            "meet and vanish, which a map of one orbit per point (the one found "
-            "from the guess) does not show",
+            "over the sweep's heat map: it reverses at a cusp (mu = 0.930, D_G = "
+            "-0.0062) and comes back as the second fold (D_G = -0.0237 at mu = "
+            "0.8); inside the wedge three orbits of the family coexist (at mu = "
+            "0.8, D_G = -0.03 two stable, one unstable), which a map of one orbit "
+            "per point (the one found from the guess) does not show. The "
+            "force-reversal curve from the branch's first force reversal (D_G = "
+            "-0.0320) bounds the orbits whose ground pulls right after touchdown: "
+            "it touches the second fold at mu = 0.887 and returns to the "
+            "branch's second force reversal (D_G = -0.0244)",
             "hopper-fold-curve",
+            points=150,
         ),
     ),
     "compass-gait": (
         _curve_over_map(
             "compass-gait",
-            "period-doubling",
+            (("period-doubling", "20"), ("period-doubling", "5")),
             "m_H",
-            ("20", "5"),
             "the leading multiplier over slope and hip mass, with the period-doubling "
             "curve that `hybrax continue --curve period-doubling --param2 m_H` "
             "follows from the branch's period doubling (`hybrax sweep --curves`)",
@@ -204,15 +210,20 @@ def _hybrax(arguments) -> None:
     )
 
 
-def draw_figures() -> None:
+def draw_figures(only=None) -> None:
+    """Draw every figure, or the images named in `only`."""
     IMAGES.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as folder:
         for name, (command, figure, _) in FIGURES.items():
+            if only and name not in only:
+                continue
             out = pathlib.Path(folder) / name
             _hybrax([command, name, "--out", str(out)])
             shutil.copyfile(out / figure, IMAGES / f"{name}.png")
         for more in MORE_FIGURES.values():
             for runs, figure, _, image in more:
+                if only and image not in only:
+                    continue
                 out = pathlib.Path(folder) / image
                 for arguments in runs:
                     _hybrax([word.format(out=out) for word in arguments])
@@ -222,9 +233,16 @@ def draw_figures() -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--figures", action="store_true", help="draw the figures")
+    parser.add_argument(
+        "--only",
+        action="append",
+        metavar="IMAGE",
+        help="with --figures, draw only this image (a model's name or a further "
+        "figure's, e.g. hopper-fold-curve); repeatable",
+    )
     args = parser.parse_args()
     if args.figures:
-        draw_figures()
+        draw_figures(args.only)
     PAGE.write_text(page())
     print(f"wrote {PAGE}")
 

@@ -101,6 +101,94 @@ def _reference_cusp():
     return mu, d_g(steepest(mu)[1], mu)
 
 
+def _reference(mu, d_g):
+    import reference_hopper as ref
+
+    return ref, ref.HopperParams(mu=mu).with_D_G(float(d_g))
+
+
+def _check_fold_on_the_boundary(point):
+    """At a curve's point where a fold meets the force-reversal boundary, the
+    closed-form reference's lift-off speed v = u[1] is a fixed point of its
+    return map P with P'(v) = 1 (Richardson central differences) and a
+    touchdown force of 0."""
+    ref, p = _reference(point.parameter, point.u[-1])
+    v = float(point.u[1])
+    hop = ref.one_hop(ref.section_state(v, p), p)
+    np.testing.assert_allclose(hop["x_liftoff"][2], v, atol=1e-9)
+
+    def slope(h):
+        return (ref.return_map(v + h, p) - ref.return_map(v - h, p)) / (2 * h)
+
+    np.testing.assert_allclose((4 * slope(5e-4) - slope(1e-3)) / 3, 1.0, atol=1e-6)
+    np.testing.assert_allclose(hop["lambda_touchdown"], 0.0, atol=1e-6)
+
+
+@pytest.mark.slow
+def test_hopper_force_reversal_curve_joins_two_reversals_at_a_fold():
+    """The boundary where the hopper's ground force right after touchdown
+    changes sign, followed in mu from the branch's first force reversal (mu =
+    0.8, D_G ~ -0.0320): it meets the fold curve at mu ~ 0.887 and comes back
+    down to the branch's second force reversal (D_G ~ -0.0244, to 1e-8). Along
+    it, the (v, D_G) where the closed-form reference hops periodically with no
+    touchdown force (scipy's root at the point's mu) equals the curve's to 1e-9
+    in D_G; at the fold met, the reference's orbit has P'(v) = 1 and no
+    touchdown force."""
+    from scipy.optimize import root
+
+    model, system, section, params = _model("hopper", D_G=-0.001, mu=0.8)
+    d_g, mu = model.parameter("D_G"), model.parameter("mu")
+    branch = hx.continue_branch(
+        system,
+        section,
+        hx.models.hopper.orbit_guess(params, 0.3),
+        params,
+        d_g,
+        start=-0.001,
+        stop=-0.04,
+        continuation_settings=hx.ContinuationSettings(
+            parameter_scale=0.01, max_step=0.1
+        ),
+    )
+    first, second = branch.force_reversals[:2]
+    assert first.event == second.event == 0
+    curve = hx.continue_orbit_curve(
+        system,
+        section,
+        first,
+        params,
+        d_g,
+        mu,
+        stop=0.9,
+        continuation_settings=hx.ContinuationSettings(
+            parameter_scale=0.1, max_points=300
+        ),
+    )
+    assert curve.kind == "force_reversal"
+    assert curve.result == hx.RESULTS.reached_bound
+    np.testing.assert_allclose(curve.mu[-1], 0.8, atol=1e-12)
+    np.testing.assert_allclose(curve.lam[-1], second.parameter, atol=1e-8)
+    for j in np.linspace(1, curve.branch.n_points - 2, 6).astype(int):
+        ref, _ = _reference(curve.mu[j], curve.lam[j])
+
+        def periodic_without_force(z, j=j):
+            # (v, D_G) of a periodic hop whose touchdown force is 0.
+            _, p = _reference(curve.mu[j], z[1])
+            hop = ref.one_hop(ref.section_state(z[0], p), p)
+            force = hop["lambda_touchdown"] / (p.m * p.g)
+            return [hop["x_liftoff"][2] - z[0], force]
+
+        found = root(periodic_without_force, [curve.u[j, 1], curve.lam[j]], tol=1e-14)
+        # hybr stops "not making good progress" once at rounding: the
+        # residual says whether it is a root.
+        assert np.max(np.abs(found.fun)) < 1e-12
+        np.testing.assert_allclose(curve.lam[j], found.x[1], atol=1e-9)
+        np.testing.assert_allclose(curve.u[j, 1], found.x[0], atol=1e-8)
+    (fold,) = curve.special_points
+    assert fold.kind == "fold" and fold.located
+    _check_fold_on_the_boundary(fold)
+
+
 @pytest.mark.slow
 def test_hopper_fold_curve_turns_at_a_cusp_into_the_other_fold():
     """The hopper's first fold in D_G (mu = 0.8, D_G ~ -0.0354) followed in mu:
@@ -144,8 +232,13 @@ def test_hopper_fold_curve_turns_at_a_cusp_into_the_other_fold():
     assert curve.result == hx.RESULTS.reached_bound
     np.testing.assert_allclose(curve.mu[-1], 0.8, atol=1e-12)
     np.testing.assert_allclose(curve.lam[-1], second.parameter, atol=1e-8)
-    (cusp,) = curve.special_points
-    assert cusp.kind == "cusp" and cusp.located
+    # Met on the way: the cusp, then, on the second fold, where the fold's
+    # orbit starts its ground phase with no contact force (the fold curve meets
+    # the boundary that the force reversals trace).
+    cusp, boundary = curve.special_points
+    assert boundary.kind == "force_reversal" and boundary.event == 0
+    assert boundary.located and cusp.kind == "cusp" and cusp.located
+    _check_fold_on_the_boundary(boundary)
     mu_cusp, d_g_cusp = _reference_cusp()
     np.testing.assert_allclose(cusp.parameter, mu_cusp, atol=1e-7)
     np.testing.assert_allclose(cusp.u[-1], d_g_cusp, atol=1e-9)
@@ -238,3 +331,29 @@ def test_curve_options_are_checked_before_computing(tmp_path, capsys):
             main([*argv, "--out", str(tmp_path)])
         assert exit_.value.code == 2
         assert message in capsys.readouterr().err
+
+
+def test_orbit_curve_argument_errors():
+    """A point of a kind that has no curve, or a force reversal without its
+    event, is a ValueError naming `point`, before anything compiles."""
+    model, system, section, params = _model("hopper")
+
+    def point(kind, event=None):
+        return hx.SpecialPoint(
+            kind=kind,
+            index=0,
+            parameter=-0.03,
+            u=np.array([1.0, 1.0]),
+            multipliers=None,
+            multiplier_matrix=None,
+            test_value=0.0,
+            located=True,
+            event=event,
+        )
+
+    for bad, message in (
+        (point("cusp"), "`point` must be"),
+        (point("force_reversal"), "`point` is a force reversal without"),
+    ):
+        with pytest.raises(ValueError, match=message):
+            hx.continue_orbit_curve(system, section, bad, params, "d_G", "mu", stop=0.9)

@@ -22,8 +22,23 @@ CURVES = {
     "fold": "fold",
     "period-doubling": "period_doubling",
     "neimark-sacker": "neimark_sacker",
+    "force-reversal": "force_reversal",
 }
-_MARKERS = {"cusp": "v", "fold_flip": "o", "resonance_1_1": "s", "resonance_1_2": "D"}
+_MARKERS = {
+    "cusp": "v",
+    "fold_flip": "o",
+    "resonance_1_1": "s",
+    "resonance_1_2": "D",
+    "fold": "P",
+    "period_doubling": "X",
+    "neimark_sacker": "*",
+    "force_reversal": "^",
+}
+
+
+def curve_marker(kind: str) -> str:
+    """The marker of a curve's special point of `kind` in figures."""
+    return _MARKERS.get(kind, "x")
 
 
 def add_curve_args(parser: argparse.ArgumentParser) -> None:
@@ -145,7 +160,9 @@ def follow_curve(args, model, system, section, branch, params, span) -> dict:
     for p in curve.special_points:
         print(
             f"  {p.kind}: {span.name} = {p.u[-1]:+.10f}, {args.param2} = "
-            f"{p.parameter:+.10f}" + ("" if p.located else "  (not located)")
+            f"{p.parameter:+.10f}"
+            + ("" if p.event is None else f"  (the phase after event {p.event})")
+            + ("" if p.located else "  (not located)")
         )
     return {
         "kind": kind,
@@ -160,6 +177,7 @@ def follow_curve(args, model, system, section, branch, params, span) -> dict:
                 span.name: float(p.u[-1]),
                 args.param2: float(p.parameter),
                 "located": bool(p.located),
+                **({} if p.event is None else {"event": p.event}),
             }
             for p in curve.special_points
         ],
@@ -182,7 +200,7 @@ def write_curve_figure(record: dict, model, out) -> None:
         ax.plot(
             point[name2],
             point[name],
-            _MARKERS.get(point["kind"], "x"),
+            curve_marker(point["kind"]),
             color="k",
             label=point["kind"].replace("_", " "),
         )

@@ -580,7 +580,7 @@ def _write_heatmap(
     out,
     columns: dict[str, np.ndarray],
     tally: _SweepTally,
-    curves: list[tuple[str, np.ndarray, np.ndarray]] = (),
+    curves: list[tuple] = (),
 ) -> pathlib.Path:
     """Write `sweep_heatmap.png` of a 2-D grid: the leading multiplier's magnitude
     (or `--quantity`) where an orbit converged, the other points marked, and the
@@ -620,24 +620,40 @@ def _write_heatmap(
         ),
     )
     if curves:
+        from .curve import curve_marker
+
         ax = fig.axes[0]
         limits = ax.get_xlim(), ax.get_ylim()
         styles: dict[str, str] = {}
-        for kind, cx, cy in curves:
+        marked: set[str] = set()
+        for kind, cx, cy, points in curves:
             # One line style and one legend entry per kind (a curve followed in
             # both directions is two files).
             label = None if kind in styles else f"{kind.replace('_', ' ')} curve"
             styles.setdefault(kind, ("--", ":", "-.", "-")[len(styles) % 4])
             ax.plot(cx, cy, styles[kind], color="k", linewidth=1.6, label=label)
+            for point_kind, px, py in points:
+                ax.plot(
+                    px,
+                    py,
+                    curve_marker(point_kind),
+                    color="k",
+                    markersize=7,
+                    label=None
+                    if point_kind in marked
+                    else point_kind.replace("_", " "),
+                )
+                marked.add(point_kind)
         ax.set_xlim(limits[0])
         ax.set_ylim(limits[1])
-        ax.legend(loc="upper right", fontsize="small")
+        ax.legend(loc="best", fontsize="small")
     return write_figure(args.out / "sweep_heatmap.png", fig)
 
 
-def _read_curves(args, parser, axes) -> list[tuple[str, np.ndarray, np.ndarray]]:
-    """The `--curves` files' curves as `(kind, x, y)` in the grid's axes (a usage
-    error for a file without a curve over the grid's two parameters)."""
+def _read_curves(args, parser, axes) -> list[tuple]:
+    """The `--curves` files' curves as `(kind, x, y, points)` in the grid's
+    axes, `points` their special points as `(kind, x, y)` (a usage error for a
+    file without a curve over the grid's two parameters)."""
     import json
 
     names = [name for name, _ in axes]
@@ -657,8 +673,18 @@ def _read_curves(args, parser, axes) -> list[tuple[str, np.ndarray, np.ndarray]]
                 f"argument --curves: {str(path)!r} is a curve over {first} and "
                 f"{second}; the grid is over {', '.join(names)}"
             )
+        points = [
+            (point["kind"], point[names[0]], point[names[1]])
+            for point in curve.get("codim2", ())
+            if names[0] in point and names[1] in point
+        ]
         curves.append(
-            (curve["kind"], np.asarray(values[names[0]]), np.asarray(values[names[1]]))
+            (
+                curve["kind"],
+                np.asarray(values[names[0]]),
+                np.asarray(values[names[1]]),
+                points,
+            )
         )
     return curves
 

@@ -16,11 +16,17 @@ from .._misc import canonical_params, check_float64
 from .._parameters import AbstractParameter, as_parameter
 from .._periodic import PoincareSection, poincare_map, resolve_sequence
 from .._settings import Settings
+from .._simulate import Tables
 from .._solution import RESULTS
 from .driver import _resolve_range, start_at_parameter
 from .maps import _check_iterates, _continue_solutions
 from .orbits import _forward_mode_settings
-from .problems import _AbstractResidual, _iterate, _second_compound
+from .problems import (
+    _AbstractResidual,
+    _iterate,
+    _second_compound,
+    branch_test_functions,
+)
 from .results import SolutionBranch, SpecialPoint, _closest_pair
 from .settings import ContinuationSettings, resolve_continuation_settings
 
@@ -149,21 +155,25 @@ def _cusp_test(jacobian: np.ndarray) -> float:
 
 
 class BifurcationCurve(eqx.Module):
-    r"""The result of [`hybrax.continue_bifurcation_curve`][]: $N$ points of a
-    curve of folds, period doublings or Neimark-Sacker points in the plane of
-    two parameters $(\lambda, \mu)$, in the order followed.
+    r"""The result of [`hybrax.continue_bifurcation_curve`][] and
+    [`hybrax.continue_orbit_curve`][]: $N$ points of a curve of folds, period
+    doublings, Neimark-Sacker points or force reversals in the plane of two
+    parameters $(\lambda, \mu)$, in the order followed.
 
     - `kind`: the curve's codimension-one point (`"fold"`, `"period_doubling"`,
-      `"neimark_sacker"`); `parameter_names`: $(\lambda, \mu)$'s labels.
+      `"neimark_sacker"`, or for periodic orbits `"force_reversal"`: a hybrid
+      boundary); `parameter_names`: $(\lambda, \mu)$'s labels.
     - `branch`: the [`hybrax.SolutionBranch`][] of the extended system in the
       unknowns $(u, \lambda)$ and the parameter $\mu$; its special points are
       the codimension-two points met (kinds `"cusp"`: two folds meet and the
       fold curve reverses in the parameter plane; `"fold_flip"`: a fold and a
       period doubling at once; `"resonance_1_1"`, `"resonance_1_2"`: a double
-      multiplier $+1$ or $-1$), each with `parameter` $= \mu$ and `u` $= (u,
-      \lambda)$ there.
+      multiplier $+1$ or $-1$), and for periodic orbits the points where the
+      curve meets another (see [`hybrax.continue_orbit_curve`][]), each with
+      `parameter` $= \mu$ and `u` $= (u, \lambda)$ there.
     - Views: `lam`, `mu` `(N,)`; `u` `(N, k)`; `multipliers` `(N, k)` (one of
-      them on $+1$, $-1$ or a pair on the unit circle all along);
+      them on $+1$, $-1$ or a pair on the unit circle all along a
+      bifurcation's curve);
       `special_points`; `result` (why the continuation stopped) and
       `succeeded`.
     """
@@ -329,10 +339,27 @@ def continue_bifurcation_curve(
             f"{getattr(out, 'shape', type(out).__name__)}."
         )
     residual = _CurveResidual(fn, args, point.kind, iterates)
+    return _follow_curve(
+        residual,
+        u_start,
+        (mu0, low, high, direction),
+        tuple(parameter_names),
+        iterates,
+        settings,
+        throw,
+    )
+
+
+def _follow_curve(
+    residual, u_start, span, parameter_names, iterates, settings, throw
+) -> BifurcationCurve:
+    r"""The curve of `residual`'s kind from `u_start` $= (u, \lambda)$ over
+    `span` $= (\mu_0$, low, high, direction$)$."""
+    mu0, low, high, direction = span
     branch = _continue_solutions(
         residual,
         lambda corrector, s: start_at_parameter(corrector, u_start, mu0, direction, s),
-        k=k + 1,
+        k=u_start.shape[0],
         low=low,
         high=high,
         direction=direction,
@@ -341,7 +368,7 @@ def continue_bifurcation_curve(
         continuation_settings=settings,
         throw=throw,
     )
-    return BifurcationCurve(point.kind, tuple(parameter_names), branch)
+    return BifurcationCurve(residual.kind, parameter_names, branch)
 
 
 class _OrbitReturnMap(eqx.Module):
@@ -355,9 +382,77 @@ class _OrbitReturnMap(eqx.Module):
     parameter2: AbstractParameter
     settings: Settings
 
-    def __call__(self, u, lam, mu, params):
+    def cycle(self, u, lam, mu, params):
+        """`(u_next, guard_at_start, ran)`: the return map, the guard of each
+        event's next phase at its start (differentiable: from the event's time
+        and state after the reset), and whether the cycle ran as declared."""
         p = self.parameter2.set(self.parameter.set(params, lam), mu)
-        return poincare_map(self.system, self.section, u, p, settings=self.settings)[0]
+        u_next, sol = poincare_map(
+            self.system, self.section, u, p, settings=self.settings
+        )
+        sequence, _ = resolve_sequence(self.system, self.section)
+        guards = []
+        for event, transition in enumerate(sequence):
+            mode = self.system.targets[transition]
+            guards.append(
+                Tables(self.system, mode).guard_at_start(
+                    mode, sol.t_events[event], sol.x_after[event], p
+                )
+            )
+        return u_next, jnp.stack(guards), sol.result == RESULTS.successful
+
+    def __call__(self, u, lam, mu, params):
+        return self.cycle(u, lam, mu, params)[0]
+
+
+class _OrbitCurveResidual(_CurveResidual):
+    r"""The curve of a periodic orbit's fold, period doubling, Neimark-Sacker
+    point or force reversal in two parameters: $G = [P(u) - u;\ \tau]$ with
+    $\tau$ the defining test function of a bifurcation, or for a force
+    reversal the guard of event `event`'s next phase at its start. Its
+    auxiliary output is every such guard, whose sign changes along a
+    bifurcation's curve are where it meets a hybrid boundary; along a force
+    reversal's curve, the folds, period doublings and Neimark-Sacker points
+    are where it meets those curves."""
+
+    event: int | None = eqx.field(static=True)
+    guard_tol: float = eqx.field(static=True)
+
+    def __call__(self, z):
+        k = z.shape[0] - 2
+        u, lam, mu = z[:k], z[k], z[k + 1]
+        u_next, guards, ran = self.fn.cycle(u, lam, mu, self.args)
+        if self.kind == "force_reversal":
+            test = guards[self.event]
+        else:
+            test = _defining_test(self.kind, self._jacobian(u, lam, mu))
+        G = jnp.concatenate([u_next - u, test[None]])
+        return G, ran & jnp.all(jnp.isfinite(G)), guards
+
+    def test_functions(self, jacobian, M, aux) -> dict[str, float]:
+        """The codimension-two points of a bifurcation's curve and where it
+        meets a hybrid boundary (`force_reversal@k`: the guard of event $k$'s
+        next phase at its start changes sign); on a force reversal's curve,
+        where it meets a fold, period doubling or Neimark-Sacker curve (the
+        branch's test functions on $M$) or another event's boundary."""
+        if self.kind == "force_reversal":
+            k = M.shape[0]
+            values = branch_test_functions(
+                np.concatenate([M - np.eye(k), np.zeros((k, 1))], axis=1), M
+            )
+        else:
+            values = super().test_functions(jacobian, M, None)
+        for event, guard in enumerate(np.asarray(aux, dtype=float)):
+            if np.isfinite(guard) and not (
+                self.kind == "force_reversal" and event == self.event
+            ):
+                values[f"force_reversal@{event}"] = float(guard)
+        return values
+
+    def bracket_tolerance(self, kind: str) -> float:
+        """As on branches: a guard that sits on its surface by construction
+        never brackets a boundary."""
+        return self.guard_tol if kind.startswith("force_reversal") else 0.0
 
 
 def continue_orbit_curve(
@@ -375,8 +470,8 @@ def continue_orbit_curve(
     continuation_settings: ContinuationSettings | None = None,
     throw: bool = False,
 ) -> BifurcationCurve:
-    r"""Follow a fold, period doubling or Neimark-Sacker point of a branch of
-    periodic orbits of a hybrid system in a second parameter.
+    r"""Follow a fold, period doubling, Neimark-Sacker point or force reversal
+    of a branch of periodic orbits of a hybrid system in a second parameter.
 
     [`hybrax.continue_bifurcation_curve`][] on the orbit's return map
     $g(u, \lambda, \mu) = \pi(P(\chi(u); p(\lambda, \mu)))$ (see
@@ -384,13 +479,25 @@ def continue_orbit_curve(
     the event chain: the curve's points solve $P(u) = u$ with a multiplier
     $+1$ (fold), $-1$ (period doubling) or a pair on the unit circle
     (Neimark-Sacker), in the plane of `parameter` ($\lambda$) and `parameter2`
-    ($\mu$).
+    ($\mu$). A force reversal's curve is the hybrid boundary where the phase
+    after event $k$ (`point.event`) starts on its guard: $P(u) = u$ with that
+    guard $h_k = 0$ at the phase's start (`Branch.guard_at_start`), in the
+    extended system in place of the test function (differentiated once).
+
+    Where a curve meets another, its special points say so: along a
+    bifurcation's curve, besides its codimension-two points, a
+    `"force_reversal"` (with its `event`) where the orbit crosses a hybrid
+    boundary (beyond it the curve's orbits are not admissible); along a force
+    reversal's curve, a `"fold"`, `"period_doubling"` or `"neimark_sacker"`
+    where the boundary meets that curve, and a `"force_reversal"` where it
+    meets another event's boundary.
 
     **Arguments:**
 
     - `system`, `section`: the hybrid system and its Poincaré section.
     - `point`: a special point of a [`hybrax.Branch`][] followed in
-      `parameter` by [`hybrax.continue_branch`][] at `params`.
+      `parameter` by [`hybrax.continue_branch`][] at `params`: a fold, period
+      doubling, Neimark-Sacker point or force reversal.
     - `params`: the parameter PyTree of that branch (its value of `parameter2`
       is where the curve starts).
     - `parameter`, `parameter2`: [`hybrax.AbstractParameter`][]s or field names.
@@ -406,10 +513,11 @@ def continue_orbit_curve(
 
     !!! note
 
-        The corrector differentiates the cycle twice in forward mode: it
-        compiles once per system, section, parameters and settings (about two
-        minutes for the compass gait on a 2-core CPU), then each point costs a
-        few corrector iterations.
+        A bifurcation's corrector differentiates the cycle twice in forward
+        mode: it compiles once per system, section, parameters and settings
+        (about two minutes for the compass gait on a 2-core CPU, one for the
+        hopper), then each point costs a few corrector iterations. A force
+        reversal's differentiates it once.
     """
     check_float64("continue_orbit_curve")
     parameter = as_parameter(parameter, params)
@@ -420,17 +528,35 @@ def continue_orbit_curve(
         )
     params = canonical_params(params)
     resolve_sequence(system, section)
+    kinds = (*CURVE_KINDS, "force_reversal")
+    if not isinstance(point, SpecialPoint) or point.kind not in kinds:
+        raise ValueError(
+            f"`point` must be a hybrax.SpecialPoint of kind {', '.join(kinds)}; "
+            f"got {getattr(point, 'kind', type(point).__name__)!r}."
+        )
+    if point.kind == "force_reversal" and point.event is None:
+        raise ValueError("`point` is a force reversal without its `event`.")
     settings = _forward_mode_settings(settings)
-    fn = _OrbitReturnMap(system, section, parameter, parameter2, settings)
-    return continue_bifurcation_curve(
-        fn,
-        point,
-        float(parameter2.get(params)),
+    span = _resolve_range(
+        float(parameter2.get(params)), stop, bounds, direction, "parameter2"
+    )
+    u_start = np.concatenate([np.asarray(point.u, float), [float(point.parameter)]])
+    if point.kind == "neimark_sacker" and u_start.shape[0] < 3:
+        raise ValueError("A Neimark-Sacker curve needs at least two unknowns.")
+    residual = _OrbitCurveResidual(
+        _OrbitReturnMap(system, section, parameter, parameter2, settings),
         params,
-        stop=stop,
-        bounds=bounds,
-        direction=direction,
-        parameter_names=(parameter.name, parameter2.name),
-        continuation_settings=continuation_settings,
-        throw=throw,
+        point.kind,
+        1,
+        point.event,
+        float(settings.guard_tol),
+    )
+    return _follow_curve(
+        residual,
+        u_start,
+        span,
+        (parameter.name, parameter2.name),
+        1,
+        resolve_continuation_settings(continuation_settings),
+        throw,
     )

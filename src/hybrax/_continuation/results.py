@@ -25,7 +25,10 @@ class SpecialPoint(eqx.Module):
       `guard_at_start` changes sign; for the hopper, the ground force right
       after touchdown, which past it would have to pull: `Branch.admissible`
       turns `False`); on a [`hybrax.BifurcationCurve`][], the codimension-two
-      kinds `"cusp"`, `"fold_flip"`, `"resonance_1_1"` and `"resonance_1_2"`.
+      kinds `"cusp"`, `"fold_flip"`, `"resonance_1_1"` and `"resonance_1_2"`,
+      and where the curve meets another: a `"force_reversal"` on a
+      bifurcation's curve, a `"fold"`, `"period_doubling"` or
+      `"neimark_sacker"` on a force reversal's.
     - `index`: the position of this point in the branch's arrays.
     - `parameter`: $\lambda$ there; `u`: the unknowns there.
     - `multipliers`: the eigenvalues of the multiplier matrix $M$ there, by

@@ -354,14 +354,8 @@ def _classify_crossing(
     _, h1, h2 = tables.guard_derivatives(mode, t_s, x_s, p_s)
     rate, curvature = h1[stages.fired], h2[stages.fired]
     grazing = stages.hit & _grazing(rate, curvature, tol)
-    next_tables = Tables(system, static_next_mode)
-    x_plus_s = jax.lax.stop_gradient(x_plus)
-    next_armed = next_tables.arming(next_mode, t_s, x_plus_s, p_s) > 0
-    next_guards = jnp.where(
-        next_armed, next_tables.guards(next_mode, t_s, x_plus_s, p_s), jnp.inf
-    )
-    guard_at_start = (
-        jnp.min(next_guards) if next_guards.shape[0] else jnp.full((), jnp.inf, dtype)
+    guard_at_start = Tables(system, static_next_mode).guard_at_start(
+        next_mode, t_s, jax.lax.stop_gradient(x_plus), p_s
     )
     return rate, grazing, guard_at_start
 

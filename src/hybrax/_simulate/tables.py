@@ -83,6 +83,16 @@ class Tables(eqx.Module):
         per_mode = [make(m) for m in range(len(self.system.modes))]
         return self._dispatch(per_mode, mode, t, x, params)
 
+    def guard_at_start(self, mode, t, x, params):
+        """The smallest sign-normalised guard of the transitions armed at
+        `(t, x)` in `mode` (`+inf` where none is): negative where a phase
+        would start beyond its guard, zero where it starts on it."""
+        armed = self.arming(mode, t, x, params) > 0
+        guards = jnp.where(armed, self.guards(mode, t, x, params), jnp.inf)
+        if guards.shape[0] == 0:
+            return jnp.full((), jnp.inf, x.dtype)
+        return jnp.min(guards)
+
     def entries(self, mode, t, x, params, armed):
         """Event-condition entries: the guard of an armed transition, minus the
         arming value of one not yet armed (it fires when it becomes armed)."""
