@@ -332,3 +332,38 @@ def test_second_process_loads_every_program(tmp_path):
     assert second["requests"] > 0 and second["hits"] == second["requests"]
     assert second["multiplier"] == first["multiplier"]
     assert abs(first["multiplier"] - np.cos(2 * 0.39269908169872414) ** 2) < 1e-8
+
+
+def test_second_derivatives_of_a_linear_solve_hold_no_callback():
+    """`jax.jacfwd` inside `jax.jacfwd` of a lineax linear solve (as a
+    two-parameter curve's corrector differentiates the cycle's event times)
+    batches its primitive twice; its runtime check must still become a NaN
+    branch, or the program holds a host callback and cannot be kept between
+    processes. The kept program's derivatives equal the closed form."""
+    import lineax as lx
+
+    from hybrax._callback_free import callback_free
+
+    def solve(x):
+        matrix = jnp.array([[2.0 + x[0], x[1]], [0.5, 3.0 - x[1]]])
+        return lx.linear_solve(
+            lx.MatrixLinearOperator(matrix), jnp.array([1.0, x[0]])
+        ).value
+
+    def second(x):
+        return [jax.jacfwd(jax.jacfwd(solve))(x)]
+
+    x = jnp.array([0.3, -0.2])
+    structs = [jax.ShapeDtypeStruct(x.shape, x.dtype)]
+    program = callback_free(second, structs)
+    assert program is not None
+    exported = jax.export.export(jax.jit(program))(*structs)
+    (kept,) = exported.call(x)
+
+    def closed_form(x):
+        matrix = jnp.array([[2.0 + x[0], x[1]], [0.5, 3.0 - x[1]]])
+        return jnp.linalg.solve(matrix, jnp.array([1.0, x[0]]))
+
+    np.testing.assert_allclose(
+        kept, jax.jacfwd(jax.jacfwd(closed_form))(x), rtol=1e-12, atol=1e-14
+    )

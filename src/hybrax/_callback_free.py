@@ -74,12 +74,8 @@ def _strip(jaxpr):
                 params[key] = _strip_param(value)
         if eqn.primitive.name == "linear_solve":
             params = _without_throw(params)
-        elif (
-            eqn.primitive.name == "vprim"
-            and getattr(params.get("prim"), "name", None) == "linear_solve"
-        ):
-            # The batched form (equinox's vmapped primitive) holds its params.
-            params["params"] = tuple(_without_throw(dict(params["params"])).items())
+        elif eqn.primitive.name == "vprim":
+            params = _batched_without_throw(params)
         if any(params[key] is not eqn.params[key] for key in params):
             eqn = eqn.replace(params=params)
             changed = True
@@ -92,10 +88,21 @@ def _strip(jaxpr):
 _OWN_PRIMITIVES = frozenset({"hybrax_orbit_tangent"})
 
 
+def _batched(params: dict) -> tuple[str | None, dict]:
+    """The primitive that equinox's batched primitive `vprim` holds (through
+    every level of batching: a `vmap` of a `vmap`, as `jax.jacfwd` inside
+    `jax.jacfwd`, nests them) and its params."""
+    while True:
+        name = getattr(params.get("prim"), "name", None)
+        if name != "vprim":
+            return name, params
+        params = dict(params["params"])
+
+
 def _own_primitive(eqn) -> bool:
     name = eqn.primitive.name
     if name == "vprim":  # equinox's batched form holds the primitive
-        name = getattr(eqn.params.get("prim"), "name", None)
+        name, _ = _batched(eqn.params)
     return name in _OWN_PRIMITIVES
 
 
@@ -119,6 +126,23 @@ def _without_throw(params: dict) -> dict:
     if isinstance(static, tuple) and static and static[-1] is True:
         return {**params, "static": static[:-1] + (False,)}
     return params
+
+
+def _batched_without_throw(params: dict) -> dict:
+    """The params of a batched (`vprim`) `linear_solve`, at any depth of
+    batching, with `throw=False`; the params themselves for another
+    primitive."""
+    name = getattr(params.get("prim"), "name", None)
+    inner = dict(params["params"])
+    if name == "linear_solve":
+        changed = _without_throw(inner)
+    elif name == "vprim":
+        changed = _batched_without_throw(inner)
+    else:
+        return params
+    if changed is inner:
+        return params
+    return {**params, "params": tuple(changed.items())}
 
 
 def _raises(branch) -> bool:
