@@ -128,10 +128,13 @@ def follow_curve(args, model, system, section, branch, params, span) -> dict:
     if not math.isfinite(start2) or start2 == args.stop2:
         print(f"curve: --stop2 must differ from {args.param2} = {start2:g}")
         return {"kind": kind, "status": "empty_range"}
+    # A bifurcation's defining test function holds the cycle's Jacobian.
+    order = "" if kind == "force_reversal" else "second "
     print(
         f"curve: the {args.curve} at {span.name} = {points[0].parameter:.10g} "
         f"followed in {args.param2} from {start2:g} towards {args.stop2:g} "
-        "(the first call compiles the cycle's second derivatives: minutes)"
+        f"(a model's first curve compiles the cycle's {order}derivatives for a "
+        "minute or two; later runs load them from the cache)"
     )
     sys.stdout.flush()
     begin = time.perf_counter()
