@@ -238,6 +238,9 @@ def _prepare_periods(
     # thread while the orbit search does: XLA releases the interpreter while it
     # compiles, and the machine has a core for each.
     mode0 = system.targets[sequence[-1]]
+    # The settings, not the command's arguments, in the program's closure: its
+    # fingerprint keeps it between processes (an argparse Namespace has none).
+    settings = solver_settings(args)
     pool = concurrent.futures.ThreadPoolExecutor(max_workers=1)
     periods_program = pool.submit(
         prepare,
@@ -247,7 +250,7 @@ def _prepare_periods(
             x,
             p,
             n_events=_ORBIT_PERIODS * len(sequence),
-            settings=solver_settings(args),
+            settings=settings,
             mode0=mode0,
             n_save=_ORBIT_SAMPLES,
         ),
