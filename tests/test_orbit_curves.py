@@ -124,6 +124,40 @@ def _check_fold_on_the_boundary(point):
     np.testing.assert_allclose(hop["lambda_touchdown"], 0.0, atol=1e-6)
 
 
+def _hopper_branch_and_curve(params, start, point_of, stop2):
+    """The hopper's branch in D_G from `start` to -0.04 at `params`, and the
+    curve in mu towards `stop2` of the point `point_of(branch)`."""
+    model, system, section, _ = _model("hopper")
+    d_g, mu = model.parameter("D_G"), model.parameter("mu")
+    branch = hx.continue_branch(
+        system,
+        section,
+        hx.models.hopper.orbit_guess(params, 0.3),
+        params,
+        d_g,
+        start=start,
+        stop=-0.04,
+        continuation_settings=hx.ContinuationSettings(
+            parameter_scale=0.01, max_step=0.1
+        ),
+    )
+    if stop2 is None:
+        return branch, None
+    curve = hx.continue_orbit_curve(
+        system,
+        section,
+        point_of(branch),
+        params,
+        d_g,
+        mu,
+        stop=stop2,
+        continuation_settings=hx.ContinuationSettings(
+            parameter_scale=0.1, max_points=300
+        ),
+    )
+    return branch, curve
+
+
 @pytest.mark.slow
 def test_hopper_force_reversal_curve_joins_two_reversals_at_a_fold():
     """The boundary where the hopper's ground force right after touchdown
@@ -136,34 +170,12 @@ def test_hopper_force_reversal_curve_joins_two_reversals_at_a_fold():
     touchdown force."""
     from scipy.optimize import root
 
-    model, system, section, params = _model("hopper", D_G=-0.001, mu=0.8)
-    d_g, mu = model.parameter("D_G"), model.parameter("mu")
-    branch = hx.continue_branch(
-        system,
-        section,
-        hx.models.hopper.orbit_guess(params, 0.3),
-        params,
-        d_g,
-        start=-0.001,
-        stop=-0.04,
-        continuation_settings=hx.ContinuationSettings(
-            parameter_scale=0.01, max_step=0.1
-        ),
+    _, _, _, params = _model("hopper", D_G=-0.001, mu=0.8)
+    branch, curve = _hopper_branch_and_curve(
+        params, -0.001, lambda b: b.force_reversals[0], 0.9
     )
     first, second = branch.force_reversals[:2]
     assert first.event == second.event == 0
-    curve = hx.continue_orbit_curve(
-        system,
-        section,
-        first,
-        params,
-        d_g,
-        mu,
-        stop=0.9,
-        continuation_settings=hx.ContinuationSettings(
-            parameter_scale=0.1, max_points=300
-        ),
-    )
     assert curve.kind == "force_reversal"
     assert curve.result == hx.RESULTS.reached_bound
     np.testing.assert_allclose(curve.mu[-1], 0.8, atol=1e-12)
@@ -198,37 +210,14 @@ def test_hopper_fold_curve_turns_at_a_cusp_into_the_other_fold():
     (to 1e-7 in mu, 1e-9 in D_G); back at mu = 0.8 the curve ends on the
     branch's second fold (D_G ~ -0.0237, to 1e-8), and near mu = 0.88 on either
     side it passes through the first and second folds of the branch there."""
-    model, system, section, params = _model("hopper", D_G=-0.005, mu=0.8)
-    d_g, mu = model.parameter("D_G"), model.parameter("mu")
+    model, _, _, params = _model("hopper", D_G=-0.005, mu=0.8)
+    mu = model.parameter("mu")
 
     def folds(p):
-        branch = hx.continue_branch(
-            system,
-            section,
-            hx.models.hopper.orbit_guess(p, 0.3),
-            p,
-            d_g,
-            start=-0.005,
-            stop=-0.04,
-            continuation_settings=hx.ContinuationSettings(
-                parameter_scale=0.01, max_step=0.1
-            ),
-        )
-        return branch.folds[:2]
+        return _hopper_branch_and_curve(p, -0.005, None, None)[0].folds[:2]
 
-    first, second = folds(params)
-    curve = hx.continue_orbit_curve(
-        system,
-        section,
-        first,
-        params,
-        d_g,
-        mu,
-        stop=0.95,
-        continuation_settings=hx.ContinuationSettings(
-            parameter_scale=0.1, max_points=300
-        ),
-    )
+    branch, curve = _hopper_branch_and_curve(params, -0.005, lambda b: b.folds[0], 0.95)
+    second = branch.folds[1]
     assert curve.result == hx.RESULTS.reached_bound
     np.testing.assert_allclose(curve.mu[-1], 0.8, atol=1e-12)
     np.testing.assert_allclose(curve.lam[-1], second.parameter, atol=1e-8)
