@@ -100,6 +100,9 @@ def _gait(model, slope, gait):
     return branch.u[0], float(branch.period[0]), branch.multipliers[0]
 
 
+# The command's programs and figures take 35 s cold: the three tests of its
+# output run in the slow set, to keep the fast set within its 6 minutes.
+@pytest.mark.slow
 def test_orbit_command_finds_garcias_long_period_gait(orbit):
     data, out = orbit
     assert data["converged"] and data["stable"]
@@ -114,6 +117,7 @@ def test_orbit_command_finds_garcias_long_period_gait(orbit):
     assert (out / "orbit.png").is_file() and (out / "energy.png").is_file()
 
 
+@pytest.mark.slow
 def test_orbit_multipliers_two_ways(orbit):
     data, _ = orbit
     np.testing.assert_allclose(
@@ -129,6 +133,7 @@ def test_orbit_multipliers_two_ways(orbit):
     )
 
 
+@pytest.mark.slow
 def test_energy_lost_at_heel_strike_is_the_potential_released(orbit):
     """The step runs from theta* to -theta*: the hip descends 2 sin(theta*)
     sin(slope)."""

@@ -92,6 +92,9 @@ def test_hopper_events_match_closed_form(form, reference_hops):
     assert np.all(np.isnan(sol.T_c[1::2]))  # lift-off is no impact
 
 
+# Slow: 20 s cold (the constrained form's dense simulation); the fast set keeps
+# the constrained form's events against the closed form.
+@pytest.mark.slow
 def test_constrained_and_minimal_agree_along_the_phase():
     x0 = models.hopper.default_state(PARAMS)
     kw = dict(n_save=50)

@@ -274,6 +274,8 @@ def _rounds_of_one(system, section, params, options=OPTIONS, **extra):
     )
 
 
+# Slow: 21 s cold (its one-iteration rounds compile their own programs).
+@pytest.mark.slow
 def test_rounds_resume_where_they_stopped(system_and_section, starts, monkeypatch):
     """Compaction: in rounds of one Newton iteration, on two lanes, every element
     leaves its lane after each iteration and resumes from its last iterate; the
