@@ -198,18 +198,21 @@ def write_curve_figure(record: dict, model, out) -> None:
     name, name2 = record["parameters"]
     fig = Figure(figsize=(6.4, 4.8), layout="constrained")
     ax = fig.add_subplot(1, 1, 1)
-    ax.plot(record[name2], record[name], "-", color="tab:blue", label=record["kind"])
+    kind = record["kind"].replace("_", " ")
+    ax.plot(record[name2], record[name], "-", color="tab:blue", label=f"{kind} curve")
+    marked = set()
     for point in record["codim2"]:
         ax.plot(
             point[name2],
             point[name],
             curve_marker(point["kind"]),
             color="k",
-            label=point["kind"].replace("_", " "),
+            label=None if point["kind"] in marked else point["kind"].replace("_", " "),
         )
+        marked.add(point["kind"])
     ax.set_xlabel(model.label(name2))
     ax.set_ylabel(model.label(name))
-    ax.set_title(f"{record['kind'].replace('_', ' ')} curve")
+    ax.set_title(f"{kind} curve")
     ax.legend(fontsize="small")
     path = write_figure(out / "curve.png", fig)
     print(f"wrote {path}")
