@@ -173,3 +173,70 @@ def test_basin_command_writes_its_table_and_map(tmp_path, capsys):
     assert rows[5].split(",")[2] == "orbit"  # the centre, (0.2, -0.2)
     assert (tmp_path / "basin_map.png").stat().st_size > 0
     assert "starts in" in capsys.readouterr().out
+
+
+def test_a_start_still_converging_near_the_orbit_is_in_its_basin():
+    """The classification alone, on a linear map u -> u* + M (u - u*) with
+    complex multipliers of modulus 0.59 and skewed eigenvectors: starts a few
+    tolerances from u* after N steps are still converging, and the last step
+    explains their deviation exactly (e_N = M (I - M)^-1 (u_{N-1} - u_N)), so
+    they are in the orbit's basin; a fixed point elsewhere and a 2-cycle are
+    other periodic orbits."""
+    from hybrax._basin import BASIN_OUTCOMES, _classify
+
+    c, s = np.cos(2.1), np.sin(2.1)
+    rotation = 0.59 * np.array([[c, -s], [s, c]])
+    skew = np.array([[1.0, 0.95], [0.0, 0.3]])
+    jacobian = skew @ rotation @ np.linalg.inv(skew)
+    u_star = np.array([0.2, -0.2])
+    tolerance = 1e-4
+    windows = []
+    for e0 in ([2e-2, 1e-2], [-1.5e-2, 3e-2], [3e-2, 3e-2]):
+        e = [np.asarray(e0)]
+        for _ in range(8):
+            e.append(jacobian @ e[-1])
+        windows.append(u_star + np.stack(e[-9:]))
+    windows.append(np.tile([0.3, -0.1], (9, 1)))  # another fixed point
+    windows.append(np.array([[0.3, -0.1], [0.25, -0.15]] * 4 + [[0.3, -0.1]]))
+    window = np.stack(windows)
+    assert np.all(np.max(np.abs(window[:3, -1] - u_star), axis=-1) > tolerance)
+    codes = np.full(len(window), hx.status_code(hx.RESULTS.successful))
+    outcome, period, _ = _classify(window, codes, u_star, jacobian, tolerance)
+    names = [BASIN_OUTCOMES[o] for o in outcome]
+    assert names == ["orbit"] * 3 + ["periodic"] * 2
+    assert period.tolist() == [1, 1, 1, 1, 2]
+
+
+@pytest.mark.slow
+def test_starts_that_approach_the_gait_slowly_are_in_its_basin(walker):
+    """Fifteen starts of the simplest walker's 1000 x 1000 basin (theta in
+    [0.1, 0.3], theta_dot in [-0.35, -0.05], 20 cycles) that a rule bounding
+    the distance by the spectral radius alone classified as other orbits of
+    period 1 to 4, 1e-4 to 5.5e-4 from the gait: they are in its basin, and
+    run for 60 cycles each is within the tolerance of the gait outright."""
+    system, section, params, guess = walker
+    orbit = hx.find_periodic_orbit(system, section, guess, params)
+    assert bool(orbit.succeeded) and float(orbit.spectral_radius) < 1
+    starts = np.array(
+        [
+            [0.18788789, -0.19534535],
+            [0.1954955, -0.20285285],
+            [0.1986987, -0.20495495],
+            [0.20670671, -0.20285285],
+            [0.20910911, -0.21696697],
+            [0.20930931, -0.21996997],
+            [0.21011011, -0.22207207],
+            [0.22512513, -0.22417417],
+            [0.22792793, -0.23768769],
+            [0.23253253, -0.24429429],
+            [0.24214214, -0.2545045],
+            [0.26516517, -0.26201201],
+            [0.26576577, -0.26261261],
+            [0.26856857, -0.28543544],
+            [0.28038038, -0.27672673],
+        ]
+    )
+    basin = hx.basin(system, section, starts, params, orbit=orbit, n_cycles=20)
+    assert basin.outcome_names().tolist() == ["orbit"] * 15
+    longer = hx.basin(system, section, starts, params, orbit=orbit, n_cycles=60)
+    assert np.all(longer.distance <= 1e-4)

@@ -42,11 +42,13 @@ class Basin(eqx.Module):
     - `outcome`: each start's fate, a code of `hybrax.BASIN_OUTCOMES`
       (`outcome_names()` spells them):
       - `"orbit"` (0): after the $N$ cycles it is within `tolerance` of the
-        orbit's point $u^*$, or it has settled (period 1, the last step within
-        `tolerance`) at a distance the orbit's contraction explains,
-        $|u_N - u^*| \le$ `tolerance` $+ |u_N - u_{N-1}|/(1 - \rho)$ with $\rho$
-        the orbit's spectral radius (when the orbit is a stable
-        [`hybrax.PeriodicOrbit`][]);
+        orbit's point $u^*$, or it is still converging to it in the orbit's
+        linear neighbourhood (when the orbit is a stable
+        [`hybrax.PeriodicOrbit`][]): there $e_{n+1} = M e_n$ for the
+        deviation $e_n = u_n - u^*$ and the reduced Jacobian $M$, so the last
+        step gives the deviation, $e_N = M (I - M)^{-1}(u_{N-1} - u_N)$, and
+        the start's own $u_N - u^*$ equals it to `tolerance` (within 100
+        `tolerance` of $u^*$);
       - `"periodic"` (1): it settled on another periodic orbit: the smallest $p
         \le$ `max_period` with $|u_N - u_{N-p}| \le$ `tolerance` (the period in
         cycles is `period`); an unstable orbit that a start passes close to also
@@ -180,8 +182,8 @@ def basin(
       unknowns (e.g. a grid `np.stack(np.meshgrid(a, b, indexing="ij"), -1)`).
     - `params`: the parameter PyTree.
     - `orbit`: the periodic orbit whose basin this is: a
-      [`hybrax.PeriodicOrbit`][] (its point and its spectral radius are used) or
-      its point $u^*$; `None` classifies without one (a settled start is then
+      [`hybrax.PeriodicOrbit`][] (its point and its reduced Jacobian are used)
+      or its point $u^*$; `None` classifies without one (a settled start is then
       `"periodic"`, period 1 included).
     - `n_cycles`: cycles run from each start (static: one compilation each).
     - `tolerance`: the distance (max norm, in the section's coordinates) within
@@ -206,7 +208,7 @@ def basin(
     params = canonical_params(params)
     starts = _checked_starts(section, starts, params)
     _check_counts(n_cycles, tolerance, max_period)
-    orbit_point, radius = _orbit_point(orbit, starts.shape[-1])
+    orbit_point, jacobian = _orbit_point(orbit, starts.shape[-1])
     grid_shape = starts.shape[:-1]
     flat = starts.reshape(-1, starts.shape[-1])
     on_cpu = jax.default_backend() == "cpu"
@@ -232,7 +234,7 @@ def basin(
     )
     window = _windows(history, completed, int(max_period) + 1)
     outcome, period, distance = _classify(
-        window, codes, orbit_point, radius, float(tolerance)
+        window, codes, orbit_point, jacobian, float(tolerance)
     )
     result = _results_of(codes)
 
@@ -368,33 +370,36 @@ def _check_counts(n_cycles, tolerance, max_period) -> None:
         raise ValueError(f"`tolerance` must be positive and finite; got {tolerance!r}.")
 
 
-def _orbit_point(orbit, k: int) -> tuple[np.ndarray, float]:
-    """The orbit's point $u^*$ (NaN without an orbit) and the spectral radius
-    that bounds its convergence (NaN where unknown)."""
+def _orbit_point(orbit, k: int) -> tuple[np.ndarray, np.ndarray | None]:
+    """The orbit's point $u^*$ (NaN without an orbit) and its reduced Jacobian
+    $M$ where the orbit is stable (`None` otherwise or where unknown)."""
     if orbit is None:
-        return np.full(k, np.nan), float("nan")
+        return np.full(k, np.nan), None
+    jacobian = None
     if isinstance(orbit, PeriodicOrbit):
         if not bool(np.all(np.asarray(orbit.succeeded))):
             raise ValueError(
                 "`orbit` is a periodic orbit that was not found (its result is "
                 "not successful)."
             )
-        radius = float(orbit.spectral_radius)  # of the reduced Jacobian
+        if float(orbit.spectral_radius) < 1.0:
+            jacobian = np.asarray(orbit.reduced_jacobian, dtype=float)
         point = np.asarray(orbit.u, dtype=float)
     else:
-        point, radius = np.asarray(orbit, dtype=float), float("nan")
+        point = np.asarray(orbit, dtype=float)
     if point.shape != (k,) or not np.all(np.isfinite(point)):
         raise ValueError(
             f"`orbit` must be a found periodic orbit or a finite point of the "
             f"section's {k} unknowns; got shape {point.shape}."
         )
-    return point, radius
+    return point, jacobian
 
 
-def _classify(window, codes, orbit_point, radius, tolerance):
+def _classify(window, codes, orbit_point, jacobian, tolerance):
     """`(outcome, period, distance)` of every start from its last iterates
     `window` `(n, max_period + 1, k)` (the last is $u_N$) and its status codes
-    (see `Basin` for the rules)."""
+    (see `Basin` for the rules); `jacobian` is the stable orbit's reduced
+    Jacobian $M$, or `None`."""
     last = window[:, -1]
     distance = np.max(np.abs(last - orbit_point), axis=-1)
     n, width = window.shape[:2]
@@ -402,9 +407,18 @@ def _classify(window, codes, orbit_point, radius, tolerance):
     for p in range(width - 1, 0, -1):  # the smallest period wins
         repeats = np.max(np.abs(last - window[:, -1 - p]), axis=-1) <= tolerance
         period = np.where(repeats, p, period)
-    step = np.max(np.abs(last - window[:, -2]), axis=-1)
-    reach = tolerance + (step / (1.0 - radius) if radius < 1.0 else 0.0)
-    at_orbit = (distance <= tolerance) | ((period == 1) & (distance <= reach))
+    at_orbit = distance <= tolerance
+    if jacobian is not None:
+        # Still converging in the orbit's linear neighbourhood: e_N is
+        # M (I - M)^-1 (u_{N-1} - u_N). A bound from the spectral radius alone
+        # (|e_N| <= |u_N - u_{N-1}| / (1 - rho)) misses the eigenvectors'
+        # conditioning and the rotation of complex multipliers: starts a few
+        # tolerances from the orbit read as other orbits of period 1 to 4.
+        k = jacobian.shape[0]
+        gain = jacobian @ np.linalg.inv(np.eye(k) - jacobian)
+        predicted = (window[:, -2] - last) @ gain.T
+        explained = np.max(np.abs(last - orbit_point - predicted), axis=-1)
+        at_orbit |= (explained <= tolerance) & (distance <= 100.0 * tolerance)
     ran = codes == status_code(RESULTS.successful)
     outcome = np.where(
         ran,
