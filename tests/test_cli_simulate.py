@@ -389,6 +389,9 @@ def test_energy_history_content(solution):
         assert drop == pytest.approx(float(sol.T_c[k]), rel=1e-9)
 
 
+# Slow: 17 s cold (the constrained form's simulation compiled for the command);
+# the fast set keeps the constrained form's events against the closed form.
+@pytest.mark.slow
 def test_constrained_form_matches_minimal(cli_run, tmp_path):
     _, _, minimal = cli_run
     code = main(
