@@ -55,6 +55,7 @@ if TYPE_CHECKING:
     )
     from ._hybrid import (
         AbstractReset as AbstractReset,
+        Clearance as Clearance,
         ContactForceGuard as ContactForceGuard,
         Extremum as Extremum,
         HybridSystem as HybridSystem,
@@ -188,6 +189,7 @@ _EXPORTS = {
     "StraightPath": "._homotopy",
     "continue_to_params": "._homotopy",
     "AbstractReset": "._hybrid",
+    "Clearance": "._hybrid",
     "ContactForceGuard": "._hybrid",
     "Extremum": "._hybrid",
     "HybridSystem": "._hybrid",

@@ -49,6 +49,31 @@ def hermite_minimum(h0, r0, h1, r1, dt):
     return values[index], s[index]
 
 
+def hermite_interior_minimum(h0, r0, h1, r1, dt):
+    r"""The smallest local minimum of the cubic Hermite interpolant of
+    [`hermite_minimum`][] at a stationary point in $[0, \Delta t]$ with positive
+    curvature, $p'(s) = 0 < p''(s)$, and where (as a fraction $s$) it lies;
+    `inf` where the cubic has none. NaN-safe and differentiable: at the
+    minimum $p'(s) = 0$, so the value's derivative is the cubic's at fixed $s$."""
+    m0, m1 = r0 * dt, r1 * dt
+    a = 2 * h0 + m0 - 2 * h1 + m1
+    b = -3 * h0 - 2 * m0 + 3 * h1 - m1
+    disc = (2 * b) ** 2 - 12 * a * m0
+    positive = disc > 0
+    sqrt_disc = jnp.where(positive, jnp.sqrt(jnp.where(positive, disc, 1.0)), 0.0)
+    quadratic = jnp.abs(a) > 1e-300
+    safe_a = jnp.where(quadratic, a, 1.0)
+    safe_b = jnp.where(jnp.abs(b) > 1e-300, b, 1.0)
+    # With a != 0 the root -2b + sqrt(disc) over 6a has p'' = sqrt(disc) > 0.
+    root = jnp.where(quadratic, (-2 * b + sqrt_disc) / (6 * safe_a), -m0 / (2 * safe_b))
+    curvature = 2 * b + 6 * a * root
+    valid = (disc > 0) & (root >= 0) & (root <= 1) & (curvature > 0)
+    s = jnp.where(valid, root, 0.0)
+    value = h0 + s * (m0 + s * (b + s * a))
+    value = jnp.where(valid & jnp.isfinite(value), value, jnp.inf)
+    return value, s
+
+
 def _falling_side(h0, r0, h1, r1, dt, depth, s_min):
     r"""Where to end a step retried for a dip to `depth` < 0 at `s_min`: on the
     cubic's falling side, about halfway down ($p(s) \approx$ `depth`/2 on its

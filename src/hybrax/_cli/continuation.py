@@ -25,6 +25,7 @@ from .curve import (
     check_curve_args,
     follow_curve,
     force_reversal_records,
+    grazing_records,
     write_curve_figure,
 )
 
@@ -189,6 +190,7 @@ def _run_continue(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
     records, folds, doublings, tori = _point_records(form, branch, summary, name)
     _print_special_points(name, folds, doublings, tori)
     payload["force_reversals"] = force_reversal_records(branch, name)
+    payload["grazings"] = grazing_records(branch, name)
     limits = _branch_limits(model, branch, summary, params, span.parameter)
     payload.update(
         branch=records,

@@ -1,11 +1,12 @@
 """`hybrax continue ... --curve KIND --param2 NAME --stop2 VALUE`: the branch's
-first fold, period doubling or Neimark-Sacker point followed in a second
-parameter ([`hybrax.continue_orbit_curve`][]), and the branch's force reversals.
+first fold, period doubling, Neimark-Sacker point, force reversal or grazing
+followed in a second parameter ([`hybrax.continue_orbit_curve`][]), and the
+branch's hybrid boundaries (force reversals, grazings).
 
 Used by `hybrax._cli.continuation`: `add_curve_args` registers the options,
 `check_curve_args` checks them before any computation, `follow_curve` runs the
 curve after the branch and returns its JSON record, and `force_reversal_records`
-lists the branch's hybrid boundaries.
+and `grazing_records` list the branch's hybrid boundaries.
 """
 
 import argparse
@@ -23,6 +24,7 @@ CURVES = {
     "period-doubling": "period_doubling",
     "neimark-sacker": "neimark_sacker",
     "force-reversal": "force_reversal",
+    "grazing": "grazing",
 }
 _MARKERS = {
     "cusp": "v",
@@ -33,6 +35,7 @@ _MARKERS = {
     "period_doubling": "X",
     "neimark_sacker": "*",
     "force_reversal": "^",
+    "grazing": "d",
 }
 
 
@@ -111,6 +114,30 @@ def force_reversal_records(branch, name: str) -> list[dict]:
     return records
 
 
+def grazing_records(branch, name: str) -> list[dict]:
+    """The branch's grazings (a declared clearance reaching zero inside a
+    phase), printed where the model declares a clearance, and as JSON
+    records."""
+    records = [
+        {
+            name: float(p.parameter),
+            "phase": p.event,
+            "clearance": p.observable,
+            "value": float(p.test_value),
+            "located": bool(p.located),
+        }
+        for p in branch.grazings
+    ]
+    if branch.clearance_names:
+        print(f"grazings: {len(records)}")
+    for record in records:
+        print(
+            f"  {name} = {record[name]:+.10f}  {record['clearance']} of phase "
+            f"{record['phase']} reaches zero"
+        )
+    return records
+
+
 def follow_curve(args, model, system, section, branch, params, span) -> dict:
     """Follow the branch's first located point of the `--curve` kind in
     `--param2` towards `--stop2`; print and return its JSON record (with
@@ -129,7 +156,7 @@ def follow_curve(args, model, system, section, branch, params, span) -> dict:
         print(f"curve: --stop2 must differ from {args.param2} = {start2:g}")
         return {"kind": kind, "status": "empty_range"}
     # A bifurcation's defining test function holds the cycle's Jacobian.
-    order = "" if kind == "force_reversal" else "second "
+    order = "" if kind in ("force_reversal", "grazing") else "second "
     print(
         f"curve: the {args.curve} at {span.name} = {points[0].parameter:.10g} "
         f"followed in {args.param2} from {start2:g} towards {args.stop2:g} "
@@ -164,7 +191,7 @@ def follow_curve(args, model, system, section, branch, params, span) -> dict:
         print(
             f"  {p.kind}: {span.name} = {p.u[-1]:+.10f}, {args.param2} = "
             f"{p.parameter:+.10f}"
-            + ("" if p.event is None else f"  (the phase after event {p.event})")
+            + _where(p)
             + ("" if p.located else "  (not located)")
         )
     return {
@@ -181,11 +208,21 @@ def follow_curve(args, model, system, section, branch, params, span) -> dict:
                 args.param2: float(p.parameter),
                 "located": bool(p.located),
                 **({} if p.event is None else {"event": p.event}),
+                **({} if p.observable is None else {"clearance": p.observable}),
             }
             for p in curve.special_points
         ],
         "seconds": elapsed,
     }
+
+
+def _where(point) -> str:
+    """Where a boundary met along a curve lies, in words."""
+    if point.observable is not None:
+        return f"  ({point.observable} of phase {point.event})"
+    if point.event is not None:
+        return f"  (the phase after event {point.event})"
+    return ""
 
 
 def write_curve_figure(record: dict, model, out) -> None:

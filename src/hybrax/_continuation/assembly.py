@@ -23,10 +23,12 @@ def _durations(t_events: np.ndarray) -> np.ndarray:
 
 def _special_point(trace: _Trace, index, kind, g, located, **extras) -> SpecialPoint:
     point = trace.points[index]
-    kind, _, event = kind.partition("@")
+    # "force_reversal@k" (event k), "grazing@k@name" (phase k's clearance name).
+    kind, *where = kind.split("@")
     return SpecialPoint(
         kind=kind,
-        event=int(event) if event else None,
+        event=int(where[0]) if where else None,
+        observable=where[1] if len(where) > 1 else None,
         index=index,
         parameter=point.lam,
         u=point.u.copy(),
@@ -90,7 +92,9 @@ def _empty_solution_branch(parameter_name, method, iterates, k, message):
     )
 
 
-def _orbit_branch(trace: _Trace, parameter_name, method, guard_tol) -> Branch:
+def _orbit_branch(
+    trace: _Trace, parameter_name, method, guard_tol, clearance_names=()
+) -> Branch:
     points = trace.points
     records = [p.aux for p in points]
     M = np.stack([p.M for p in points])
@@ -98,6 +102,7 @@ def _orbit_branch(trace: _Trace, parameter_name, method, guard_tol) -> Branch:
     t_events = np.stack([np.asarray(r.t_events, dtype=float) for r in records])
     durations = np.stack([_durations(t) for t in t_events])
     guard = np.stack([np.asarray(r.guard_at_start, dtype=float) for r in records])
+    clearance = np.stack([np.asarray(r.clearance, dtype=float) for r in records])
 
     def stacked(name):
         return np.stack([np.asarray(getattr(r, name), dtype=float) for r in records])
@@ -130,7 +135,10 @@ def _orbit_branch(trace: _Trace, parameter_name, method, guard_tol) -> Branch:
         T_c=stacked("T_c"),
         T_a=stacked("T_a"),
         guard_at_start=guard,
-        admissible=np.all(guard >= -guard_tol, axis=1),
+        clearance=clearance,
+        # A phase without an interior minimum (NaN) clears its obstacle.
+        admissible=np.all(guard >= -guard_tol, axis=1)
+        & ~np.any(clearance < -guard_tol, axis=(1, 2)),
         reduced_jacobian=M,
         multipliers=multipliers,
         stable=np.all(np.abs(multipliers) < 1.0, axis=1),
@@ -141,6 +149,7 @@ def _orbit_branch(trace: _Trace, parameter_name, method, guard_tol) -> Branch:
         result=trace.result,
         message=trace.message,
         n_rejected=trace.n_rejected,
+        clearance_names=tuple(clearance_names),
     )
 
 
@@ -163,6 +172,7 @@ def _empty_orbit_branch(parameter_name, method, result, message) -> Branch:
         T_c=empty(0),
         T_a=empty(0),
         guard_at_start=empty(0),
+        clearance=empty(0, 0),
         admissible=empty(dtype=bool),
         reduced_jacobian=empty(0, 0),
         multipliers=empty(0, dtype=complex),

@@ -36,7 +36,7 @@ from .driver import (
     check_u0,
     start_at_parameter,
 )
-from .problems import _ReturnMapResidual
+from .problems import _ReturnMapResidual, clearance_names
 from .results import Branch, SpecialPoint
 from .settings import ContinuationSettings, resolve_continuation_settings
 
@@ -243,7 +243,13 @@ def continue_orbits(
         beyond_max_period,
     )
     return _interrupted_or(
-        _orbit_branch(trace, parameter.name, continuation.method, settings.guard_tol)
+        _orbit_branch(
+            trace,
+            parameter.name,
+            continuation.method,
+            settings.guard_tol,
+            clearance_names(system),
+        )
     )
 
 

@@ -17,11 +17,12 @@ from .._parameters import (
 )
 from .._periodic import (
     PoincareSection,
-    poincare_map,
+    poincare_map_with,
 )
 from .._settings import (
     Settings,
 )
+from .._simulate import phase_observable_keys
 from .._solution import RESULTS
 
 
@@ -142,6 +143,41 @@ class _CycleRecord(eqx.Module):
     T_c: Float[Array, " E"]
     T_a: Float[Array, " E"]
     guard_at_start: Float[Array, " E"]
+    clearance: Float[Array, "E C"]
+
+
+def clearance_names(system: HybridSystem) -> tuple[str, ...]:
+    """The names of the system's [`hybrax.Clearance`][] observables, in the
+    order of `Branch.clearance`'s last axis."""
+    return phase_observable_keys(system, "clearance")
+
+
+def watched_return_map(system, section, u, params, settings):
+    r"""The return map of continuation, `(u_next, solution, clearance)`: as
+    [`hybrax.poincare_map`][] in forward mode, with the system's
+    [`hybrax.Clearance`][]s over each phase, `(E, C)` (only those: the other
+    phase observables are not what a branch watches)."""
+    u_next, sol = poincare_map_with(
+        system, section, u, params, settings, settings.adjoint, "clearance"
+    )
+    names = clearance_names(system)
+    E = sol.t_events.shape[0]
+    clearance = (
+        jnp.stack([sol.phase_observables[name] for name in names], axis=-1)
+        if names
+        else jnp.zeros((E, 0), sol.t_events.dtype)
+    )
+    return u_next, sol, clearance
+
+
+def grazing_tests(clearance, names) -> dict[str, float]:
+    """`grazing@k@name`: each declared clearance of phase $k$ (where finite)."""
+    values = {}
+    for k, row in enumerate(np.asarray(clearance, dtype=float)):
+        for name, value in zip(names, row):
+            if np.isfinite(value):
+                values[f"grazing@{k}@{name}"] = float(value)
+    return values
 
 
 class _ReturnMapResidual(_AbstractResidual):
@@ -155,8 +191,8 @@ class _ReturnMapResidual(_AbstractResidual):
         k = z.shape[0] - 1
         u, lam = z[:k], z[k]
         p = self.parameter.set(self.params, lam)
-        u_next, sol = poincare_map(
-            self.system, self.section, u, p, settings=self.settings
+        u_next, sol, clearance = watched_return_map(
+            self.system, self.section, u, p, self.settings
         )
         record = _CycleRecord(
             state=self.section.chart(u, p),
@@ -166,6 +202,7 @@ class _ReturnMapResidual(_AbstractResidual):
             T_c=sol.T_c,
             T_a=sol.T_a,
             guard_at_start=sol.guard_at_start,
+            clearance=clearance,
         )
         return u_next - u, sol.result == RESULTS.successful, record
 
@@ -180,12 +217,15 @@ class _ReturnMapResidual(_AbstractResidual):
         event $k$ starts, read at its start (`guard_at_start`): it changes sign
         where the orbit starts that phase on its guard, for the hopper's ground
         phase where the contact force after touchdown changes sign (positive
-        inside the phase, so negative where the ground would have to pull)."""
+        inside the phase, so negative where the ground would have to pull),
+        and `grazing@k@name` is the declared [`hybrax.Clearance`][] `name` of
+        phase $k$: it changes sign where the orbit grazes inside that phase."""
         values = branch_test_functions(jacobian, M)
         guards = np.asarray(aux.guard_at_start, dtype=float)
         for k, value in enumerate(guards):
             if np.isfinite(value):
                 values[f"force_reversal@{k}"] = float(value)
+        values.update(grazing_tests(aux.clearance, clearance_names(self.system)))
         return values
 
     def bracket_tolerance(self, kind: str) -> float:

@@ -9,7 +9,13 @@ from jaxtyping import Bool, Complex, Float, Int
 from .._solution import RESULTS
 
 
-SPECIAL_POINT_KINDS = ("fold", "period_doubling", "neimark_sacker", "force_reversal")
+SPECIAL_POINT_KINDS = (
+    "fold",
+    "period_doubling",
+    "neimark_sacker",
+    "force_reversal",
+    "grazing",
+)
 
 
 class SpecialPoint(eqx.Module):
@@ -24,7 +30,11 @@ class SpecialPoint(eqx.Module):
       the phase that event `event` starts begins on its guard (its
       `guard_at_start` changes sign; for the hopper, the ground force right
       after touchdown, which past it would have to pull: `Branch.admissible`
-      turns `False`); on a [`hybrax.BifurcationCurve`][], the codimension-two
+      turns `False`), and `"grazing"`, where a declared [`hybrax.Clearance`][]
+      of the phase that ends at event `event` (named `observable`) reaches
+      zero: the motion touches its obstacle tangentially inside the phase
+      (beyond it the clearance is negative and `Branch.admissible` is
+      `False`); on a [`hybrax.BifurcationCurve`][], the codimension-two
       kinds `"cusp"`, `"fold_flip"`, `"resonance_1_1"` and `"resonance_1_2"`,
       and where the curve meets another: a `"force_reversal"` on a
       bifurcation's curve, a `"fold"`, `"period_doubling"` or
@@ -36,7 +46,10 @@ class SpecialPoint(eqx.Module):
     - `test_value`: the located test function (ideally 0).
     - `located`: whether the root search on the test function converged.
     - `event`: for a `"force_reversal"`, the index of the event whose next
-      phase starts on its guard; `None` otherwise.
+      phase starts on its guard; for a `"grazing"`, the index of the phase
+      that grazes (phase $k$ ends at event $k$); `None` otherwise.
+    - `observable`: for a `"grazing"`, the name of the clearance; `None`
+      otherwise.
     - `state`, `phase_durations`, `period`: for periodic orbits of a hybrid system
       ([`hybrax.continue_branch`][]): the section state, the durations of the
       phases of one cycle and their sum; `None` otherwise.
@@ -51,6 +64,7 @@ class SpecialPoint(eqx.Module):
     test_value: float
     located: bool
     event: int | None = None
+    observable: str | None = eqx.field(static=True, default=None)
     state: Float[np.ndarray, " n"] | None = None
     phase_durations: Float[np.ndarray, " E"] | None = None
     period: float | None = None
@@ -131,6 +145,12 @@ class _SpecialPointViews(eqx.Module):
         the order met."""
         return tuple(p for p in self.special_points if p.kind == "force_reversal")
 
+    @property
+    def grazings(self) -> tuple[SpecialPoint, ...]:
+        """The located grazings (a declared clearance reaching zero inside a
+        phase), in the order met."""
+        return tuple(p for p in self.special_points if p.kind == "grazing")
+
 
 class SolutionBranch(_SpecialPointViews):
     r"""The result of [`hybrax.continue_zeros`][], [`hybrax.continue_fixed_points`][]
@@ -198,6 +218,11 @@ class Branch(_SpecialPointViews):
       its event `(N, E)`. Negative means the orbit enters that phase already past
       one of its guards (for the hopper, `guard_at_start[:, 0] < 0`: the ground
       would have to pull right after touchdown); `admissible` is `False` there.
+    - `clearance`: the model's declared [`hybrax.Clearance`][]s over each phase
+      `(N, E, C)`, named by `clearance_names` (NaN where a phase has no interior
+      minimum of it; `C = 0` without any). Where one is below `-guard_tol` the
+      orbit passes through its obstacle and `admissible` is `False`; where it
+      crosses zero the branch has a `"grazing"` special point.
     - `reduced_jacobian`: $M = \partial P/\partial u$ `(N, k, k)`; `multipliers`:
       its eigenvalues (the nontrivial Floquet multipliers) by decreasing modulus
       `(N, k)`; `stable`: all $|\nu_i| < 1$.
@@ -208,7 +233,8 @@ class Branch(_SpecialPointViews):
 
     Besides: `special_points` (every located [`hybrax.SpecialPoint`][], also
     present in the arrays at its `index`) and its views `folds`,
-    `period_doublings` and `neimark_sackers`; `parameter_name`, `method`,
+    `period_doublings`, `neimark_sackers`, `force_reversals` and `grazings`;
+    `parameter_name`, `method`,
     `result` (a [`hybrax.RESULTS`][] member saying why the continuation stopped:
     `reached_bound`, `max_points_reached`, `max_period_reached`,
     `min_step_reached`, `start_failed`; `interrupted` on the `partial` of
@@ -235,6 +261,7 @@ class Branch(_SpecialPointViews):
     T_c: Float[np.ndarray, "N E"]
     T_a: Float[np.ndarray, "N E"]
     guard_at_start: Float[np.ndarray, "N E"]
+    clearance: Float[np.ndarray, "N E C"]
     admissible: Bool[np.ndarray, " N"]
     reduced_jacobian: Float[np.ndarray, "N k k"]
     multipliers: Complex[np.ndarray, "N k"]
@@ -246,6 +273,7 @@ class Branch(_SpecialPointViews):
     result: RESULTS
     message: str = eqx.field(static=True)
     n_rejected: int = eqx.field(static=True)
+    clearance_names: tuple[str, ...] = eqx.field(static=True, default=())
 
 
 def _closest_pair(nu: np.ndarray) -> tuple[int, int]:

@@ -371,10 +371,18 @@ def monodromy(
 
 
 @compiled("the return map", label=lambda system, *args: system_label(system))
-def poincare_map_with(system, section, u, params, settings, adjoint):
+def poincare_map_with(
+    system, section, u, params, settings, adjoint, phase_observables=False
+):
     sequence, _ = resolve_sequence(system, section)
     sol, _ = cycle(
-        system, section.chart(u, params), params, sequence, settings, adjoint
+        system,
+        section.chart(u, params),
+        params,
+        sequence,
+        settings,
+        adjoint,
+        phase_observables=phase_observables,
     )
     u_next = section.coordinates(sol.x_after[-1], params)
     return masked_nan(u_next, sol.result == RESULTS.successful), sol

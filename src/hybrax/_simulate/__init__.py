@@ -33,6 +33,9 @@ from .entry import (
 from .events import (
     run_events as run_events,
 )
+from .observables import (
+    phase_observable_keys as phase_observable_keys,
+)
 from .phase import (
     PhaseOutcome as PhaseOutcome,
     run_phase as run_phase,

@@ -8,7 +8,7 @@ import jax.tree_util as jtu
 from .._hybrid import HybridSystem
 from .._settings import Settings
 from .._solution import RESULTS, HybridSolution
-from .observables import _event_observable_shapes, _phase_observable_keys
+from .observables import _event_observable_shapes, phase_observable_keys
 from .phase import run_phase
 
 
@@ -59,7 +59,7 @@ def run_events(
     augmentation=None,
     extra0=None,
     n_save: int = 0,
-    phase_observables: bool = True,
+    phase_observables: bool | str = True,
     diagnose: bool = True,
     unroll: bool = False,
     seed_tangents: bool = False,
@@ -89,7 +89,7 @@ def run_events(
     t0 = jnp.asarray(t0, dtype)
     t_max = jnp.asarray(settings.t_max, dtype)
     observable_shapes = _event_observable_shapes(system, x0, params)
-    phase_keys = _phase_observable_keys(system) if phase_observables else ()
+    phase_keys = phase_observable_keys(system, phase_observables)
 
     result0 = RESULTS.where(
         _params_finite(params),

@@ -4,8 +4,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._dips import hermite_minimum
-from .._hybrid import HybridSystem, Integral
+from .._dips import hermite_interior_minimum, hermite_minimum
+from .._hybrid import Clearance, HybridSystem, Integral
 
 
 def _event_observable_shapes(system: HybridSystem, x, params):
@@ -59,10 +59,22 @@ def _event_observables(system, shapes, k, t, x_minus, x_plus, params):
     return jax.lax.switch(k, per_transition, t, x_minus, x_plus, params)
 
 
-def _phase_observable_keys(system: HybridSystem) -> tuple[str, ...]:
+def phase_observable_keys(
+    system: HybridSystem, which: bool | str = True
+) -> tuple[str, ...]:
+    """The keys of the modes' phase observables: all of them (`which=True`),
+    none (`False`), or only the [`hybrax.Clearance`][]s (`"clearance"`: what
+    continuation watches for grazing)."""
+    if which not in (True, False, "clearance"):
+        raise ValueError(f"`phase_observables` must be a bool; got {which!r}.")
     keys: list[str] = []
     for mode in system.modes:
-        keys.extend(k for k in mode.observables if k not in keys)
+        keys.extend(
+            k
+            for k, observable in mode.observables.items()
+            if k not in keys
+            and (which is True or (which and isinstance(observable, Clearance)))
+        )
     return tuple(keys)
 
 
@@ -92,7 +104,8 @@ def _integral(integral, t_start, t_end, x_of, params, dtype):
 
 
 def _extrema(extrema, t_start, t_end, x_of, params, dtype):
-    r"""The largest (or smallest) values of the `extrema` over
+    r"""The largest (or smallest) values of the `extrema` (or a
+    [`hybrax.Clearance`][]'s interior minimum) over
     $[t_{start}, t_{end}]$ along `x_of`: on a grid of `n_grid` times, $g$ and its
     time derivative along the dense output; between each pair of grid points the
     cubic Hermite interpolant through both, maximised in closed form (the same
@@ -107,6 +120,7 @@ def _extrema(extrema, t_start, t_end, x_of, params, dtype):
     step = grid[1:] - grid[:-1]
     values = []
     for e in extrema:
+        # "min" and a Clearance take -g, then negate; a Clearance keeps g.
         sign = 1.0 if e.kind == "max" else -1.0
 
         def value_and_rate(t, x, xdot, e=e):
@@ -119,12 +133,30 @@ def _extrema(extrema, t_start, t_end, x_of, params, dtype):
             )
 
         g, g_rate = jax.vmap(value_and_rate)(grid, xs, rates)
+        if isinstance(e, Clearance):
+            values.append(_interior_minimum(g, g_rate, step))
+            continue
         lowest, _ = jax.vmap(hermite_minimum)(
             g[:-1], g_rate[:-1], g[1:], g_rate[1:], step
         )
         lowest = jnp.where(jnp.isnan(lowest), jnp.inf, lowest)
         values.append(-sign * jnp.min(lowest))
     return jnp.stack(values)
+
+
+def _interior_minimum(g, g_rate, step):
+    r"""A [`hybrax.Clearance`][]: the smallest local minimum of the piecewise
+    cubic through `g` and its rates on the grid strictly inside the phase (a
+    stationary point at the phase's first or last instant is where a guard
+    sits on zero by construction), NaN where there is none."""
+    lowest, s = jax.vmap(hermite_interior_minimum)(
+        g[:-1], g_rate[:-1], g[1:], g_rate[1:], step
+    )
+    cells = jnp.arange(lowest.shape[0])
+    at_ends = ((cells == 0) & (s <= 0)) | ((cells == lowest.shape[0] - 1) & (s >= 1))
+    lowest = jnp.where(at_ends | jnp.isnan(lowest), jnp.inf, lowest)
+    smallest = jnp.min(lowest)
+    return jnp.where(jnp.isfinite(smallest), smallest, jnp.nan)
 
 
 def _phase_values(observables, t_start, t_end, x_of, params, dtype):

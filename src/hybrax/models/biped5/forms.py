@@ -8,6 +8,7 @@ import jax.numpy as jnp
 
 from ..._hybrid import (
     AbstractReset,
+    Clearance,
     HybridSystem,
     Integral,
     Mode,
@@ -262,6 +263,20 @@ def _integrals(angles_and_rates):
     return {name: integral(rate) for name, rate in _RATES.items()}
 
 
+def _phase_observables(angles_and_rates, swing_foot_height=_swing_foot_height):
+    r"""The step's integrals (see `_integrals`) and the swing foot's clearance,
+    `swing_clearance`: its lowest height (over the leg's length) inside the
+    step, where it passes the stance foot with its knee bent (the ends of the
+    step, where it leaves and strikes the ground, excluded). Below zero the
+    foot would scuff the ground, which the model does not resolve (its heel
+    strike is armed only with the foot ahead): a branch reports a `grazing`
+    where it reaches zero."""
+    return {
+        **_integrals(angles_and_rates),
+        "swing_clearance": Clearance(swing_foot_height),
+    }
+
+
 def _minimal_angles(x, params):
     return x[:5], x[5:]
 
@@ -288,7 +303,7 @@ def biped5() -> tuple[HybridSystem, Biped5Params]:
             Mode(
                 _single_support,
                 "single_support",
-                observables=_integrals(_minimal_angles),
+                observables=_phase_observables(_minimal_angles),
             ),
         ),
         (_strike(HeelStrike()), _fall()),
@@ -305,7 +320,7 @@ def momentum() -> tuple[HybridSystem, Biped5Params]:
             Mode(
                 _momentum_field,
                 "single_support",
-                observables=_integrals(_momentum_angles),
+                observables=_phase_observables(_momentum_angles),
             ),
         ),
         (_strike(MomentumHeelStrike()), _fall()),
@@ -321,7 +336,9 @@ def descriptor() -> tuple[HybridSystem, Biped5Params]:
         DESCRIPTOR,
         ("stance",),
         "single_support",
-        observables=_integrals(_descriptor_angles),
+        observables=_phase_observables(
+            _descriptor_angles, _descriptor_swing_foot_height
+        ),
     )
     system = HybridSystem(
         (mode,),
