@@ -152,3 +152,28 @@ def test_grazing_curve_needs_a_clearance():
         hx.continue_orbit_curve(
             system, section, point, params, "knee_swing_ref", "hip_swing_ref", stop=0.6
         )
+
+
+@pytest.mark.slow
+def test_biped5_clearance_gradient_matches_central_differences():
+    """The swing foot's clearance over one step from a fixed start, as a
+    function of the knee set point: `jax.grad` (reverse mode, the default
+    adjoint) equals central differences (h = 1e-5) to 1e-7 relative."""
+    model, system, section = _biped5()
+    params = hx.canonical_params(model.make_params())
+    knee = model.parameter("knee_swing_ref")
+    orbit = hx.find_periodic_orbit(
+        system, section, model.orbit_guess(params), params, analyse=False
+    )
+    state = orbit.state
+
+    @jax.jit
+    def clearance(value):
+        sol = hx.simulate(system, state, knee.set(params, value), n_events=1)
+        return sol.phase_observables["swing_clearance"][0]
+
+    gradient = float(jax.grad(clearance)(0.6))
+    h = 1e-5
+    fd = (float(clearance(0.6 + h)) - float(clearance(0.6 - h))) / (2 * h)
+    assert np.isfinite(gradient) and abs(gradient) > 1e-3
+    np.testing.assert_allclose(gradient, fd, rtol=1e-7)
