@@ -561,7 +561,8 @@ def test_a_hybrid_branch_is_a_pytree_of_stacked_arrays(branch):
         if not field.metadata.get("static")
         and field.name not in ("special_points", "result")
     ]
-    assert len(per_point) == 19  # clearance among them: (N, E, 0) for the hopper
+    # clearance and release_velocity among them: (N, E, 0) for the hopper
+    assert len(per_point) == 20
     assert all(np.shape(array)[0] == branch.n_points for array in per_point)
     assert all(id(array) in leaves for array in per_point)
     assert all(id(point.u) in leaves for point in branch.special_points)

@@ -282,6 +282,14 @@ class AbstractReset(eqx.Module):
         """Named quantities of the event (e.g. energy lost), each an array of a
         fixed shape."""
 
+    def released(self) -> tuple[str, ...]:
+        """The names of the observables that are release velocities: the
+        normal velocity, after the event, of a contact the event releases (a
+        walker's trailing foot), which must be positive for the contact to
+        leave. Continuation reports where one changes sign (a special point of
+        kind `"release_reversal"`). None by default."""
+        return ()
+
 
 class PlasticImpact(AbstractReset):
     r"""Reset map of a perfectly plastic impact: $x^+ = [q, P_a\dot q]$.
@@ -354,6 +362,9 @@ class ImpactRelabel(AbstractReset):
         del t
         q, result = self._project(x, params)
         return self.relabel(q, result.qd_plus, params)
+
+    def released(self) -> tuple[str, ...]:
+        return () if self.release is None else (self.release_name,)
 
     def observables(self, t, x_minus, x_plus, params):
         del t, x_plus

@@ -1,12 +1,12 @@
 """`hybrax continue ... --curve KIND --param2 NAME --stop2 VALUE`: the branch's
-first fold, period doubling, Neimark-Sacker point, force reversal or grazing
-followed in a second parameter ([`hybrax.continue_orbit_curve`][]), and the
-branch's hybrid boundaries (force reversals, grazings).
+first fold, period doubling, Neimark-Sacker point or hybrid boundary followed in
+a second parameter ([`hybrax.continue_orbit_curve`][]), and the branch's hybrid
+boundaries (force reversals, grazings, release reversals).
 
 Used by `hybrax._cli.continuation`: `add_curve_args` registers the options,
 `check_curve_args` checks them before any computation, `follow_curve` runs the
 curve after the branch and returns its JSON record, and `force_reversal_records`
-and `grazing_records` list the branch's hybrid boundaries.
+and `declared_boundary_records` list the branch's hybrid boundaries.
 """
 
 import argparse
@@ -25,6 +25,7 @@ CURVES = {
     "neimark-sacker": "neimark_sacker",
     "force-reversal": "force_reversal",
     "grazing": "grazing",
+    "release-reversal": "release_reversal",
 }
 _MARKERS = {
     "cusp": "v",
@@ -36,6 +37,7 @@ _MARKERS = {
     "neimark_sacker": "*",
     "force_reversal": "^",
     "grazing": "d",
+    "release_reversal": "<",
 }
 
 
@@ -114,28 +116,42 @@ def force_reversal_records(branch, name: str) -> list[dict]:
     return records
 
 
-def grazing_records(branch, name: str) -> list[dict]:
+def declared_boundary_records(branch, name: str) -> dict[str, list[dict]]:
     """The branch's grazings (a declared clearance reaching zero inside a
-    phase), printed where the model declares a clearance, and as JSON
-    records."""
-    records = [
-        {
-            name: float(p.parameter),
-            "phase": p.event,
-            "clearance": p.observable,
-            "value": float(p.test_value),
-            "located": bool(p.located),
-        }
-        for p in branch.grazings
-    ]
-    if branch.clearance_names:
-        print(f"grazings: {len(records)}")
-    for record in records:
-        print(
-            f"  {name} = {record[name]:+.10f}  {record['clearance']} of phase "
-            f"{record['phase']} reaches zero"
-        )
-    return records
+    phase) and release reversals (an impact's release velocity changing
+    sign), printed where the model declares such a quantity, and as JSON
+    records under `grazings` and `release_reversals`."""
+    kinds = (
+        ("grazings", branch.grazings, branch.clearance_names, "phase", "clearance"),
+        (
+            "release_reversals",
+            branch.release_reversals,
+            branch.release_names,
+            "event",
+            "release",
+        ),
+    )
+    out = {}
+    for key, points, declared, where, what in kinds:
+        records = [
+            {
+                name: float(p.parameter),
+                where: p.event,
+                what: p.observable,
+                "value": float(p.test_value),
+                "located": bool(p.located),
+            }
+            for p in points
+        ]
+        if declared:
+            print(f"{key.replace('_', ' ')}: {len(records)}")
+        for record in records:
+            print(
+                f"  {name} = {record[name]:+.10f}  {record[what]} of {where} "
+                f"{record[where]} reaches zero"
+            )
+        out[key] = records
+    return out
 
 
 def follow_curve(args, model, system, section, branch, params, span) -> dict:
@@ -156,7 +172,7 @@ def follow_curve(args, model, system, section, branch, params, span) -> dict:
         print(f"curve: --stop2 must differ from {args.param2} = {start2:g}")
         return {"kind": kind, "status": "empty_range"}
     # A bifurcation's defining test function holds the cycle's Jacobian.
-    order = "" if kind in ("force_reversal", "grazing") else "second "
+    order = "second " if kind in ("fold", "period_doubling", "neimark_sacker") else ""
     print(
         f"curve: the {args.curve} at {span.name} = {points[0].parameter:.10g} "
         f"followed in {args.param2} from {start2:g} towards {args.stop2:g} "
@@ -208,7 +224,7 @@ def follow_curve(args, model, system, section, branch, params, span) -> dict:
                 args.param2: float(p.parameter),
                 "located": bool(p.located),
                 **({} if p.event is None else {"event": p.event}),
-                **({} if p.observable is None else {"clearance": p.observable}),
+                **({} if p.observable is None else {"observable": p.observable}),
             }
             for p in curve.special_points
         ],
@@ -219,7 +235,8 @@ def follow_curve(args, model, system, section, branch, params, span) -> dict:
 def _where(point) -> str:
     """Where a boundary met along a curve lies, in words."""
     if point.observable is not None:
-        return f"  ({point.observable} of phase {point.event})"
+        where = "phase" if point.kind == "grazing" else "event"
+        return f"  ({point.observable} of {where} {point.event})"
     if point.event is not None:
         return f"  (the phase after event {point.event})"
     return ""

@@ -23,7 +23,8 @@ def _durations(t_events: np.ndarray) -> np.ndarray:
 
 def _special_point(trace: _Trace, index, kind, g, located, **extras) -> SpecialPoint:
     point = trace.points[index]
-    # "force_reversal@k" (event k), "grazing@k@name" (phase k's clearance name).
+    # "force_reversal@k" (event k), "grazing@k@name" (phase k's clearance),
+    # "release_reversal@k@name" (event k's release velocity).
     kind, *where = kind.split("@")
     return SpecialPoint(
         kind=kind,
@@ -93,7 +94,12 @@ def _empty_solution_branch(parameter_name, method, iterates, k, message):
 
 
 def _orbit_branch(
-    trace: _Trace, parameter_name, method, guard_tol, clearance_names=()
+    trace: _Trace,
+    parameter_name,
+    method,
+    guard_tol,
+    clearance_names=(),
+    release_names=(),
 ) -> Branch:
     points = trace.points
     records = [p.aux for p in points]
@@ -103,6 +109,7 @@ def _orbit_branch(
     durations = np.stack([_durations(t) for t in t_events])
     guard = np.stack([np.asarray(r.guard_at_start, dtype=float) for r in records])
     clearance = np.stack([np.asarray(r.clearance, dtype=float) for r in records])
+    release = np.stack([np.asarray(r.release, dtype=float) for r in records])
 
     def stacked(name):
         return np.stack([np.asarray(getattr(r, name), dtype=float) for r in records])
@@ -136,9 +143,11 @@ def _orbit_branch(
         T_a=stacked("T_a"),
         guard_at_start=guard,
         clearance=clearance,
+        release_velocity=release,
         # A phase without an interior minimum (NaN) clears its obstacle.
         admissible=np.all(guard >= -guard_tol, axis=1)
-        & ~np.any(clearance < -guard_tol, axis=(1, 2)),
+        & ~np.any(clearance < -guard_tol, axis=(1, 2))
+        & ~np.any(release < -guard_tol, axis=(1, 2)),
         reduced_jacobian=M,
         multipliers=multipliers,
         stable=np.all(np.abs(multipliers) < 1.0, axis=1),
@@ -150,6 +159,7 @@ def _orbit_branch(
         message=trace.message,
         n_rejected=trace.n_rejected,
         clearance_names=tuple(clearance_names),
+        release_names=tuple(release_names),
     )
 
 
@@ -173,6 +183,7 @@ def _empty_orbit_branch(parameter_name, method, result, message) -> Branch:
         T_a=empty(0),
         guard_at_start=empty(0),
         clearance=empty(0, 0),
+        release_velocity=empty(0, 0),
         admissible=empty(dtype=bool),
         reduced_jacobian=empty(0, 0),
         multipliers=empty(0, dtype=complex),

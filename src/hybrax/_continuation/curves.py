@@ -25,9 +25,10 @@ from .problems import (
     _AbstractResidual,
     _iterate,
     _second_compound,
+    boundary_tests,
     branch_test_functions,
     clearance_names,
-    grazing_tests,
+    release_names,
     watched_return_map,
 )
 from .results import SolutionBranch, SpecialPoint, _closest_pair
@@ -36,6 +37,10 @@ from .settings import ContinuationSettings, resolve_continuation_settings
 
 #: The codimension-one points whose curves are followed.
 CURVE_KINDS = ("fold", "period_doubling", "neimark_sacker")
+
+# The hybrid boundaries a curve can follow: the guard at a phase's start, a
+# declared clearance, an impact's release velocity.
+BOUNDARY_KINDS = ("force_reversal", "grazing", "release_reversal")
 #: The codimension-two points located along them.
 CODIM2_KINDS = ("cusp", "fold_flip", "resonance_1_1", "resonance_1_2")
 
@@ -160,12 +165,13 @@ def _cusp_test(jacobian: np.ndarray) -> float:
 class BifurcationCurve(eqx.Module):
     r"""The result of [`hybrax.continue_bifurcation_curve`][] and
     [`hybrax.continue_orbit_curve`][]: $N$ points of a curve of folds, period
-    doublings, Neimark-Sacker points, force reversals or grazings in the plane
+    doublings, Neimark-Sacker points or hybrid boundaries in the plane
     of two parameters $(\lambda, \mu)$, in the order followed.
 
     - `kind`: the curve's codimension-one point (`"fold"`, `"period_doubling"`,
-      `"neimark_sacker"`, or for periodic orbits `"force_reversal"` and
-      `"grazing"`: hybrid boundaries); `parameter_names`: $(\lambda, \mu)$'s labels.
+      `"neimark_sacker"`, or for periodic orbits `"force_reversal"`,
+      `"grazing"` and `"release_reversal"`: hybrid boundaries);
+      `parameter_names`: $(\lambda, \mu)$'s labels.
     - `branch`: the [`hybrax.SolutionBranch`][] of the extended system in the
       unknowns $(u, \lambda)$ and the parameter $\mu$; its special points are
       the codimension-two points met (kinds `"cusp"`: two folds meet and the
@@ -386,12 +392,13 @@ class _OrbitReturnMap(eqx.Module):
     settings: Settings
 
     def cycle(self, u, lam, mu, params):
-        """`(u_next, guard_at_start, clearance, ran)`: the return map, the guard
-        of each event's next phase at its start (differentiable: from the
-        event's time and state after the reset), the declared clearances of
-        each phase `(E, C)`, and whether the cycle ran as declared."""
+        """`(u_next, (guard_at_start, clearance, release), ran)`: the return
+        map, the guard of each event's next phase at its start
+        (differentiable: from the event's time and state after the reset),
+        the declared clearances of each phase `(E, C)` and release velocities
+        of each event `(E, R)`, and whether the cycle ran as declared."""
         p = self.parameter2.set(self.parameter.set(params, lam), mu)
-        u_next, sol, clearance = watched_return_map(
+        u_next, sol, clearance, release = watched_return_map(
             self.system, self.section, u, p, self.settings
         )
         sequence, _ = resolve_sequence(self.system, self.section)
@@ -404,7 +411,7 @@ class _OrbitReturnMap(eqx.Module):
                 )
             )
         ran = sol.result == RESULTS.successful
-        return u_next, jnp.stack(guards), clearance, ran
+        return u_next, (jnp.stack(guards), clearance, release), ran
 
     def __call__(self, u, lam, mu, params):
         return self.cycle(u, lam, mu, params)[0]
@@ -412,10 +419,11 @@ class _OrbitReturnMap(eqx.Module):
 
 class _OrbitCurveResidual(_CurveResidual):
     r"""The curve of a periodic orbit's fold, period doubling, Neimark-Sacker
-    point, force reversal or grazing in two parameters: $G = [P(u) - u;\
-    \tau]$ with $\tau$ the defining test function of a bifurcation, for a
-    force reversal the guard of event `event`'s next phase at its start, for
-    a grazing the clearance `observable` of phase `event`. Its auxiliary
+    point or hybrid boundary in two parameters: $G = [P(u) - u;\ \tau]$ with
+    $\tau$ the defining test function of a bifurcation, for a force reversal
+    the guard of event `event`'s next phase at its start, for a grazing the
+    clearance `observable` of phase `event`, for a release reversal the
+    release velocity `observable` of event `event`. Its auxiliary
     output is every such guard and clearance, whose sign changes along a
     bifurcation's curve are where it meets a hybrid boundary; along a
     boundary's curve, the folds, period doublings and Neimark-Sacker points
@@ -428,44 +436,53 @@ class _OrbitCurveResidual(_CurveResidual):
     def __call__(self, z):
         k = z.shape[0] - 2
         u, lam, mu = z[:k], z[k], z[k + 1]
-        u_next, guards, clearance, ran = self.fn.cycle(u, lam, mu, self.args)
+        u_next, boundaries, ran = self.fn.cycle(u, lam, mu, self.args)
+        guards, clearance, release = boundaries
         if self.kind == "force_reversal":
             test = guards[self.event]
         elif self.kind == "grazing":
             names = clearance_names(self.fn.system)
             test = clearance[self.event, names.index(self.observable)]
+        elif self.kind == "release_reversal":
+            names = release_names(self.fn.system)
+            test = release[self.event, names.index(self.observable)]
         else:
             test = _defining_test(self.kind, self._jacobian(u, lam, mu))
         G = jnp.concatenate([u_next - u, test[None]])
-        return G, ran & jnp.all(jnp.isfinite(G)), (guards, clearance)
+        return G, ran & jnp.all(jnp.isfinite(G)), boundaries
 
     def _boundary(self) -> str | None:
         """The test function's key of the boundary this curve follows."""
         if self.kind == "force_reversal":
             return f"force_reversal@{self.event}"
-        if self.kind == "grazing":
-            return f"grazing@{self.event}@{self.observable}"
+        if self.kind in BOUNDARY_KINDS:
+            return f"{self.kind}@{self.event}@{self.observable}"
         return None
 
     def test_functions(self, jacobian, M, aux) -> dict[str, float]:
         """The codimension-two points of a bifurcation's curve and where it
         meets a hybrid boundary (`force_reversal@k`: the guard of event $k$'s
         next phase at its start changes sign; `grazing@k@name`: a clearance
-        of phase $k$ does); on a boundary's curve, where it meets a fold,
+        of phase $k$ does; `release_reversal@k@name`: a release velocity of
+        event $k$ does); on a boundary's curve, where it meets a fold,
         period doubling or Neimark-Sacker curve (the branch's test functions
         on $M$) or another boundary."""
-        if self.kind in ("force_reversal", "grazing"):
+        if self.kind in BOUNDARY_KINDS:
             k = M.shape[0]
             values = branch_test_functions(
                 np.concatenate([M - np.eye(k), np.zeros((k, 1))], axis=1), M
             )
         else:
             values = super().test_functions(jacobian, M, None)
-        guards, clearance = aux
+        guards, clearance, release = aux
+        system = self.fn.system
         for event, guard in enumerate(np.asarray(guards, dtype=float)):
             if np.isfinite(guard):
                 values[f"force_reversal@{event}"] = float(guard)
-        values.update(grazing_tests(clearance, clearance_names(self.fn.system)))
+        values.update(boundary_tests("grazing", clearance, clearance_names(system)))
+        values.update(
+            boundary_tests("release_reversal", release, release_names(system))
+        )
         values.pop(self._boundary(), None)
         return values
 
@@ -490,9 +507,9 @@ def continue_orbit_curve(
     continuation_settings: ContinuationSettings | None = None,
     throw: bool = False,
 ) -> BifurcationCurve:
-    r"""Follow a fold, period doubling, Neimark-Sacker point, force reversal or
-    grazing of a branch of periodic orbits of a hybrid system in a second
-    parameter.
+    r"""Follow a fold, period doubling, Neimark-Sacker point or hybrid boundary
+    (force reversal, grazing, release reversal) of a branch of periodic orbits
+    of a hybrid system in a second parameter.
 
     [`hybrax.continue_bifurcation_curve`][] on the orbit's return map
     $g(u, \lambda, \mu) = \pi(P(\chi(u); p(\lambda, \mu)))$ (see
@@ -507,23 +524,26 @@ def continue_orbit_curve(
     grazing's is the boundary where the declared [`hybrax.Clearance`][]
     `point.observable` of phase `point.event` is zero, $P(u) = u$ and
     $c_k = 0$ (differentiated once: at the interior minimum $c_k$'s
-    derivative is that of the clearance at fixed time).
+    derivative is that of the clearance at fixed time); a release reversal's
+    is the boundary where the release velocity `point.observable` of the
+    impact at event `point.event` is zero.
 
     Where a curve meets another, its special points say so: along a
     bifurcation's curve, besides its codimension-two points, a
-    `"force_reversal"` (with its `event`) or a `"grazing"` (with its `event`
-    and `observable`) where the orbit crosses a hybrid boundary (beyond it
-    the curve's orbits are not admissible); along a boundary's curve, a
-    `"fold"`, `"period_doubling"` or `"neimark_sacker"` where the boundary
-    meets that curve, and a `"force_reversal"` or `"grazing"` where it meets
-    another boundary.
+    `"force_reversal"` (with its `event`), a `"grazing"` or a
+    `"release_reversal"` (with its `event` and `observable`) where the orbit
+    crosses a hybrid boundary (beyond it the curve's orbits are not
+    admissible); along a boundary's curve, a `"fold"`, `"period_doubling"` or
+    `"neimark_sacker"` where the boundary meets that curve, and another
+    boundary's kind where it meets that boundary.
 
     **Arguments:**
 
     - `system`, `section`: the hybrid system and its Poincaré section.
     - `point`: a special point of a [`hybrax.Branch`][] followed in
       `parameter` by [`hybrax.continue_branch`][] at `params`: a fold, period
-      doubling, Neimark-Sacker point, force reversal or grazing.
+      doubling, Neimark-Sacker point, force reversal, grazing or release
+      reversal.
     - `params`: the parameter PyTree of that branch (its value of `parameter2`
       is where the curve starts).
     - `parameter`, `parameter2`: [`hybrax.AbstractParameter`][]s or field names.
@@ -543,7 +563,7 @@ def continue_orbit_curve(
         mode: it compiles once per system, section, parameters and settings
         (about two minutes for the compass gait on a 2-core CPU, one for the
         hopper), then each point costs a few corrector iterations. A force
-        reversal's and a grazing's differentiate it once.
+        boundary's differentiates it once.
     """
     check_float64("continue_orbit_curve")
     parameter = as_parameter(parameter, params)
@@ -554,7 +574,7 @@ def continue_orbit_curve(
         )
     params = canonical_params(params)
     resolve_sequence(system, section)
-    kinds = (*CURVE_KINDS, "force_reversal", "grazing")
+    kinds = (*CURVE_KINDS, *BOUNDARY_KINDS)
     if not isinstance(point, SpecialPoint) or point.kind not in kinds:
         raise ValueError(
             f"`point` must be a hybrax.SpecialPoint of kind {', '.join(kinds)}; "
@@ -562,14 +582,16 @@ def continue_orbit_curve(
         )
     if point.kind == "force_reversal" and point.event is None:
         raise ValueError("`point` is a force reversal without its `event`.")
-    if point.kind == "grazing" and (
-        point.event is None or point.observable not in clearance_names(system)
-    ):
-        raise ValueError(
-            "`point` is a grazing without its `event` and the name of one of the "
-            f"system's clearances ({', '.join(clearance_names(system)) or 'none'}); "
-            f"got event {point.event!r}, observable {point.observable!r}."
-        )
+    declared = {"grazing": clearance_names, "release_reversal": release_names}
+    if point.kind in declared:
+        names = declared[point.kind](system)
+        if point.event is None or point.observable not in names:
+            raise ValueError(
+                f"`point` is a {point.kind} without its `event` and the name of "
+                "one of the quantities the system declares for it "
+                f"({', '.join(names) or 'none'}); got event {point.event!r}, "
+                f"observable {point.observable!r}."
+            )
     settings = _forward_mode_settings(settings)
     span = _resolve_range(
         float(parameter2.get(params)), stop, bounds, direction, "parameter2"

@@ -36,7 +36,7 @@ from .driver import (
     check_u0,
     start_at_parameter,
 )
-from .problems import _ReturnMapResidual, clearance_names
+from .problems import _ReturnMapResidual, clearance_names, release_names
 from .results import Branch, SpecialPoint
 from .settings import ContinuationSettings, resolve_continuation_settings
 
@@ -249,6 +249,7 @@ def continue_orbits(
             continuation.method,
             settings.guard_tol,
             clearance_names(system),
+            release_names(system),
         )
     )
 

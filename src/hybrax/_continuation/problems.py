@@ -11,7 +11,7 @@ import numpy as np
 from jaxtyping import Array, Float, PyTree
 
 from .._custom_types import Params
-from .._hybrid import HybridSystem
+from .._hybrid import AbstractReset, HybridSystem
 from .._parameters import (
     AbstractParameter,
 )
@@ -144,6 +144,7 @@ class _CycleRecord(eqx.Module):
     T_a: Float[Array, " E"]
     guard_at_start: Float[Array, " E"]
     clearance: Float[Array, "E C"]
+    release: Float[Array, "E R"]
 
 
 def clearance_names(system: HybridSystem) -> tuple[str, ...]:
@@ -152,32 +153,53 @@ def clearance_names(system: HybridSystem) -> tuple[str, ...]:
     return phase_observable_keys(system, "clearance")
 
 
+def release_names(system: HybridSystem) -> tuple[str, ...]:
+    """The names of the release velocities the system's resets declare
+    (`AbstractReset.released`, e.g. [`hybrax.ImpactRelabel`][]`(release=...)`:
+    the normal velocity of the contact an impact releases, positive where it
+    leaves), in the order of `Branch.release_velocity`'s last axis."""
+    names: list[str] = []
+    for transition in system.transitions:
+        if isinstance(transition.reset, AbstractReset):
+            names.extend(n for n in transition.reset.released() if n not in names)
+    return tuple(names)
+
+
+def _stacked(values: dict, names, E, dtype):
+    """`values[name]` for each name as the columns of an `(E, len(names))`
+    array (NaN for a name that `values` lacks)."""
+    columns = [
+        values[name] if name in values else jnp.full((E,), jnp.nan, dtype)
+        for name in names
+    ]
+    return jnp.stack(columns, axis=-1) if columns else jnp.zeros((E, 0), dtype)
+
+
 def watched_return_map(system, section, u, params, settings):
-    r"""The return map of continuation, `(u_next, solution, clearance)`: as
-    [`hybrax.poincare_map`][] in forward mode, with the system's
+    r"""The return map of continuation, `(u_next, solution, clearance,
+    release)`: as [`hybrax.poincare_map`][] in forward mode, with the system's
     [`hybrax.Clearance`][]s over each phase, `(E, C)` (only those: the other
-    phase observables are not what a branch watches)."""
+    phase observables are not what a branch watches), and its impacts' release
+    velocities at each event, `(E, R)`."""
     u_next, sol = poincare_map_with(
         system, section, u, params, settings, settings.adjoint, "clearance"
     )
-    names = clearance_names(system)
-    E = sol.t_events.shape[0]
-    clearance = (
-        jnp.stack([sol.phase_observables[name] for name in names], axis=-1)
-        if names
-        else jnp.zeros((E, 0), sol.t_events.dtype)
-    )
-    return u_next, sol, clearance
+    E, dtype = sol.t_events.shape[0], sol.t_events.dtype
+    clearance = _stacked(sol.phase_observables, clearance_names(system), E, dtype)
+    release = _stacked(sol.observables, release_names(system), E, dtype)
+    return u_next, sol, clearance, release
 
 
-def grazing_tests(clearance, names) -> dict[str, float]:
-    """`grazing@k@name`: each declared clearance of phase $k$ (where finite)."""
-    values = {}
-    for k, row in enumerate(np.asarray(clearance, dtype=float)):
+def boundary_tests(kind: str, values, names) -> dict[str, float]:
+    """`kind@k@name`: each declared quantity `name` of phase or event $k$ that
+    must stay positive (where finite): a clearance (`grazing`), a release
+    velocity (`release_reversal`)."""
+    tests = {}
+    for k, row in enumerate(np.asarray(values, dtype=float)):
         for name, value in zip(names, row):
             if np.isfinite(value):
-                values[f"grazing@{k}@{name}"] = float(value)
-    return values
+                tests[f"{kind}@{k}@{name}"] = float(value)
+    return tests
 
 
 class _ReturnMapResidual(_AbstractResidual):
@@ -191,7 +213,7 @@ class _ReturnMapResidual(_AbstractResidual):
         k = z.shape[0] - 1
         u, lam = z[:k], z[k]
         p = self.parameter.set(self.params, lam)
-        u_next, sol, clearance = watched_return_map(
+        u_next, sol, clearance, release = watched_return_map(
             self.system, self.section, u, p, self.settings
         )
         record = _CycleRecord(
@@ -203,6 +225,7 @@ class _ReturnMapResidual(_AbstractResidual):
             T_a=sol.T_a,
             guard_at_start=sol.guard_at_start,
             clearance=clearance,
+            release=release,
         )
         return u_next - u, sol.result == RESULTS.successful, record
 
@@ -218,14 +241,21 @@ class _ReturnMapResidual(_AbstractResidual):
         where the orbit starts that phase on its guard, for the hopper's ground
         phase where the contact force after touchdown changes sign (positive
         inside the phase, so negative where the ground would have to pull),
-        and `grazing@k@name` is the declared [`hybrax.Clearance`][] `name` of
-        phase $k$: it changes sign where the orbit grazes inside that phase."""
+        `grazing@k@name` is the declared [`hybrax.Clearance`][] `name` of
+        phase $k$: it changes sign where the orbit grazes inside that phase;
+        `release_reversal@k@name` is the release velocity `name` of event $k$:
+        it changes sign where the contact that impact releases would stay (the
+        compass gait's trailing foot would move into the ground)."""
         values = branch_test_functions(jacobian, M)
         guards = np.asarray(aux.guard_at_start, dtype=float)
         for k, value in enumerate(guards):
             if np.isfinite(value):
                 values[f"force_reversal@{k}"] = float(value)
-        values.update(grazing_tests(aux.clearance, clearance_names(self.system)))
+        system = self.system
+        values.update(boundary_tests("grazing", aux.clearance, clearance_names(system)))
+        values.update(
+            boundary_tests("release_reversal", aux.release, release_names(system))
+        )
         return values
 
     def bracket_tolerance(self, kind: str) -> float:

@@ -15,6 +15,7 @@ SPECIAL_POINT_KINDS = (
     "neimark_sacker",
     "force_reversal",
     "grazing",
+    "release_reversal",
 )
 
 
@@ -34,6 +35,10 @@ class SpecialPoint(eqx.Module):
       of the phase that ends at event `event` (named `observable`) reaches
       zero: the motion touches its obstacle tangentially inside the phase
       (beyond it the clearance is negative and `Branch.admissible` is
+      `False`), and `"release_reversal"`, where the release velocity
+      `observable` of the impact at event `event` changes sign (the contact it
+      releases, the compass gait's trailing foot, would stay on the ground:
+      beyond it the impact model does not hold and `Branch.admissible` is
       `False`); on a [`hybrax.BifurcationCurve`][], the codimension-two
       kinds `"cusp"`, `"fold_flip"`, `"resonance_1_1"` and `"resonance_1_2"`,
       and where the curve meets another: a `"force_reversal"` on a
@@ -47,9 +52,10 @@ class SpecialPoint(eqx.Module):
     - `located`: whether the root search on the test function converged.
     - `event`: for a `"force_reversal"`, the index of the event whose next
       phase starts on its guard; for a `"grazing"`, the index of the phase
-      that grazes (phase $k$ ends at event $k$); `None` otherwise.
-    - `observable`: for a `"grazing"`, the name of the clearance; `None`
-      otherwise.
+      that grazes (phase $k$ ends at event $k$); for a `"release_reversal"`,
+      the event's; `None` otherwise.
+    - `observable`: for a `"grazing"`, the name of the clearance; for a
+      `"release_reversal"`, of the release velocity; `None` otherwise.
     - `state`, `phase_durations`, `period`: for periodic orbits of a hybrid system
       ([`hybrax.continue_branch`][]): the section state, the durations of the
       phases of one cycle and their sum; `None` otherwise.
@@ -151,6 +157,12 @@ class _SpecialPointViews(eqx.Module):
         phase), in the order met."""
         return tuple(p for p in self.special_points if p.kind == "grazing")
 
+    @property
+    def release_reversals(self) -> tuple[SpecialPoint, ...]:
+        """The located release reversals (the release velocity of an impact
+        changing sign), in the order met."""
+        return tuple(p for p in self.special_points if p.kind == "release_reversal")
+
 
 class SolutionBranch(_SpecialPointViews):
     r"""The result of [`hybrax.continue_zeros`][], [`hybrax.continue_fixed_points`][]
@@ -223,6 +235,12 @@ class Branch(_SpecialPointViews):
       minimum of it; `C = 0` without any). Where one is below `-guard_tol` the
       orbit passes through its obstacle and `admissible` is `False`; where it
       crosses zero the branch has a `"grazing"` special point.
+    - `release_velocity`: the release velocities that the model's impacts
+      declare ([`hybrax.ImpactRelabel`][]`(release=...)`), at each event
+      `(N, E, R)`, named by `release_names` (NaN at an event that does not
+      define one). Where one is below `-guard_tol` the released contact would
+      stay and `admissible` is `False`; where it crosses zero the branch has a
+      `"release_reversal"` special point.
     - `reduced_jacobian`: $M = \partial P/\partial u$ `(N, k, k)`; `multipliers`:
       its eigenvalues (the nontrivial Floquet multipliers) by decreasing modulus
       `(N, k)`; `stable`: all $|\nu_i| < 1$.
@@ -233,7 +251,8 @@ class Branch(_SpecialPointViews):
 
     Besides: `special_points` (every located [`hybrax.SpecialPoint`][], also
     present in the arrays at its `index`) and its views `folds`,
-    `period_doublings`, `neimark_sackers`, `force_reversals` and `grazings`;
+    `period_doublings`, `neimark_sackers`, `force_reversals`, `grazings` and
+    `release_reversals`;
     `parameter_name`, `method`,
     `result` (a [`hybrax.RESULTS`][] member saying why the continuation stopped:
     `reached_bound`, `max_points_reached`, `max_period_reached`,
@@ -262,6 +281,7 @@ class Branch(_SpecialPointViews):
     T_a: Float[np.ndarray, "N E"]
     guard_at_start: Float[np.ndarray, "N E"]
     clearance: Float[np.ndarray, "N E C"]
+    release_velocity: Float[np.ndarray, "N E R"]
     admissible: Bool[np.ndarray, " N"]
     reduced_jacobian: Float[np.ndarray, "N k k"]
     multipliers: Complex[np.ndarray, "N k"]
@@ -274,6 +294,7 @@ class Branch(_SpecialPointViews):
     message: str = eqx.field(static=True)
     n_rejected: int = eqx.field(static=True)
     clearance_names: tuple[str, ...] = eqx.field(static=True, default=())
+    release_names: tuple[str, ...] = eqx.field(static=True, default=())
 
 
 def _closest_pair(nu: np.ndarray) -> tuple[int, int]:

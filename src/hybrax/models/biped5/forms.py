@@ -148,6 +148,9 @@ class HeelStrike(AbstractReset):
         theta, theta_dot, _ = heel_strike(x[:5], x[5:], params)
         return jnp.concatenate([theta, theta_dot])
 
+    def released(self):
+        return ("trailing_vertical_velocity",)
+
     def observables(self, t, x_minus, x_plus, params):
         del t, x_plus
         return _observables(heel_strike(x_minus[:5], x_minus[5:], params)[2])
@@ -162,6 +165,9 @@ class MomentumHeelStrike(AbstractReset):
         x_min = momentum_to_minimal(x, params)
         theta, theta_dot, _ = heel_strike(x_min[:5], x_min[5:], params)
         return momentum_from_minimal(jnp.concatenate([theta, theta_dot]), params)
+
+    def released(self):
+        return ("trailing_vertical_velocity",)
 
     def observables(self, t, x_minus, x_plus, params):
         del t, x_plus
@@ -183,6 +189,9 @@ class DescriptorHeelStrike(AbstractReset):
         )
         zero = jnp.zeros(2, x.dtype)
         return jnp.concatenate([zero, q[2:][_SWAP], landing, result.qd_plus[2:][_SWAP]])
+
+    def released(self):
+        return ("trailing_vertical_velocity",)
 
     def observables(self, t, x_minus, x_plus, params):
         del t, x_plus

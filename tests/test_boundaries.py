@@ -1,11 +1,18 @@
-"""Grazing points: the five-link biped's swing foot, whose lowest height as it
-passes the stance foot (its declared `hybrax.Clearance`, `swing_clearance`)
-reaches zero as the swing knee's set point decreases. Against references
-independent of the continuation's locator: Brent's method on the parameter,
-with the clearance read from the orbit's own simulation, and with it read off
-4001 samples of the swing foot's height (a parabola through the lowest interior
-local minimum). Slow: the continuation's corrector and the curve's compile for
-about a minute each on 2 cores."""
+"""Hybrid boundaries declared by a model, located on branches and followed in a
+second parameter, against references independent of the continuation's
+locator (Brent's method on the parameter):
+
+- grazing: the five-link biped's swing foot, whose lowest height as it passes
+  the stance foot (its declared `hybrax.Clearance`, `swing_clearance`) reaches
+  zero as the swing knee's set point decreases; the clearance is also read off
+  4001 samples of the foot's height (a parabola through the lowest interior
+  local minimum);
+- release reversal: the compass gait's trailing foot, whose normal velocity
+  after heel strike (its impact's declared release velocity) changes sign as
+  the leg's mass moves towards the foot.
+
+Slow: each continuation's corrector and each curve's compile for about a
+minute on 2 cores."""
 
 import json
 
@@ -177,3 +184,59 @@ def test_biped5_clearance_gradient_matches_central_differences():
     fd = (float(clearance(0.6 + h)) - float(clearance(0.6 - h))) / (2 * h)
     assert np.isfinite(gradient) and abs(gradient) > 1e-3
     np.testing.assert_allclose(gradient, fd, rtol=1e-7)
+
+
+def _release_root(model, system, section, params, low, high):
+    """Where the compass gait's trailing foot's normal velocity after heel
+    strike (its declared release velocity) is zero, in `a`, by Brent's method
+    on the orbits that `find_periodic_orbit` finds."""
+    a = model.parameter("a")
+
+    def release(value):
+        p = a.set(params, value)
+        orbit = hx.find_periodic_orbit(
+            system, section, model.orbit_guess(p), p, analyse=False
+        )
+        assert bool(orbit.succeeded)
+        return float(orbit.cycle.observables["trailing_normal_velocity"][0])
+
+    return brentq(release, low, high, xtol=1e-13)
+
+
+@pytest.mark.slow
+def test_compass_gait_release_reversal_and_its_curve():
+    """The compass gait with b = 0.2 followed in a from 0.8 to 1.0: its
+    trailing foot's release velocity after heel strike (Font-Llagunes &
+    Kövecses's lift-off condition) changes sign once, a `release_reversal` at
+    the `a` where Brent's method puts the declared velocity's zero (to 1e-9);
+    above it the orbits are not admissible. Followed in the hip mass to 11 kg,
+    the boundary's end is Brent's zero at that mass (to 1e-9)."""
+    model = get_model("compass-gait")
+    form = model.forms[model.default_form]
+    system, section = form.system(), form.section()
+    params = hx.canonical_params(model.make_params(b=0.2))
+    a, mass = model.parameter("a"), model.parameter("m_H")
+    branch = hx.continue_branch(
+        system, section, model.orbit_guess(params), params, a, start=0.8, stop=1.0
+    )
+    assert branch.release_names == ("trailing_normal_velocity",)
+    (point,) = branch.release_reversals
+    assert point.located and point.event == 0
+    assert point.observable == "trailing_normal_velocity"
+    reference = _release_root(model, system, section, params, 0.8, 1.0)
+    np.testing.assert_allclose(point.parameter, reference, atol=1e-9)
+    velocity = branch.release_velocity[:, 0, 0]
+    below = branch.parameter < point.parameter - 1e-6
+    above = branch.parameter > point.parameter + 1e-6
+    assert np.all(velocity[below] > 0) and np.all(velocity[above] < 0)
+    assert np.all(branch.admissible[below]) and not np.any(branch.admissible[above])
+
+    curve = hx.continue_orbit_curve(system, section, point, params, a, mass, stop=11.0)
+    assert curve.succeeded and curve.kind == "release_reversal"
+    assert curve.mu[-1] == pytest.approx(11.0) and curve.branch.n_points >= 3
+    at_end = mass.set(params, curve.mu[-1])
+    np.testing.assert_allclose(
+        curve.lam[-1],
+        _release_root(model, system, section, at_end, 0.8, 1.0),
+        atol=1e-9,
+    )
