@@ -19,15 +19,21 @@ import jax
 import jax.numpy as jnp
 
 
-def hermite_minimum(h0, r0, h1, r1, dt):
-    r"""The smallest value of the cubic Hermite interpolant on $[0, \Delta t]$ with
-    end values `h0`, `h1` and end slopes `r0`, `r1`, and where (as a fraction
-    $s \in [0, 1]$ of the step) it is reached. NaN-safe."""
+def _cubic(h0, r0, h1, r1, dt):
+    r"""The coefficients `(m0, b, a)` of the cubic Hermite interpolant on a step
+    of length `dt` with end values `h0`, `h1` and end slopes `r0`, `r1`, as a
+    function of the fraction $s \in [0, 1]$ of the step:
+    $p(s) = h_0 + m_0 s + b s^2 + a s^3$."""
     m0, m1 = r0 * dt, r1 * dt
-    # p(s) = h0 + m0 s + b s^2 + a s^3
     a = 2 * h0 + m0 - 2 * h1 + m1
     b = -3 * h0 - 2 * m0 + 3 * h1 - m1
-    # p'(s) = 3a s^2 + 2b s + m0 = 0
+    return m0, b, a
+
+
+def _stationary_points(m0, b, a):
+    r"""The roots of $p'(s) = 3a s^2 + 2b s + m_0$, `(2,)`: the second is the one
+    with $p''(s) = \sqrt{\text{disc}} \ge 0$ (both $-m_0/2b$ when $p$ is
+    quadratic); and the discriminant."""
     disc = (2 * b) ** 2 - 12 * a * m0
     # Double `where`: the square root's derivative must not see a zero it would
     # turn into inf (then NaN on a zero cotangent).
@@ -41,6 +47,15 @@ def hermite_minimum(h0, r0, h1, r1, dt):
     safe_b = jnp.where(jnp.abs(b) > 1e-300, b, 1.0)
     root_linear = -m0 / (2 * safe_b)
     roots = jnp.where(quadratic, roots_quadratic, jnp.stack([root_linear, root_linear]))
+    return roots, disc
+
+
+def hermite_minimum(h0, r0, h1, r1, dt):
+    r"""The smallest value of the cubic Hermite interpolant on $[0, \Delta t]$ with
+    end values `h0`, `h1` and end slopes `r0`, `r1`, and where (as a fraction
+    $s \in [0, 1]$ of the step) it is reached. NaN-safe."""
+    m0, b, a = _cubic(h0, r0, h1, r1, dt)
+    roots, disc = _stationary_points(m0, b, a)
     valid = (disc >= 0) & (roots > 0) & (roots < 1)
     s = jnp.concatenate([jnp.where(valid, roots, 0.0), jnp.array([0.0, 1.0])])
     values = h0 + s * (m0 + s * (b + s * a))
@@ -55,17 +70,9 @@ def hermite_interior_minimum(h0, r0, h1, r1, dt):
     curvature, $p'(s) = 0 < p''(s)$, and where (as a fraction $s$) it lies;
     `inf` where the cubic has none. NaN-safe and differentiable: at the
     minimum $p'(s) = 0$, so the value's derivative is the cubic's at fixed $s$."""
-    m0, m1 = r0 * dt, r1 * dt
-    a = 2 * h0 + m0 - 2 * h1 + m1
-    b = -3 * h0 - 2 * m0 + 3 * h1 - m1
-    disc = (2 * b) ** 2 - 12 * a * m0
-    positive = disc > 0
-    sqrt_disc = jnp.where(positive, jnp.sqrt(jnp.where(positive, disc, 1.0)), 0.0)
-    quadratic = jnp.abs(a) > 1e-300
-    safe_a = jnp.where(quadratic, a, 1.0)
-    safe_b = jnp.where(jnp.abs(b) > 1e-300, b, 1.0)
-    # With a != 0 the root -2b + sqrt(disc) over 6a has p'' = sqrt(disc) > 0.
-    root = jnp.where(quadratic, (-2 * b + sqrt_disc) / (6 * safe_a), -m0 / (2 * safe_b))
+    m0, b, a = _cubic(h0, r0, h1, r1, dt)
+    roots, disc = _stationary_points(m0, b, a)
+    root = roots[1]
     curvature = 2 * b + 6 * a * root
     valid = (disc > 0) & (root >= 0) & (root <= 1) & (curvature > 0)
     s = jnp.where(valid, root, 0.0)
@@ -80,9 +87,7 @@ def _falling_side(h0, r0, h1, r1, dt, depth, s_min):
     quadratic model $p''(s_{\min})$ there), rather than at the minimum itself,
     whose zero rate would send the event root finder's first Newton step out of
     the step."""
-    m0, m1 = r0 * dt, r1 * dt
-    a = 2 * h0 + m0 - 2 * h1 + m1
-    b = -3 * h0 - 2 * m0 + 3 * h1 - m1
+    _, b, a = _cubic(h0, r0, h1, r1, dt)
     curvature = 2 * b + 6 * a * s_min
     usable = (depth < 0) & (curvature > 0)
     offset = jnp.sqrt(jnp.where(usable, -depth / jnp.where(usable, curvature, 1.0), 0))
