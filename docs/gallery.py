@@ -57,16 +57,21 @@ FIGURES = {
 #: Per model: further figures, each (the commands that draw it, in order, as
 #: arguments of `hybrax` with `{out}` for a scratch folder; the file the last one
 #: writes there; what it shows; the gallery's image name).
-def _curve_over_map(model, curves, param2, caption, image, points=60):
+def _curve_over_map(
+    model, curves, param2, caption, image, points=60, branch=(), grid=()
+):
     """A gallery entry: for each `(kind, stop)` of `curves`, the branch's first
     `kind` point followed in `param2` towards `stop` (`hybrax continue
     --curve`, at most `points` points), all drawn over the model's sweep heat
-    map (`hybrax sweep --curves`)."""
+    map (`hybrax sweep --curves`). `branch`: the branch's options (`--param`,
+    `--start`, `--stop`; the model's defaults without); `grid`: the sweep's
+    (its `--grid`s; the model's defaults without)."""
     names = [f"{kind}-to-{stop}" for kind, stop in curves]
     follow = tuple(
         (
             "continue",
             model,
+            *branch,
             "--curve",
             kind,
             "--param2",
@@ -83,7 +88,7 @@ def _curve_over_map(model, curves, param2, caption, image, points=60):
         for name, (kind, stop) in zip(names, curves)
     )
     curves = [word for name in names for word in ("--curves", f"{{out}}/{name}.json")]
-    draw = ("sweep", model, *curves, "--out", "{out}")
+    draw = ("sweep", model, *grid, *curves, "--out", "{out}")
     return follow + (draw,), "sweep_heatmap.png", caption, image
 
 
@@ -116,6 +121,32 @@ MORE_FIGURES = {
             "curve that `hybrax continue --curve period-doubling --param2 m_H` "
             "follows from the branch's period doubling (`hybrax sweep --curves`)",
             "compass-gait-period-doubling-curve",
+        ),
+    ),
+    "biped5": (
+        _curve_over_map(
+            "biped5",
+            (
+                ("grazing", "0.65"),
+                ("grazing", "0.45"),
+                ("period-doubling", "0.65"),
+                ("period-doubling", "0.45"),
+            ),
+            "hip_swing_ref",
+            "the leading multiplier over the swing hip's and swing knee's set "
+            "points, with the two boundaries of the usable gait that `hybrax "
+            "continue biped5 --param knee_swing_ref` finds and `--curve` follows "
+            "in the hip's set point: the period-doubling curve (the gait is "
+            "stable above it) and the grazing curve (below it the swing foot, "
+            "passing the stance foot with its knee bent, dips into the ground)",
+            "biped5-grazing-curve",
+            branch=("--param", "knee_swing_ref", "--start", "0.6", "--stop", "0.3"),
+            grid=(
+                "--grid",
+                "hip_swing_ref=0.45:0.65:16",
+                "--grid",
+                "knee_swing_ref=0.3:0.65:16",
+            ),
         ),
     ),
     "simplest-walker": (
