@@ -502,6 +502,8 @@ def test_forms_retrace_the_minimal_walk(walk, tmp_path):
 
 
 # -- The periodic gait ----------------------------------------------------------------
+# Slow: `hybrax orbit biped5` (the module's `orbit`) takes 35-41 s cold on 2 cores,
+# the fast set's largest fixture with the jumper's.
 
 
 @pytest.fixture(scope="module")
@@ -519,6 +521,7 @@ def _section_unknowns(x):
     return np.concatenate([x[..., :4], x[..., 5:]], axis=-1)
 
 
+@pytest.mark.slow
 def test_orbit_is_the_settled_walk(orbit):
     """`hybrax orbit biped5` converges from the model's guess onto the gait that
     simulation settles on; its state lies on the section (both feet on the
@@ -600,6 +603,7 @@ def test_orbit_is_the_settled_walk(orbit):
         assert (out / name).is_file(), name
 
 
+@pytest.mark.slow
 def test_orbit_multipliers_two_ways(orbit):
     """The monodromy by autodiff through the cycle and by the saltation product
     agree, and so do their multipliers; the reduced Jacobian's eigenvalues are the
@@ -624,6 +628,7 @@ def test_orbit_multipliers_two_ways(orbit):
     np.testing.assert_allclose(saltation[:2], [0.3607, -0.3374], atol=1e-4)
 
 
+@pytest.mark.slow
 def test_simulation_repeats_the_orbit_and_balances_energy(orbit):
     """From the orbit's state, `hybrax.simulate` (the event engine alone, without
     shooting) returns to the same post-impact state at every heel strike, one
@@ -657,6 +662,7 @@ def test_simulation_repeats_the_orbit_and_balances_energy(orbit):
         np.testing.assert_allclose(work[e], gain, rtol=1e-8)
 
 
+@pytest.mark.slow
 def test_disturbed_walk_converges_at_the_leading_multipliers(orbit):
     """The gait is stable: a start off the orbit (on the section) returns to it,
     step by step as the reduced Jacobian M predicts (u_k - u* = M^k (u_0 - u*)

@@ -58,6 +58,8 @@ def test_models_lists_every_model_with_its_parameters():
     )
 
 
+# Slow: 15 s cold through the command line.
+@pytest.mark.slow
 def test_wheel_orbit_is_the_closed_form(tmp_path):
     code, out, _ = _run(
         ["orbit", "rimless-wheel", "--set", "gamma=0.1", "--out", str(tmp_path)]
@@ -111,6 +113,8 @@ def test_wheel_orbit_is_the_closed_form(tmp_path):
     assert "following the orbit from the model's defaults" not in err
 
 
+# Slow: 13 s cold through the command line.
+@pytest.mark.slow
 def test_wheel_continuation_in_slope_follows_the_closed_form(tmp_path):
     code, out, err = _run(
         ["continue", "rimless-wheel", "--start", "0.1", "--stop", "0.15"]
