@@ -9,6 +9,7 @@ import subprocess
 import sys
 import textwrap
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -212,6 +213,47 @@ def test_fingerprint_follows_what_functions_compute():
         fingerprint(Opaque())
 
 
+@pytest.mark.slow
+def test_a_callers_gradient_embeds_the_kept_derivative(monkeypatch, tmp_path):
+    """With the cache on, a caller's `jax.jit(jax.grad(...))` of an orbit quantity
+    embeds the orbit's solve and its transposed derivative as kept programs, each
+    restricted to the outputs the caller's program uses. The gradient is the
+    wheel's closed form d(omega*)/d(gamma) (as without the cache), and the same
+    jitted gradient under `jax.vmap` (where an exported module cannot go: the
+    functions are traced) agrees element by element."""
+    monkeypatch.setattr(_programs, "_CACHE_DIR", str(tmp_path))
+    system, section, params = _wheel()
+
+    def speed(gamma):
+        p = eqx.tree_at(lambda q: q.gamma, params, gamma)
+        orbit = hx.find_periodic_orbit(
+            system, section, jnp.array([1.0]), p, analyse=False
+        )
+        return orbit.u[0]
+
+    def closed_form(gamma, alpha=float(params.alpha), g=9.81):
+        c2 = np.cos(2 * alpha) ** 2
+        omega = np.sqrt(4 * g * np.sin(alpha) * np.sin(gamma) * c2 / (1 - c2))
+        return omega * np.cos(gamma) / (2 * np.sin(gamma))
+
+    before = len(_programs.COMPILATIONS)
+    gradient = jax.jit(jax.grad(speed))
+    np.testing.assert_allclose(gradient(0.08), closed_form(0.08), rtol=1e-7)
+    kept = {r.what for r in _programs.COMPILATIONS[before:] if not r.cached}
+    assert {"the orbit search", "the orbit's transposed derivative"} <= kept
+    search = [
+        k
+        for k in _programs._KEPT.values()
+        if k.what == "the orbit search" and k.variants
+    ]
+    # The caller reads one number: most of the solve's outputs are dropped.
+    assert all(len(used) < len(k.out_structs) for k in search for used in k.variants)
+    gammas = jnp.array([0.08, 0.1])
+    np.testing.assert_allclose(
+        jax.vmap(gradient)(gammas), closed_form(np.asarray(gammas)), rtol=1e-7
+    )
+
+
 # ---------------------------------------------------------------------------
 # Between processes
 # ---------------------------------------------------------------------------
@@ -281,9 +323,18 @@ _SCRIPT = textwrap.dedent(
         start=0.08, stop=0.09,
         continuation_settings=hx.ContinuationSettings(max_points=3),
     )
+    # The user's own transformation of an orbit quantity.
+    def speed(gamma):
+        p = eqx.tree_at(lambda q: q.gamma, params, gamma)
+        return hx.find_periodic_orbit(
+            system, section, jnp.array([1.0]), p, analyse=False
+        ).u[0]
+
+    slope = jax.jit(jax.grad(speed))(jnp.asarray(0.08))
     print(json.dumps({
         "records": [[r.what, r.cached, r.trace, r.xla] for r in _programs.COMPILATIONS],
         "multiplier": float(abs(orbit.multipliers[0])),
+        "slope": float(slope),
         "requests": events.get("/jax/compilation_cache/compile_requests_use_cache", 0),
         "hits": events.get("/jax/compilation_cache/cache_hits", 0),
     }))
@@ -294,9 +345,12 @@ _SCRIPT = textwrap.dedent(
 @pytest.mark.slow
 def test_second_process_loads_every_program(tmp_path):
     """A user's script run twice with `hx.enable_compilation_cache()`: the second
-    process traces nothing and compiles nothing with XLA (JAX's persistent cache
-    has every executable: the programs hold no host callbacks, whatever
-    `EQX_ON_ERROR` is), and computes the same numbers."""
+    process traces nothing of hybrax's and compiles nothing with XLA (JAX's
+    persistent cache has every executable: the programs hold no host callbacks,
+    whatever `EQX_ON_ERROR` is), the user's own `jax.jit(jax.grad(...))` of an
+    orbit quantity included (it embeds the kept solve and transposed
+    derivative), and computes the same numbers: the gradient is the wheel's
+    closed form d(omega*)/d(gamma)."""
     script = tmp_path / "wheel.py"
     script.write_text(_SCRIPT)
     cache = tmp_path / "cache"
@@ -322,6 +376,7 @@ def test_second_process_loads_every_program(tmp_path):
     assert {"the simulation", "a sweep chunk", "the tuning step"} <= {
         w.split(" for ")[0] for w in whats
     }
+    assert {"the orbit search", "the orbit's transposed derivative"} <= set(whats)
     assert sorted(r[0] for r in second["records"]) == whats
     assert all(not cached for _, cached, _, _ in first["records"])
     assert all(cached for _, cached, _, _ in second["records"])
@@ -332,6 +387,12 @@ def test_second_process_loads_every_program(tmp_path):
     assert second["requests"] > 0 and second["hits"] == second["requests"]
     assert second["multiplier"] == first["multiplier"]
     assert abs(first["multiplier"] - np.cos(2 * 0.39269908169872414) ** 2) < 1e-8
+    assert second["slope"] == first["slope"]
+    alpha, gamma, g = 0.39269908169872414, 0.08, 9.81
+    c2 = np.cos(2 * alpha) ** 2
+    omega = np.sqrt(4 * g * np.sin(alpha) * np.sin(gamma) * c2 / (1 - c2))
+    slope = omega * np.cos(gamma) / (2 * np.sin(gamma))
+    np.testing.assert_allclose(first["slope"], slope, rtol=1e-7)
 
 
 def test_second_derivatives_of_a_linear_solve_hold_no_callback():

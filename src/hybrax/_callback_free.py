@@ -162,14 +162,22 @@ def _strip_param(value):
     return value
 
 
+def callback_free_jaxpr(flat, structs):
+    """The closed jaxpr of `flat` at `structs` without host callbacks (see
+    `_strip`); `None` when a callback cannot be removed."""
+    closed = jax.make_jaxpr(flat)(*structs)
+    try:
+        return _strip(closed)
+    except _Unstrippable:
+        return None
+
+
 def callback_free(flat, structs):
     """`flat`, traced once, as a function of its jaxpr (tracing it again only
     evaluates the jaxpr) whose program holds no host callbacks (see `_strip`);
     `None` when a callback cannot be removed."""
-    closed = jax.make_jaxpr(flat)(*structs)
-    try:
-        closed = _strip(closed)
-    except _Unstrippable:
+    closed = callback_free_jaxpr(flat, structs)
+    if closed is None:
         return None
     run = jex_core.jaxpr_as_fun(closed)
     return lambda *args: run(*args)

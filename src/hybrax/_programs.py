@@ -26,6 +26,9 @@ flags, structure) is static. Then:
 
 Called with traced arguments (inside a user's `jax.jit`, `jax.grad`, `jax.vmap`),
 [`call`][] evaluates the function inline: the user's transformation compiles it.
+The orbit's solve and its derivative rules are kept between processes there too
+([`inline`][]): a user's `jax.jit(jax.grad(...))` of an orbit quantity embeds
+them as exported modules, and JAX's persistent cache keeps the user's program.
 """
 
 import concurrent.futures
@@ -46,9 +49,12 @@ import time
 
 import equinox as eqx
 import jax
+import jax.extend.core as jex_core
 import jax.tree_util as jtu
+from jax.interpreters import batching, mlir, partial_eval as pe
+from jax.interpreters.partial_eval import DynamicJaxprTracer
 
-from ._callback_free import callback_free
+from ._callback_free import callback_free, callback_free_jaxpr
 from ._fingerprint import LIBRARIES, Unfingerprintable, fingerprint
 
 
@@ -487,7 +493,7 @@ def _build(what, label, flat, dynamic, out_box, key, background) -> "_Program":
     start = time.perf_counter()
     exported = None
     structs = _structs(dynamic)
-    with _measuring() as durations:
+    with _measuring() as durations, _building():
         program = callback_free(flat, structs)
         if program is None:
             _LOGGER.info("%s: not kept between processes (a host callback)", what)
@@ -708,3 +714,247 @@ def compiled(what: str, label=None):
         return wrapper
 
     return decorate
+
+
+# ---------------------------------------------------------------------------
+# Inside a caller's transformation
+# ---------------------------------------------------------------------------
+
+_BUILDING = threading.local()
+
+
+@contextlib.contextmanager
+def _building():
+    """While hybrax traces one of its own programs (which is kept as a whole, see
+    `_build`), `inline` evaluates its function in that trace."""
+    before = getattr(_BUILDING, "active", False)
+    _BUILDING.active = True
+    try:
+        yield
+    finally:
+        _BUILDING.active = before
+
+
+def _batched(leaves) -> bool:
+    """Whether a leaf is traced by another transformation than a plain trace of
+    a `jax.jit` (by `jax.vmap`, above all)."""
+    return any(
+        isinstance(leaf, jax.core.Tracer) and not isinstance(leaf, DynamicJaxprTracer)
+        for leaf in leaves
+    )
+
+
+class _Kept:
+    """A function kept between processes for callers' programs: the structure
+    and shapes of its outputs (known without tracing it, once kept), and its
+    programs by the outputs the caller uses (`variant`), each a `jax.export`
+    module of the function's callback-free jaxpr with the unused outputs' code
+    removed, as JAX removes it from a traced function. Equal by identity (a
+    primitive's parameter)."""
+
+    def __init__(self, what, label, key, flat, structs, out_spec, out_structs):
+        self.what, self.label, self.key = what, label, key
+        self.flat, self.structs = flat, structs
+        self.out_spec, self.out_structs = out_spec, out_structs
+        self.jaxpr = None  # the callback-free closed jaxpr, once traced here
+        self.trace_seconds = 0.0
+        self.variants: dict = {}
+
+    def traced(self):
+        """The callback-free closed jaxpr (`None` where a callback stays)."""
+        if self.jaxpr is None:
+            start = time.perf_counter()
+            with _building():
+                self.jaxpr = callback_free_jaxpr(self.flat, self.structs)
+            # (Reported with the first program exported from it.)
+            self.trace_seconds += time.perf_counter() - start
+        return self.jaxpr
+
+    def variant(self, used: tuple[int, ...]):
+        """The exported program of the outputs `used` (their indices)."""
+        with _LOCK:
+            exported = self.variants.get(used)
+        if exported is not None:
+            return exported
+        mask = "".join("1" if i in used else "0" for i in range(len(self.out_structs)))
+        suffix = hashlib.sha256(mask.encode()).hexdigest()[:12]
+        path = pathlib.Path(_CACHE_DIR) / "programs" / f"{self.key}-{suffix}"
+        if path.exists():
+            start = time.perf_counter()
+            try:
+                exported = jax.export.deserialize(bytearray(path.read_bytes()))
+            except Exception:  # a stale or foreign file: rebuild it below
+                path.unlink(missing_ok=True)
+            else:
+                load = time.perf_counter() - start
+                record = CompileRecord(self.what, self.label, 0.0, 0.0, 0.0, load, True)
+                _finish(record, kept=True)
+        if exported is None:
+            program = _restricted(self.traced(), used)
+            with _measuring() as durations, _building():
+                exported = jax.export.export(jax.jit(program))(*self.structs)
+            trace, self.trace_seconds = self.trace_seconds, 0.0
+            record = CompileRecord(
+                self.what, self.label, trace, durations["lower"], 0.0, 0.0, False
+            )
+            _finish(record, kept=True)
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                tmp = path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
+                tmp.write_bytes(exported.serialize())
+                tmp.replace(path)
+            except OSError as error:  # only later processes lose it
+                _LOGGER.info("%s: not kept between processes (%s)", self.what, error)
+        with _LOCK:
+            return self.variants.setdefault(used, exported)
+
+
+def _restricted(closed, used):
+    """The function of a closed jaxpr's outputs `used`, the code of the others
+    removed (every input kept: the caller passes them all)."""
+    mask = [i in used for i in range(len(closed.jaxpr.outvars))]
+    jaxpr, used_consts, _ = pe.dce_jaxpr_consts(closed.jaxpr, mask, instantiate=True)
+    consts = [c for c, u in zip(closed.consts, used_consts) if u]
+    run = jex_core.jaxpr_as_fun(jex_core.ClosedJaxpr(jaxpr, consts))
+    return lambda *args: run(*args)
+
+
+# A kept function called in a caller's program (see `inline`).
+_kept_p = jex_core.Primitive("hybrax_kept_program")
+_kept_p.multiple_results = True
+
+
+def _kept_abstract_eval(*avals, kept, used):
+    del avals
+    return [
+        jax.core.ShapedArray(s.shape, s.dtype, weak_type=s.weak_type)
+        for s in (kept.out_structs[i] for i in used)
+    ]
+
+
+def _kept_impl(*args, kept, used):
+    # (Only where a caller evaluates the primitive outside a trace.)
+    return list(jax.jit(kept.variant(used).call)(*args))
+
+
+def _kept_lowering(ctx, *args, kept, used):
+    exported = kept.variant(used)
+    lower = mlir.lower_fun(lambda *a: exported.call(*a), multiple_results=True)
+    return lower(ctx, *args)
+
+
+def _kept_batching(args, dims, *, kept, used):
+    # An exported module has fixed shapes: batched, the function itself, traced.
+    def restricted(*flat_args):
+        outputs = kept.flat(*flat_args)
+        return [outputs[i] for i in used]
+
+    outputs = jax.vmap(restricted, in_axes=list(dims))(*args)
+    return outputs, [0] * len(outputs)
+
+
+def _kept_dce(used_outputs, eqn):
+    # JAX's dead-code elimination reaches into the kept program: its variant
+    # computes only the outputs the caller's program uses.
+    if not any(used_outputs):
+        return [False] * len(eqn.invars), None
+    used = tuple(i for i, u in zip(eqn.params["used"], used_outputs) if u)
+    outvars = [v for v, u in zip(eqn.outvars, used_outputs) if u]
+    new_eqn = eqn.replace(params={**eqn.params, "used": used}, outvars=outvars)
+    return [True] * len(eqn.invars), new_eqn
+
+
+_kept_p.def_impl(_kept_impl)
+_kept_p.def_abstract_eval(_kept_abstract_eval)
+mlir.register_lowering(_kept_p, _kept_lowering)
+batching.primitive_batchers[_kept_p] = _kept_batching
+pe.dce_rules[_kept_p] = _kept_dce
+
+
+def _kept_function(what, label, fn, packed):
+    """The kept form of `fn(*packed)` for these arguments' static part and
+    shapes (see `_Kept`), and the arguments' array leaves; `None` where it
+    cannot be kept."""
+    treedef, is_array, static, dynamic = _split((packed,))
+    # The traced inputs by their shapes (a tracer anywhere else is refused).
+    shapes = jtu.tree_map(
+        lambda leaf: (
+            jax.ShapeDtypeStruct(*_aval(leaf)[:2]) if eqx.is_array(leaf) else leaf
+        ),
+        packed,
+    )
+    key = _persistent_key(what, fn, (shapes,))
+    if key is None:
+        return None, dynamic
+    with _LOCK:
+        kept = _KEPT.get(key)
+    if kept is not None:
+        return kept, dynamic
+    out_box: list = []
+    flat = _flat_function(_Applied(fn), treedef, is_array, static, out_box)
+    structs = _structs(dynamic)
+    path = pathlib.Path(_CACHE_DIR) / "programs" / f"{key}-outputs"
+    kept = None
+    if path.exists():
+        try:
+            out_spec, out_structs = _loads(path.read_bytes())
+        except Exception:  # a stale or foreign file: rebuild it below
+            path.unlink(missing_ok=True)
+        else:
+            kept = _Kept(what, label, key, flat, structs, out_spec, out_structs)
+    if kept is None:
+        announce(f"tracing {what}{label} (first run; kept afterwards) ...")
+        kept = _Kept(what, label, key, flat, structs, None, None)
+        closed = kept.traced()
+        if closed is None:
+            _LOGGER.info("%s: not kept between processes (a host callback)", what)
+            return None, dynamic
+        kept.out_spec = out_box[-1]
+        kept.out_structs = [
+            jax.ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type)
+            for a in closed.out_avals
+        ]
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(_dumps((kept.out_spec, kept.out_structs)))
+        except Exception as error:  # only later processes lose it
+            _LOGGER.info("%s: not kept between processes (%s)", what, error)
+    with _LOCK:
+        kept = _KEPT.setdefault(key, kept)
+    return kept, dynamic
+
+
+#: The functions kept for callers' programs, by fingerprint key.
+_KEPT: dict[str, _Kept] = {}
+
+
+def inline(what: str, fn, args=(), *, label: str = "", direct=None):
+    """`fn(*args)` inside a caller's transformation (a user's `jax.jit` of an
+    orbit routine, or of its `jax.grad`) as a program kept between processes.
+
+    Where [`hybrax.enable_compilation_cache`][] is on, the function is traced
+    once without host callbacks (as [`call`][] keeps its programs), and the
+    caller's program embeds it as a `jax.export` module of the outputs that
+    program uses (JAX's dead-code elimination reaches into it, see `_Kept`): a
+    second process loads the module instead of tracing the function again, and
+    since the caller's program then holds no host callback either, JAX's
+    persistent cache keeps its executable. Batched (under `jax.vmap`), without
+    the cache, or inside one of hybrax's own programs (kept as a whole), it is
+    `direct(*args)` (default `fn`; e.g. `fn` through `hybrax._misc.trace_once`).
+    For functions that are not differentiated: the insides of derivative
+    rules (the orbit's solve, tangent and transpose)."""
+    direct = fn if direct is None else direct
+    packed = (tuple(args), {})
+    leaves = jtu.tree_leaves(packed)
+    if (
+        _CACHE_DIR is None
+        or getattr(_BUILDING, "active", False)
+        or not _traced(packed)
+        or _batched(leaves)
+    ):
+        return direct(*args)
+    kept, dynamic = _kept_function(what, label, fn, packed)
+    if kept is None:
+        return direct(*args)
+    used = tuple(range(len(kept.out_structs)))
+    return _decode(kept.out_spec, _kept_p.bind(*dynamic, kept=kept, used=used))

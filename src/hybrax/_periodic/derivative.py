@@ -8,6 +8,7 @@ import jax.numpy as jnp
 import jax.tree_util as jtu
 
 from .._misc import trace_once
+from .._programs import inline, system_label
 from .cycle import _reverse_adjoint, _zero_tangent
 
 
@@ -30,12 +31,23 @@ def _tangent_parameters(params, t_params):
 
 
 def _orbit_tangent_impl(shooting, params, u, J, mono_ad, info, like, t_dynamic):
+    """`_orbit_tangent`, inside a caller's `jax.jit` a program kept between
+    processes."""
+    del like
+    return inline(
+        "the orbit's tangent",
+        _orbit_tangent,
+        (shooting, params, u, J, mono_ad, info, t_dynamic),
+        label=system_label(shooting.system),
+    )
+
+
+def _orbit_tangent(shooting, params, u, J, mono_ad, info, t_dynamic):
     r"""The outputs' tangent along the parameters' tangent `t_dynamic`, in forward
     mode: $\dot y = y_p\dot p + y_u\dot u$ with $\dot u = -J^{-1} P_p\dot p$ (the
     implicit function theorem at the root, $P_p\dot p$ the tangent of the next
     section state $u'$). One linearisation of the outputs in $(u, p)$ serves both
     terms."""
-    del like
     dynamic, static = eqx.partition(params, eqx.is_inexact_array)
 
     def evaluate(u_, dynamic_):
@@ -92,6 +104,18 @@ def _orbit_tangent_transpose(inputs, cotangents):
     and for $u$'s on $p$, $\bar p \mathrel{-}= P_p^\top w$ with
     $J^\top w = \bar u$."""
     shooting, params, u, J, mono_ad, info, like, _ = inputs
+    p_bar = inline(
+        "the orbit's transposed derivative",
+        _orbit_cotangent,
+        (shooting, params, u, J, mono_ad, info, like, cotangents),
+        label=system_label(shooting.system),
+    )
+    none = jax.tree_util.tree_map(lambda _: None, inputs[:-1])
+    return (*none, p_bar)
+
+
+def _orbit_cotangent(shooting, params, u, J, mono_ad, info, like, cotangents):
+    """The parameters' cotangent of `_orbit_tangent_transpose`."""
     adjoint = _reverse_adjoint(shooting.settings)
     dynamic, static = eqx.partition(params, eqx.is_inexact_array)
     # Cotangents of outputs that nothing reads come as `None` (symbolic zeros).
@@ -115,9 +139,7 @@ def _orbit_tangent_transpose(inputs, cotangents):
     w = jnp.linalg.solve(J.T, u_bar)
     zeros = jax.tree_util.tree_map(jnp.zeros_like, cotangents)
     _, p_bar_implicit = vjp_outputs(eqx.tree_at(lambda o: o[0].u_next, zeros, -w))
-    p_bar = jax.tree_util.tree_map(jnp.add, p_bar, p_bar_implicit)
-    none = jax.tree_util.tree_map(lambda _: None, inputs[:-1])
-    return (*none, p_bar)
+    return jax.tree_util.tree_map(jnp.add, p_bar, p_bar_implicit)
 
 
 # The derivative of an orbit is one linear map of the parameters' tangent, a
@@ -137,18 +159,30 @@ def _primal(shooting, params, u_guess):
     return shooting.primal(params, u_guess)
 
 
+def _solved(shooting, params, u_guess):
+    """The solve with its residuals; inside a caller's `jax.jit` a program kept
+    between processes, else through one kept trace (JAX traces it for the
+    primal program and again for the derivative rule below; both reuse the
+    first trace)."""
+    return inline(
+        "the orbit search",
+        _primal,
+        (shooting, params, u_guess),
+        label=system_label(shooting.system),
+        direct=trace_once(_primal),
+    )
+
+
 @eqx.filter_custom_jvp
 def _orbit(params, u_guess, *, shooting):
-    # Through one kept trace: JAX traces this function for the primal program and
-    # the derivative rule below again; both reuse the first trace of the solve.
-    return trace_once(_primal)(shooting, params, u_guess)[0]
+    return _solved(shooting, params, u_guess)[0]
 
 
 @_orbit.def_jvp
 def _orbit_jvp(primals, tangents, *, shooting):
     params, u_guess = primals
     t_params, _ = tangents
-    outputs, (u, J, mono_ad, info) = trace_once(_primal)(shooting, params, u_guess)
+    outputs, (u, J, mono_ad, info) = _solved(shooting, params, u_guess)
     zeros = jax.tree_util.tree_map(_zero_tangent, outputs)
     if t_params is None:
         return outputs, zeros
