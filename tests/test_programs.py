@@ -222,6 +222,8 @@ def test_a_callers_gradient_embeds_the_kept_derivative(monkeypatch, tmp_path):
     jitted gradient under `jax.vmap` (where an exported module cannot go: the
     functions are traced) agrees element by element."""
     monkeypatch.setattr(_programs, "_CACHE_DIR", str(tmp_path))
+    # (A registry of this test's own: the process may hold other tests' programs.)
+    monkeypatch.setattr(_programs, "_KEPT", {})
     system, section, params = _wheel()
 
     def speed(gamma):
