@@ -552,17 +552,21 @@ def _measuring():
         _MEASURES.pop(threading.get_ident(), None)
 
 
+def _write(path: pathlib.Path, data: bytes) -> None:
+    """`data` into `path` whole or not at all (another process may read it)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
+    tmp.write_bytes(data)
+    tmp.replace(path)
+
+
 def _keep(path: pathlib.Path, program, structs, out_box, what: str):
     """Lower and serialise the program for later processes; returns it as
     exported, or `None` where it cannot be kept (that only costs later processes
     a compilation: logged, never raised)."""
     try:
         exported = jax.export.export(jax.jit(program))(*structs)
-        blob = _dumps({"program": exported.serialize(), "out_spec": out_box[-1]})
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
-        tmp.write_bytes(blob)
-        tmp.replace(path)
+        _write(path, _dumps({"program": exported.serialize(), "out_spec": out_box[-1]}))
     except Exception as error:  # a program or output JAX cannot serialise
         _LOGGER.info("%s: not kept between processes (%s)", what, error)
         return None
@@ -799,10 +803,7 @@ class _Kept:
             )
             _finish(record, kept=True)
             try:
-                path.parent.mkdir(parents=True, exist_ok=True)
-                tmp = path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
-                tmp.write_bytes(exported.serialize())
-                tmp.replace(path)
+                _write(path, exported.serialize())
             except OSError as error:  # only later processes lose it
                 _LOGGER.info("%s: not kept between processes (%s)", self.what, error)
         with _LOCK:
@@ -915,8 +916,7 @@ def _kept_function(what, label, fn, packed):
             for a in closed.out_avals
         ]
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_bytes(_dumps((kept.out_spec, kept.out_structs)))
+            _write(path, _dumps((kept.out_spec, kept.out_structs)))
         except Exception as error:  # only later processes lose it
             _LOGGER.info("%s: not kept between processes (%s)", what, error)
     with _LOCK:
