@@ -22,10 +22,9 @@ import numpy as np
 from . import common
 from .curve import (
     add_curve_args,
+    boundary_records,
     check_curve_args,
-    declared_boundary_records,
     follow_curve,
-    force_reversal_records,
     write_curve_figure,
 )
 
@@ -189,8 +188,7 @@ def _run_continue(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
     _print_branch_counts(model, branch, summary, elapsed)
     records, folds, doublings, tori = _point_records(form, branch, summary, name)
     _print_special_points(name, folds, doublings, tori)
-    payload["force_reversals"] = force_reversal_records(branch, name)
-    payload.update(declared_boundary_records(branch, name))
+    payload.update(boundary_records(branch, name))
     limits = _branch_limits(model, branch, summary, params, span.parameter)
     payload.update(
         branch=records,

@@ -5,8 +5,8 @@ boundaries (force reversals, grazings, release reversals).
 
 Used by `hybrax._cli.continuation`: `add_curve_args` registers the options,
 `check_curve_args` checks them before any computation, `follow_curve` runs the
-curve after the branch and returns its JSON record, and `force_reversal_records`
-and `declared_boundary_records` list the branch's hybrid boundaries.
+curve after the branch and returns its JSON record, and `boundary_records` lists
+the branch's hybrid boundaries.
 """
 
 import argparse
@@ -95,61 +95,59 @@ def check_curve_args(args: argparse.Namespace, parser, model) -> None:
         parser.error("argument --param2: must differ from --param")
 
 
-def force_reversal_records(branch, name: str) -> list[dict]:
-    """The branch's force reversals (a phase that starts on its guard), printed
-    and as JSON records."""
-    records = [
-        {
-            name: float(p.parameter),
-            "event": p.event,
-            "guard_at_start": float(p.test_value),
-            "located": bool(p.located),
-        }
-        for p in branch.force_reversals
-    ]
-    print(f"force reversals: {len(records)}")
-    for record in records:
-        print(
-            f"  {name} = {record[name]:+.10f}  the phase after event "
-            f"{record['event']} starts on its guard"
-        )
-    return records
-
-
-def declared_boundary_records(branch, name: str) -> dict[str, list[dict]]:
-    """The branch's grazings (a declared clearance reaching zero inside a
-    phase) and release reversals (an impact's release velocity changing
-    sign), printed where the model declares such a quantity, and as JSON
-    records under `grazings` and `release_reversals`."""
+def boundary_records(branch, name: str) -> dict[str, list[dict]]:
+    """The branch's hybrid boundaries, printed and as JSON records:
+    `force_reversals` (a phase that starts on its guard), `grazings` (a
+    declared clearance reaching zero inside a phase) and `release_reversals`
+    (an impact's release velocity changing sign). The last two are printed
+    where the model declares such a quantity."""
+    # Each kind: its JSON key, its points, whether it is printed, the record's
+    # field naming the phase or event, the observable's field (None where the
+    # guard itself is watched) and the value's field.
     kinds = (
-        ("grazings", branch.grazings, branch.clearance_names, "phase", "clearance"),
+        (
+            "force_reversals",
+            branch.force_reversals,
+            True,
+            "event",
+            None,
+            "guard_at_start",
+        ),
+        (
+            "grazings",
+            branch.grazings,
+            bool(branch.clearance_names),
+            "phase",
+            "clearance",
+            "value",
+        ),
         (
             "release_reversals",
             branch.release_reversals,
-            branch.release_names,
+            bool(branch.release_names),
             "event",
             "release",
+            "value",
         ),
     )
     out = {}
-    for key, points, declared, where, what in kinds:
-        records = [
-            {
-                name: float(p.parameter),
-                where: p.event,
-                what: p.observable,
-                "value": float(p.test_value),
-                "located": bool(p.located),
-            }
-            for p in points
-        ]
-        if declared:
+    for key, points, shown, where, what, value in kinds:
+        records = []
+        for p in points:
+            record = {name: float(p.parameter), where: p.event}
+            if what is not None:
+                record[what] = p.observable
+            record[value] = float(p.test_value)
+            record["located"] = bool(p.located)
+            records.append(record)
+        if shown:
             print(f"{key.replace('_', ' ')}: {len(records)}")
         for record in records:
-            print(
-                f"  {name} = {record[name]:+.10f}  {record[what]} of {where} "
-                f"{record[where]} reaches zero"
-            )
+            if what is None:
+                crossing = f"the phase after event {record[where]} starts on its guard"
+            else:
+                crossing = f"{record[what]} of {where} {record[where]} reaches zero"
+            print(f"  {name} = {record[name]:+.10f}  {crossing}")
         out[key] = records
     return out
 
