@@ -21,14 +21,14 @@ PARAMS = hx.canonical_params(models.hopper.make_params())
 THETA = jnp.array([getattr(PARAMS, n) for n in NAMES])
 
 
-def _quantities(system, section, form, adjoint):
+def _quantities(system, section, form, adjoint, names=NAMES):
     """period, spectral radius, T_c/T at touchdown and upper apex of the orbit, as
-    a function of (d_G, k, d_F, mu)."""
+    a function of the parameters `names` (default (d_G, k, d_F, mu))."""
     settings = hx.Settings(rtol=TOL, atol=TOL, adjoint=adjoint)
 
     def quantities(theta):
         p = eqx.tree_at(
-            lambda q: tuple(getattr(q, n) for n in NAMES), PARAMS, tuple(theta)
+            lambda q: tuple(getattr(q, n) for n in names), PARAMS, tuple(theta)
         )
         orbit = hx.find_periodic_orbit(
             system,
@@ -84,17 +84,24 @@ def hopper_derivatives(request):
 
 def test_reverse_mode_gradient(hopper_derivatives):
     """jax.grad of a random combination of the four quantities (one backward pass
-    for all four parameters) against the differences on the minimal form; on the
-    constrained form (KKT accelerations, projection impact), the same rule's
-    forward-mode directional derivative along a random direction, with the same
-    default settings (its reverse pass is that linear map transposed; one
-    compile less)."""
+    for all four parameters) against the differences on the minimal form, and
+    against jax.grad in one of them, whose transpose is evaluated by the other
+    route (forward lanes along the parameter and the section's unit vectors, with
+    fewer varied entries than the section's n + 1; the spectral radius takes them
+    through the variational pass); on the constrained form (KKT accelerations,
+    projection impact), the same rule's forward-mode directional derivative along
+    a random direction, with the same default settings (its reverse pass is that
+    linear map transposed; one compile less)."""
     form, system, section, _, fd = hopper_derivatives
     weights = jnp.array([0.7, -1.3, 2.1, 0.4])
     if form == "minimal":
         quantities = _quantities(system, section, form, None)
         gradient = jax.jit(jax.grad(lambda th: weights @ quantities(th)))(THETA)
         np.testing.assert_allclose(gradient, weights @ fd, rtol=GRADIENT_RTOL)
+        in_k = _quantities(system, section, form, None, names=("k",))
+        slope = jax.jit(jax.grad(lambda th: weights @ in_k(th)))(THETA[1:2])
+        np.testing.assert_allclose(slope[0], gradient[1], rtol=1e-9)
+        np.testing.assert_allclose(slope[0], weights @ fd[:, 1], rtol=GRADIENT_RTOL)
         return
     quantities = _quantities(system, section, form, None)
     direction = jnp.array([0.3, -0.8, 0.5, 0.1])

@@ -40,7 +40,8 @@ class Settings(eqx.Module):
       built on it) differentiate in both modes whatever it says (their
       derivative is one linear map with a forward and a transposed rule); a
       `diffrax.RecursiveCheckpointAdjoint(checkpoints=...)` given here serves
-      their reverse pass.
+      their transpose where it sweeps back (more varied parameter entries than
+      the section's coordinates plus one; with fewer it runs forward lanes).
     - `max_steps`: the step limit of one phase; a phase that hits it ends the run
       with status `max_steps_reached`.
     - `t_max`: the time horizon: a simulation, or one cycle of a periodic orbit,

@@ -6,6 +6,8 @@ import equinox.internal as eqxi
 import jax
 import jax.numpy as jnp
 import jax.tree_util as jtu
+from jax.flatten_util import ravel_pytree
+from jax.interpreters import ad
 
 from .._misc import trace_once
 from .._programs import inline, system_label
@@ -18,15 +20,27 @@ def _inexact(outputs):
     return eqx.filter(outputs, eqx.is_inexact_array)
 
 
-def _tangent_parameters(params, t_params):
-    """The parameters' tangent on their floating leaves (zeros where symbolic)."""
-    return jax.tree_util.tree_map(
+def _perturbed(params, t_params):
+    """The parameters' tangent on the floating leaves that have one (`None` where
+    symbolic zero): only those enter the linear map, so that its transpose need
+    not reach the others."""
+    return jtu.tree_map(
+        lambda p, t: t if eqx.is_inexact_array(p) else None,
+        params,
+        t_params,
+        is_leaf=_is_none,
+    )
+
+
+def _tangent_parameters(dynamic, t_dynamic):
+    """The tangent on every floating leaf of `dynamic` (zeros where `None`)."""
+    return jtu.tree_map(
         lambda p, t: (
             (jnp.zeros_like(p) if t is None else t) if eqx.is_inexact_array(p) else None
         ),
-        params,
-        t_params,
-        is_leaf=lambda x: x is None,
+        dynamic,
+        t_dynamic,
+        is_leaf=_is_none,
     )
 
 
@@ -55,9 +69,9 @@ def _orbit_tangent(shooting, params, u, J, mono_ad, info, t_dynamic):
         return _inexact(shooting.evaluate(u_, p, mono_ad, info, dfx.ForwardMode()))
 
     _, linear = jax.linearize(evaluate, u, dynamic)
-    along_p = linear(jnp.zeros_like(u), t_dynamic)
+    along_p = linear(jnp.zeros_like(u), _tangent_parameters(dynamic, t_dynamic))
     du = -jnp.linalg.solve(J, along_p[0].u_next)
-    along_u = linear(du, jax.tree_util.tree_map(jnp.zeros_like, t_dynamic))
+    along_u = linear(du, jtu.tree_map(jnp.zeros_like, dynamic))
     return jax.tree_util.tree_map(jnp.add, along_p, along_u)
 
 
@@ -91,11 +105,18 @@ def _orbit_tangent_transpose(inputs, cotangents):
     r"""The transpose of the tangent map, in reverse mode (see
     `_orbit_cotangent`); inside a caller's `jax.jit` a program kept between
     processes."""
-    shooting, params, u, J, mono_ad, info, _, _ = inputs
+    shooting, params, u, J, mono_ad, info, _, t_dynamic = inputs
+    # Which floating parameter leaves are linear inputs (the others have no
+    # tangent): the transpose gives their cotangents only.
+    perturbed = jtu.tree_map(
+        lambda t: t is not None,
+        t_dynamic,
+        is_leaf=lambda t: t is None or isinstance(t, ad.UndefinedPrimal),
+    )
     p_bar = inline(
         "the orbit's transposed derivative",
         _orbit_cotangent,
-        (shooting, params, u, J, mono_ad, info, cotangents),
+        (shooting, params, u, J, mono_ad, info, perturbed, cotangents),
         label=system_label(shooting.system),
     )
     none = jax.tree_util.tree_map(lambda _: None, inputs[:-1])
@@ -112,37 +133,76 @@ def _read(outputs, cotangents):
     )
 
 
-def _orbit_cotangent(shooting, params, u, J, mono_ad, info, cotangents):
-    r"""The parameters' cotangent of `_orbit_tangent_transpose`:
+def _pairing(cotangents, tangents):
+    r"""$\langle\bar y, \dot y\rangle$ over the leaves that have a cotangent: the
+    real part of $\sum \bar y\,\dot y$ (JAX's convention for a complex output of
+    real inputs, e.g. the multipliers)."""
+    terms = jtu.tree_leaves(
+        jtu.tree_map(
+            lambda ct, t: None if ct is None else jnp.sum(jnp.real(ct * t)),
+            cotangents,
+            tangents,
+            is_leaf=_is_none,
+        )
+    )
+    return sum(terms, jnp.zeros((), jnp.result_type(float)))
+
+
+def _orbit_cotangent(shooting, params, u, J, mono_ad, info, perturbed, cotangents):
+    r"""The cotangent of the perturbed parameters of `_orbit_tangent_transpose`:
     $\bar p = y_p^\top\bar y - P_p^\top w$ with $J^\top w = y_u^\top\bar y$
     (the implicit function theorem at the root, $J = P_u - I$).
 
-    One sweep back through the outputs, batched over $n + 1$ cotangents (the
-    outputs', and the $n$ unit vectors on the next section state $u' = P$):
-    the rows $P_p^\top e_i$ combine with $w$ afterwards, by linearity (two
-    sweeps in turn, the second along $w$, held the cycle's transposed flow twice
-    in the program). Only the outputs that something reads are swept back: a
-    zero cotangent would still carry its output's part of the cycle. Both
-    together cut XLA's part of the hopper's `jax.jit(jax.grad(...))` of the
-    period from 22-23 s to 8.4-8.7 s."""
-    adjoint = _reverse_adjoint(shooting.settings)
+    Only the outputs that something reads are evaluated: a zero cotangent would
+    still carry its output's part of the cycle, and without a cotangent on the
+    reduced Jacobian or the Floquet analysis the cycle is the plain one, not the
+    variational pass. The rows $y_u$, $y_p$ come in one batch of lanes, from
+    whichever side has fewer: with $k \le n + 1$ perturbed parameter entries
+    (a gradient in one or a few parameters), forward lanes along the $n$ unit
+    vectors of $u$ and the $k$ of the parameters (tangents compile to far
+    smaller programs than the checkpointed reverse sweep); else one sweep back,
+    batched over $n + 1$ cotangents (the outputs', and the $n$ unit vectors on
+    the next section state $u' = P$), the rows $P_p^\top e_i$ combining with $w$
+    afterwards, by linearity."""
     dynamic, static = eqx.partition(params, eqx.is_inexact_array)
+    varied = jtu.tree_map(
+        lambda p, m: p if m else None, dynamic, perturbed, is_leaf=_is_none
+    )
+    flat, unravel = ravel_pytree(varied)
+    n, k = u.shape[0], flat.shape[0]
     # Cotangents of outputs that nothing reads come as `None` (symbolic zeros).
     orbit_cts, floquet_cts = cotangents
     monodromy = orbit_cts.reduced_jacobian is not None or any(
         ct is not None for ct in jtu.tree_leaves(floquet_cts, is_leaf=_is_none)
     )
     read_cts = (orbit_cts, floquet_cts if monodromy else None)
+    forward = k <= n + 1
+    adjoint = dfx.ForwardMode() if forward else _reverse_adjoint(shooting.settings)
 
-    def outputs(u_, dynamic_):
-        p = eqx.combine(dynamic_, static)
+    def outputs(u_, flat_):
+        moved = jtu.tree_map(
+            lambda p, v: p if v is None else v,
+            dynamic,
+            unravel(flat_),
+            is_leaf=_is_none,
+        )
+        p = eqx.combine(moved, static)
         orbit, floquet = _inexact(
             shooting.evaluate(u_, p, mono_ad, info, adjoint, monodromy=monodromy)
         )
         return _read((orbit, floquet), read_cts), orbit.u_next
 
-    _, vjp_outputs = jax.vjp(outputs, u, dynamic)
-    n = u.shape[0]
+    if forward:
+
+        def lane(du, dp):
+            _, (y_dot, u_next_dot) = jax.jvp(outputs, (u, flat), (du, dp))
+            return _pairing(read_cts, y_dot), u_next_dot
+
+        eye = jnp.eye(n + k, dtype=u.dtype)
+        pairings, u_next_dots = jax.vmap(lane)(eye[:, :n], eye[:, n:])
+        w = jnp.linalg.solve(J.T, pairings[:n])
+        return unravel(pairings[n:] - u_next_dots[n:] @ w)
+    _, vjp_outputs = jax.vjp(outputs, u, flat)
     batch_cts = (
         jtu.tree_map(
             lambda ct: jnp.concatenate([ct[None], jnp.zeros((n, *ct.shape), ct.dtype)]),
@@ -152,7 +212,7 @@ def _orbit_cotangent(shooting, params, u, J, mono_ad, info, cotangents):
     )
     u_bars, p_bars = jax.vmap(vjp_outputs)(batch_cts)
     w = jnp.linalg.solve(J.T, u_bars[0])
-    return jtu.tree_map(lambda b: b[0] - jnp.tensordot(w, b[1:], axes=1), p_bars)
+    return unravel(p_bars[0] - w @ p_bars[1:])
 
 
 # The derivative of an orbit is one linear map of the parameters' tangent, a
@@ -209,7 +269,7 @@ def _orbit_jvp(primals, tangents, *, shooting):
         mono_ad,
         info,
         like,
-        _tangent_parameters(params, t_params),
+        _perturbed(params, t_params),
     )
     # Integer outputs (codes, counts) keep their float0 zero tangents.
     return outputs, eqx.combine(
