@@ -30,7 +30,6 @@ from .._parameters import AbstractParameter, as_parameter
 from .._periodic import (
     PeriodicOrbit,
     PoincareSection,
-    find_periodic_orbit,
 )
 from .._programs import announcing_progress
 from .._settings import (
@@ -170,7 +169,7 @@ def tune(
         began = time.perf_counter()
         # Widths as arrays of y's dtype everywhere (a weakly typed one would compile
         # `_value` again).
-        first = _value(problem, y, (u, jnp.asarray(widths[0], y.dtype)))
+        first, _ = _value(problem, y, (u, jnp.asarray(widths[0], y.dtype)))
         first_value, (_, (u_first, _, _, first_result, _, first_raw)) = first
         # The objective's output structure for the minimiser's state, read off
         # this evaluation (`jax.eval_shape` would trace the objective again, in
@@ -209,7 +208,7 @@ def tune(
             # evaluation, or after the existence stage one warm evaluation more.
             # A run-time value: nothing compiles again.
             if sought:
-                _, aux = _value(problem, y, (u, jnp.asarray(widths[0], y.dtype)))
+                (_, aux), _ = _value(problem, y, (u, jnp.asarray(widths[0], y.dtype)))
                 first_raw = _host(aux)[1][5]
             size = abs(float(first_raw))
             problem = eqx.tree_at(
@@ -234,8 +233,6 @@ def tune(
             callback,
         )
         return _tuned(
-            system,
-            section,
             problem,
             y,
             u,
@@ -414,8 +411,6 @@ def _minimise(
 
 
 def _tuned(
-    system,
-    section,
     problem,
     y,
     u,
@@ -431,20 +426,11 @@ def _tuned(
     run_time: float,
 ) -> TuneResult:
     """The [`hybrax.TuneResult`][] at the minimiser's last point: its orbit solved
-    again in forward mode, the constraints read to their tolerances, and the
-    outcome."""
+    again (by the objective's own program), the constraints read to their
+    tolerances, and the outcome."""
     final_params = problem.with_values(y)
-    forward = eqx.tree_at(lambda s: s.adjoint, problem.settings, dfx.ForwardMode())
-    orbit = find_periodic_orbit(
-        system,
-        section,
-        u,
-        final_params,
-        shooting=problem.shooting,
-        settings=forward,
-        analyse=False,
-    )
-    value = float(_value(problem, y, (u, jnp.asarray(width, y.dtype)))[0])
+    (value, _), orbit = _value(problem, y, (u, jnp.asarray(width, y.dtype)))
+    value = float(value)
     rho = float(orbit.spectral_radius)
     found = bool(orbit.succeeded)
     bound = 1.0 if max_multiplier is None else min(1.0, float(max_multiplier))
@@ -535,7 +521,7 @@ def _seek(
         residual, (defect, cycle_result) = jax.device_get(_seek_value(seek, z, width))
         found = False
         if float(defect) < tol:
-            value, (_, (u_orbit, _, _, result, _, _)) = _value(
+            (value, (_, (u_orbit, _, _, result, _, _))), _ = _value(
                 problem, z[k:], (z[:k], width)
             )
             found = math.isfinite(float(value))

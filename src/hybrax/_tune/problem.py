@@ -83,7 +83,9 @@ class _Problem(eqx.Module):
             value = value + self.stability_weight * excess**2
         return value, violations, raw
 
-    def evaluate(self, y, args):
+    def solved(self, y, args):
+        """The objective (as `value_of`), the diagnostics the host reads, and
+        the orbit found at `y` from the guess in `args`."""
         u_guess, widen = args
         params = self.with_values(y)
         orbit = find_periodic_orbit(
@@ -104,6 +106,10 @@ class _Problem(eqx.Module):
             violations,
             raw,
         )
+        return value, aux, orbit
+
+    def evaluate(self, y, args):
+        value, aux, _ = self.solved(y, args)
         return value, jax.lax.stop_gradient((value, aux))
 
     def __call__(self, y, args):
@@ -231,7 +237,11 @@ def _host(aux):
 
 @compiled("the tuning objective")
 def _value(problem, y, args):
-    return problem.evaluate(y, args)
+    """`(problem.evaluate(y, args), orbit)`: the objective with its diagnostics,
+    and the orbit found (the tuning's result takes it from here, so that no
+    other orbit program compiles)."""
+    value, aux, orbit = problem.solved(y, args)
+    return (value, (value, aux)), orbit
 
 
 @compiled("the tuning start")
