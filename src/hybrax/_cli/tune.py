@@ -540,8 +540,9 @@ def _verify(model, system, section, result, args):
             system, x0, p, n_events=per_cycle * args.verify_steps, n_save=20
         )
 
-    # The tuning's own settings (forward-mode adjoint: primal values are the
-    # same), so that this solve reuses the tuning's compiled orbit program.
+    # Nothing here is differentiated: the forward-mode adjoint (the primal values
+    # are the tuning's). This is the command's one orbit-search program: the
+    # tuning's result takes its orbit from the objective's program.
     settings = common.solver_settings(args, adjoint=dfx.ForwardMode())
 
     def find(u):
