@@ -165,9 +165,7 @@ def _orbit_cotangent(shooting, params, u, J, mono_ad, info, perturbed, cotangent
     the next section state $u' = P$), the rows $P_p^\top e_i$ combining with $w$
     afterwards, by linearity."""
     dynamic, static = eqx.partition(params, eqx.is_inexact_array)
-    varied = jtu.tree_map(
-        lambda p, m: p if m else None, dynamic, perturbed, is_leaf=_is_none
-    )
+    varied = eqx.filter(dynamic, perturbed)
     flat, unravel = ravel_pytree(varied)
     n, k = u.shape[0], flat.shape[0]
     # Cotangents of outputs that nothing reads come as `None` (symbolic zeros).
@@ -180,13 +178,8 @@ def _orbit_cotangent(shooting, params, u, J, mono_ad, info, perturbed, cotangent
     adjoint = dfx.ForwardMode() if forward else _reverse_adjoint(shooting.settings)
 
     def outputs(u_, flat_):
-        moved = jtu.tree_map(
-            lambda p, v: p if v is None else v,
-            dynamic,
-            unravel(flat_),
-            is_leaf=_is_none,
-        )
-        p = eqx.combine(moved, static)
+        # The varied leaves from `flat_`, the others as they are.
+        p = eqx.combine(unravel(flat_), dynamic, static)
         orbit, floquet = _inexact(
             shooting.evaluate(u_, p, mono_ad, info, adjoint, monodromy=monodromy)
         )
