@@ -520,13 +520,12 @@ def _verify(model, system, section, result, args):
     succeed and the distance to the orbit must shrink as the multipliers predict,
     $\rho^{N-1}$ (to a factor 10; by half at least). Prints the
     checks; returns `(dict, trajectory of the disturbed walk)`."""
-    import diffrax as dfx
     import jax
     import jax.numpy as jnp
 
-    from .._periodic import find_periodic_orbit
     from .._simulate import simulate
     from .._solution import status_name
+    from .._tune.driver import orbit_from
     from ..plot import Trajectory
 
     params = result.params
@@ -540,11 +539,6 @@ def _verify(model, system, section, result, args):
             system, x0, p, n_events=per_cycle * args.verify_steps, n_save=20
         )
 
-    # Nothing here is differentiated: the forward-mode adjoint (the primal values
-    # are the tuning's). This is the command's one orbit-search program: the
-    # tuning's result takes its orbit from the objective's program.
-    settings = common.solver_settings(args, adjoint=dfx.ForwardMode())
-
     def find(u):
         # Ten return-map iterations before Newton, so that a cold start reaches
         # the basin of an attracting gait: the first ten steps of a walk (the
@@ -553,9 +547,9 @@ def _verify(model, system, section, result, args):
         completed = min(10, int(np.asarray(steps.n_events)) // per_cycle)
         if completed:
             u = section.coordinates(steps.x_after[per_cycle * completed - 1], params)
-        return find_periodic_orbit(
-            system, section, u, params, settings=settings, analyse=False
-        )
+        # The tuning's own objective program (its orbit solve, with the tuning's
+        # settings): the command compiles no other orbit search.
+        return orbit_from(result, u)
 
     # From scratch: the walk from the default start, then the orbit from its end.
     scratch = walk(jnp.asarray(model.default_state(params), dtype=float), params)

@@ -7,7 +7,9 @@ from .driver import (
     tune as tune,
 )
 from .problem import (
+    Evaluated as Evaluated,
     ForwardProblem as ForwardProblem,
+    evaluation_at as evaluation_at,
     minimiser_init as minimiser_init,
     minimiser_step as minimiser_step,
     minimiser_terminate as minimiser_terminate,

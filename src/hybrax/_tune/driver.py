@@ -6,7 +6,9 @@ evaluation at a time on the host (the documented interactive use of optimistix's
 solvers), so that each step can warm-start the next orbit solve from the last
 one found, print its progress and be recorded. The gradient comes from the
 orbit's implicit-function derivative (see [`hybrax.find_periodic_orbit`][]), in
-reverse mode or, for one or two parameters, forward mode.
+reverse or forward mode. The objective, its gradient and the orbit are one
+compiled program, evaluated where the minimiser's step will evaluate; the step's
+own program then holds no orbit solve (see `problem.Evaluated`).
 """
 
 import dataclasses
@@ -41,12 +43,15 @@ from .._settings import (
 )
 from .._solution import RESULTS, status_name
 from .problem import (
+    Evaluated,
     ForwardProblem,
+    _evaluated,
     _host,
     _Problem,
     _Seek,
-    _seek_value,
-    _value,
+    _seek_evaluated,
+    evaluates_once,
+    evaluation_at,
     minimiser_init,
     minimiser_step,
     minimiser_terminate,
@@ -167,9 +172,12 @@ def tune(
         u = jnp.atleast_1d(jnp.asarray(u_guess, dtype=y.dtype))
         widths = (100.0, 10.0, 1.0) if problem.constraints else (1.0,)
         began = time.perf_counter()
+        forward = mode == "forward"
         # Widths as arrays of y's dtype everywhere (a weakly typed one would compile
-        # `_value` again).
-        first, _ = _value(problem, y, (u, jnp.asarray(widths[0], y.dtype)))
+        # `_evaluated` again).
+        first, _, _ = _evaluated(
+            problem, y, (u, jnp.asarray(widths[0], y.dtype)), forward
+        )
         first_value, (_, (u_first, _, _, first_result, _, first_raw)) = first
         # The objective's output structure for the minimiser's state, read off
         # this evaluation (`jax.eval_shape` would trace the objective again, in
@@ -192,6 +200,7 @@ def tune(
                 seek_steps,
                 float(how.seek_tol),
                 widths[0],
+                forward,
                 history,
                 progress,
                 callback,
@@ -208,7 +217,9 @@ def tune(
             # evaluation, or after the existence stage one warm evaluation more.
             # A run-time value: nothing compiles again.
             if sought:
-                (_, aux), _ = _value(problem, y, (u, jnp.asarray(widths[0], y.dtype)))
+                (_, aux), _, _ = _evaluated(
+                    problem, y, (u, jnp.asarray(widths[0], y.dtype)), forward
+                )
                 first_raw = _host(aux)[1][5]
             size = abs(float(first_raw))
             problem = eqx.tree_at(
@@ -228,6 +239,7 @@ def tune(
             names,
             scale,
             int(how.max_steps),
+            forward,
             history,
             progress,
             callback,
@@ -239,6 +251,7 @@ def tune(
             names,
             scale,
             widths[-1],
+            forward,
             max_multiplier,
             history,
             result_name,
@@ -264,8 +277,9 @@ def _checked_problem(
 ):
     """The checked arguments of [`hybrax.tune`][] as its objective:
     `(problem, fn, names, start, scale, mode)`, with `fn` the problem in the
-    derivative's mode and `start` the varied parameters' starting values; a
-    `ValueError` naming the argument otherwise."""
+    derivative's mode (for a minimiser that evaluates it in its own steps) and
+    `start` the varied parameters' starting values; a `ValueError` naming the
+    argument otherwise."""
     if max_multiplier is not None and not max_multiplier > 0:
         raise ValueError(f"`max_multiplier` must be positive; got {max_multiplier}.")
     if objective is not None and not callable(objective):
@@ -340,30 +354,53 @@ def _minimise(
     names,
     scale,
     max_steps: int,
+    forward: bool,
     history: list,
     progress: bool,
     callback,
 ):
     """The minimiser's steps, one evaluation at a time, through the stages of
     tightening penalties `widths`: each step records a [`hybrax.TuneStep`][] and
-    warm-starts the next orbit solve from the last orbit found. Returns `(y, u,
-    the minimiser's status name, the broken parameter rule or None, the steps' run
-    time)`."""
+    warm-starts the next orbit solve from the last orbit found. A minimiser that
+    evaluates once per step ([`hybrax._tune.problem.evaluates_once`][]) steps on
+    the objective program's evaluation at its next point; another evaluates `fn`
+    inside its own step. Returns `(y, u, the minimiser's status name, the broken
+    parameter rule or None, the steps' run time)`."""
     f_struct, aux_struct = structs
     tags = frozenset()
     result_name = "max_steps_reached"
     broken = None
     run_time = 0.0
+    once = evaluates_once(minimiser)
+    step_fn = Evaluated() if once else fn
+
+    def step_args(at, args, last=None):
+        # What the step evaluates: the objective at `at` by its own program, or
+        # the warm start for `fn`.
+        if not once:
+            return args
+        return evaluation_at(
+            lambda y_: _evaluated(problem, y_, args, forward), at, last
+        )
+
     for stage, width in enumerate(widths):
         if broken is not None:
             break
         args = (u, jnp.asarray(width, y.dtype))
-        state = minimiser_init(minimiser, fn, y, args, f_struct, aux_struct, tags)
+        evaluation = step_args(y, args)
+        state = minimiser_init(
+            minimiser, step_fn, y, evaluation, f_struct, aux_struct, tags
+        )
         best = math.inf
         while len(history) < max_steps:
             t0 = time.perf_counter()
-            y_next, state, aux = minimiser_step(minimiser, fn, y, args, state, tags)
-            done, result = minimiser_terminate(minimiser, fn, y_next, args, state, tags)
+            evaluation = step_args(state.y_eval if once else y, args, evaluation)
+            y_next, state, aux = minimiser_step(
+                minimiser, step_fn, y, evaluation, state, tags
+            )
+            done, result = minimiser_terminate(
+                minimiser, step_fn, y_next, evaluation, state, tags
+            )
             f_value, (u_new, rho, multipliers, orbit_result, _, _) = _host(aux)
             if history:  # (`_host` waits for the step's results)
                 run_time += time.perf_counter() - t0
@@ -417,6 +454,7 @@ def _tuned(
     names,
     scale,
     width,
+    forward: bool,
     max_multiplier,
     history,
     result_name: str,
@@ -429,7 +467,9 @@ def _tuned(
     again (by the objective's own program), the constraints read to their
     tolerances, and the outcome."""
     final_params = problem.with_values(y)
-    (value, _), orbit = _value(problem, y, (u, jnp.asarray(width, y.dtype)))
+    (value, _), _, orbit = _evaluated(
+        problem, y, (u, jnp.asarray(width, y.dtype)), forward
+    )
     value = float(value)
     rho = float(orbit.spectral_radius)
     found = bool(orbit.succeeded)
@@ -468,6 +508,21 @@ def _tuned(
     )
 
 
+def orbit_from(result: TuneResult, u_guess) -> PeriodicOrbit:
+    """The periodic orbit at a tuning result's parameters found from `u_guess`, by
+    the tuning's own objective program (so that nothing compiles again): for
+    checks of the result from other starts."""
+    problem = result.problem
+    y = jnp.asarray(
+        np.asarray(list(result.values.values())) / np.asarray(problem.scale)
+    )
+    u = jnp.atleast_1d(jnp.asarray(u_guess, dtype=y.dtype))
+    _, _, orbit = _evaluated(
+        problem, y, (u, jnp.ones((), y.dtype)), result.mode == "forward"
+    )
+    return orbit
+
+
 def _broken_rule(params) -> str | None:
     """The message of the rule of `params`' class that its (concrete) values
     break (the class's own checks, run again by rebuilding it), else `None`;
@@ -493,15 +548,18 @@ def _seek(
     max_steps,
     tol,
     width,
+    forward: bool,
     history,
     progress,
     callback,
 ):
     """The existence stage (see [`hybrax.tune`][]): Levenberg-Marquardt steps on
     [`hybrax._tune._Seek`][] until an orbit is found from a point whose
-    periodicity defect is below `tol`. Returns `(y, u, value, u_orbit, result,
-    run_time)`: the tuning's first evaluation there (NaN value if none was found)
-    and the seconds of the steps after the first (run time, not compiling)."""
+    periodicity defect is below `tol`. Each step steps on the residual's program's
+    evaluation at its next point (see `problem.Evaluated`). Returns `(y, u, value,
+    u_orbit, result, run_time)`: the tuning's first evaluation there (NaN value
+    if none was found) and the seconds of the steps after the first (run time,
+    not compiling)."""
     seek = _Seek(
         problem,
         eqx.tree_at(lambda s: s.adjoint, settings, dfx.ForwardMode()),
@@ -510,19 +568,36 @@ def _seek(
     solver = optx.LevenbergMarquardt(rtol=1e-10, atol=1e-10)
     z = jnp.concatenate([u, y])
     width = jnp.asarray(width, z.dtype)
-    f_struct, aux_struct = jax.eval_shape(lambda: seek(z, width))
-    state = minimiser_init(solver, seek, z, width, f_struct, aux_struct, frozenset())
+    # The points evaluated, by their bytes: the current point is always one
+    # (the start, or a point that a step evaluated and accepted).
+    evaluations = {}
+
+    def evaluated(at):
+        key = np.asarray(at).tobytes()
+        if key not in evaluations:
+            residual, jacobian, aux = _seek_evaluated(seek, at, width)
+            evaluations[key] = (at, residual, jacobian, aux)
+        return evaluations[key]
+
+    evaluation = evaluated(z)
+    f_struct, aux_struct = jax.tree.map(
+        lambda leaf: jax.ShapeDtypeStruct(jnp.shape(leaf), jnp.result_type(leaf)),
+        (evaluation[1], evaluation[3]),
+    )
+    step_fn, tags = Evaluated(), frozenset()
+    state = minimiser_init(solver, step_fn, z, evaluation, f_struct, aux_struct, tags)
     k = int(u.shape[0])
     value, u_orbit, result = jnp.asarray(jnp.nan), u, RESULTS.shooting_failed
     run_time = 0.0
     for index in range(max_steps):
         t0 = time.perf_counter()
-        z_next, state, _ = minimiser_step(solver, seek, z, width, state, frozenset())
-        residual, (defect, cycle_result) = jax.device_get(_seek_value(seek, z, width))
+        evaluation = evaluated(state.y_eval)
+        z_next, state, _ = minimiser_step(solver, step_fn, z, evaluation, state, tags)
+        _, residual, _, (defect, cycle_result) = jax.device_get(evaluated(z))
         found = False
         if float(defect) < tol:
-            (value, (_, (u_orbit, _, _, result, _, _))), _ = _value(
-                problem, z[k:], (z[:k], width)
+            (value, (_, (u_orbit, _, _, result, _, _))), _, _ = _evaluated(
+                problem, z[k:], (z[:k], width), forward
             )
             found = math.isfinite(float(value))
         record = TuneStep(

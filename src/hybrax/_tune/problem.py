@@ -1,6 +1,6 @@
-"""The tuning's objective as programs: the penalised objective of an orbit, its
-forward-mode gradient, the existence stage's residual, and the compiled calls of
-the minimiser's steps.
+"""The tuning's objective as programs: the penalised objective of an orbit with
+its gradient, the existence stage's residual with its Jacobian, and the compiled
+calls of the minimiser's steps, which step on those evaluations.
 """
 
 from collections.abc import Callable
@@ -11,6 +11,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
+import optimistix as optx
 from jaxtyping import ArrayLike
 
 from .._custom_types import Params
@@ -202,9 +203,17 @@ class _Seek(eqx.Module):
         return residual, jax.lax.stop_gradient(aux)
 
 
-@compiled("the orbit seek step")
-def _seek_value(seek, z, width):
-    return seek(z, width)
+@compiled("the existence stage's residual")
+def _seek_evaluated(seek, z, width):
+    """The existence stage's residual at `z` with its Jacobian (forward mode, one
+    lane per unknown) and auxiliary output: `(residual, jacobian, aux)`."""
+
+    def residual(z_):
+        r, aux = seek(z_, width)
+        return r, (r, aux)
+
+    jacobian, (r, aux) = jax.jacfwd(residual, has_aux=True)(z)
+    return r, jacobian, aux
 
 
 @compiled("the tuning start values")
@@ -236,12 +245,82 @@ def _host(aux):
 
 
 @compiled("the tuning objective")
-def _value(problem, y, args):
-    """`(problem.evaluate(y, args), orbit)`: the objective with its diagnostics,
-    and the orbit found (the tuning's result takes it from here, so that no
-    other orbit program compiles)."""
-    value, aux, orbit = problem.solved(y, args)
-    return (value, (value, aux)), orbit
+def _evaluated(problem, y, args, forward: bool):
+    r"""The objective at `y` from the warm start in `args`, its gradient and the
+    orbit found: `((f, aux), gradient, orbit)`, with `(f, aux)` as
+    `problem.evaluate` gives them. The gradient is the orbit's implicit-function
+    derivative, by `jax.grad` (reverse mode) or `jax.jacfwd` (`forward`).
+
+    The tuning's one program with an orbit solve: the minimiser steps on its
+    evaluations (see [`hybrax._tune.problem.Evaluated`][]), and the first
+    evaluation, the result's orbit and the command line's verification come
+    from it too."""
+
+    def value(y_):
+        f, aux, orbit = problem.solved(y_, args)
+        return f, ((f, aux), orbit)
+
+    differentiate = jax.jacfwd if forward else jax.grad
+    gradient, ((f, aux), orbit) = differentiate(value, has_aux=True)(y)
+    return jax.lax.stop_gradient((f, (f, aux))), gradient, orbit
+
+
+@jax.custom_jvp
+def _as_evaluated(y, y0, f0, derivative):
+    return jnp.where(jnp.all(y == y0), f0, jnp.nan)
+
+
+@_as_evaluated.defjvp
+def _as_evaluated_jvp(primals, tangents):
+    y, y0, f0, derivative = primals
+    return _as_evaluated(y, y0, f0, derivative), derivative @ tangents[0]
+
+
+class Evaluated(eqx.Module):
+    r"""An objective as one compiled evaluation gave it, for a minimiser's step:
+    with `args = (y0, f0, derivative, aux0)`, the value $f_0$ and `aux0` at
+    $y_0$, with the tangent $\partial f\,\dot y$ = `derivative @ ẏ` there (the
+    gradient of a scalar objective, the Jacobian of a residual); NaN at any
+    other point.
+
+    optimistix's gradient-based minimisers and least-squares solvers
+    ([`hybrax._tune.problem.evaluates_once`][]) evaluate their objective once per
+    step, by `jax.linearize` at the point that the step before proposed
+    (`state.y_eval`). The host loop evaluates the objective there first, by
+    its own program, and the minimiser's step program, given this function,
+    then holds no orbit solve: the orbit's solve and its derivative compile
+    once, not once for the objective's values and again inside the step. The
+    step's arithmetic is unchanged: it receives the same value and gradient.
+    """
+
+    def __call__(self, y, args):
+        y0, f0, derivative, aux0 = args
+        return _as_evaluated(y, y0, f0, derivative), aux0
+
+
+def evaluation_at(evaluate, at, last=None):
+    """The arguments of [`hybrax._tune.problem.Evaluated`][] at `at`: `(at, f,
+    derivative, aux)` from `evaluate(at) = ((f, aux), derivative, ...)`, or
+    `last` where it was evaluated at `at` already (a minimiser's first step
+    evaluates where its start was)."""
+    if last is not None and np.array_equal(np.asarray(at), np.asarray(last[0])):
+        return last
+    (f, aux), derivative, *_ = evaluate(at)
+    return (at, f, derivative, aux)
+
+
+def evaluates_once(minimiser) -> bool:
+    """Whether `minimiser`'s `init` does not evaluate the objective and each
+    `step` evaluates it once, by `jax.linearize` at `state.y_eval` (so that it
+    can step on [`hybrax._tune.problem.Evaluated`][]): optimistix's
+    quasi-Newton (BFGS, DFP, L-BFGS), gradient (gradient descent, nonlinear CG)
+    and Gauss-Newton (Gauss-Newton, Levenberg-Marquardt, dogleg) solvers."""
+    return isinstance(
+        minimiser,
+        optx.AbstractQuasiNewton
+        | optx.AbstractGradientDescent
+        | optx.AbstractGaussNewton,
+    )
 
 
 @compiled("the tuning start")

@@ -116,7 +116,7 @@ from .._params import (
     parameter_field,
     parameter_table,
 )
-from .._programs import announcing_progress
+from .._programs import announcing_progress, compiled
 
 
 def _torque(joint: str, k: int):
@@ -580,7 +580,8 @@ def best_jump(
     from .._misc import canonical_params
     from .._settings import Settings
     from .._tune import (
-        ForwardProblem,
+        Evaluated,
+        evaluation_at,
         minimiser_init,
         minimiser_step,
         minimiser_terminate,
@@ -600,27 +601,40 @@ def best_jump(
         )
     settings = Settings(rtol=1e-10, atol=1e-10, t_max=2.0, adjoint=dfx.ForwardMode())
     problem = _JumpProblem(params, state, jnp.asarray(float(torque_limit)), settings)
-    fn = ForwardProblem(problem)
     solver = optx.BFGS(rtol=tol, atol=tol)
     w = jnp.asarray(np.arctanh(start / torque_limit))
+
+    def evaluate(w_):
+        return _jump_evaluated(problem, w_)
+
+    # BFGS steps on the one program's evaluations (see `hybrax._tune`): the
+    # jump's simulation compiles once, for the start, the steps and the end.
+    step_fn, tags = Evaluated(), frozenset()
     with announcing_progress(progress):
         began = time.perf_counter()
-        start_apex = float(_jump_apex(problem, w))
+        evaluation = evaluation_at(evaluate, w)
+        start_apex = float(evaluation[3])
         if not math.isfinite(start_apex):
             raise ValueError(
                 "the starting profile does not lift the jumper off and land."
             )
-        f_struct, aux_struct = jax.eval_shape(lambda: fn(w, None))
-        state_ = minimiser_init(solver, fn, w, None, f_struct, aux_struct, frozenset())
+        f_struct, aux_struct = jax.tree.map(
+            lambda leaf: jax.ShapeDtypeStruct(jnp.shape(leaf), jnp.result_type(leaf)),
+            (evaluation[1], evaluation[3]),
+        )
+        state_ = minimiser_init(
+            solver, step_fn, w, evaluation, f_struct, aux_struct, tags
+        )
         history, run_time, result = [], 0.0, "max_steps_reached"
         best_w, best = w, start_apex
         for step in range(int(max_steps)):
             t0 = time.perf_counter()
+            evaluation = evaluation_at(evaluate, state_.y_eval, evaluation)
             w_next, state_, apex = minimiser_step(
-                solver, fn, w, None, state_, frozenset()
+                solver, step_fn, w, evaluation, state_, tags
             )
             done, code = minimiser_terminate(
-                solver, fn, w_next, None, state_, frozenset()
+                solver, step_fn, w_next, evaluation, state_, tags
             )
             apex = float(apex)  # the apex at the step's evaluation point
             if step:
@@ -632,7 +646,7 @@ def best_jump(
             if bool(done):
                 result = "successful" if code == optx.RESULTS.successful else str(code)
                 break
-        final_apex = float(_jump_apex(problem, w))
+        final_apex = float(evaluation_at(evaluate, w, evaluation)[3])
         if math.isfinite(final_apex) and final_apex >= best:
             best_w, best = w, final_apex
         final = problem.with_values(best_w)
@@ -650,9 +664,17 @@ def best_jump(
     )
 
 
-@eqx.filter_jit
-def _jump_apex(problem, w):
-    return problem.evaluate(w, None)[1]
+@compiled("the jump's apex and its gradient")
+def _jump_evaluated(problem, w):
+    """`((-apex, apex), gradient)` at the coefficients `w` (forward mode: the
+    jump's simulation is a forward-mode diffrax solve)."""
+
+    def value(w_):
+        f, apex = problem.evaluate(w_, None)
+        return f, (f, apex)
+
+    gradient, (f, apex) = jax.jacfwd(value, has_aux=True)(w)
+    return (f, apex), gradient
 
 
 def energies(x, params):
