@@ -228,7 +228,7 @@ def tune(
                 np.asarray(size if size > 0 and math.isfinite(size) else 1.0),
             )
             fn = problem if mode == "reverse" else ForwardProblem(problem)
-        y, u, result_name, broken, run_time = _minimise(
+        y, u, result_name, broken, run_time, last = _minimise(
             problem,
             fn,
             minimiser,
@@ -259,6 +259,7 @@ def tune(
             mode,
             began,
             run_time + seek_run_time,
+            last,
         )
 
 
@@ -365,7 +366,8 @@ def _minimise(
     evaluates once per step ([`hybrax._tune.problem.evaluates_once`][]) steps on
     the objective program's evaluation at its next point; another evaluates `fn`
     inside its own step. Returns `(y, u, the minimiser's status name, the broken
-    parameter rule or None, the steps' run time)`."""
+    parameter rule or None, the steps' run time, the last evaluation)`, the last
+    as `(y, width, _evaluated's output)` (or None)."""
     f_struct, aux_struct = structs
     tags = frozenset()
     result_name = "max_steps_reached"
@@ -373,15 +375,22 @@ def _minimise(
     run_time = 0.0
     once = evaluates_once(minimiser)
     step_fn = Evaluated() if once else fn
+    last = None
 
-    def step_args(at, args, last=None):
+    def step_args(at, args, previous=None):
         # What the step evaluates: the objective at `at` by its own program, or
-        # the warm start for `fn`.
+        # the warm start for `fn`. The last evaluation is kept: where the
+        # minimiser ends on it, it is the result's (nothing is solved again).
         if not once:
             return args
-        return evaluation_at(
-            lambda y_: _evaluated(problem, y_, args, forward), at, last
-        )
+
+        def evaluate(y_):
+            nonlocal last
+            output = _evaluated(problem, y_, args, forward)
+            last = (np.asarray(y_), float(args[1]), output)
+            return output
+
+        return evaluation_at(evaluate, at, previous)
 
     for stage, width in enumerate(widths):
         if broken is not None:
@@ -444,7 +453,7 @@ def _minimise(
         else:
             result_name = "max_steps_reached"
             break
-    return y, u, result_name, broken, run_time
+    return y, u, result_name, broken, run_time, last
 
 
 def _tuned(
@@ -462,14 +471,19 @@ def _tuned(
     mode: str,
     began: float,
     run_time: float,
+    last=None,
 ) -> TuneResult:
-    """The [`hybrax.TuneResult`][] at the minimiser's last point: its orbit solved
-    again (by the objective's own program), the constraints read to their
+    """The [`hybrax.TuneResult`][] at the minimiser's last point: its orbit from
+    the `last` evaluation where that was there (at the final width), else solved
+    again by the objective's own program; the constraints read to their
     tolerances, and the outcome."""
     final_params = problem.with_values(y)
-    (value, _), _, orbit = _evaluated(
-        problem, y, (u, jnp.asarray(width, y.dtype)), forward
-    )
+    if last is not None and last[1] == width and np.array_equal(last[0], y):
+        (value, _), _, orbit = last[2]
+    else:
+        (value, _), _, orbit = _evaluated(
+            problem, y, (u, jnp.asarray(width, y.dtype)), forward
+        )
     value = float(value)
     rho = float(orbit.spectral_radius)
     found = bool(orbit.succeeded)

@@ -158,7 +158,12 @@ class TuneSettings(eqx.Module):
     stage. Checked where it is built (a `ValueError` naming the field).
 
     - `minimiser`: any `optimistix.AbstractMinimiser`; default
-      `optimistix.BFGS(rtol=1e-8, atol=1e-8)`.
+      `optimistix.BFGS(rtol=1e-8, atol=1e-8)`. optimistix's quasi-Newton
+      (BFGS, DFP, L-BFGS) and gradient (gradient descent, nonlinear CG)
+      minimisers step on the objective's one compiled program (its value,
+      gradient and orbit, evaluated where the step will evaluate); any other
+      (Nelder-Mead, an optax optimiser) evaluates the objective inside its own
+      step, a second program with the orbit's solve to compile.
     - `max_steps`: the most evaluations, all stages together (default 100).
     - `mode`: `"auto"` (default), `"reverse"` or `"forward"`: the gradient's mode
       (see [`hybrax.tune`][]).
