@@ -102,6 +102,9 @@ def tune(
     default) takes reverse: it compiles faster (one step of the hopper's tuning
     in $d_G$, $k$: 21.1-21.7 s against 27.1-30.0 s, warm alike; in the five-link
     biped's `hip_swing_ref`: 50.5 s against 77.5 s, warm 109 against 202 ms).
+    The objective, its gradient and the orbit are one compiled program: the
+    minimiser's steps take their value and gradient from its evaluations and
+    compile no orbit solve of their own (see [`hybrax.TuneSettings`][]).
 
     **Arguments:**
 
