@@ -245,3 +245,31 @@ def test_tune_stops_at_the_parameters_rules():
     assert all(abs(step.values["gamma"]) < np.pi / 2 for step in result.history)
     assert not result.targets_met
     assert float(result.params.gamma) == gamma
+
+
+@pytest.mark.slow
+def test_a_minimiser_that_evaluates_in_its_own_step_finds_the_same_slope():
+    """`optimistix.BestSoFarMinimiser` evaluates the objective twice per step
+    (at its point, for the best so far, and in its BFGS's step), not once at
+    `state.y_eval` as the gradient-based minimisers do: the tuning hands it the
+    objective itself instead of the objective program's evaluation. It finds the
+    same closed-form slope."""
+    import optimistix as optx
+
+    params = hx.canonical_params(models.rimless_wheel.RimlessWheelParams())
+    minimiser = optx.BestSoFarMinimiser(optx.BFGS(rtol=1e-8, atol=1e-8))
+    result = hx.tune(
+        WHEEL,
+        WHEEL_SECTION,
+        jnp.array([1.0]),
+        params,
+        None,
+        vary=["gamma"],
+        constraints=[(hx.QuantityTarget(_speed, jnp.asarray(1.3)), 1e-7)],
+        tune_settings=hx.TuneSettings(minimiser=minimiser),
+    )
+    assert result.targets_met and abs(float(result.orbit.u[0]) - 1.3) <= 1e-7
+    alpha = float(params.alpha)
+    c = np.cos(2 * alpha) ** 2
+    gamma = np.arcsin(1.3**2 * (1 - c) / (4 * 9.81 * np.sin(alpha) * c))
+    np.testing.assert_allclose(result.values["gamma"], gamma, rtol=1e-6)

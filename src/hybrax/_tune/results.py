@@ -162,8 +162,9 @@ class TuneSettings(eqx.Module):
       (BFGS, DFP, L-BFGS) and gradient (gradient descent, nonlinear CG)
       minimisers step on the objective's one compiled program (its value,
       gradient and orbit, evaluated where the step will evaluate); any other
-      (Nelder-Mead, an optax optimiser) evaluates the objective inside its own
-      step, a second program with the orbit's solve to compile.
+      (Nelder-Mead, `optimistix.BestSoFarMinimiser`, an optax optimiser)
+      evaluates the objective inside its own step, a second program with the
+      orbit's solve to compile.
     - `max_steps`: the most evaluations, all stages together (default 100).
     - `mode`: `"auto"` (default), `"reverse"` or `"forward"`: the gradient's mode
       (see [`hybrax.tune`][]).
