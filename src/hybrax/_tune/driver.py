@@ -100,8 +100,8 @@ def tune(
     coordinates plus one, the transpose is evaluated by forward lanes) or in
     forward mode (`"forward"`, one tangent per parameter). `"auto"` (the
     default) takes reverse: it compiles faster (one step of the hopper's tuning
-    in $d_G$, $k$: 21.1-21.7 s against 27.1-30.0 s, warm alike; in the five-link
-    biped's `hip_swing_ref`: 50.5 s against 77.5 s, warm 109 against 202 ms).
+    in $d_G$, $k$ on a 2-core CPU: 21.3 and 23.7 s against 34.0 and 35.2 s,
+    warm alike).
     The objective, its gradient and the orbit are one compiled program: the
     minimiser's steps take their value and gradient from its evaluations and
     compile no orbit solve of their own (see [`hybrax.TuneSettings`][]).
