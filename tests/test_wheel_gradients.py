@@ -159,7 +159,7 @@ def _speed(orbit, p):
     return orbit.u[0]
 
 
-def _tune_speed(params, target):
+def _tune_speed(params, target, minimiser=None):
     """`hx.tune` of the slope to a speed after heel strike, the target a run-time
     value (`hx.QuantityTarget`): one compiled program for every target."""
     return hx.tune(
@@ -170,13 +170,21 @@ def _tune_speed(params, target):
         None,
         vary=["gamma"],
         constraints=[(hx.QuantityTarget(_speed, jnp.asarray(target)), 1e-7)],
-        tune_settings=hx.TuneSettings(mode="reverse"),
+        tune_settings=hx.TuneSettings(mode="reverse", minimiser=minimiser),
     )
+
+
+def _closed_form_slope(params, omega):
+    """The slope on which the wheel rolls at `omega` after heel strike:
+    sin(gamma) = omega^2 (1 - c) / (4 (g/l) sin(alpha) c), c = cos^2(2 alpha)."""
+    alpha = float(params.alpha)
+    c = np.cos(2 * alpha) ** 2
+    return np.arcsin(omega**2 * (1 - c) / (4 * 9.81 * np.sin(alpha) * c))
 
 
 def test_tune_in_reverse_mode_finds_the_closed_form_slope():
     """`hx.tune(mode="reverse")` (BFGS on reverse-mode implicit-function
-    gradients, the default for three or more parameters): the slope on which the
+    gradients, the default): the slope on which the
     wheel rolls at omega* = 1.3 rad/s after heel strike, sin(gamma) = omega*^2
     (1 - c) / (4 (g/l) sin(alpha) c) with c = cos^2(2 alpha)."""
     params = hx.canonical_params(models.rimless_wheel.RimlessWheelParams())
@@ -191,10 +199,9 @@ def test_tune_in_reverse_mode_finds_the_closed_form_slope():
     assert bool(result.result == hx.RESULTS.successful) == (
         result.minimiser_result == "successful"
     )
-    alpha = float(params.alpha)
-    c = np.cos(2 * alpha) ** 2
-    gamma = np.arcsin(1.3**2 * (1 - c) / (4 * 9.81 * np.sin(alpha) * c))
-    np.testing.assert_allclose(result.values["gamma"], gamma, rtol=1e-6)
+    np.testing.assert_allclose(
+        result.values["gamma"], _closed_form_slope(params, 1.3), rtol=1e-6
+    )
 
 
 def test_a_tuning_round_trips_through_a_file(tmp_path):
@@ -258,18 +265,8 @@ def test_a_minimiser_that_evaluates_in_its_own_step_finds_the_same_slope():
 
     params = hx.canonical_params(models.rimless_wheel.RimlessWheelParams())
     minimiser = optx.BestSoFarMinimiser(optx.BFGS(rtol=1e-8, atol=1e-8))
-    result = hx.tune(
-        WHEEL,
-        WHEEL_SECTION,
-        jnp.array([1.0]),
-        params,
-        None,
-        vary=["gamma"],
-        constraints=[(hx.QuantityTarget(_speed, jnp.asarray(1.3)), 1e-7)],
-        tune_settings=hx.TuneSettings(minimiser=minimiser),
-    )
+    result = _tune_speed(params, 1.3, minimiser)
     assert result.targets_met and abs(float(result.orbit.u[0]) - 1.3) <= 1e-7
-    alpha = float(params.alpha)
-    c = np.cos(2 * alpha) ** 2
-    gamma = np.arcsin(1.3**2 * (1 - c) / (4 * 9.81 * np.sin(alpha) * c))
-    np.testing.assert_allclose(result.values["gamma"], gamma, rtol=1e-6)
+    np.testing.assert_allclose(
+        result.values["gamma"], _closed_form_slope(params, 1.3), rtol=1e-6
+    )
