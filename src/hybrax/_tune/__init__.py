@@ -9,6 +9,7 @@ from .driver import (
 from .problem import (
     Evaluated as Evaluated,
     ForwardProblem as ForwardProblem,
+    evaluated_structs as evaluated_structs,
     evaluation_at as evaluation_at,
     minimiser_init as minimiser_init,
     minimiser_step as minimiser_step,

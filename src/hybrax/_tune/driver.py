@@ -50,6 +50,7 @@ from .problem import (
     _Problem,
     _Seek,
     _seek_evaluated,
+    evaluated_structs,
     evaluates_once,
     evaluation_at,
     minimiser_init,
@@ -182,13 +183,8 @@ def tune(
             problem, y, (u, jnp.asarray(widths[0], y.dtype)), forward
         )
         first_value, (_, (u_first, _, _, first_result, _, first_raw)) = first
-        # The objective's output structure for the minimiser's state, read off
-        # this evaluation (`jax.eval_shape` would trace the objective again, in
-        # every process: seconds, where the compiled programs load from the cache).
-        structs = jax.tree.map(
-            lambda leaf: jax.ShapeDtypeStruct(jnp.shape(leaf), jnp.result_type(leaf)),
-            first,
-        )
+        # The objective's output structure for the minimiser's state.
+        structs = evaluated_structs((y, first[0], None, first[1]))
         history: list[TuneStep] = []
         seek_run_time = 0.0
         sought = not math.isfinite(float(first_value)) and seek_steps > 0
@@ -597,10 +593,7 @@ def _seek(
         return evaluations[key]
 
     evaluation = evaluated(z)
-    f_struct, aux_struct = jax.tree.map(
-        lambda leaf: jax.ShapeDtypeStruct(jnp.shape(leaf), jnp.result_type(leaf)),
-        (evaluation[1], evaluation[3]),
-    )
+    f_struct, aux_struct = evaluated_structs(evaluation)
     step_fn, tags = Evaluated(), frozenset()
     state = minimiser_init(solver, step_fn, z, evaluation, f_struct, aux_struct, tags)
     k = int(u.shape[0])

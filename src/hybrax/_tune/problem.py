@@ -309,6 +309,18 @@ def evaluation_at(evaluate, at, last=None):
     return (at, f, derivative, aux)
 
 
+def evaluated_structs(evaluation):
+    """`(f_struct, aux_struct)` for a minimiser's `init`, read off an evaluation
+    (the arguments of [`hybrax._tune.problem.Evaluated`][]): `jax.eval_shape`
+    would trace the objective again, in every process (seconds, where the
+    compiled programs load from the cache)."""
+    _, f, _, aux = evaluation
+    return jax.tree.map(
+        lambda leaf: jax.ShapeDtypeStruct(jnp.shape(leaf), jnp.result_type(leaf)),
+        (f, aux),
+    )
+
+
 def evaluates_once(minimiser) -> bool:
     """Whether `minimiser`'s `init` does not evaluate the objective and each
     `step` evaluates it once, by `jax.linearize` at `state.y_eval` (so that it

@@ -581,6 +581,7 @@ def best_jump(
     from .._settings import Settings
     from .._tune import (
         Evaluated,
+        evaluated_structs,
         evaluation_at,
         minimiser_init,
         minimiser_step,
@@ -618,10 +619,7 @@ def best_jump(
             raise ValueError(
                 "the starting profile does not lift the jumper off and land."
             )
-        f_struct, aux_struct = jax.tree.map(
-            lambda leaf: jax.ShapeDtypeStruct(jnp.shape(leaf), jnp.result_type(leaf)),
-            (evaluation[1], evaluation[3]),
-        )
+        f_struct, aux_struct = evaluated_structs(evaluation)
         state_ = minimiser_init(
             solver, step_fn, w, evaluation, f_struct, aux_struct, tags
         )
