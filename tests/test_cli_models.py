@@ -139,6 +139,8 @@ def test_wheel_continuation_in_slope_follows_the_closed_form(tmp_path):
     assert (tmp_path / "branch_multiplier.png").is_file()
 
 
+# Slow: 17 s cold (the wheel's continuation through the command line, twice).
+@pytest.mark.slow
 def test_wheel_continuation_interrupted_keeps_its_branch_and_resumes(
     tmp_path, monkeypatch
 ):
@@ -178,6 +180,9 @@ def test_wheel_continuation_interrupted_keeps_its_branch_and_resumes(
     assert data["branch"][-1]["gamma"] == pytest.approx(0.15, abs=1e-12)
 
 
+# Slow: 14 s cold (the wheel's own sweep programs through the command line); the
+# fast set keeps the hopper's sweep against single solves and its command's table.
+@pytest.mark.slow
 def test_wheel_sweep_finds_orbits_exactly_where_the_wheel_vaults(tmp_path):
     code, out, _ = _run(
         ["sweep", "rimless-wheel", "--grid", "gamma=0.04:0.12:3"]

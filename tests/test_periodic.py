@@ -271,6 +271,9 @@ def test_float32_warns_and_bad_arguments_raise():
         hx.Shooting(root_finder="newton")
 
 
+# Slow: 13 s cold (the least-squares shooting compiles its own orbit program); the
+# fast set keeps the default solver against the same reference.
+@pytest.mark.slow
 def test_least_squares_solver_finds_the_reference_orbit(reference, minimal_orbit):
     """A damped least-squares solver (Levenberg-Marquardt) as the shooting solver:
     the same orbit as the semi-analytic reference. Without the analysis its

@@ -174,6 +174,9 @@ def test_continue_finds_garcias_period_doubling(branch_json):
         np.testing.assert_allclose(lost, released, rtol=1e-8)
 
 
+# Slow, with the asymptotics below: the walker's continuation corrector compiles for
+# 32 s cold (the two share it); the fast set keeps the compass gait's orbits.
+@pytest.mark.slow
 def test_short_period_gait_is_garcias_and_unstable(model):
     u, _, multipliers = _gait(model, SLOPE, "short")
     np.testing.assert_allclose(u, GARCIA_SHORT, atol=2e-10)
@@ -183,6 +186,7 @@ def test_short_period_gait_is_garcias_and_unstable(model):
     )
 
 
+@pytest.mark.slow
 def test_small_slope_asymptotics(model):
     """theta* -> C slope^(1/3), C = tanh(tau0/2)^(2/3), period -> tau0; the
     relative error of the leading term is O(slope^(2/3)) (it drops by 10^(2/3)

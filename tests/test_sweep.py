@@ -348,6 +348,9 @@ def test_rounds_resume_where_they_stopped(system_and_section, starts, monkeypatc
     assert np.all(failing[: failing.sum()])
 
 
+# Slow: 23 s cold (its rounds of one iteration and its cut single solves compile
+# their own programs); the fast set keeps an interrupted sweep's resumption below.
+@pytest.mark.slow
 def test_rounds_resume_with_the_loosening_where_they_stopped(system_and_section):
     """From the rough guess (no return-map iterations) the first Newton iteration
     integrates at the loosest tolerance and the later ones tighten with the step
@@ -858,6 +861,9 @@ def test_cli_writes_table_and_heatmap(tmp_path, swept):
     assert png[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+# Slow: 19 s cold (three runs of the command, figures included); the fast set keeps
+# the library's interrupted sweep above and the command's table and heat map.
+@pytest.mark.slow
 def test_cli_interrupted_sweep_writes_the_finished_points(
     tmp_path, swept, monkeypatch, capsys
 ):
