@@ -61,14 +61,9 @@ MODELS = (
     "runner",
 )
 PROGRAMS = ("simulate", "orbit", "grad", "tune", "sweep", "continue")
-# The command line's names of the zoo's models (the runner is not in the zoo).
-COMMAND_MODELS = {
-    "hopper": "hopper",
-    "compass-gait": "compass-gait",
-    "simplest-walker": "simplest-walker",
-    "biped5": "biped5",
-    "jumper": "jumper",
-}
+# The models `--commands` runs (the zoo's, by their command-line names; the runner
+# and the hopper's constrained form are not commands' models).
+COMMAND_MODELS = ("hopper", "compass-gait", "simplest-walker", "biped5", "jumper")
 
 
 def _setup(model_name):
@@ -207,19 +202,20 @@ def worker(model_name, program, cache, repeats):
         "/jax/core/compile/backend_compile_duration": "xla",
     }
 
-    # XLA compilations asked of JAX's persistent cache, and those it had: the
-    # difference is what this process compiled (every program, whatever its size,
-    # is written: `enable_compilation_cache` sets no minimum).
-    cache = {"requests": 0, "hits": 0}
+    # Executables JAX asked XLA for (each a backend-compile event, loaded from the
+    # persistent cache or not), and those the cache had: the difference is what
+    # this process compiled, programs the cache refused included (every program,
+    # whatever its size, is written: `enable_compilation_cache` sets no minimum).
+    cache = {"executables": 0, "hits": 0}
 
     def listen(event, duration, **kwargs):
         if event in names:
             totals[names[event]] += duration
+        if names.get(event) == "xla":
+            cache["executables"] += 1
 
     def count(event, **kwargs):
-        if event == "/jax/compilation_cache/compile_requests_use_cache":
-            cache["requests"] += 1
-        elif event == "/jax/compilation_cache/cache_hits":
+        if event == "/jax/compilation_cache/cache_hits":
             cache["hits"] += 1
 
     jax.monitoring.register_event_duration_secs_listener(listen)
@@ -240,7 +236,7 @@ def worker(model_name, program, cache, repeats):
                 "first": first,
                 "warm": statistics.median(warm) if warm else None,
                 "jax": totals,
-                "xla_compiled": cache["requests"] - cache["hits"],
+                "xla_compiled": cache["executables"] - cache["hits"],
                 "xla_loaded": cache["hits"],
                 "records": [dataclasses.asdict(r) for r in records],
             }
@@ -451,11 +447,11 @@ def main():
                 command == "orbit" and model_name == "jumper"  # no periodic orbit
             ):
                 continue
-            timed = time_command(command, COMMAND_MODELS[model_name])
+            timed = time_command(command, model_name)
             if timed is None:
                 continue
             seconds, compiling = timed
-            name = f"hybrax {command} {COMMAND_MODELS[model_name]}"
+            name = f"hybrax {command} {model_name}"
             print(
                 f"{name:<32} {seconds[0]:9.2f} {seconds[1]:10.2f} {compiling[0]:19.2f}"
             )
