@@ -105,7 +105,7 @@ def test_random_parameter_sets_inside_the_existence_region():
         SECTION,
         hopper.orbit_guess,
         batch,
-        sweep_settings=hx.SweepSettings(retry=False),
+        sweep_settings=hx.SweepSettings(neighbours=0),
     )
     converged = np.asarray(sweep.succeeded)
     speeds = np.asarray(sweep.orbit.state)[:, 2]

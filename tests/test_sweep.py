@@ -70,7 +70,9 @@ SHARDED_SCRIPT = textwrap.dedent(
     for name, distributed in (("sharded", False), ("distributed", True)):
         out = hx.sweep_orbits(
             system, section, models.hopper.orbit_guess, params,
-            sweep_settings=hx.SweepSettings(chunk_size=4, distributed=distributed),
+            sweep_settings=hx.SweepSettings(
+                chunk_size=4, distributed=distributed, neighbours=0
+            ),
             **_sweep_options(),
         )
         results[name + "_u"] = out.orbit.u
@@ -120,8 +122,15 @@ def system_and_section():
 @pytest.fixture(scope="module")
 def swept(system_and_section):
     system, section = system_and_section
+    # Without the starts from neighbours' orbits (tested apart), so that each
+    # element is a single solve from its guess (and after return-map iterations).
     return hx.sweep_orbits(
-        system, section, models.hopper.orbit_guess, _params(), **OPTIONS
+        system,
+        section,
+        models.hopper.orbit_guess,
+        _params(),
+        sweep_settings=hx.SweepSettings(neighbours=0),
+        **OPTIONS,
     )
 
 
@@ -143,21 +152,32 @@ def single_solves(system_and_section, starts):
     return [_single_solve(system, section, u, p, OPTIONS) for p, u in starts]
 
 
-def _single_solve(system, section, u, params, options):
+def _single_solve(system, section, u, params, options, fallback=True):
     """`find_periodic_orbit` as `sweep_orbits` with `options` solves an element
-    from `u` (its guess): the return-map iterations, then the first Newton
-    iteration at the loosest tolerance from a rough start, at the settings'
-    after return-map iterations."""
-    loosening = 1.0 if int(options["shooting"].return_map_iterations) else math.inf
-    return hx.find_periodic_orbit(
-        system,
-        section,
-        hx.ShootingStart(u, loosening=loosening),
-        params,
-        analyse=False,
-        phase_observables=False,
-        **options,
-    )
+    from `u` (its guess), by single solves: Newton from `u`, its first iteration
+    at the loosest tolerance (a rough start); where that finds no orbit and the
+    options have return-map iterations (and `fallback`), those iterations from
+    `u`, then Newton from the settings' tolerance. Where neither converges, the
+    first solve (its status is the element's)."""
+
+    def solve(loosening, shooting):
+        return hx.find_periodic_orbit(
+            system,
+            section,
+            hx.ShootingStart(u, loosening=loosening),
+            params,
+            analyse=False,
+            phase_observables=False,
+            settings=options["settings"],
+            shooting=shooting,
+        )
+
+    shooting = options["shooting"]
+    first = solve(math.inf, dataclasses.replace(shooting, return_map_iterations=0))
+    if first.succeeded or not fallback or not int(shooting.return_map_iterations):
+        return first
+    mapped = solve(1.0, shooting)
+    return mapped if mapped.succeeded else first
 
 
 def _with_map_iterations(options, n):
@@ -247,20 +267,20 @@ def test_host_multipliers_equal_closed_form_and_device_routine():
 
 
 # The scheduling options a test helper passes on to `hx.SweepSettings`.
-_PLAN_KEYS = ("order", "warm_start", "retry")
+_PLAN_KEYS = ("order", "warm_start", "neighbours")
 
 
 def _split_plan(extra):
-    """`extra` keywords as (`SweepSettings` fields, by default without the retry;
-    the other keywords of `sweep_orbits`)."""
-    plan = {"retry": False, **{k: v for k, v in extra.items() if k in _PLAN_KEYS}}
+    """`extra` keywords as (`SweepSettings` fields, by default without the starts
+    from neighbours' orbits; the other keywords of `sweep_orbits`)."""
+    plan = {"neighbours": 0, **{k: v for k, v in extra.items() if k in _PLAN_KEYS}}
     return plan, {k: v for k, v in extra.items() if k not in _PLAN_KEYS}
 
 
 def _rounds_of_one(system, section, params, options=OPTIONS, **extra):
     """`sweep_orbits` in rounds of one Newton iteration on two lanes, by default
     with the command's settings (one compilation shared by the tests that use
-    it), without the retry of failed elements (the rounds are compared with
+    it), without the starts from neighbours' orbits (the rounds are compared with
     single solves from the guess)."""
     plan, rest = _split_plan(extra)
     return hx.sweep_orbits(
@@ -521,8 +541,8 @@ def test_cpu_chunks_are_wide_only_where_every_core_gets_two(monkeypatch):
 def _rounds_of_four(system, section, params, **extra):
     """`sweep_orbits` in rounds of four Newton iterations on eight lanes, from the
     rough guesses (no return-map iterations, which would pull every start near
-    its orbit), without the retry of failed elements; one compilation shared by
-    the tests that use it."""
+    its orbit), without the starts from neighbours' orbits; one compilation shared
+    by the tests that use it."""
     plan, rest = _split_plan(extra)
     return hx.sweep_orbits(
         system,
@@ -676,11 +696,11 @@ def test_an_interrupt_during_the_retries_keeps_the_first_solves(
     system_and_section, monkeypatch
 ):
     """Ctrl-C while the elements without an orbit are solved again from their
-    neighbours' orbits: `partial` holds the whole first pass and the retries
-    that finished, as the uninterrupted sweep does."""
+    nearest neighbour's orbit: `partial` holds the whole first pass and the
+    solves from the neighbour that finished, as the uninterrupted sweep does."""
     system, section = system_and_section
     params = _ramp_params()
-    whole = _rounds_of_four(system, section, params, order=None, retry=True)
+    whole = _rounds_of_four(system, section, params, order=None, neighbours=1)
     update = hybrax._sweep.executor._Progress.update
 
     def interrupting(self, count):  # the retries' (quiet) progress only
@@ -690,20 +710,26 @@ def test_an_interrupt_during_the_retries_keeps_the_first_solves(
 
     monkeypatch.setattr(hybrax._sweep.executor._Progress, "update", interrupting)
     with pytest.raises(hx.Interrupted) as info:
-        _rounds_of_four(system, section, params, order=None, retry=True)
+        _rounds_of_four(system, section, params, order=None, neighbours=1)
     partial = info.value.partial
     assert "not_run" not in partial.status_names
     np.testing.assert_array_equal(
         hx.status_code(partial.result), hx.status_code(whole.result)
     )
-    np.testing.assert_array_equal(partial.retried, whole.retried)
-    assert partial.retried[16] and not partial.succeeded[16]
+    np.testing.assert_array_equal(partial.found_by, whole.found_by)
+    np.testing.assert_array_equal(partial.neighbour_starts, whole.neighbour_starts)
+    assert partial.neighbour_starts[16] == 1 and not partial.succeeded[16]
+    assert partial.strategy_names == ["guess"] * 16 + [""]
     np.testing.assert_array_equal(partial.orbit.n_steps, whole.orbit.n_steps)
     np.testing.assert_array_equal(partial.orbit.u, whole.orbit.u)
 
 
 def test_nearest_converged_orbit_in_scaled_parameters():
-    from hybrax._sweep.rounds import _nearest_solved, _parameter_features
+    from hybrax._sweep.rounds import (
+        _nearest_solved,
+        _nearest_untried,
+        _parameter_features,
+    )
 
     # Two float leaves on very different scales and a constant one: each column
     # is scaled to unit spread, the constant dropped.
@@ -720,6 +746,12 @@ def test_nearest_converged_orbit_in_scaled_parameters():
     np.testing.assert_array_equal(
         _nearest_solved(features, [1, 2], [0, 3], solved_u), [[30.0], [10.0]]
     )
+    # The nearest not yet tried: element 1's nearest (3) was, so its next is 0;
+    # element 2 has tried both, so none (-1).
+    tried = np.array([[3, -1], [0, 3]])
+    nearest, u = _nearest_untried(features, [1, 2], [0, 3], solved_u, tried)
+    np.testing.assert_array_equal(nearest, [0, -1])
+    np.testing.assert_array_equal(u[0], [10.0])
 
 
 def _newton_sqrt(a):
@@ -893,11 +925,11 @@ def test_cli_interrupted_sweep_writes_the_finished_points(
     assert f"after {sum(ran)} of 6 points" in line
     assert f"not run (interrupted) at {6 - sum(ran)}" in out
     for kept, row, full in zip(ran, partial, whole):
-        if kept and row["retried_from_neighbour"] != full["retried_from_neighbour"]:
-            # A point without an orbit whose retry from its neighbour's orbit
-            # had not run (the whole run's retry found none either).
+        if kept and row["neighbour_starts"] != full["neighbour_starts"]:
+            # A point without an orbit whose solves from its neighbours' orbits
+            # had not all run (the whole run's found none either).
             assert row["converged"] == full["converged"] == "false"
-            for key in ("newton_iterations", "retried_from_neighbour"):
+            for key in ("newton_iterations", "neighbour_starts"):
                 del row[key], full[key]
         if kept:
             assert row == full
@@ -1014,18 +1046,25 @@ def test_sweep_orbits_argument_errors(system_and_section):
             )
     with pytest.raises(ValueError, match="`params_batch`"):
         hx.sweep_orbits(system, section, np.zeros(2), models.hopper.HopperParams())
+    for neighbours in (-1, 1.5, True):
+        with pytest.raises(ValueError, match="`neighbours`"):
+            hx.SweepSettings(neighbours=neighbours)
 
 
 # Slow: its 32-lane chunks, return map and single solves compile for 16 s cold;
-# the fast set keeps the retry through the interrupted sweep's retries above.
+# the fast set keeps the starts from neighbours through the interrupted sweep's
+# above and the hole test below.
 @pytest.mark.slow
-def test_failed_elements_are_retried_from_their_nearest_neighbour(system_and_section):
+def test_failed_elements_are_solved_from_their_nearest_neighbours(
+    system_and_section,
+):
     """A line of D_G across the hopper family's edge, swept with the command's
-    options. With `retry` (the default) an element without an orbit from its
-    guess is solved again from its nearest converged neighbour's orbit: the
-    elements that converged without it are unchanged, some that did not now
+    options. With `neighbours` (8 by default) an element without an orbit from
+    its guess is solved again from its nearest converged neighbours' orbits: the
+    elements that converged without them are unchanged, some that did not now
     converge to a fixed point of the return map, and every element still without
-    an orbit has none from its nearest neighbour's orbit either (single solves)."""
+    an orbit has none from its guess nor from any of its nearest converged
+    neighbours' orbits either (single solves)."""
     system, section = system_and_section
     D_G = np.linspace(-0.10, 0.0, 32)
     params = eqx.tree_at(
@@ -1034,38 +1073,114 @@ def test_failed_elements_are_retried_from_their_nearest_neighbour(system_and_sec
         (np.full(32, 0.8), D_G * SCALE),
     )
     runs = {
-        retry: hx.sweep_orbits(
+        neighbours: hx.sweep_orbits(
             system,
             section,
             models.hopper.orbit_guess,
             params,
-            sweep_settings=hx.SweepSettings(retry=retry),
+            sweep_settings=hx.SweepSettings(neighbours=neighbours),
             **OPTIONS,
         )
-        for retry in (False, True)
+        for neighbours in (0, 8)
     }
-    plain, retried = runs[False], runs[True]
-    assert not plain.retried.any()
+    plain, helped = runs[0], runs[8]
+    assert not plain.neighbour_starts.any()
     first = plain.succeeded
-    np.testing.assert_array_equal(retried.orbit.u[first], plain.orbit.u[first])
-    assert np.all(retried.succeeded[first])
-    assert np.array_equal(retried.retried, ~first)
-    rescued = np.flatnonzero(retried.succeeded & ~first)
+    np.testing.assert_array_equal(helped.orbit.u[first], plain.orbit.u[first])
+    assert np.all(helped.succeeded[first])
+    assert np.all(helped.neighbour_starts[~first] >= 1)
+    rescued = np.flatnonzero(helped.succeeded & ~first)
     assert rescued.size >= 1
+    assert all(helped.strategy_names[i] == "neighbour" for i in rescued)
     settings = OPTIONS["settings"]
     for i in rescued:  # a fixed point of the return map, by one cycle
         p = jax.tree_util.tree_map(
             lambda leaf: leaf[i] if np.ndim(leaf) else leaf, params
         )
         u_next, _ = hx.poincare_map(
-            system, section, retried.orbit.u[i], p, settings=settings
+            system, section, helped.orbit.u[i], p, settings=settings
         )
-        np.testing.assert_allclose(u_next, retried.orbit.u[i], atol=1e-8)
-    converged = np.flatnonzero(retried.succeeded)
-    for i in np.flatnonzero(~retried.succeeded):
-        nearest = converged[np.argmin(np.abs(D_G[converged] - D_G[i]))]
+        np.testing.assert_allclose(u_next, helped.orbit.u[i], atol=1e-8)
+    converged = np.flatnonzero(helped.succeeded)
+    for i in np.flatnonzero(~helped.succeeded):
         p = jax.tree_util.tree_map(
             lambda leaf: leaf[i] if np.ndim(leaf) else leaf, params
         )
-        again = _single_solve(system, section, retried.orbit.u[nearest], p, OPTIONS)
-        assert not bool(again.succeeded)
+        p = hx.canonical_params(p)
+        guess = models.hopper.orbit_guess(p)
+        assert not bool(_single_solve(system, section, guess, p, OPTIONS).succeeded)
+        nearest = converged[np.argsort(np.abs(D_G[converged] - D_G[i]))[:8]]
+        for j in nearest:
+            again = _single_solve(
+                system, section, helped.orbit.u[j], p, OPTIONS, fallback=False
+            )
+            assert not bool(again.succeeded)
+
+
+def _grid_around(mu, D_G, d_mu=0.01, d_D_G=0.001):
+    """The hopper's parameters on the 3 x 3 grid around `(mu, D_G)`, with the
+    default sweep grid's spacing; centre last but one of the middle row."""
+    mus = np.repeat(mu + d_mu * np.arange(-1, 2), 3)
+    D_Gs = np.tile(D_G + d_D_G * np.arange(-1, 2), 3)
+    points = [models.hopper.make_params(mu=a, D_G=b) for a, b in zip(mus, D_Gs)]
+    return jax.tree_util.tree_map(lambda *leaves: np.asarray(leaves), *points)
+
+
+def test_no_hole_where_a_single_solve_finds_a_stable_orbit(system_and_section, swept):
+    """The hopper at mu = 0.85, D_G = -0.017 has a stable orbit that Newton from
+    the model's guess finds (`hybrax orbit hopper --set mu=0.85 --set
+    D_G=-0.017`), while the return map's iterates from the guess drift into the
+    slow ghost of a nearby fold. The sweep of the 3 x 3 grid around it, with the
+    command's settings (which `sweep_orbits` shares), finds that orbit at the
+    centre, by Newton from the guess, equal to the single solve; no point of the
+    grid is left without an orbit that a single solve from its guess finds."""
+    del swept  # compiled the same 32-lane program first
+    system, section = system_and_section
+    params = _grid_around(0.85, -0.017)
+    out = hx.sweep_orbits(system, section, models.hopper.orbit_guess, params, **OPTIONS)
+    centre = 4
+    assert out.status_names[centre] == "successful"
+    assert out.strategy_names[centre] == "guess"
+    p = hx.canonical_params(models.hopper.make_params(mu=0.85, D_G=-0.017))
+    single = hx.find_periodic_orbit(system, section, models.hopper.orbit_guess(p), p)
+    assert single.succeeded
+    np.testing.assert_allclose(out.orbit.period[centre], single.period, atol=1e-9)
+    np.testing.assert_allclose(out.orbit.u[centre], single.u, atol=1e-9)
+    # Stable (|nu| 0.615 by the single solve's reduced Jacobian).
+    nu = np.max(np.abs(np.linalg.eigvals(np.asarray(single.reduced_jacobian))))
+    np.testing.assert_allclose(np.abs(out.multipliers[centre, 0]), nu, atol=1e-9)
+    assert nu < 1
+    for i in range(9):
+        q = hx.canonical_params(jax.tree_util.tree_map(lambda leaf: leaf[i], params))
+        alone = _single_solve(system, section, models.hopper.orbit_guess(q), q, OPTIONS)
+        if alone.succeeded:
+            assert out.succeeded[i], i
+
+
+def test_the_command_and_the_library_map_alike(tmp_path, swept):
+    """`hybrax sweep` and `sweep_orbits` with its defaults share their settings
+    (`hybrax._sweep_defaults`): the same statuses, strategies and orbits on the
+    same grid."""
+    del swept
+    grid = ["--grid", "mu=0.75:0.8:2", "--grid", "D_G=-0.04:0:3"]
+    with contextlib.redirect_stdout(io.StringIO()):
+        code = main(["sweep", "hopper", *grid, "--out", str(tmp_path), "--no-progress"])
+    assert code == 0
+    with (tmp_path / "sweep.csv").open() as stream:
+        rows = list(csv.DictReader(stream))
+    points = [
+        models.hopper.make_params(mu=float(r["mu"]), D_G=float(r["D_G"])) for r in rows
+    ]
+    params = jax.tree_util.tree_map(lambda *leaves: np.asarray(leaves), *points)
+    system, section = models.hopper.minimal()[0], models.hopper.section()
+    library = hx.sweep_orbits(
+        system,
+        section,
+        models.hopper.orbit_guess,
+        params,
+        sweep_settings=hx.SweepSettings(chunk_size=len(rows)),
+    )
+    assert [r["status"] for r in rows] == library.status_names
+    assert [r["found_by"] for r in rows] == library.strategy_names
+    period = np.array([float(r["period"]) for r in rows])
+    np.testing.assert_allclose(period, library.orbit.period, rtol=0, atol=1e-12)

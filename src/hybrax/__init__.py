@@ -148,6 +148,7 @@ if TYPE_CHECKING:
         status_name as status_name,
     )
     from ._sweep import (
+        SWEEP_STRATEGIES as SWEEP_STRATEGIES,
         OrbitSweep as OrbitSweep,
         SweepSettings as SweepSettings,
         process_slice as process_slice,
@@ -257,6 +258,7 @@ _EXPORTS = {
     "status_message": "._solution",
     "status_name": "._solution",
     "OrbitSweep": "._sweep",
+    "SWEEP_STRATEGIES": "._sweep",
     "SweepSettings": "._sweep",
     "process_slice": "._sweep",
     "QuantityTarget": "._tune",

@@ -2,13 +2,13 @@
 stability over a parameter grid.
 
 Registered by `hybrax._cli` through `add_parser(subparsers)`. Every grid point is
-one element of [`hybrax.sweep_orbits`][] (all points in one compiled `vmap`, cut
-into chunks, sharded over the local devices): shooting from the model's orbit
-guess (optionally improved by a few return-map iterations), the reduced Jacobian
-$M$ and its eigenvalues. Writes the table as `sweep.csv` and `sweep.npz` and, for a
-2-D grid, `sweep_heatmap.png`: the leading nontrivial multiplier's magnitude with
-the stability boundary $|\\nu| = 1$ contoured and the points without an orbit
-hatched grey (never coloured as values).
+one element of [`hybrax.sweep_orbits`][] (all points in one compiled `vmap`, cut into
+chunks, sharded over the local devices), with its defaults: Newton from the model's
+orbit guess, then from the nearest converged points' orbits, then after return-map
+iterations; the reduced Jacobian $M$ and its eigenvalues. Writes the table as
+`sweep.csv` and `sweep.npz` and, for a 2-D grid, `sweep_heatmap.png`: the leading
+nontrivial multiplier's magnitude with the stability boundary $|\\nu| = 1$ contoured and
+the points without an orbit hatched grey (never coloured as values).
 """
 
 import argparse
@@ -24,27 +24,22 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from .._io import write_figure, write_file
+from .._sweep_defaults import (
+    SWEEP_JACOBIAN,
+    SWEEP_MAP_ITERATIONS,
+    SWEEP_MAX_ITERATIONS,
+    SWEEP_NEIGHBOURS,
+    SWEEP_STRATEGIES,
+    SWEEP_T_MAX,
+)
 from . import common
 
 
 # The largest chunk (elements per compiled call); chunks are balanced to it.
 _CHUNK = 256
-# Solve settings of a sweep. Under vmap every while loop waits for the slowest
-# element of its chunk, so a hopeless point must be cheap: a short `t_max` (orbit
-# periods on the default grid stay below ~2 s) and few Newton iterations (Newton
-# from a good guess converges in 3-6, and points that need more mostly do not
-# converge at all).
-_T_MAX = 5.0
-_MAX_ITERATIONS = 10
 # The most grid points of one sweep (and the largest chunk): its table and the
 # orbits' arrays stay within a few GB.
 _MAX_POINTS = 1_000_000
-_MAP_ITERATIONS = 30
-# Newton's Jacobian. Under vmap, forward-mode AD through the cycle costs less per
-# iteration than the variational cycle (0.36 against 0.49 ms per element at a
-# batch of 1024 on one CPU core) but compiles ~7 s longer; on the default grid
-# (1846 points) the variational one finishes first (59 against 64 s in all).
-_JACOBIAN = "variational"
 # The guard of the ground phase right after touchdown is -lambda_g / (m g) (O(1));
 # below minus this the ground would have to pull: not admissible.
 _PULL_TOL = 1e-9
@@ -53,14 +48,14 @@ _PULL_TOL = 1e-9
 def _sweep_options(
     *,
     tol: float = common.TOL,
-    t_max: float = _T_MAX,
+    t_max: float = SWEEP_T_MAX,
     max_ode_steps: int = common.MAX_ODE_STEPS,
-    max_iterations: int = _MAX_ITERATIONS,
-    map_iterations: int = _MAP_ITERATIONS,
-    jacobian: str = _JACOBIAN,
+    max_iterations: int = SWEEP_MAX_ITERATIONS,
+    map_iterations: int = SWEEP_MAP_ITERATIONS,
+    jacobian: str = SWEEP_JACOBIAN,
 ) -> dict[str, Any]:
     """The keyword arguments of `sweep_orbits` for these settings (the defaults are
-    the command's)."""
+    `sweep_orbits`' own, from `hybrax._sweep_defaults`)."""
     from .._settings import Settings, Shooting
 
     return dict(
@@ -127,17 +122,28 @@ def add_parser(subparsers) -> None:
     parser.add_argument(
         "--map-iterations",
         type=common.bounded_int(0, 10_000),
-        default=_MAP_ITERATIONS,
+        default=SWEEP_MAP_ITERATIONS,
         metavar="N",
         help=(
-            "return-map iterations from the orbit guess before Newton "
-            "(default: %(default)s)"
+            "return-map iterations from the orbit guess before Newton, the last "
+            "strategy at a point where Newton from the guess and from the "
+            "neighbours' orbits found none; 0 skips it (default: %(default)s)"
+        ),
+    )
+    parser.add_argument(
+        "--neighbours",
+        type=common.bounded_int(0, 64),
+        default=SWEEP_NEIGHBOURS,
+        metavar="N",
+        help=(
+            "at a point without an orbit from its guess, Newton from the orbits of "
+            "up to N nearest converged points (default: %(default)s)"
         ),
     )
     parser.add_argument(
         "--max-iterations",
         type=common.bounded_int(1, 10_000),
-        default=_MAX_ITERATIONS,
+        default=SWEEP_MAX_ITERATIONS,
         metavar="N",
         help="Newton iteration limit per point (default: %(default)s)",
     )
@@ -185,8 +191,8 @@ def add_parser(subparsers) -> None:
     )
     common.add_solver_args(
         parser,
-        t_max=_T_MAX,
-        why=f"--t-max {_T_MAX:g} here: every element of a chunk waits for its "
+        t_max=SWEEP_T_MAX,
+        why=f"--t-max {SWEEP_T_MAX:g} here: every element of a chunk waits for its "
         "slowest, so a hopeless one must give up early",
     )
     parser.set_defaults(run=_run_sweep, command_parser=parser)
@@ -284,9 +290,10 @@ def _columns(
     columns["status"] = np.array(out.status_names)
     columns["status_code"] = status_code(out.result)
     columns["converged"] = converged
-    # Without an orbit from the guess, solved again from the nearest converged
-    # neighbour's orbit (`SweepSettings(retry=True)`).
-    columns["retried_from_neighbour"] = np.asarray(out.retried)
+    # Which strategy found the orbit (`hybrax.SWEEP_STRATEGIES`; empty for none),
+    # and from how many converged neighbours' orbits the point was solved.
+    columns["found_by"] = np.array(out.strategy_names)
+    columns["neighbour_starts"] = np.asarray(out.neighbour_starts)
     columns["newton_iterations"] = np.asarray(out.orbit.n_steps)
     columns["residual_norm"] = np.asarray(out.orbit.residual_norm, dtype=float)
     columns["period"] = only_converged(out.orbit.period)
@@ -356,8 +363,8 @@ class _SweepTally(NamedTuple):
     stable: np.ndarray
     pulling: np.ndarray
     not_run: np.ndarray
-    # Without an orbit from the guess nor from the nearest converged neighbour's.
-    retried: np.ndarray
+    # The name of the strategy that found each orbit ("" for none).
+    found_by: np.ndarray
     failures: dict[str, int]
 
     @property
@@ -423,7 +430,8 @@ def _print_sweep_plan(
     print(
         f"  {-(-n // chunk)} chunk(s) of {chunk} on {n_devices} device(s); "
         f"tol {args.tol:g}, t_max {args.t_max:g}, Newton <= {args.max_iterations}, "
-        f"{args.map_iterations} return-map iteration(s) from the orbit guess"
+        f"starts: the orbit guess, up to {args.neighbours} converged neighbours' "
+        f"orbits, {args.map_iterations} return-map iteration(s) from the guess"
     )
     sys.stdout.flush()
 
@@ -453,7 +461,7 @@ def _load_resume(args: argparse.Namespace, parser, n: int):
         resume = load(args.resume)
     except ValueError as error:
         parser.error(f"argument --resume: {error}")
-    if type(resume).__name__ != "OrbitSweep" or np.shape(resume.retried) != (n,):
+    if type(resume).__name__ != "OrbitSweep" or np.shape(resume.found_by) != (n,):
         parser.error(
             f"argument --resume: {str(args.resume)!r} is not an interrupted "
             f"sweep of this grid ({n} points)"
@@ -475,7 +483,11 @@ def _solve_sweep(
             section,
             guess,
             params,
-            sweep_settings=SweepSettings(chunk_size=chunk, warm_start=args.warm_start),
+            sweep_settings=SweepSettings(
+                chunk_size=chunk,
+                warm_start=args.warm_start,
+                neighbours=args.neighbours,
+            ),
             progress=not (args.no_progress or args.quiet),
             # A mapped quantity may read phase observables (the hopper's apex
             # heights).
@@ -508,7 +520,7 @@ def _tally_sweep(columns: dict[str, np.ndarray], flag_name: str) -> _SweepTally:
         stable=columns["stable"],
         pulling=columns[flag_name],
         not_run=not_run,
-        retried=columns["retried_from_neighbour"] & ~converged,
+        found_by=columns["found_by"],
         failures=failures,
     )
 
@@ -531,13 +543,18 @@ def _print_sweep_summary(
             if failures
             else ""
         )
-        + (
-            f" ({int(tally.retried.sum())} of them none from their nearest converged "
-            "neighbour's orbit either)"
-            if tally.retried.any()
-            else ""
-        )
     )
+    if n_conv:
+        found = ", ".join(
+            f"{name.replace('_', ' ')} {int(np.sum(tally.found_by == name))}"
+            for name in SWEEP_STRATEGIES
+            if np.any(tally.found_by == name)
+        )
+        n_run = n - n_not_run
+        print(
+            f"  orbits found at {n_conv} of {n_run} points run "
+            f"({100 * n_conv / n_run:.1f}%), from: {found}"
+        )
     if interrupted:
         print(f"  not run (interrupted) at {n_not_run}")
     if tally.pulling.any():
@@ -606,9 +623,7 @@ def _write_heatmap(
         flagged=tally.pulling.reshape(shape),
         flagged_label=problem.flag[2],
         no_orbit_label=(
-            "no periodic orbit (from the guess, nor from the nearest neighbour's orbit)"
-            if tally.retried.any()
-            else "no periodic orbit found"
+            "no periodic orbit (from the guess, the neighbours' orbits, the return map)"
         ),
         title=title,
         level=1.0 if args.quantity is None else None,
@@ -707,8 +722,18 @@ def _write_sweep_json(
             "grid": {name: [float(v) for v in values] for name, values in problem.axes},
             "set": problem.sets,
             "points": tally.converged.size,
-            "settings": common.solver_record(args),
+            "settings": {
+                **common.solver_record(args),
+                "max_iterations": args.max_iterations,
+                "map_iterations": args.map_iterations,
+                "neighbours": args.neighbours,
+                "jacobian": SWEEP_JACOBIAN,
+            },
             "converged": tally.n_converged,
+            # Which strategy found each orbit (`hybrax.SWEEP_STRATEGIES`).
+            "found_by": {
+                name: int(np.sum(tally.found_by == name)) for name in SWEEP_STRATEGIES
+            },
             "stable": int(tally.stable.sum()),
             "failures": tally.failures,
             "not_run": int(tally.not_run.sum()),

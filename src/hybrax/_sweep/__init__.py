@@ -11,6 +11,7 @@ from .executor import (
     sweep as sweep,
 )
 from .orbits import (
+    SWEEP_STRATEGIES as SWEEP_STRATEGIES,
     OrbitSweep as OrbitSweep,
     SweepSettings as SweepSettings,
     sweep_orbits as sweep_orbits,

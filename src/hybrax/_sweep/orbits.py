@@ -10,7 +10,7 @@ import jax
 import jax.numpy as jnp
 import jax.tree_util as jtu
 import numpy as np
-from jaxtyping import Array, Bool, Complex
+from jaxtyping import Array, Complex, Int
 
 from .._custom_types import Params
 from .._hybrid import HybridSystem
@@ -30,6 +30,14 @@ from .._settings import (
     resolve_shooting,
 )
 from .._solution import RESULTS, Interrupted, status_code, status_name
+from .._sweep_defaults import (
+    SWEEP_JACOBIAN,
+    SWEEP_MAP_ITERATIONS,
+    SWEEP_MAX_ITERATIONS,
+    SWEEP_NEIGHBOURS,
+    SWEEP_STRATEGIES as SWEEP_STRATEGIES,
+    SWEEP_T_MAX,
+)
 from . import executor, rounds
 from .executor import (
     _gathered,
@@ -39,10 +47,11 @@ from .executor import (
     sorted_multipliers_batch,
 )
 from .rounds import (
+    _NOT_FOUND,
     _NOT_RUN,
+    _fallback_strategies,
     _fresh_safeguards,
     _OrbitSolve,
-    _retry_from_neighbours,
     _run_rounds,
     _Stopped,
 )
@@ -100,16 +109,21 @@ class OrbitSweep(eqx.Module):
       element; `succeeded` where it is `successful`; `status_names` its names
       (`hybrax.status_code(out.result)` gives integer codes, positions in
       `hybrax.STATUS_NAMES`).
-    - `retried`: whether the element, without an orbit from its guess, was solved
-      again from its nearest converged neighbour's orbit (`retry=True`). An
-      element without an orbit that was retried has none on the family of its
-      neighbours' orbits either; one that was not had no converged neighbour
-      (or `retry=False`); its status is that of the first solve.
+    - `found_by`: the strategy that found each element's orbit, as a position in
+      `hybrax.SWEEP_STRATEGIES` (`"guess"`, `"neighbour"`, `"return_map"`; see
+      [`hybrax.sweep_orbits`][]), -1 where none did; `strategy_names` their names
+      (`""` for none).
+    - `neighbour_starts`: from how many converged neighbours' orbits the element
+      was solved (0 where its guess, or its warm start, found its orbit). An
+      element without an orbit was tried from its guess, from these neighbours'
+      orbits and, where the shooting has return-map iterations, after them; its
+      status is that of the solve from its guess.
     """
 
     orbit: PeriodicOrbit
     multipliers: Complex[Array, "B k"]
-    retried: Bool[Array, " B"]
+    found_by: Int[Array, " B"]
+    neighbour_starts: Int[Array, " B"]
 
     @property
     def result(self) -> RESULTS:
@@ -133,6 +147,13 @@ class OrbitSweep(eqx.Module):
         return np.asarray(self.orbit.result == RESULTS.successful)
 
     @property
+    def strategy_names(self) -> list[str]:
+        """The name of the strategy that found each element's orbit (`""` for
+        none)."""
+        names = SWEEP_STRATEGIES
+        return [names[k] if k >= 0 else "" for k in np.asarray(self.found_by)]
+
+    @property
     def leading_multiplier(self) -> np.ndarray:
         """The nontrivial multiplier of largest modulus of each element."""
         return np.asarray(self.multipliers)[:, 0]
@@ -154,11 +175,11 @@ def _resumed(resume, n, solve) -> OrbitSweep:
     """`resume` (an interrupted sweep of `n` elements) with its `not_run`
     elements replaced by `solve(rows)`'s; Ctrl-C there raises
     [`hybrax.Interrupted`][] with the merged sweep so far."""
-    if not isinstance(resume, OrbitSweep) or np.shape(resume.retried) != (n,):
+    if not isinstance(resume, OrbitSweep) or np.shape(resume.found_by) != (n,):
         raise ValueError(
             f"`resume` must be the OrbitSweep of an interrupted sweep of this batch "
             f"({n} elements); got {type(resume).__name__} of shape "
-            f"{np.shape(getattr(resume, 'retried', None))}."
+            f"{np.shape(getattr(resume, 'found_by', None))}."
         )
     rows = np.flatnonzero(status_code(resume.result) == _NOT_RUN)
     if not rows.size:
@@ -237,8 +258,8 @@ def _finite_rows(tree, n) -> np.ndarray:
 class SweepSettings(eqx.Module):
     r"""How [`hybrax.sweep_orbits`][] runs its batch: in chunks on which devices
     and processes, and how the solves are scheduled in them. None of these
-    changes an element's orbit (except `warm_start` and `retry`, which change its
-    start); they change the time.
+    changes an element's orbit (except `warm_start` and `neighbours`, which change
+    its starts); they change the time.
 
     - `devices`, `distributed`: see [`hybrax.sweep`][].
     - `chunk_size`: the lanes of one compiled call (see below); default on CPU 64
@@ -310,13 +331,13 @@ class SweepSettings(eqx.Module):
       (on a 32 x 32 hopper grid it found 868 orbits against 660, some of them the
       other orbit of their parameter set): use continuation to follow one branch.
       Default off.
-    - `retry`: solve each element without an orbit once more, from the orbit of
-      the converged element nearest to it in parameters (scaled as for
-      `warm_start`), before reporting it (`OrbitSweep.retried`); where it
-      converges it replaces the first result (possibly an orbit of another
-      branch where several coexist, as with `warm_start`). Default on: an element
-      is reported without an orbit only where neither its guess nor its
-      nearest neighbour's orbit leads to one.
+    - `neighbours`: solve each element without an orbit from its guess again from
+      the orbits of this many converged elements nearest to it in parameters
+      (scaled as for `warm_start`), nearest first, before the return-map strategy
+      (see [`hybrax.sweep_orbits`][]); where one converges it replaces the first
+      result (possibly an orbit of another branch where several coexist, as with
+      `warm_start`). Default 8, the neighbours of a point of a two-parameter
+      grid; 0 tries none.
     """
 
     chunk_size: int | None = eqx.field(static=True, default=None)
@@ -327,7 +348,7 @@ class SweepSettings(eqx.Module):
     round_iterations: int | None | str = eqx.field(static=True, default="auto")
     order: str | None = eqx.field(static=True, default="defect")
     warm_start: bool = eqx.field(static=True, default=False)
-    retry: bool = eqx.field(static=True, default=True)
+    neighbours: int = eqx.field(static=True, default=SWEEP_NEIGHBOURS)
 
     def __check_init__(self):
         if self.chunk_size is not None:
@@ -342,6 +363,14 @@ class SweepSettings(eqx.Module):
             check_iterations(self.round_iterations, "round_iterations")
         if self.order not in ("defect", None):
             raise ValueError(f"`order` must be 'defect' or None; got {self.order!r}.")
+        if (
+            isinstance(self.neighbours, bool)
+            or not isinstance(self.neighbours, int | np.integer)
+            or self.neighbours < 0
+        ):
+            raise ValueError(
+                f"`neighbours` must be a non-negative integer; got {self.neighbours!r}."
+            )
         if self.devices is not None and not self.devices:
             raise ValueError("`devices` must name at least one device, or be None.")
 
@@ -364,12 +393,24 @@ def sweep_orbits(
     [`hybrax.find_periodic_orbit`][] under one compiled `jit(vmap(...))` (see
     [`hybrax.sweep`][] for chunks, devices and processes).
 
-    Element $i$ solves exactly what `find_periodic_orbit(system, section,
-    hybrax.ShootingStart(u_i, loosening=L), params_i, shooting=shooting,
-    analyse=analyse, ...)` solves, with `L = math.inf` (the first Newton iteration
-    at the loosest tolerance: the start is rough) or, with the shooting's
-    `return_map_iterations` (which pull the start near a stable orbit), `L =
-    1.0`; so the sweep equals a loop of single solves. Its multipliers are
+    An element is reported without an orbit only after every strategy a user
+    would try singly has failed; they run in turn, each on the elements still
+    without an orbit, and `OrbitSweep.found_by` records which one found each
+    orbit (`hybrax.SWEEP_STRATEGIES`):
+
+    1. `"guess"`: Newton from the element's guess $u_i$, exactly
+       `find_periodic_orbit(system, section, hybrax.ShootingStart(u_i,
+       loosening=math.inf), params_i, shooting=dataclasses.replace(shooting,
+       return_map_iterations=0), ...)` (the first iteration at the loosest
+       tolerance: the start is rough);
+    2. `"neighbour"`: the same from the orbit $u_j$ of each of the nearest
+       converged elements, nearest first (`sweep_settings.neighbours`, default 8);
+    3. `"return_map"`: the shooting's `return_map_iterations` from the guess (which
+       pull a start towards a stable orbit, but near a fold can drift into its slow
+       ghost and away from an orbit Newton finds directly: they never replace
+       Newton from the guess), then Newton, with `loosening=1.0`.
+
+    So each element equals a loop of single solves. Its multipliers are
     the eigenvalues of the reduced Jacobian $M$ sorted by decreasing modulus
     (with `analyse=True` the full [`hybrax.FloquetAnalysis`][] too, several
     times slower). Each element carries its status; a failed element is flagged
@@ -390,11 +431,13 @@ def sweep_orbits(
     - `progress`: a progress bar (see [`hybrax.sweep`][]).
     - `analyse`: also return the Floquet analysis (monodromy by AD and saltation).
     - `shooting`, `settings`, `phase_observables`: passed to
-      `find_periodic_orbit` (same defaults, except `phase_observables=False`: the
-      cycle's phase observables are recorded only on request). In a batch the
-      slowest element sets the pace: smaller `settings.t_max`,
-      `settings.max_steps` and `shooting.max_iterations` bound what a hopeless
-      element costs. Failed elements are NaN with their status.
+      `find_periodic_orbit`. In a batch the slowest element sets the pace, so a
+      hopeless element must be cheap: the defaults are the sweep's, shared with
+      `hybrax sweep` (so that both compute the same map): `Shooting(max_iterations=10,
+      return_map_iterations=30, jacobian="variational")` and `Settings(t_max=5.0)`
+      (otherwise `Settings()`'s), and `phase_observables=False` (the cycle's phase
+      observables are recorded only on request). Failed elements are NaN with
+      their status.
     - `resume`: the `partial` sweep of an earlier call on this batch that was
       interrupted ([`hybrax.Interrupted`][]): its finished elements are kept as
       they are and only those with the status `not_run` are solved (their retry
@@ -431,8 +474,18 @@ def sweep_orbits(
             ),
         )
     guess, u_batch = _guesses(u_guess, n)
-    settings = resolve_settings(settings)
-    shooting = resolve_shooting(shooting)
+    settings = resolve_settings(
+        Settings(t_max=SWEEP_T_MAX) if settings is None else settings
+    )
+    shooting = resolve_shooting(
+        Shooting(
+            max_iterations=SWEEP_MAX_ITERATIONS,
+            return_map_iterations=SWEEP_MAP_ITERATIONS,
+            jacobian=SWEEP_JACOBIAN,
+        )
+        if shooting is None
+        else shooting
+    )
     plan_options = resolve_options(sweep_settings, SweepSettings, "sweep_settings")
     chunk_size, devices = plan_options.chunk_size, plan_options.devices
     distributed, order = plan_options.distributed, plan_options.order
@@ -484,7 +537,7 @@ def sweep_orbits(
             queue = None
             if order == "defect" and plan.n_local > plan.size:
                 queue = rounds._queue_by_defect(fn, static, dynamic, u_batch, plan)
-            orbit = _run_rounds(
+            orbit, found_by = _run_rounds(
                 fn,
                 static,
                 dynamic,
@@ -495,23 +548,36 @@ def sweep_orbits(
                 queue,
                 plan_options.warm_start,
             )
-            retried = np.zeros(plan.n_local, bool)
-            if plan_options.retry:
-                orbit, retried = _retry_from_neighbours(
-                    fn, static, dynamic, u_batch, plan, max_iterations, orbit
-                )
+            orbit, found_by, neighbour_starts = _fallback_strategies(
+                fn,
+                static,
+                dynamic,
+                u_batch,
+                plan,
+                max_iterations,
+                orbit,
+                found_by,
+                plan_options.neighbours,
+            )
     except _Stopped as stopped:
         if distributed:  # the other processes' rows cannot be gathered
             raise Interrupted(None) from None
-        orbit, retried, interrupted = stopped.orbit, stopped.retried, True
+        orbit, found_by = stopped.orbit, stopped.found_by
+        neighbour_starts, interrupted = stopped.neighbour_starts, True
     except KeyboardInterrupt:  # before any element finished
         raise Interrupted(None) from None
     finally:
         bar.close()
-    orbit, retried = _gathered((orbit, retried), n, distributed)
+    orbit, found_by, neighbour_starts = _gathered(
+        (orbit, found_by, neighbour_starts), n, distributed
+    )
     orbit, multipliers, code = _flagged(orbit, ok)
-    retried = np.asarray(retried) & ok
-    out = OrbitSweep(orbit=orbit, multipliers=multipliers, retried=retried)
+    out = OrbitSweep(
+        orbit=orbit,
+        multipliers=multipliers,
+        found_by=np.where(ok, found_by, _NOT_FOUND).astype(np.int8),
+        neighbour_starts=np.where(ok, neighbour_starts, 0),
+    )
     if interrupted:
         n_run = int(np.sum(code != _NOT_RUN))
         raise Interrupted(out, f"interrupted after {n_run} of {n} elements")

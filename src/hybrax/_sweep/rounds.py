@@ -1,6 +1,8 @@
 """The orbit scheduler of [`hybrax.sweep_orbits`][]: shooting solves in rounds of a
-few root-finder iterations with compaction, their order by defect, warm starts and
-retries from the nearest converged neighbour.
+few root-finder iterations with compaction, their order by defect, warm starts, and
+the strategies tried before an element is reported without an orbit (Newton from
+the guess, from the nearest converged neighbours' orbits, after return-map
+iterations).
 """
 
 import collections
@@ -47,15 +49,21 @@ _NOT_RUN = STATUS_NAMES.index("not_run")
 
 
 # Where an orbit element's solve starts (see `_OrbitSolve`).
-_RESUME, _FROM_GUESS, _FROM_U = 0, 1, 2
+_RESUME, _FROM_GUESS, _FROM_U, _MAPPED_FROM_GUESS = 0, 1, 2, 3
+
+
+# Positions in `SWEEP_STRATEGIES` (`OrbitSweep.found_by`).
+_BY_GUESS, _BY_NEIGHBOUR, _BY_RETURN_MAP = 0, 1, 2
+_NOT_FOUND = -1
 
 
 class _OrbitSolve(eqx.Module):
     """`fn` of [`hybrax.sweep`][] for [`hybrax.sweep_orbits`][]: one orbit from one
     `(params, u, start, loosening, beyond, safeguard)` element. `start` is
-    `_FROM_GUESS` (the guess, then the return-map iterations), `_FROM_U` (`u`, a
-    warm start, then the return-map iterations) or `_RESUME` (`u`, the last iterate
-    of an earlier round, without them); `loosening` is the first Newton iteration's
+    `_FROM_GUESS` (Newton from the guess), `_FROM_U` (Newton from `u`, a
+    neighbour's orbit), `_MAPPED_FROM_GUESS` (the shooting's return-map iterations
+    from the guess, then Newton) or `_RESUME` (`u`, the last iterate of an earlier
+    round); `loosening` is the first Newton iteration's
     (`ShootingStart.loosening`), `beyond` the iterations of this round past the
     element's share of the sweep's `max_iterations` (its
     `ShootingStart.iterations_used`: a solve's last round stops where the uncut
@@ -76,17 +84,21 @@ class _OrbitSolve(eqx.Module):
         """Where the element's root finder starts (see the class)."""
         if self.guess is not None:
             guess = jnp.asarray(self.guess(params), dtype=jnp.result_type(float))
-            u = jnp.where(start == _FROM_GUESS, guess, u)
+            from_guess = (start == _FROM_GUESS) | (start == _MAPPED_FROM_GUESS)
+            u = jnp.where(from_guess, guess, u)
         return u
 
     def __call__(self, element):
         params, u, start, loosening, beyond, safeguard = element
         u = self.start(params, u, start)
-        # A resumed round takes no return-map iterations (its first round did).
+        # Only the return-map strategy's first round takes return-map iterations
+        # (run-time values: one program serves every strategy).
         shooting = eqx.tree_at(
             lambda s: s.return_map_iterations,
             self.shooting,
-            jnp.where(start == _RESUME, 0, self.shooting.return_map_iterations),
+            jnp.where(
+                start == _MAPPED_FROM_GUESS, self.shooting.return_map_iterations, 0
+            ),
         )
         orbit = find_periodic_orbit(
             self.system,
@@ -203,81 +215,136 @@ def _nearest_solved(features, elements, solved, solved_u):
     return np.asarray(solved_u)[np.argmin(np.sum(gaps**2, axis=-1), axis=1)]
 
 
-def _nearest_orbits(features, elements, solved, solved_u, block=1024):
-    """`_nearest_solved` for many `elements` against many `solved` ones: among at
-    most `_WARM_POOL` of the solved (evenly spaced in batch order), in blocks of
-    `block` elements (bounded memory for any batch)."""
+def _nearest_untried(features, elements, solved, solved_u, tried, block=1024):
+    """For each of `elements`, the nearest `solved` element (in `features`) that is
+    not among its row of `tried` (element positions, -1 for none), among at most
+    `_WARM_POOL` of the solved (evenly spaced in batch order), in blocks of `block`
+    elements (bounded memory for any batch). Returns `(nearest, u)`: its position
+    (-1 where every solved element was tried) and its orbit `u`."""
     solved = np.asarray(solved)
     solved_u = np.asarray(solved_u)
     if solved.size > _WARM_POOL:
         keep = np.linspace(0, solved.size - 1, _WARM_POOL).astype(int)
         solved, solved_u = solved[keep], solved_u[keep]
-    return np.concatenate(
-        [
-            _nearest_solved(features, elements[i : i + block], solved, solved_u)
-            for i in range(0, len(elements), block)
-        ]
-    )
+    nearest = np.full(len(elements), -1)
+    for i in range(0, len(elements), block):
+        rows = np.asarray(elements[i : i + block])
+        gaps = features[rows][:, None, :] - features[solved][None]
+        distance = np.sum(gaps**2, axis=-1)
+        used = np.any(solved[None, None, :] == tried[i : i + block, :, None], axis=1)
+        distance = np.where(used, np.inf, distance)
+        best = np.argmin(distance, axis=1)
+        found = np.isfinite(distance[np.arange(rows.size), best])
+        nearest[i : i + block] = np.where(found, solved[best], -1)
+    u = np.zeros((len(elements),) + solved_u.shape[1:], solved_u.dtype)
+    position = {element: k for k, element in enumerate(solved.tolist())}
+    for k, element in enumerate(nearest.tolist()):
+        if element >= 0:
+            u[k] = solved_u[position[element]]
+    return nearest, u
 
 
-def _retry_from_neighbours(fn, static, dynamic, u, plan, max_iterations, orbit):
-    r"""The elements without an orbit solved once more, each from the orbit of the
-    converged element nearest to it in parameters (`_parameter_features`; a warm
-    start where the element's own guess was too far from its family's orbit).
-    Returns the orbits (local rows) with those that now converged replaced, every
-    retried element's `n_steps` counting both solves, and the mask of the
-    retried elements (those without an orbit while some element had one)."""
+def _fallback_strategies(
+    fn, static, dynamic, u, plan, max_iterations, orbit, found_by, neighbours
+):
+    r"""The elements that found no orbit from their start solved again, by the
+    strategies a user would try singly, in turn, each on the elements still without
+    one:
+
+    1. Newton from the orbit of each of the `neighbours` converged elements
+       nearest in parameters (`_parameter_features`), nearest first, one pass per
+       neighbour (the converged elements of the earlier passes count);
+    2. the shooting's return-map iterations from the guess, then Newton (where
+       `fn.shooting.return_map_iterations` > 0): cheap cycles that pull a start
+       towards a stable orbit, last because near a fold they can drift into its
+       slow ghost, away from an orbit Newton finds directly.
+
+    Returns the orbits (local rows) with those that now converged replaced (an
+    element without any keeps its first solve's status), `found_by` updated
+    (positions in `SWEEP_STRATEGIES`), and how many neighbours' orbits each
+    element was solved from; every element's `n_steps` counts all its solves."""
     n_local = plan.n_local
-    code = np.asarray(status_code(orbit.result))
-    solved = np.flatnonzero(code == 0)
-    failed = np.flatnonzero(code != 0)
-    retried = np.zeros(n_local, bool)
-    if not solved.size or not failed.size:
-        return orbit, retried
-    features = _parameter_features(_take(dynamic, plan.local_index), n_local)
-    u_all = np.array(u)
-    u_all[plan.local_index[failed]] = _nearest_orbits(
-        features, failed, solved, np.asarray(orbit.u)[solved]
-    )
-    starts = np.full(n_local, _FROM_GUESS, np.int8)
-    starts[failed] = _FROM_U
+    neighbour_starts = np.zeros(n_local, int)
     quiet = _Progress(n_local, False, "")
-    try:
-        again = _run_rounds(
-            fn,
-            static,
-            dynamic,
-            u_all,
-            plan,
-            quiet,
-            max_iterations,
-            order=failed,
-            starts=starts,
+    features = None
+    tried = np.full((n_local, max(neighbours, 1)), -1)
+    u_all = np.array(u)
+
+    def solve_again(order, starts, by):
+        """One strategy on the elements `order`: merges the orbits it found."""
+        nonlocal orbit
+        try:
+            again, _ = _run_rounds(
+                fn,
+                static,
+                dynamic,
+                u_all,
+                plan,
+                quiet,
+                max_iterations,
+                order,
+                False,
+                starts,
+            )
+            stopped = None
+        except _Stopped as interrupted:
+            # The solves that finished count; the others keep their last result.
+            stopped, again = interrupted, interrupted.orbit
+            order = order[np.asarray(status_code(again.result))[order] != _NOT_RUN]
+        found = order[np.asarray(status_code(again.result))[order] == 0]
+        steps = np.array(orbit.n_steps)
+        steps[order] += np.asarray(again.n_steps)[order]
+
+        def merge(first, second):
+            if not eqx.is_array(first):
+                return first
+            merged = np.array(first)
+            merged[found] = np.asarray(second)[found]
+            return merged
+
+        orbit = eqx.tree_at(
+            lambda o: o.n_steps, jtu.tree_map(merge, orbit, again), steps
         )
-        stopped = None
-    except _Stopped as interrupted:
-        # The retries that finished count; the others keep their first solve.
-        stopped, again = interrupted, interrupted.orbit
-        failed = failed[np.asarray(status_code(again.result))[failed] != _NOT_RUN]
-    except KeyboardInterrupt:  # before any retry finished
-        raise _Stopped(orbit, retried) from None
-    retried[failed] = True
-    found = failed[np.asarray(status_code(again.result))[failed] == 0]
-    steps = np.array(orbit.n_steps)
-    steps[failed] += np.asarray(again.n_steps)[failed]
+        found_by[found] = by
+        return order, stopped
 
-    def merge(first, second):
-        if not eqx.is_array(first):
-            return first
-        merged = np.array(first)
-        merged[found] = np.asarray(second)[found]
-        return merged
-
-    orbit = jtu.tree_map(merge, orbit, again)
-    orbit = eqx.tree_at(lambda o: o.n_steps, orbit, steps)
-    if stopped is not None:
-        raise _Stopped(orbit, retried) from None
-    return orbit, retried
+    try:
+        for rank in range(neighbours):
+            code = np.asarray(status_code(orbit.result))
+            failed, solved = np.flatnonzero(code != 0), np.flatnonzero(code == 0)
+            if not failed.size or not solved.size:
+                break
+            if features is None:
+                features = _parameter_features(
+                    _take(dynamic, plan.local_index), n_local
+                )
+            nearest, u_nearest = _nearest_untried(
+                features, failed, solved, np.asarray(orbit.u)[solved], tried[failed]
+            )
+            has = nearest >= 0
+            failed, nearest, u_nearest = failed[has], nearest[has], u_nearest[has]
+            if not failed.size:
+                break
+            tried[failed, rank] = nearest
+            u_all[plan.local_index[failed]] = u_nearest
+            starts = np.full(n_local, _FROM_GUESS, np.int8)
+            starts[failed] = _FROM_U
+            ran, stopped = solve_again(failed, starts, _BY_NEIGHBOUR)
+            neighbour_starts[ran] += 1
+            if stopped is not None:
+                raise stopped
+        if int(fn.shooting.return_map_iterations) > 0:
+            failed = np.flatnonzero(np.asarray(status_code(orbit.result)) != 0)
+            if failed.size:
+                u_all = np.array(u)  # the guesses (a callable guess overrides them)
+                starts = np.full(n_local, _FROM_GUESS, np.int8)
+                starts[failed] = _MAPPED_FROM_GUESS
+                _, stopped = solve_again(failed, starts, _BY_RETURN_MAP)
+                if stopped is not None:
+                    raise stopped
+    except (_Stopped, KeyboardInterrupt):
+        raise _Stopped(orbit, found_by, neighbour_starts) from None
+    return orbit, found_by, neighbour_starts
 
 
 def _tail_size(size: int, n_live: int, n_devices: int) -> int:
@@ -343,7 +410,9 @@ def _run_rounds(
     # neighbour's orbit starts loosest too: on the hopper batch of 1024 it ran
     # 1.02-1.11x the cold batch so, 0.89-0.93x at the settings' tolerance.
     map_iterations = int(fn.shooting.return_map_iterations)
-    loosening = np.full(n_local, 1.0 if map_iterations else np.inf)
+    loosening = np.where(start == _MAPPED_FROM_GUESS, 1.0, np.inf)
+    # Where each element started (`start` becomes `_RESUME` between rounds).
+    origin = start.copy()
     used = np.zeros(n_local, int)  # Newton iterations
     # Where a resumed solve's safeguarded Newton stopped (empty for the others).
     safeguards = _fresh_safeguards(u)
@@ -393,7 +462,7 @@ def _run_rounds(
                 with lock:
                     if solved and fresh.size:
                         u[fresh] = _nearest_solved(features, fresh, solved, solved_u)
-                        start[fresh] = _FROM_U
+                        start[fresh] = origin[fresh] = _FROM_U
             live = lanes >= 0
             if not live.any():
                 return
@@ -433,8 +502,8 @@ def _run_rounds(
             steps = np.asarray(orbit.n_steps)
             # A fresh solve's first iterations are its return-map iterations
             # (see `find_periodic_orbit`): they count apart from Newton's.
-            fresh = start[elements] != _RESUME
-            map_steps = np.where(fresh, np.minimum(steps, map_iterations), 0)
+            mapping = start[elements] == _MAPPED_FROM_GUESS
+            map_steps = np.where(mapping, np.minimum(steps, map_iterations), 0)
             steps = steps - map_steps
             unfinished = np.asarray(orbit.result == RESULTS.shooting_failed) & (
                 steps >= per_round
@@ -500,17 +569,34 @@ def _run_rounds(
         done[finished] = True
         partial = _not_run(eqx.combine(results[0], results[1]), done)
         partial.n_steps[~done] = (used + mapped)[~done]
-        raise _Stopped(partial, np.zeros(n_local, bool)) from None
-    return eqx.combine(results[0], results[1])
+        raise _Stopped(partial, _found_by(partial, origin), np.zeros(n_local, int))
+    orbit = eqx.combine(results[0], results[1])
+    return orbit, _found_by(orbit, origin)
+
+
+def _found_by(orbit, origin) -> np.ndarray:
+    """The strategy (a position in `SWEEP_STRATEGIES`) that found each element's
+    orbit in one `_run_rounds` call, from where each element started; `_NOT_FOUND`
+    where it found none."""
+    by_start = np.where(
+        origin == _FROM_U,
+        _BY_NEIGHBOUR,
+        np.where(origin == _MAPPED_FROM_GUESS, _BY_RETURN_MAP, _BY_GUESS),
+    )
+    converged = np.asarray(status_code(orbit.result)) == 0
+    return np.where(converged, by_start, _NOT_FOUND).astype(np.int8)
 
 
 class _Stopped(Exception):
     """Ctrl-C during the rounds: the local orbits so far (`_not_run` where
-    unfinished) and the retried mask, for `sweep_orbits` to hand back."""
+    unfinished), the strategy that found each one (positions in `SWEEP_STRATEGIES`)
+    and the neighbours' orbits each element was solved from, for `sweep_orbits` to
+    hand back."""
 
-    def __init__(self, orbit, retried):
+    def __init__(self, orbit, found_by, neighbour_starts):
         super().__init__("interrupted")
-        self.orbit, self.retried = orbit, retried
+        self.orbit, self.found_by = orbit, found_by
+        self.neighbour_starts = neighbour_starts
 
 
 def _not_run(orbit, done):
