@@ -7,11 +7,14 @@ output folder, so that a folder holds one run's files only."""
 
 import contextlib
 import dataclasses
+import io
 import json
 import os
 import pathlib
+import stat
 import tempfile
 from collections.abc import Callable
+from typing import BinaryIO
 
 
 def probe_writable(folder: pathlib.Path) -> str | None:
@@ -38,6 +41,61 @@ def probe_writable(folder: pathlib.Path) -> str | None:
             with contextlib.suppress(OSError):
                 path.rmdir()
     return None
+
+
+@contextlib.contextmanager
+def open_bounded(path: pathlib.Path, limit: int, argument: str, prefix: bytes = b""):
+    """Open the input file `path` for reading in binary, refusing one of more
+    than `limit` bytes: a regular file by its size (then read as needed), any
+    other (a pipe, a device such as `/dev/zero`) by reading at most `limit + 1`
+    bytes of it, or only its first bytes where they are not `prefix` (the
+    format's magic bytes: the caller refuses that file without reading on). A
+    missing file is a `FileNotFoundError`; one that cannot be read or is too
+    large a `ValueError` that names `argument` and the file."""
+    name = f"{argument}: {str(path)!r}"
+    try:
+        file = open(path, "rb")  # noqa: SIM115 (closed below)
+    except FileNotFoundError:
+        raise
+    except OSError as error:
+        raise ValueError(f"{name} cannot be read ({error.strerror or error}).")
+    with file:
+        try:
+            regular = stat.S_ISREG(os.fstat(file.fileno()).st_mode)
+            if regular:
+                size = os.fstat(file.fileno()).st_size
+                content: BinaryIO = file
+            else:
+                data = file.read(len(prefix))
+                if data == prefix:
+                    data += file.read(limit + 1 - len(data))
+                size = len(data)
+                content = io.BytesIO(data)
+        except OSError as error:
+            raise ValueError(f"{name} cannot be read ({error.strerror or error}).")
+        if size > limit:
+            raise ValueError(
+                f"{name} is larger than {limit} bytes, the most hybrax reads here."
+            )
+        yield content
+
+
+def read_bounded(path: pathlib.Path, limit: int, argument: str) -> bytes:
+    """The content of the input file `path`, of at most `limit` bytes (see
+    `open_bounded`)."""
+    with open_bounded(path, limit, argument) as file:
+        try:
+            content = file.read(limit + 1)
+        except OSError as error:
+            raise ValueError(
+                f"{argument}: {str(path)!r} cannot be read ({error.strerror or error})."
+            )
+    if len(content) > limit:  # (it grew since it was opened)
+        raise ValueError(
+            f"{argument}: {str(path)!r} is larger than {limit} bytes, the most "
+            "hybrax reads here."
+        )
+    return content
 
 
 MANIFEST = "hybrax-manifest.json"

@@ -217,7 +217,7 @@ def _orbit_problem(
     section = form.section()
     # From NumPy parameters: no program per operation.
     guess = jnp.asarray(model.orbit_guess(jax.device_get(params)), dtype=float)
-    stored = _params_file_vector(args.params, "u", guess.shape[0])
+    stored = _params_file_vector(args.params, "u", guess.shape[0], model)
     if stored is not None and form_name == model.default_form:
         guess = jnp.asarray(stored)  # a tuned gait's orbit
     return _OrbitProblem(model, form_name, form, system, section, params, guess)

@@ -125,7 +125,7 @@ def _run_simulate(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
     params = _make_params(
         parser, model, _parse_sets(parser, model, args.set, args.params)
     )
-    stored = _params_file_vector(args.params, "state", len(model.state_names))
+    stored = _params_file_vector(args.params, "state", len(model.state_names), model)
     if args.x0 is None and stored is not None:
         x0 = stored  # a tuned gait's state, where its orbit starts
     elif args.x0 is None:

@@ -459,8 +459,12 @@ def _load_resume(args: argparse.Namespace, parser, n: int):
 
     try:
         resume = load(args.resume)
+    except FileNotFoundError as error:
+        parser.error(
+            f"argument --resume: cannot read {str(args.resume)!r}: {error.strerror}"
+        )
     except ValueError as error:
-        parser.error(f"argument --resume: {error}")
+        parser.error(f"argument --resume: {error}".replace("`path`: ", "").rstrip("."))
     if type(resume).__name__ != "OrbitSweep" or np.shape(resume.found_by) != (n,):
         parser.error(
             f"argument --resume: {str(args.resume)!r} is not an interrupted "

@@ -394,7 +394,7 @@ def _run_tune(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     steps = []
     try:
         guess = np.asarray(model.orbit_guess(params), dtype=float)
-        stored = common._params_file_vector(args.params, "u", guess.shape[0])
+        stored = common._params_file_vector(args.params, "u", guess.shape[0], model)
         result = tune(
             system,
             section,
