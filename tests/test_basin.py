@@ -122,6 +122,8 @@ def test_basin_bad_input_is_a_value_error(walker):
         (dict(starts=good, n_cycles=5, max_period=5), "max_period"),
         (dict(starts=good, tolerance=-1.0), "tolerance"),
         (dict(starts=good, orbit=np.zeros(3)), "orbit"),
+        (dict(starts=good, chunk_size=0), "`chunk_size` must be positive"),
+        (dict(starts=good, chunk_size=2.5), "`chunk_size` must be an integer"),
     ]
     for kwargs, name in cases:
         starts = kwargs.pop("starts")

@@ -199,15 +199,16 @@ def basin(
     **Returns:** a [`hybrax.Basin`][].
 
     **Raises:** `ValueError` naming the argument for `starts` of the wrong
-    shape or not finite, or a non-positive `n_cycles`, `tolerance` or
-    `max_period`, or `max_period` not below `n_cycles`, or a failed `orbit`.
+    shape or not finite, or a non-positive `n_cycles`, `tolerance`,
+    `max_period` or `chunk_size`, or `max_period` not below `n_cycles`, or a
+    failed `orbit`.
     """
     from ._sweep import host_cores
 
     settings = resolve_settings(settings)
     params = canonical_params(params)
     starts = _checked_starts(section, starts, params)
-    _check_counts(n_cycles, tolerance, max_period)
+    _check_counts(n_cycles, tolerance, max_period, chunk_size)
     orbit_point, jacobian = _orbit_point(orbit, starts.shape[-1])
     grid_shape = starts.shape[:-1]
     flat = starts.reshape(-1, starts.shape[-1])
@@ -355,8 +356,11 @@ def _checked_starts(section, starts, params) -> np.ndarray:
     return starts
 
 
-def _check_counts(n_cycles, tolerance, max_period) -> None:
-    for name, value in (("n_cycles", n_cycles), ("max_period", max_period)):
+def _check_counts(n_cycles, tolerance, max_period, chunk_size=None) -> None:
+    counts = [("n_cycles", n_cycles), ("max_period", max_period)]
+    if chunk_size is not None:
+        counts.append(("chunk_size", chunk_size))
+    for name, value in counts:
         if isinstance(value, bool) or not isinstance(value, int | np.integer):
             raise ValueError(f"`{name}` must be an integer; got {value!r}.")
         if value < 1:

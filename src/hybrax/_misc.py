@@ -36,7 +36,10 @@ def canonical_params(params):
             return jnp.asarray(leaf, dtype=dtype)
         return leaf
 
-    return jax.tree_util.tree_map(convert, params)
+    # Concrete leaves stay concrete inside a caller's trace (`jax.jit` closing
+    # over them), so that the eager checks can still read them.
+    with jax.ensure_compile_time_eval():
+        return jax.tree_util.tree_map(convert, params)
 
 
 def array_module(*values):
@@ -61,9 +64,45 @@ def check_float64(where: str) -> None:
         )
 
 
+def real_array(value, name: str):
+    """`value` as a JAX array of the default float dtype; a `ValueError` naming
+    `name` where it is complex or not a number (a dtype is static, so this holds
+    under `jax.jit` too): a cast would drop an imaginary part without a word."""
+    try:
+        array = jnp.asarray(value)
+    except TypeError as error:
+        raise ValueError(
+            f"`{name}` must be an array of real numbers: {error}"
+        ) from None
+    if not (
+        jnp.issubdtype(array.dtype, jnp.floating)
+        or jnp.issubdtype(array.dtype, jnp.integer)
+    ):
+        raise ValueError(f"`{name}` must hold real numbers; got dtype {array.dtype}.")
+    return array.astype(jnp.result_type(float))
+
+
 def is_concrete(x) -> bool:
     """Whether `x` holds a value now (not a tracer)."""
     return not isinstance(x, jax.core.Tracer)
+
+
+def concrete_value(fn, *args) -> np.ndarray | None:
+    """`fn(*args)` as a NumPy array where every leaf of `args` holds a value, else
+    `None` (a traced input: the check is the compiled program's, as a status).
+
+    Evaluated at once even while an enclosing `jax.jit` traces (a user's jitted
+    function closing over concrete arrays): under a trace, JAX stages out every
+    operation, constants included, so an eager check of its result would fail
+    with a `TracerArrayConversionError`; `jax.ensure_compile_time_eval` computes
+    it instead."""
+    if not all(is_concrete(leaf) for leaf in jax.tree_util.tree_leaves(args)):
+        return None
+    with jax.ensure_compile_time_eval():
+        value = fn(*args)
+        if not all(is_concrete(leaf) for leaf in jax.tree_util.tree_leaves(value)):
+            return None
+        return np.asarray(value)
 
 
 def trace_once(fn):

@@ -4,16 +4,22 @@ concrete values and the model's parameter table are derived."""
 
 import dataclasses
 from collections.abc import Callable
-from typing import Any
+from typing import Any, ClassVar
 
 import equinox as eqx
+import jax
+import jax.numpy as jnp
 import numpy as np
 
 
 class Bound(eqx.Module):
-    r"""The admissible values of a parameter: `test(values) -> bools` on a NumPy
-    array of concrete values and its `rule` in words (e.g. `"> 0"`), which an
-    error message quotes. See [`hybrax.parameter_field`][]."""
+    r"""The admissible values of a parameter: `test(values) -> bools` and its
+    `rule` in words (e.g. `"> 0"`), which an error message quotes. See
+    [`hybrax.parameter_field`][].
+
+    `test` runs on a NumPy array of concrete values when the parameters are
+    built, and on JAX arrays inside a compiled run (traced values): write it
+    with operators (`>`, `&`, `|`), not NumPy functions."""
 
     test: Callable[[np.ndarray], Any] = eqx.field(static=True)
     rule: str = eqx.field(static=True)
@@ -68,11 +74,17 @@ class AbstractParams(eqx.Module):
 
     Building one with concrete values checks each of them: finite, and inside
     its field's bound; a `ValueError` names the field, its rule and the value.
-    Traced values (under `jit`, `grad`, `vmap`) are not checked here: a value
-    outside the model's domain shows in the run's status. A subclass checks
-    relations between fields in a `__check_init__` of its own.
+    Traced values (under `jit`, `grad`, `vmap`) are checked inside the run: a
+    value outside its bound gives the status `parameters_out_of_domain` (and
+    NaN values), as a non-finite one gives `nonfinite_parameters`. A subclass
+    checks relations between fields in a `__check_init__` of its own (eager)
+    and names them for traced values in a class variable `relations`: a dict
+    `{rule: test(params) -> bool}`, e.g. `{"phase_start < phase_end": lambda p:
+    p.phase_start < p.phase_end}`.
     [`hybrax.parameter_table`][] lists the fields with their units and meanings.
     """
+
+    relations: ClassVar[dict[str, Callable[[Any], Any]]] = {}
 
     def __check_init__(self):
         label = type(self).__name__.removesuffix("Params") or type(self).__name__
@@ -92,6 +104,44 @@ class AbstractParams(eqx.Module):
                     f"{label} parameter `{field.name}` must be {bound.rule}; got "
                     f"{value}."
                 )
+
+
+def _inside(test, value) -> Any:
+    """`test(value)` on a JAX array, or `None` where `test` only takes NumPy
+    values (the eager check at construction is then the only one)."""
+    try:
+        return jnp.all(jnp.asarray(test(value), bool))
+    except (jax.errors.TracerArrayConversionError, jax.errors.ConcretizationTypeError):
+        return None
+
+
+def params_in_domain(params) -> Any:
+    """Whether every [`hybrax.AbstractParams`][] in the PyTree `params` lies
+    inside its declared domain (each field's bound, the class's `relations`):
+    a boolean JAX scalar, traceable, for the run's status. Non-finite values are
+    not judged here (`nonfinite_parameters` reports them)."""
+    flags = []
+    for node in jax.tree_util.tree_leaves(
+        params, is_leaf=lambda node: isinstance(node, AbstractParams)
+    ):
+        if not isinstance(node, AbstractParams):
+            continue
+        for field in dataclasses.fields(node):
+            bound = field.metadata.get("bound")
+            value = getattr(node, field.name)
+            if bound is None or not eqx.is_array_like(value):
+                continue
+            value = jnp.asarray(value)
+            if not jnp.issubdtype(value.dtype, jnp.number):
+                continue
+            flag = _inside(bound.test, value)
+            if flag is not None:
+                flags.append(flag)
+        for test in getattr(type(node), "relations", {}).values():
+            flag = _inside(test, node)
+            if flag is not None:
+                flags.append(flag)
+    return jnp.all(jnp.stack(flags)) if flags else jnp.asarray(True)
 
 
 def parameter_table(params_class: type) -> dict[str, str]:

@@ -76,6 +76,12 @@ class RESULTS(dfx.RESULTS):  # pyright: ignore[reportGeneralTypeIssues]
     )
     nonfinite_state = "The state became non-finite (NaN or inf)."
     nonfinite_parameters = "The parameters contain NaN or inf."
+    parameters_out_of_domain = (
+        "A parameter lies outside its declared domain (the bound of its "
+        "`hybrax.parameter_field`, e.g. a restitution above 1, or a relation the "
+        "model declares between fields): the model does not hold there. Built "
+        "eagerly, such parameters raise a `ValueError`; traced, they give this."
+    )
     wrong_event_sequence = (
         "The cycle fired a different sequence of transitions than the section "
         "declares (e.g. a foot that never left the ground, or a missed event)."
@@ -173,6 +179,8 @@ _CANDIDATE_NAMES = (
     "fold_reached",
     "targets_met",
     "targets_not_met",
+    # Appended, so that the codes of the items above stay as written before.
+    "parameters_out_of_domain",
 )
 STATUS_NAMES: tuple[str, ...] = tuple(
     n for n in _CANDIDATE_NAMES if hasattr(RESULTS, n)
@@ -194,10 +202,28 @@ NUMERICAL_FAILURES: frozenset[str] = frozenset(
 }
 
 
-def status_code(result: RESULTS) -> np.ndarray:
+def status_code(result: RESULTS | str) -> np.ndarray:
     """The position of each element of a (possibly batched) status in
     `hybrax.STATUS_NAMES` (0 is `successful`), as a NumPy integer array of the
-    status's shape; -1 for an item this version does not name."""
+    status's shape; -1 for an item this version does not name.
+
+    `result` may also be a status's name (e.g. `status_code("zeno")`), to compare
+    with the codes of a saved table.
+
+    **Raises:** `ValueError` for a name that is not a status (the message lists
+    them)."""
+    if isinstance(result, str):
+        if result not in STATUS_NAMES:
+            raise ValueError(
+                f"`result`: {result!r} is not a status name; the names are "
+                f"{', '.join(STATUS_NAMES)}."
+            )
+        return np.asarray(STATUS_NAMES.index(result))
+    if not isinstance(result, RESULTS):
+        raise ValueError(
+            "`result` must be a status (a `hybrax.RESULTS` item, e.g. "
+            f"`solution.result`) or a status name; got {type(result).__name__}."
+        )
     matches = np.stack(
         [np.asarray(result == getattr(RESULTS, name)) for name in STATUS_NAMES]
     )

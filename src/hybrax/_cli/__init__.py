@@ -32,6 +32,7 @@ from .common import (
     _enable_x64,
     _log_to_stderr,
 )
+from .interrupt import honour_interrupts, interrupted_line
 from .models import _add_models
 from .orbit import _add_orbit
 from .simulate import _add_simulate
@@ -75,7 +76,8 @@ def console() -> None:
     standard streams. A Python thread still working (a program that a command which
     ended early was compiling in the background) gets the ordinary exit instead,
     which waits for it, so that no cache entry is cut short. A closed output pipe
-    exits 1 quietly; other exceptions propagate as usual."""
+    exits 1 quietly; other exceptions propagate as usual. An interrupted
+    command (exit 130) ends at once."""
     try:
         code = main()
     except SystemExit as exit_:
@@ -96,6 +98,9 @@ def console() -> None:
             programs is not None and thread.name.startswith(programs.COMPILER_THREADS)
         )
     ) or (programs is not None and programs.compiling_in_background())
+    # After Ctrl-C the user waits for nothing, not even a compile in the
+    # background (JAX reads a cache entry cut short with a warning, as a miss).
+    others_busy = others_busy and code != 130
     if others_busy or not (code is None or isinstance(code, int)):
         raise SystemExit(code)
     for stream in (sys.stdout, sys.stderr):
@@ -163,7 +168,8 @@ def _negative_values_attached(argv: list[str]) -> list[str]:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line on `argv` (default `sys.argv[1:]`); returns the exit
     code. Argument errors raise `SystemExit(2)` with a one-line message; an
-    interrupt (Ctrl-C) returns 130 after one line."""
+    interrupt (Ctrl-C) returns 130 after one line, also while JAX compiles (see
+    `hybrax._cli.interrupt`)."""
     parser = _build_parser()
     argv = sys.argv[1:] if argv is None else list(argv)
     # `--help`, `--version` and usage errors end here, before JAX is imported.
@@ -183,7 +189,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     quiet = getattr(args, "quiet", False)
     try:
-        with contextlib.ExitStack() as stack:
+        with honour_interrupts(args.command), contextlib.ExitStack() as stack:
             if quiet:  # results and progress go nowhere; warnings still print
                 stack.enter_context(contextlib.redirect_stdout(io.StringIO()))
             elif getattr(args, "verbose", False):
@@ -199,8 +205,5 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         # Outputs are written whole at the end (under temporary names): an
         # interrupted run leaves none of its own, and no partial file.
-        print(
-            f"hybrax {args.command}: interrupted; no output of this run was written",
-            file=sys.stderr,
-        )
+        print(interrupted_line(args.command), file=sys.stderr)
         return 130

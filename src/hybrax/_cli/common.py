@@ -627,14 +627,19 @@ _LIBRARY_ADVICE = (
 )
 
 
-def _for_command(message: str, options: Sequence[str] = ()) -> str:
+def _for_command(message: str, options: Sequence[str] = (), advise: bool = True) -> str:
     """A status message with the library's advice (`Settings.t_max`,
     `max_steps`) turned into the command's `options`, or said without an option
-    where the command has none."""
+    where the command has none; with `advise=False` (the model explains the
+    failure: no orbit exists there), without the advice to raise a limit, which
+    would only move the failure."""
     for library, option, with_option, without in _LIBRARY_ADVICE:
-        message = message.replace(
-            library, with_option if option in options else without
-        )
+        if not advise and library.startswith(("Try", "Increase")):
+            message = message.replace(" " + library, "").replace(library, "")
+        else:
+            message = message.replace(
+                library, with_option if option in options else without
+            )
     return message
 
 

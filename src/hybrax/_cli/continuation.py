@@ -168,7 +168,7 @@ def _run_continue(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
     if form.section is None:
         parser.error(f"argument --form: no Poincaré section for {form_name!r}")
     span = _continuation_range(args, parser, model, spec)
-    check_curve_args(args, parser, model)
+    check_curve_args(args, parser, model, span)
     params = _start_params(args, parser, model, span)
     system = form.system()
     section = form.section()

@@ -80,19 +80,27 @@ def add_curve_args(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def check_curve_args(args: argparse.Namespace, parser, model) -> None:
-    """Usage errors of the curve's options, before any computation."""
+def check_curve_args(args: argparse.Namespace, parser, model, span) -> None:
+    """Usage errors of the curve's options, before any computation; `span` is
+    the continued parameter's range (its `name` and `parameter`)."""
     given = [args.curve is not None, args.param2 is not None, args.stop2 is not None]
     if any(given) and not all(given):
         parser.error("argument --curve: give --curve, --param2 and --stop2 together")
     if args.curve is None:
         return
     try:
-        model.parameter(args.param2)
+        parameter2 = model.parameter(args.param2)
     except ValueError as error:
         parser.error(f"argument --param2: {error}")
-    if args.param is not None and args.param2 == args.param:
-        parser.error("argument --param2: must differ from --param")
+    # The same parameter twice (named, or the model's default `--param`), or
+    # one field under two names (the hopper's d_G and its scaled D_G): a curve
+    # in one parameter is no codimension-two curve.
+    field, field2 = (getattr(p, "field", None) for p in (span.parameter, parameter2))
+    if args.param2 == span.name or (field is not None and field == field2):
+        parser.error(
+            f"argument --param2: must differ from the continued parameter "
+            f"{span.name} (--param)"
+        )
 
 
 def boundary_records(branch, name: str) -> dict[str, list[dict]]:

@@ -356,9 +356,11 @@ def _report_no_orbit(
     # ground), that comes first: it is the cause, the failure its symptom.
     if hint is not None:
         print(f"note: {hint}.", file=sys.stderr)
+    # Where it does, a limit hit on the way (a wheel rocking back for ever
+    # until the step limit) is no reason to raise that limit.
+    advice = _for_command(payload["status_message"], SOLVER_OPTIONS, hint is None)
     print(
-        f"no periodic orbit found: {orbit.describe_failure()}. "
-        f"{_for_command(payload['status_message'], SOLVER_OPTIONS)}",
+        f"no periodic orbit found: {orbit.describe_failure()}. {advice}",
         file=sys.stderr,
     )
     if args.json is not None:

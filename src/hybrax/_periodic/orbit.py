@@ -10,7 +10,7 @@ from jaxtyping import Array, ArrayLike, Float, Int
 
 from .._custom_types import Params
 from .._hybrid import HybridSystem
-from .._misc import canonical_params, check_float64, is_concrete
+from .._misc import canonical_params, check_float64, is_concrete, real_array
 from .._programs import call, compiled, prepare, system_label
 from .._settings import (
     Settings,
@@ -143,7 +143,7 @@ def find_periodic_orbit(
     shooting = resolve_shooting(shooting)
     resolve_sequence(system, section)
     start = u_guess if isinstance(u_guess, ShootingStart) else ShootingStart(u_guess)
-    u_guess = jnp.atleast_1d(jnp.asarray(start.u, dtype=jnp.result_type(float)))
+    u_guess = jnp.atleast_1d(real_array(start.u, "u_guess"))
     if u_guess.ndim != 1:
         raise ValueError(f"`u_guess` must be 1-D; got shape {u_guess.shape}.")
     if is_concrete(u_guess) and not bool(jnp.all(jnp.isfinite(u_guess))):
@@ -246,25 +246,26 @@ def _solve_then_analyse(shooting, u_guess, params, label):
     return orbit, floquet
 
 
-def _check_guess_shape(system, section, u_guess, params) -> None:
-    """A `ValueError` where the guess has not as many entries as the section's
-    coordinates (its chart would read past it, or leave entries unused)."""
+def _check_guess_shape(system, section, u_guess, params, name="u_guess") -> None:
+    """A `ValueError` naming `name` where the guess has not as many entries as
+    the section's coordinates (its chart would read past it, or leave entries
+    unused)."""
     try:
         state = jax.eval_shape(section.chart, u_guess, params)
         coordinates = jax.eval_shape(section.coordinates, state, params)
     except (TypeError, IndexError, ValueError) as error:
         raise ValueError(
-            f"`u_guess` of shape {u_guess.shape} does not fit the section's chart: "
+            f"`{name}` of shape {u_guess.shape} does not fit the section's chart: "
             f"{error}"
         ) from None
     if state.shape != (system.n_states,):
         raise ValueError(
-            f"the section's chart maps `u_guess` to a state of shape {state.shape}; "
+            f"the section's chart maps `{name}` to a state of shape {state.shape}; "
             f"the system's states have shape ({system.n_states},)."
         )
     if coordinates.shape != u_guess.shape:
         raise ValueError(
-            f"`u_guess` has {u_guess.shape[0]} entries; the section's coordinates "
+            f"`{name}` has {u_guess.shape[0]} entries; the section's coordinates "
             f"have {coordinates.shape[0] if coordinates.ndim else 0}."
         )
 
@@ -408,6 +409,9 @@ def poincare_map(
 
     **Returns:** `(u_next, solution)`; `solution.result` is `successful` only if the
     cycle ran as the section declares (`u_next` is NaN otherwise).
+
+    **Raises:** `ValueError` where `u` is complex or has not as many entries as
+    the section's coordinates.
     """
     settings = resolve_settings(settings)
     adjoint = (
@@ -415,7 +419,10 @@ def poincare_map(
         if settings.adjoint is None
         else settings.adjoint
     )
-    u = jnp.atleast_1d(jnp.asarray(u, dtype=jnp.result_type(float)))
+    u = jnp.atleast_1d(real_array(u, "u"))
+    if u.ndim != 1:
+        raise ValueError(f"`u` must be 1-D; got shape {u.shape}.")
+    _check_guess_shape(system, section, u, params, name="u")
     return poincare_map_with(
         system, section, u, canonical_params(params), settings, adjoint
     )

@@ -9,7 +9,7 @@ from jaxtyping import Array, Float
 
 from .._custom_types import ModeIndex, Params
 from .._hybrid import HybridSystem
-from .._misc import canonical_params, is_concrete
+from .._misc import canonical_params, concrete_value, is_concrete, real_array
 from .._programs import compiled, system_label
 from .._settings import Settings, resolve_settings
 from .._solution import RESULTS, HybridSolution
@@ -17,24 +17,27 @@ from .events import run_events
 
 
 def check_state(system: HybridSystem, x0, name: str = "x0") -> Array:
-    x0 = jnp.asarray(x0)
+    x0 = real_array(x0, name)
     if x0.ndim != 1 or x0.shape[0] != system.n_states:
         raise ValueError(
             f"`{name}` must have shape ({system.n_states},); got {tuple(x0.shape)}."
         )
-    return x0.astype(jnp.result_type(float))
+    return x0
 
 
 def check_domain(system: HybridSystem, mode, t, x, params, name: str = "x0") -> None:
-    """Eagerly, where `x`, `t` and `params` are concrete: a `ValueError` naming
-    the first `domain` condition of `mode` that `x` fails."""
-    if not isinstance(mode, int) or not all(
-        is_concrete(leaf) for leaf in jtu.tree_leaves((t, x, params))
-    ):
+    """Eagerly, where `x`, `t` and `params` are concrete (also inside a caller's
+    `jax.jit` that closes over them): a `ValueError` naming the first `domain`
+    condition of `mode` that `x` fails. Traced values are checked in the program
+    (status `infeasible_initial_state`)."""
+    if not isinstance(mode, int):
         return
     mode_ = system.modes[mode]
     for condition, function in mode_.domain.items():
-        value = np.asarray(function(t, x, params), dtype=float)
+        value = concrete_value(function, t, x, params)
+        if value is None:
+            return
+        value = value.astype(float)
         if not np.all(value > 0):
             raise ValueError(
                 f"`{name}` lies outside mode {mode_.name!r}: it needs {condition} "
@@ -115,7 +118,8 @@ def simulate(
 
     **Returns:** a [`hybrax.HybridSolution`][].
 
-    **Raises:** `ValueError` for a state of the wrong shape, a concrete state
+    **Raises:** `ValueError` for a state of the wrong shape or a complex one, a
+    concrete state
     outside its mode's `domain`, or bad static arguments;
     with `throw=True`, an `equinox.EquinoxRuntimeError` carrying the status message.
     """

@@ -6,6 +6,7 @@ import jax.numpy as jnp
 import jax.tree_util as jtu
 
 from .._hybrid import HybridSystem
+from .._params import params_in_domain
 from .._settings import Settings
 from .._solution import RESULTS, HybridSolution
 from .observables import _event_observable_shapes, phase_observable_keys
@@ -91,12 +92,20 @@ def run_events(
     observable_shapes = _event_observable_shapes(system, x0, params)
     phase_keys = phase_observable_keys(system, phase_observables)
 
+    # The parameters' declared domain, for traced values (concrete ones were
+    # checked when built; `eqx.tree_at` and a continuation's setter bypass that).
     result0 = RESULTS.where(
         _params_finite(params),
         RESULTS.where(
-            jnp.all(jnp.isfinite(x0)),
-            RESULTS.where(t_max > t0, RESULTS.successful, RESULTS.invalid_time_span),
-            RESULTS.nonfinite_state,
+            params_in_domain(params),
+            RESULTS.where(
+                jnp.all(jnp.isfinite(x0)),
+                RESULTS.where(
+                    t_max > t0, RESULTS.successful, RESULTS.invalid_time_span
+                ),
+                RESULTS.nonfinite_state,
+            ),
+            RESULTS.parameters_out_of_domain,
         ),
         RESULTS.nonfinite_parameters,
     )

@@ -3,6 +3,9 @@ and energies, the joint torques of its controller, its Lagrangian models in mini
 and descriptor coordinates, and the heel strike.
 """
 
+from collections.abc import Callable
+from typing import Any, ClassVar
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -64,6 +67,10 @@ def _shape(joint: str, k: int):
     )
 
 
+def _phase_order(params):
+    return params.phase_start < params.phase_end
+
+
 class Biped5Params(AbstractParams):
     r"""Parameters of the five-link biped (SI units; defaults: Winter 2009 for a
     70 kg, 1.75 m body, see [`hybrax.models.biped5`][]). In Zanchi & Cecić's
@@ -123,6 +130,11 @@ class Biped5Params(AbstractParams):
     torque_limit: float = _positive(
         400.0, "N m", "largest joint torque (the PD torques are clipped to it)"
     )
+
+    # For traced values (the eager check is `__check_init__`'s).
+    relations: ClassVar[dict[str, Callable[[Any], Any]]] = {
+        "phase_start < phase_end": _phase_order
+    }
 
     def __check_init__(self):
         try:

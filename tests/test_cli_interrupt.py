@@ -1,0 +1,97 @@
+"""Ctrl-C is honoured during compilation (exit 130 and one line within seconds,
+whatever JAX is doing), and the command line's advice and usage checks say only
+what holds: no advice to raise a limit where the model says no orbit exists, no
+curve in one parameter twice."""
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+import hybrax as hx
+from hybrax._cli import main
+from hybrax._cli.common import _for_command
+
+
+INTERRUPTED = "hybrax orbit: interrupted; no output of this run was written"
+
+
+def test_ctrl_c_during_a_compile_exits_130_at_once(tmp_path):
+    """`hybrax orbit hopper` with an empty cache, SIGINT two seconds into its
+    first compile: the process ends within a few seconds with exit status 130
+    and the one line (it had swallowed the interrupt in a JAX garbage-collection
+    callback and run on to the end, exit 0)."""
+    env = dict(os.environ, HYBRAX_CACHE_DIR=str(tmp_path / "cache"))
+    process = subprocess.Popen(
+        [sys.executable, "-m", "hybrax", "orbit", "hopper", "--no-figures"]
+        + ["--out", str(tmp_path / "out")],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    lines: list[str] = []
+    compiling = threading.Event()
+
+    def read():
+        for line in process.stderr:
+            lines.append(line.rstrip("\n"))
+            if line.startswith("compiling"):
+                compiling.set()
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    try:
+        assert compiling.wait(120), lines
+        time.sleep(2.0)
+        sent = time.monotonic()
+        process.send_signal(signal.SIGINT)
+        code = process.wait(timeout=30)
+        waited = time.monotonic() - sent
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    reader.join(5)
+    process.stderr.close()
+    assert code == 130, lines
+    assert waited < 10, waited
+    assert lines[-1] == INTERRUPTED, lines
+    assert not any("Traceback" in line or "Exception ignored" in line for line in lines)
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        ["--param2", "D_G"],  # the model's default --param
+        ["--param", "mu", "--start", "0.7", "--stop", "0.9", "--param2", "mu"],
+        ["--param", "d_G", "--start=-10", "--stop=-20", "--param2", "D_G"],
+    ],
+)
+def test_a_curve_in_the_continued_parameter_is_a_usage_error(extra, capsys, tmp_path):
+    with pytest.raises(SystemExit) as exit_:
+        main(
+            ["continue", "hopper", "--curve", "fold", "--stop2", "0.5"]
+            + [*extra, "--out", str(tmp_path)]
+        )
+    assert exit_.value.code == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert "--param2: must differ from the continued parameter" in lines[-1]
+
+
+def test_no_advice_to_raise_a_limit_where_the_model_says_no_orbit_exists():
+    (steps,) = hx.status_message(hx.RESULTS.max_steps_reached)
+    (late,) = hx.status_message(hx.RESULTS.event_not_reached)
+    options = ("--t-max", "--max-ode-steps")
+    assert "--max-ode-steps" in _for_command(steps, options)
+    for message in (steps, late):
+        quiet = _for_command(message, options, advise=False)
+        assert "Try" not in quiet and "Increase" not in quiet
+        assert "max_steps" not in quiet and "--max-ode-steps" not in quiet
+    assert _for_command(steps, options, advise=False) == (
+        "The maximum number of solver steps was reached."
+    )
