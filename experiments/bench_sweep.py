@@ -35,6 +35,11 @@ and without compaction (`round_iterations=None`, one round: the slowest element
 holds its chunk for all its iterations), against the clean batch's throughput of
 valid orbits (each configuration's calls alternating with the clean batch's, so that
 both see the same drift of a shared machine's speed; medians).
+Each row reports the orbits it found (and by which strategy) beside its speed,
+and the batch's false holes (unless `--no-audit`): elements reported without an
+orbit where a single `find_periodic_orbit` with its own defaults, from the model's
+guess or from the orbit of one of the 8 nearest converged elements, finds one. So
+losing orbits can never pass for speed.
 
 `--profile` adds, at `--profile-batch`, warm per-element timings of the pieces of
 one orbit solve under vmap (one return-map cycle, its forward-mode Jacobian, the
@@ -60,6 +65,13 @@ import time
 
 HERE = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+
+from hybrax._sweep_defaults import (  # noqa: E402 (no JAX: XLA_FLAGS are set later)
+    SWEEP_MAP_ITERATIONS,
+    SWEEP_MAX_ITERATIONS,
+    SWEEP_T_MAX,
+)
+
 
 BATCHES = (1, 16, 64, 256, 1024, 4096)
 SEED = 0
@@ -89,15 +101,22 @@ def parse_args():
         default=None,
         help="lanes per call",
     )
-    # The library's defaults (`find_periodic_orbit`, `Settings`) unless a flag
-    # says otherwise.
-    parser.add_argument("--max-iterations", type=int, default=40, help="Newton")
-    parser.add_argument("--map-iterations", type=int, default=0)
+    # `sweep_orbits`' defaults unless a flag says otherwise.
+    parser.add_argument(
+        "--max-iterations", type=int, default=SWEEP_MAX_ITERATIONS, help="Newton"
+    )
+    parser.add_argument("--map-iterations", type=int, default=SWEEP_MAP_ITERATIONS)
     parser.add_argument(
         "--newton-tol", type=float, default=1e-11, help="Newton rtol = atol"
     )
     parser.add_argument(
-        "--t-max", type=float, default=50.0, help="one cycle's horizon (Settings)"
+        "--t-max", type=float, default=SWEEP_T_MAX, help="one cycle's horizon"
+    )
+    parser.add_argument(
+        "--no-audit",
+        action="store_true",
+        help="skip the false-hole count (single solves of every element without "
+        "an orbit)",
     )
     parser.add_argument(
         "--jacobian", choices=("autodiff", "variational"), default="variational"
@@ -456,16 +475,62 @@ def infeasible_batch(
             "valid_per_s": valid / wall,
             "vs_clean": valid / wall / (n / clean_wall),
             "statuses": dict(zip(*np.unique(out.status_names, return_counts=True))),
+            "found_by": dict(zip(*np.unique(out.strategy_names, return_counts=True))),
         }
         rows.append(row)
         print(
             f"  {label:45s} warm {wall:8.3f} s -> {row['valid_per_s']:8.1f} valid "
             f"orbits/s ({row['vs_clean']:.2f} of clean: {n / clean_wall:.1f} "
-            f"orbits/s); {valid} valid; statuses "
+            f"orbits/s); {valid} found (by {row['found_by']}); statuses "
             f"{row['statuses']}",
             flush=True,
         )
+    if not args.no_audit:
+        holes, audited = false_holes(np, jtu, hx, models, system, section, params, out)
+        print(
+            f"  false holes: {holes} of the {audited} elements without an orbit have "
+            "one by a single solve from the guess or a near neighbour's orbit",
+            flush=True,
+        )
+        for row in rows:
+            row["false_holes"], row["audited"] = holes, audited
     return rows
+
+
+def false_holes(np, jtu, hx, models, system, section, params, out, neighbours=8):
+    """How many of `out`'s elements without an orbit have one by a single
+    `find_periodic_orbit` (its own defaults, the sweep's cycle horizon) from the
+    model's guess or from the orbit of one of the `neighbours` converged elements
+    nearest in parameters (each parameter scaled by its spread), and how many
+    elements were audited."""
+    n = out.succeeded.size
+    columns = [
+        np.asarray(leaf, float).reshape(n, -1)
+        for leaf in jtu.tree_leaves(params)
+        if np.ndim(leaf) and np.shape(leaf)[0] == n
+    ]
+    features = np.concatenate(columns, axis=1)
+    spread = features.std(axis=0)
+    features = features[:, spread > 0] / spread[spread > 0]
+    solved = np.flatnonzero(out.succeeded)
+    settings = hx.Settings(t_max=SWEEP_T_MAX)
+    holes = 0
+    failed = np.flatnonzero(~out.succeeded)
+    for i in failed:
+        p = hx.canonical_params(jtu.tree_map(lambda leaf: leaf[i], params))
+        distance = np.sum((features[solved] - features[i]) ** 2, axis=1)
+        starts = [models.hopper.orbit_guess(p)]
+        starts += [out.orbit.u[j] for j in solved[np.argsort(distance)[:neighbours]]]
+        if any(
+            bool(
+                hx.find_periodic_orbit(
+                    system, section, np.asarray(u), p, settings=settings
+                ).succeeded
+            )
+            for u in starts
+        ):
+            holes += 1
+    return holes, failed.size
 
 
 def profile(args, jax, jtu, np, hx, models, pool, out):
