@@ -70,4 +70,7 @@ def test_no_false_holes_on_the_default_grid(name, tmp_path):
                 f"{name} at {point}: the sweep reports no orbit, a single solve "
                 f"from {np.asarray(start)} finds one (period {float(orbit.period)})"
             )
-    assert audited  # the grids have edges of their families
+    # The hopper's grid crosses the edges of its family (holes audited); the
+    # compass gait's has an orbit at every point (63 of 63, 13 of them from
+    # neighbours' orbits), so there only the sweep itself is checked.
+    assert audited or converged.all()
