@@ -82,6 +82,14 @@ class RESULTS(dfx.RESULTS):  # pyright: ignore[reportGeneralTypeIssues]
         "model declares between fields): the model does not hold there. Built "
         "eagerly, such parameters raise a `ValueError`; traced, they give this."
     )
+    inadmissible_orbit = (
+        "The orbit converged but breaks a boundary its model declares: a phase "
+        "starts past its guard (e.g. the ground would have to pull right after "
+        "touchdown), a contact an impact releases would stay (its declared release "
+        "velocity is negative), or a declared clearance is negative. Its values are "
+        "kept; `PeriodicOrbit.boundary_violations(system)` names each boundary and "
+        "its value."
+    )
     wrong_event_sequence = (
         "The cycle fired a different sequence of transitions than the section "
         "declares (e.g. a foot that never left the ground, or a missed event)."
@@ -181,6 +189,7 @@ _CANDIDATE_NAMES = (
     "targets_not_met",
     # Appended, so that the codes of the items above stay as written before.
     "parameters_out_of_domain",
+    "inadmissible_orbit",
 )
 STATUS_NAMES: tuple[str, ...] = tuple(
     n for n in _CANDIDATE_NAMES if hasattr(RESULTS, n)

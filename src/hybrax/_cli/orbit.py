@@ -358,11 +358,22 @@ def _report_no_orbit(
         print(f"note: {hint}.", file=sys.stderr)
     # Where it does, a limit hit on the way (a wheel rocking back for ever
     # until the step limit) is no reason to raise that limit.
-    advice = _for_command(payload["status_message"], SOLVER_OPTIONS, hint is None)
-    print(
-        f"no periodic orbit found: {orbit.describe_failure()}. {advice}",
-        file=sys.stderr,
-    )
+    violations = orbit.boundary_violations(problem.system)
+    if violations:
+        # An orbit of the equations that the model's own boundaries rule out:
+        # name each one and its value (no solver advice can change that).
+        payload["boundary_violations"] = violations
+        print(
+            "no admissible periodic orbit: the orbit found breaks the model's "
+            f"boundaries ({'; '.join(violations)})",
+            file=sys.stderr,
+        )
+    else:
+        advice = _for_command(payload["status_message"], SOLVER_OPTIONS, hint is None)
+        print(
+            f"no periodic orbit found: {orbit.describe_failure()}. {advice}",
+            file=sys.stderr,
+        )
     if args.json is not None:
         _write_json(args.json, payload)
         print(f"wrote {args.json}")

@@ -271,10 +271,12 @@ def _columns(
 
     converged = np.asarray(out.succeeded)
     n = converged.size
+    # An orbit that breaks a declared boundary keeps its values (and is flagged).
+    inadmissible = np.array(out.status_names) == "inadmissible_orbit"
 
     def only_converged(values):
         values = np.asarray(values, dtype=float)
-        mask = converged.reshape((n,) + (1,) * (values.ndim - 1))
+        mask = (converged | inadmissible).reshape((n,) + (1,) * (values.ndim - 1))
         return np.where(mask, values, np.nan)
 
     columns: dict[str, np.ndarray] = {}
@@ -311,8 +313,9 @@ def _columns(
     columns["stable"] = converged & (np.nan_to_num(leading, nan=np.inf) < 1)
     guard = np.asarray(out.orbit.guard_at_start, dtype=float)[:, 0]
     # The cycle's second phase starting past its guard (the hopper: the ground
-    # would have to pull right after touchdown): kept, and flagged.
-    columns[flag_name] = converged & (guard < -_PULL_TOL)
+    # would have to pull right after touchdown): an `inadmissible_orbit`, kept,
+    # and flagged.
+    columns[flag_name] = inadmissible & (guard < -_PULL_TOL)
     for name, quantity in (quantities or {}).items():
         if name not in columns:
             values = eqx.filter_vmap(quantity)(out.orbit, params)
@@ -617,7 +620,7 @@ def _write_heatmap(
     else:
         values = columns[args.quantity]
         title = f"{args.model}: {args.quantity}"
-    values = np.where(tally.converged, values, np.nan).reshape(shape)
+    values = np.where(tally.converged | tally.pulling, values, np.nan).reshape(shape)
     fig = plot.sweep_heatmap(
         x,
         y,

@@ -6,6 +6,7 @@ import numpy as np
 from .._periodic import (
     sorted_multipliers,
 )
+from .._simulate import cycle_admissible
 from .._solution import RESULTS
 from .driver import _Trace
 from .results import Branch, SolutionBranch, SpecialPoint
@@ -144,10 +145,7 @@ def _orbit_branch(
         guard_at_start=guard,
         clearance=clearance,
         release_velocity=release,
-        # A phase without an interior minimum (NaN) clears its obstacle.
-        admissible=np.all(guard >= -guard_tol, axis=1)
-        & ~np.any(clearance < -guard_tol, axis=(1, 2))
-        & ~np.any(release < -guard_tol, axis=(1, 2)),
+        admissible=np.asarray(cycle_admissible(guard, clearance, release, guard_tol)),
         reduced_jacobian=M,
         multipliers=multipliers,
         stable=np.all(np.abs(multipliers) < 1.0, axis=1),

@@ -11,7 +11,7 @@ import numpy as np
 from jaxtyping import Array, Float, PyTree
 
 from .._custom_types import Params
-from .._hybrid import AbstractReset, HybridSystem
+from .._hybrid import HybridSystem
 from .._parameters import (
     AbstractParameter,
 )
@@ -22,7 +22,7 @@ from .._periodic import (
 from .._settings import (
     Settings,
 )
-from .._simulate import phase_observable_keys
+from .._simulate import clearance_names, release_names, stacked_observables
 from .._solution import RESULTS
 
 
@@ -147,34 +147,6 @@ class _CycleRecord(eqx.Module):
     release: Float[Array, "E R"]
 
 
-def clearance_names(system: HybridSystem) -> tuple[str, ...]:
-    """The names of the system's [`hybrax.Clearance`][] observables, in the
-    order of `Branch.clearance`'s last axis."""
-    return phase_observable_keys(system, "clearance")
-
-
-def release_names(system: HybridSystem) -> tuple[str, ...]:
-    """The names of the release velocities the system's resets declare
-    (`AbstractReset.released`, e.g. [`hybrax.ImpactRelabel`][]`(release=...)`:
-    the normal velocity of the contact an impact releases, positive where it
-    leaves), in the order of `Branch.release_velocity`'s last axis."""
-    names: list[str] = []
-    for transition in system.transitions:
-        if isinstance(transition.reset, AbstractReset):
-            names.extend(n for n in transition.reset.released() if n not in names)
-    return tuple(names)
-
-
-def _stacked(values: dict, names, E, dtype):
-    """`values[name]` for each name as the columns of an `(E, len(names))`
-    array (NaN for a name that `values` lacks)."""
-    columns = [
-        values[name] if name in values else jnp.full((E,), jnp.nan, dtype)
-        for name in names
-    ]
-    return jnp.stack(columns, axis=-1) if columns else jnp.zeros((E, 0), dtype)
-
-
 def watched_return_map(system, section, u, params, settings):
     r"""The return map of continuation, `(u_next, solution, clearance,
     release)`: as [`hybrax.poincare_map`][] in forward mode, with the system's
@@ -185,8 +157,10 @@ def watched_return_map(system, section, u, params, settings):
         system, section, u, params, settings, settings.adjoint, "clearance"
     )
     E, dtype = sol.t_events.shape[0], sol.t_events.dtype
-    clearance = _stacked(sol.phase_observables, clearance_names(system), E, dtype)
-    release = _stacked(sol.observables, release_names(system), E, dtype)
+    clearance = stacked_observables(
+        sol.phase_observables, clearance_names(system), E, dtype
+    )
+    release = stacked_observables(sol.observables, release_names(system), E, dtype)
     return u_next, sol, clearance, release
 
 

@@ -209,12 +209,13 @@ def find_periodic_orbit(
 def _floquet_analysis(system, section, settings, state, params, mono_s, result):
     """The analysis's second half at a found orbit's state: the AD monodromy
     (forward mode through one cycle) and the multipliers of both routes, NaN
-    where the orbit's `result` is not `successful`."""
+    where no orbit converged (an `inadmissible_orbit` keeps them)."""
     sequence = resolve_sequence(system, section)[0]
     mono_ad = _ad_monodromy(system, state, params, sequence, settings)
     mode0 = system.sources[sequence[0]]
     floquet = _floquet(system, section, state, params, mode0, mono_ad, mono_s)
-    return masked_nan(floquet, result == RESULTS.successful)
+    converged = (result == RESULTS.successful) | (result == RESULTS.inadmissible_orbit)
+    return masked_nan(floquet, converged)
 
 
 def _solve_then_analyse(shooting, u_guess, params, label):

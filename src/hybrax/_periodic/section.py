@@ -9,6 +9,7 @@ import numpy as np
 from jaxtyping import Array, Complex, Float, Int
 
 from .._custom_types import Params
+from .._simulate import release_names
 from .._solution import RESULTS, HybridSolution
 from .newton import ShootingStart
 from .spectrum import sorted_multipliers
@@ -90,9 +91,14 @@ class PeriodicOrbit(eqx.Module):
     - `reduced_jacobian`: $M = J + I$ (eqs. 32-33), $J = \partial F/\partial u$.
     - `residual_norm`: $\max|F(u)|$ at the returned point; `n_steps`: root-finder
       iterations; `result`: a [`hybrax.RESULTS`][]: `successful` only if the solver
-      converged, the residual is below tolerance and the cycle ran as declared;
-      otherwise the cause (the failure of the cycle at the last iterate, e.g.
-      `max_steps_reached`, or `shooting_failed` when every cycle ran).
+      converged, the residual is below tolerance, the cycle ran as declared and
+      it keeps every boundary its model declares (each phase starts inside its
+      mode, e.g. the hopper's ground does not pull after touchdown; each impact's
+      declared release velocity is not negative): an orbit that breaks one is
+      `inadmissible_orbit`, with its values kept
+      (`orbit.boundary_violations(system)` names them); otherwise the cause (the
+      failure of the cycle at the last iterate, e.g. `max_steps_reached`, or
+      `shooting_failed` when every cycle ran).
     - `restart`: the [`hybrax.ShootingStart`][] that resumes the solve, not a
       result: the root finder's last iterate, the loosening of its next
       iteration, the iterations used and the safeguarded Newton's memory (with
@@ -108,6 +114,8 @@ class PeriodicOrbit(eqx.Module):
 
     Every floating value of an orbit that did not converge is NaN (and so is its
     derivative), `restart` excepted: a failure never passes for a finite number.
+    An `inadmissible_orbit` is a solution of the equations that the model's
+    boundaries rule out: its values are kept, and it is never `succeeded`.
     """
 
     u: Float[Array, " k"]
@@ -129,6 +137,33 @@ class PeriodicOrbit(eqx.Module):
         as every result of the library says."""
         return self.result == RESULTS.successful
 
+    def boundary_violations(self, system, tol: float = 1e-9) -> list[str]:
+        r"""The declared boundaries this orbit's cycle breaks, each with its value
+        (host-side, for one unbatched orbit; `[]` where it keeps them all), named
+        as continuation names them: `force_reversal@k` where phase $k$ starts past
+        its guard by more than `tol` (the guard $h < 0$ at its start; for the
+        hopper's ground phase $h = -\lambda/(m g)$: the ground would pull), and
+        `release_reversal@k@name` where the release velocity `name` of event $k$
+        is below `-tol` (the contact that impact releases would stay). `tol` is
+        `Settings.guard_tol`'s default; the status `inadmissible_orbit` uses the
+        solve's."""
+        violations = []
+        cycle = self.cycle
+        for k, value in enumerate(np.asarray(cycle.guard_at_start, dtype=float)):
+            if np.isfinite(value) and value < -tol:
+                violations.append(
+                    f"force_reversal@{k}: the guard of phase {k} starts at {value:.6g}"
+                )
+        for name in release_names(system):
+            values = np.asarray(cycle.observables.get(name, ()), dtype=float)
+            for k, value in enumerate(values.reshape(-1)):
+                if np.isfinite(value) and value < -tol:
+                    violations.append(
+                        f"release_reversal@{k}@{name}: {name} = {value:.6g} after "
+                        f"event {k}"
+                    )
+        return violations
+
     def describe_failure(self) -> str:
         """What stopped a solve that found no orbit, in one line (host-side, for
         one unbatched orbit; `""` for a converged one): which evaluation's cycle
@@ -141,6 +176,11 @@ class PeriodicOrbit(eqx.Module):
         if bool(self.succeeded):
             return ""
         status = status_name(self.result)[0]
+        if status == "inadmissible_orbit":
+            return (
+                "inadmissible_orbit: the orbit converged but breaks a boundary its "
+                "model declares (`orbit.boundary_violations(system)` names it)"
+            )
         n = int(self.n_steps)
         memory = self.restart.safeguard
         if status == "shooting_failed" and bool(memory.dead):

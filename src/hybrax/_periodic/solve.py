@@ -11,6 +11,7 @@ from .._hybrid import HybridSystem
 from .._settings import (
     Settings,
 )
+from .._simulate import cycle_admissible, release_names, stacked_observables
 from .._solution import RESULTS, masked_nan
 from .cycle import (
     _ad_monodromy,
@@ -220,16 +221,39 @@ def _solve(
 
 
 def _assemble(
-    system, section, sequence, params, u, u_next, M, sol, mono_s, mono_ad, info
+    system,
+    section,
+    sequence,
+    params,
+    u,
+    u_next,
+    M,
+    sol,
+    mono_s,
+    mono_ad,
+    info,
+    guard_tol,
 ):
     """The orbit and its Floquet analysis from one variational pass at `u` (and
     the AD monodromy, or `None`); `info` = `(root_ok, last_result, n_steps,
-    residual_tol)` from the solve. Values of a failed orbit are NaN."""
+    residual_tol)` from the solve. Values of a failed orbit are NaN; a converged
+    orbit that breaks a declared boundary keeps them, with the status
+    `inadmissible_orbit`."""
     root_ok, last_result, n_steps, residual_tol = info
     residual_norm = jnp.max(jnp.abs(u_next - u))
     converged, result = _orbit_status(
         root_ok, last_result, sol, residual_norm, residual_tol, u
     )
+    # Its phases' starts and its impacts' release velocities, which every cycle
+    # records. A declared clearance (a grazing boundary of continuation) is read
+    # only where phase observables are recorded, so it does not decide a status
+    # (which must not depend on `phase_observables`).
+    E, dtype = sol.t_events.shape[0], sol.t_events.dtype
+    release = stacked_observables(sol.observables, release_names(system), E, dtype)
+    admissible = cycle_admissible(
+        sol.guard_at_start, jnp.zeros((E, 0), dtype), release, guard_tol
+    )
+    result = RESULTS.where(converged & ~admissible, RESULTS.inadmissible_orbit, result)
     t_start = jnp.concatenate([jnp.zeros((1,), u.dtype), sol.t_events[:-1]])
     orbit = PeriodicOrbit(
         u=u,
@@ -359,6 +383,7 @@ class _Shooting(eqx.Module):
             mono_s,
             mono_ad,
             (root_ok, last_result, n_steps, self.residual_tol),
+            self.settings.guard_tol,
         )
         # Kept finite where the orbit is NaN: the point to resume a solve from.
         # The return-map iterations, a solve's first, count apart.
@@ -435,6 +460,7 @@ class _Shooting(eqx.Module):
             mono_s,
             mono_ad,
             info,
+            self.settings.guard_tol,
         )
 
     def next_section_state(self, u, params, adjoint, phase_observables=False):

@@ -34,7 +34,11 @@ from .events import (
     run_events as run_events,
 )
 from .observables import (
+    clearance_names as clearance_names,
+    cycle_admissible as cycle_admissible,
     phase_observable_keys as phase_observable_keys,
+    release_names as release_names,
+    stacked_observables as stacked_observables,
 )
 from .phase import (
     PhaseOutcome as PhaseOutcome,

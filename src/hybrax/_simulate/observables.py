@@ -5,7 +5,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._dips import hermite_interior_minimum, hermite_minimum
-from .._hybrid import Clearance, HybridSystem, Integral
+from .._hybrid import AbstractReset, Clearance, HybridSystem, Integral
 
 
 def _event_observable_shapes(system: HybridSystem, x, params):
@@ -76,6 +76,51 @@ def phase_observable_keys(
             and (which is True or (which and isinstance(observable, Clearance)))
         )
     return tuple(keys)
+
+
+def clearance_names(system: HybridSystem) -> tuple[str, ...]:
+    """The names of the system's [`hybrax.Clearance`][] observables, in the
+    order of `Branch.clearance`'s last axis."""
+    return phase_observable_keys(system, "clearance")
+
+
+def release_names(system: HybridSystem) -> tuple[str, ...]:
+    """The names of the release velocities the system's resets declare
+    (`AbstractReset.released`, e.g. [`hybrax.ImpactRelabel`][]`(release=...)`:
+    the normal velocity of the contact an impact releases, positive where it
+    leaves), in the order of `Branch.release_velocity`'s last axis."""
+    names: list[str] = []
+    for transition in system.transitions:
+        if isinstance(transition.reset, AbstractReset):
+            names.extend(n for n in transition.reset.released() if n not in names)
+    return tuple(names)
+
+
+def stacked_observables(values: dict, names, E, dtype):
+    """`values[name]` for each name as the columns of an `(E, len(names))`
+    array (NaN for a name that `values` lacks)."""
+    columns = [
+        values[name] if name in values else jnp.full((E,), jnp.nan, dtype)
+        for name in names
+    ]
+    return jnp.stack(columns, axis=-1) if columns else jnp.zeros((E, 0), dtype)
+
+
+def cycle_admissible(guard_at_start, clearance, release, tol):
+    r"""Whether a cycle keeps every boundary its model declares (leading axes
+    batched): each phase starts inside its mode (`guard_at_start` $\ge$ -`tol`:
+    for the hopper, the ground does not pull right after touchdown), every
+    declared clearance of each phase is $\ge$ -`tol` (NaN: a phase without an
+    interior minimum clears its obstacle), and every declared release velocity
+    is $\ge$ -`tol` (the contact an impact releases leaves; NaN at an event that
+    releases none). `guard_at_start` `(..., E)`, `clearance` `(..., E, C)`,
+    `release` `(..., E, R)`. The one test of [`hybrax.PeriodicOrbit`][]'s status
+    `inadmissible_orbit` and of `Branch.admissible`."""
+    return (
+        jnp.all(guard_at_start >= -tol, axis=-1)
+        & ~jnp.any(clearance < -tol, axis=(-2, -1))
+        & ~jnp.any(release < -tol, axis=(-2, -1))
+    )
 
 
 # Gauss-Legendre's 4 nodes on [0, 1] and their weights (exact for degree 7).

@@ -623,7 +623,9 @@ def _flagged(orbit, ok):
         )
         orbit = eqx.tree_at(lambda o: o.result, jtu.tree_map(blank, orbit), result)
     code = status_code(orbit.result)
-    converged = (code == 0)[:, None, None]
+    # An orbit that breaks a declared boundary keeps its values, multipliers too.
+    kept = (code == 0) | (code == status_code("inadmissible_orbit"))
+    converged = kept[:, None, None]
     multipliers = sorted_multipliers_batch(
         np.where(converged, np.asarray(orbit.reduced_jacobian), np.nan)
     )
