@@ -3,6 +3,9 @@ run against individual simulations of the same starts, the orbit in its own
 basin, falls beyond the fall boundary, a period-2 gait against shooting on the
 twice-iterated map, and bad input."""
 
+import re
+
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -242,3 +245,127 @@ def test_starts_that_approach_the_gait_slowly_are_in_its_basin(walker):
     assert basin.outcome_names().tolist() == ["orbit"] * 15
     longer = hx.basin(system, section, starts, params, orbit=orbit, n_cycles=60)
     assert np.all(longer.distance <= 1e-4)
+
+
+def _interrupt_basin_after(monkeypatch, n_calls: int) -> None:
+    """Ctrl-C (a KeyboardInterrupt) in the basin's compiled call after `n_calls`
+    of them (each a slice of one chunk per core)."""
+    import hybrax._basin
+    import hybrax._sweep
+
+    sweep = hybrax._sweep.sweep
+    calls = []
+
+    def interrupting(*args, **kwargs):
+        if len(calls) == n_calls:
+            raise KeyboardInterrupt
+        calls.append(None)
+        return sweep(*args, **kwargs)
+
+    monkeypatch.setattr(hybrax._sweep, "sweep", interrupting)
+    monkeypatch.setattr(hybrax._basin, "_SLICE_CHUNKS", 1)
+
+
+def test_an_interrupted_basin_resumes_to_the_whole(walker, monkeypatch, tmp_path):
+    """Ctrl-C keeps the slices of starts that finished: `hx.Interrupted`'s
+    `partial` holds every start that stopped as the uninterrupted basin gives
+    it, the others `not_run`; resumed (through `hx.save`/`hx.load`), it equals
+    the uninterrupted basin. A resume of other starts, parameters, cycles,
+    tolerance or model is a `ValueError` naming `resume` and the difference."""
+    system, section, params, orbit = walker
+    # The orbit, a start that falls at once, and two that walk on.
+    starts = orbit + np.array([[0.0, 0.0], [0.3, 0.3], [0.002, 0.0], [0.0, -0.004]])
+    options = dict(orbit=orbit, n_cycles=6, max_period=2, chunk_size=1)
+    whole = hx.basin(system, section, starts, params, **options)
+    _interrupt_basin_after(monkeypatch, 4)
+    with pytest.raises(hx.Interrupted) as info:
+        hx.basin(system, section, starts, params, **options)
+    monkeypatch.undo()
+    partial = hx.load(hx.save(tmp_path / "basin_partial.npz", info.value.partial))
+    not_run = np.array(hx.status_name(partial.result)) == "not_run"
+    assert 0 < not_run.sum() < 4, hx.status_name(partial.result)
+    assert "still moving" in str(info.value)
+    for name in ("outcome", "period", "cycles", "final"):
+        np.testing.assert_array_equal(
+            getattr(partial, name)[~not_run], getattr(whole, name)[~not_run]
+        )
+    assert partial.trail.shape == (4, 3, 2) and whole.trail is None
+    resumed = hx.basin(system, section, starts, params, resume=partial, **options)
+    for name in ("outcome", "period", "cycles", "final", "distance"):
+        np.testing.assert_array_equal(getattr(resumed, name), getattr(whole, name))
+    assert hx.status_name(resumed.result) == hx.status_name(whole.result)
+    assert resumed.trail is None
+    other_params = hx.canonical_params(sw.SimplestWalkerParams(slope=0.0091))
+    field = system.modes[0].vector_field
+    # Another model: its swing twice as fast.
+    other_system = eqx.tree_at(
+        lambda s: s.modes[0].vector_field,
+        system,
+        lambda t, x, p: 2.0 * field(t, x, p),
+    )
+    cases = [
+        (dict(starts=starts + 1e-3), "starts"),
+        (dict(params=other_params), r"params\.slope \(0\.009 there, 0\.0091 here\)"),
+        (dict(n_cycles=7), r"n_cycles \(6 there, 7 here\)"),
+        (dict(tolerance=1e-5), "tolerance"),
+        (dict(orbit=None), "orbit"),
+        (dict(system=other_system), r"this call.s: system \(another value\)\. "),
+        (dict(system=sw.simplest_walker()[0]), None),  # the same model: resumes
+    ]
+    for change, message in cases:
+        call = dict(system=system, starts=starts, params=params, **options)
+        call.update(change)
+        system_, starts_, params_ = (
+            call.pop(k) for k in ("system", "starts", "params")
+        )
+        if message is None:
+            hx.basin(system_, section, starts_, params_, resume=partial, **call)
+            continue
+        with pytest.raises(
+            ValueError, match="^`resume` is a basin of other.*" + message
+        ):
+            hx.basin(system_, section, starts_, params_, resume=partial, **call)
+
+
+# Slow: 11 s cold (the command finds the orbit first, as
+# `test_basin_command_writes_its_table_and_map`); the fast set keeps the
+# library's interrupted basin and its refused resumes.
+@pytest.mark.slow
+def test_basin_command_keeps_its_finished_starts_on_ctrl_c(
+    tmp_path, monkeypatch, capsys
+):
+    """Ctrl-C in `hybrax basin`: exit 130, one line naming `basin_partial.npz`
+    and the table of the starts so far (the others `not_run`); `--resume` of it
+    finishes the uninterrupted run's table, and a `--resume` with another grid
+    of the same size or other --steps is one usage error and exit 2."""
+    grid = ["--grid", "theta=0.199:0.201:2", "--grid", "theta_dot=-0.2:-0.19:2"]
+    common = ["basin", "simplest-walker", "--steps", "4", "--max-period", "2"]
+    common += ["--no-figures", "-q"]
+    whole = tmp_path / "whole"
+    assert main([*common, *grid, "--out", str(whole)]) == 0
+    _interrupt_basin_after(monkeypatch, 2)
+    folder = tmp_path / "partial"
+    capsys.readouterr()
+    assert main([*common, *grid, "--out", str(folder)]) == 130
+    monkeypatch.undo()
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    saved = folder / "basin_partial.npz"
+    assert line.startswith("hybrax basin: interrupted with ")
+    assert line.endswith(f"--resume {saved}")
+    assert "not_run" in (folder / "basin.csv").read_text()
+    for argv, message in [
+        (
+            ["--grid", "theta=0.198:0.201:2", "--grid", "theta_dot=-0.2:-0.19:2"],
+            "starts",
+        ),
+        ([*grid, "--steps", "5"], r"n_cycles \(4 there, 5 here\)"),
+    ]:
+        with pytest.raises(SystemExit) as exit_:
+            main([*common, *argv, "--out", str(folder), "--resume", str(saved)])
+        assert exit_.value.code == 2
+        error = capsys.readouterr().err.strip().splitlines()[-1]
+        assert f"argument --resume: {str(saved)!r} is a basin of other" in error
+        assert re.search(message, error), error
+    assert main([*common, *grid, "--out", str(folder), "--resume", str(saved)]) == 0
+    assert (folder / "basin.csv").read_text() == (whole / "basin.csv").read_text()
+    assert not saved.exists()

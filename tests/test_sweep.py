@@ -16,6 +16,7 @@ import io
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -692,6 +693,68 @@ def test_an_interrupted_sweep_keeps_its_finished_elements(
         _rounds_of_four(system, section, params, resume=whole.orbit)
 
 
+def test_a_resume_of_other_inputs_is_refused(system_and_section, swept, tmp_path):
+    """`resume` carries what it was computed for (`OrbitSweep.inputs`, kept by
+    `hx.save`): a batch of the same size with other parameter values, other
+    settings, another model form or guess is a `ValueError` naming `resume` and
+    what differs; the same inputs resume (here a finished sweep: returned as
+    it is)."""
+    system, section = system_and_section
+    saved = hx.load(hx.save(tmp_path / "partial.npz", swept))
+    assert saved.inputs == swept.inputs and dict(saved.inputs)["analyse"] == "false"
+    same = dict(sweep_settings=hx.SweepSettings(neighbours=0), **OPTIONS)
+
+    def resumed(params=None, system=system, section=section, guess=None, **extra):
+        return hx.sweep_orbits(
+            system,
+            section,
+            models.hopper.orbit_guess if guess is None else guess,
+            _params() if params is None else params,
+            resume=saved,
+            **{**same, **extra},
+        )
+
+    assert resumed() is saved
+    other_d_G = eqx.tree_at(lambda p: p.d_G, _params(), _params().d_G * 1.01)
+    cases = [
+        (dict(params=other_d_G), r"params_batch\.d_G \(another value\)"),
+        (
+            dict(shooting=dataclasses.replace(OPTIONS["shooting"], max_iterations=11)),
+            r"shooting\.max_iterations \(10 there, 11 here\)",
+        ),
+        (
+            dict(
+                settings=eqx.tree_at(
+                    lambda s: s.t_max, OPTIONS["settings"], np.asarray(4.0)
+                )
+            ),
+            r"settings\.t_max \(5\.0 there, 4\.0 here\)",
+        ),
+        (dict(sweep_settings=hx.SweepSettings()), r"neighbours \(0 there, 8 here\)"),
+        (dict(analyse=True), "analyse"),
+        (
+            dict(
+                system=models.hopper.constrained()[0],
+                section=models.hopper.section("constrained"),
+            ),
+            "system.*section",
+        ),
+        (dict(guess=np.zeros(2)), "u_guess"),
+    ]
+    for extra, message in cases:
+        with pytest.raises(ValueError, match="^`resume` .*" + message):
+            resumed(**extra)
+    with pytest.raises(ValueError, match="`resume` holds no record"):
+        hx.sweep_orbits(
+            system,
+            section,
+            models.hopper.orbit_guess,
+            _params(),
+            resume=dataclasses.replace(swept, inputs=()),
+            **same,
+        )
+
+
 def test_an_interrupt_during_the_retries_keeps_the_first_solves(
     system_and_section, monkeypatch
 ):
@@ -960,6 +1023,39 @@ def test_cli_interrupted_sweep_writes_the_finished_points(
         main(["sweep", "hopper", *grid, "--resume", str(folder / "other.npz")])
     assert info.value.code == 2
     assert "argument --resume" in capsys.readouterr().err
+
+
+def test_cli_resume_of_another_sweep_exits_2(tmp_path, swept, monkeypatch, capsys):
+    """`--resume` of a sweep of other inputs: a grid of the same size with other
+    values (its rows would carry the first run's results under the new labels),
+    another form, or another Newton limit is one usage error that names what
+    differs and exit 2, before any point is solved."""
+    del swept  # compiled the same program first
+    grid = ["--grid", "mu=0.75:0.8:2", "--grid", "D_G=-0.04:0:3", "--no-progress"]
+    _interrupt_after(monkeypatch, 1)
+    folder = tmp_path / "partial"
+    assert main(["sweep", "hopper", *grid, "--out", str(folder), "-q"]) == 130
+    monkeypatch.undo()
+    saved = folder / "sweep_partial.npz"
+    capsys.readouterr()
+    other_grid = ["--grid", "mu=0.75:0.8:2", "--grid", "D_G=-0.05:0:3", "--no-progress"]
+    cases = [
+        (other_grid, r"params_batch\.d_G \(another value\)"),
+        ([*grid, "--form", "constrained"], r"system \(another value\)"),
+        ([*grid, "--max-iterations", "9"], r"max_iterations \(10 there, 9 here\)"),
+    ]
+    for argv, message in cases:
+        with pytest.raises(SystemExit) as info:
+            main(
+                ["sweep", "hopper", *argv, "--out", str(tmp_path / "x")]
+                + ["--resume", str(saved)]
+            )
+        assert info.value.code == 2
+        err = capsys.readouterr().err
+        line = err.strip().splitlines()[-1]
+        assert f"argument --resume: {str(saved)!r} is a sweep of other inputs" in line
+        assert re.search(message, line), line
+        assert not (tmp_path / "x" / "sweep.csv").exists()
 
 
 def test_cli_warm_start_reaches_the_sweep(tmp_path, swept, monkeypatch):

@@ -24,9 +24,10 @@ from ._custom_types import Params
 from ._hybrid import HybridSystem
 from ._misc import canonical_params
 from ._periodic import PeriodicOrbit, PoincareSection, resolve_sequence
+from ._resume import Record, check_resume, record_fields, record_tree, record_value
 from ._settings import Settings, resolve_settings
 from ._simulate import run_events
-from ._solution import RESULTS, STATUS_NAMES, status_code
+from ._solution import RESULTS, STATUS_NAMES, Interrupted, status_code
 
 
 #: The fates of a start, by their codes in `Basin.outcome`.
@@ -83,6 +84,8 @@ class Basin(eqx.Module):
     n_cycles: int = eqx.field(static=True)
     tolerance: float = eqx.field(static=True)
     max_period: int = eqx.field(static=True)
+    trail: Float[Array, "*grid w k"] | None = None
+    inputs: Record = eqx.field(static=True, default=())
 
     @property
     def succeeded(self):
@@ -151,6 +154,7 @@ def basin(
     chunk_size: int | None = None,
     devices: Sequence[jax.Device] | None = None,
     progress: bool = False,
+    resume: Basin | None = None,
 ) -> Basin:
     r"""The basin of attraction of a periodic orbit over a set of section states.
 
@@ -195,13 +199,25 @@ def basin(
     - `chunk_size`: starts per compiled call (default on a CPU: 256, or fewer
       to give every core a chunk; on an accelerator up to $2^{20}$).
     - `devices`, `progress`: as for [`hybrax.sweep`][].
+    - `resume`: the `partial` basin of an earlier call that was interrupted
+      ([`hybrax.Interrupted`][]): its finished starts are kept and those
+      `not_run` go on from the cycle where they stopped, to the same result as an
+      uninterrupted call. It must have been computed for the same inputs (its
+      `inputs`: the system, section, starts, parameters, orbit, `n_cycles`,
+      `tolerance`, `max_period` and settings; an input that cannot be
+      fingerprinted is not compared). Default `None`.
 
     **Returns:** a [`hybrax.Basin`][].
 
     **Raises:** `ValueError` naming the argument for `starts` of the wrong
     shape or not finite, or a non-positive `n_cycles`, `tolerance`,
     `max_period` or `chunk_size`, or `max_period` not below `n_cycles`, or a
-    failed `orbit`.
+    failed `orbit`, or a `resume` of other inputs (naming what differs). On
+    Ctrl-C, once the slice of starts running has ended,
+    [`hybrax.Interrupted`][] whose `partial` is the basin so far: the starts
+    that stopped (fell, failed, or ran every cycle) classified as the
+    uninterrupted call does, the others with the status `not_run` and their
+    `trail` (`partial` is `None`, or `resume`, when no cycle finished).
     """
     from ._sweep import host_cores
 
@@ -210,8 +226,26 @@ def basin(
     starts = _checked_starts(section, starts, params)
     _check_counts(n_cycles, tolerance, max_period, chunk_size)
     orbit_point, jacobian = _orbit_point(orbit, starts.shape[-1])
+    inputs = (
+        record_value("system", system)
+        + record_value("section", section)
+        + record_value("starts", starts)
+        + record_tree("params", params)
+        + record_value("orbit", orbit_point)
+        + record_value("orbit.reduced_jacobian", jacobian)
+        + record_value("n_cycles", int(n_cycles))
+        + record_value("tolerance", float(tolerance))
+        + record_value("max_period", int(max_period))
+        + record_fields("settings", settings)
+    )
     grid_shape = starts.shape[:-1]
     flat = starts.reshape(-1, starts.shape[-1])
+    width = int(max_period) + 1
+    if resume is None:
+        state = _State.fresh(flat, int(n_cycles))
+    else:
+        state = _State.resumed(resume, inputs, grid_shape, int(n_cycles), width)
+    before = state.progress
     on_cpu = jax.default_backend() == "cpu"
     if chunk_size is None:
         if on_cpu:
@@ -224,16 +258,31 @@ def basin(
     # all the cycles); on an accelerator, whose idle lanes cost little, one
     # round of every cycle.
     per_round = 1 if on_cpu else int(n_cycles)
-    history, codes, completed = _run_rounds(
-        _Cycles(system, section, params, settings, per_round),
-        flat,
-        int(n_cycles),
-        per_round,
-        int(chunk_size),
-        devices,
-        progress,
-    )
-    window = _windows(history, completed, int(max_period) + 1)
+    # A round runs in slices of a few chunks per core, so that Ctrl-C keeps
+    # the slices finished (the starts of an unfinished one go on from the
+    # cycle before).
+    cores = host_cores() if on_cpu else 1
+    interrupted = False
+    try:
+        _run_rounds(
+            lambda cycles: _Cycles(system, section, params, settings, cycles),
+            state,
+            int(n_cycles),
+            per_round,
+            int(chunk_size),
+            _SLICE_CHUNKS * cores * int(chunk_size),
+            devices,
+            progress,
+        )
+    except KeyboardInterrupt:
+        interrupted = True
+    codes, completed = state.progress
+    moving = (codes == _OK) & (completed < n_cycles)
+    if interrupted:
+        if state.progress is before:  # nothing finished in this call
+            raise Interrupted(resume, "interrupted before a cycle finished") from None
+        codes = np.where(moving, status_code(RESULTS.not_run), codes)
+    window = _windows(state.history, completed, width)
     outcome, period, distance = _classify(
         window, codes, orbit_point, jacobian, float(tolerance)
     )
@@ -242,7 +291,7 @@ def basin(
     def shaped(a):
         return np.asarray(a).reshape(grid_shape + np.shape(a)[1:])
 
-    return Basin(
+    out = Basin(
         starts=starts,
         outcome=shaped(outcome),
         period=shaped(period),
@@ -254,7 +303,15 @@ def basin(
         n_cycles=int(n_cycles),
         tolerance=float(tolerance),
         max_period=int(max_period),
+        trail=shaped(window) if interrupted else None,
+        inputs=inputs,
     )
+    if interrupted:
+        n_left = int(np.sum(moving))
+        raise Interrupted(
+            out, f"interrupted with {n_left} of {moving.size} starts still moving"
+        ) from None
+    return out
 
 
 # Starts per compiled call on a CPU. Under `vmap` a chunk runs until its slowest
@@ -265,46 +322,107 @@ _CHUNK = 256
 # On an accelerator: its lanes want the whole batch (a chunk of 2^20 starts holds
 # a few GB).
 _ACCELERATOR_CHUNK = 1 << 20
+# Chunks per core of one slice of a round (what Ctrl-C may lose).
+_SLICE_CHUNKS = 4
+_OK = int(status_code(RESULTS.successful))
 
 
-def _run_rounds(per_round_fn, flat, n_cycles, per_round, chunk, devices, progress):
-    """Rounds of `per_round` cycles over the starts still moving, each round's
-    batch padded to whole chunks of `chunk` starts (one compilation); returns
-    every start's section points `(n, n_cycles + 1, k)` (NaN after it stopped),
-    status codes and cycles completed."""
+class _State:
+    """A basin in progress: every start's section points `history` `(n, N + 1,
+    k)` (NaN beyond its cycles) and `progress`, `(status codes, cycles
+    completed)`, replaced whole (one assignment) after each slice, so that
+    Ctrl-C never leaves it half updated."""
+
+    def __init__(self, history, codes, completed):
+        self.history = history
+        self.progress = (codes, completed)
+
+    @classmethod
+    def fresh(cls, flat, n_cycles):
+        n, k = flat.shape
+        history = np.full((n, n_cycles + 1, k), np.nan)
+        history[:, 0] = flat
+        return cls(history, np.full(n, _OK), np.zeros(n, dtype=int))
+
+    @classmethod
+    def resumed(cls, resume, inputs, grid_shape, n_cycles, width):
+        """The state where the interrupted basin `resume` stopped: its starts'
+        trails put back in place, those `not_run` moving again."""
+        if not isinstance(resume, Basin) or np.shape(resume.outcome) != grid_shape:
+            raise ValueError(
+                "`resume` must be the Basin of an interrupted basin of these starts "
+                f"(shape {grid_shape}); got {type(resume).__name__} of shape "
+                f"{np.shape(getattr(resume, 'outcome', None))}."
+            )
+        check_resume(resume.inputs, inputs, "basin")
+        codes = status_code(resume.result).ravel()
+        completed = np.asarray(resume.cycles, dtype=int).ravel()
+        n = codes.size
+        trail = resume.trail
+        if trail is None:
+            trail = np.asarray(resume.final)[..., None, :]
+        trail = np.asarray(trail, dtype=float).reshape(n, -1, np.shape(trail)[-1])
+        history = np.full((n, n_cycles + 1, trail.shape[-1]), np.nan)
+        w = trail.shape[1]
+        rows = np.arange(n)
+        for j in range(w):
+            index = completed - w + 1 + j
+            kept = index >= 0
+            history[rows[kept], index[kept]] = trail[kept, j]
+        not_run = codes == status_code(RESULTS.not_run)
+        return cls(history, np.where(not_run, _OK, codes), completed)
+
+
+def _run_rounds(
+    cycles_fn, state, n_cycles, per_round, chunk, slice_size, devices, progress
+):
+    """Rounds of up to `per_round` cycles (`cycles_fn(cycles)` runs them from
+    one start) over the starts still moving, each round's batch in slices of
+    `slice_size` starts, each padded to whole chunks of `chunk` starts (one
+    compilation); updates `state` after each slice. A start goes on from its
+    own last cycle, so a round may hold starts at different cycles (those of a
+    resumed basin)."""
     from ._sweep import sweep
 
-    n, k = flat.shape
-    history = np.full((n, n_cycles + 1, k), np.nan)
-    history[:, 0] = flat
-    ok = int(status_code(RESULTS.successful))
-    codes = np.full(n, ok)
-    completed = np.zeros(n, dtype=int)
-    moving = np.arange(n)
-    for done in range(0, n_cycles, per_round):
+    history = state.history
+    n, _, k = history.shape
+    while True:
+        codes, completed = state.progress
+        moving = np.flatnonzero((codes == _OK) & (completed < n_cycles))
         if moving.size == 0:
             break
-        # Padded to whole chunks by NaN starts, which stop at once (status
-        # `nonfinite_state`) and so cost their chunk nothing.
-        batch = np.concatenate(
-            [history[moving, done], np.full((-moving.size % chunk, k), np.nan)]
-        )
-        points, result, ran = sweep(
-            per_round_fn, jnp.asarray(batch), chunk_size=chunk, devices=devices
-        )
-        points, ran = np.asarray(points)[: moving.size], np.asarray(ran)[: moving.size]
-        history[moving, done + 1 : done + 1 + per_round] = points
-        completed[moving] = done + ran
-        codes[moving] = status_code(result)[: moving.size]
-        moving = moving[codes[moving] == ok]
+        # As many cycles as every start still has (fewer than `per_round` only
+        # for a resumed basin).
+        step = int(min(per_round, np.min(n_cycles - completed[moving])))
+        fn = cycles_fn(step)
+        for first in range(0, moving.size, slice_size):
+            rows = moving[first : first + slice_size]
+            done = completed[rows]
+            # Padded to whole chunks by NaN starts, which stop at once (status
+            # `nonfinite_state`) and so cost their chunk nothing.
+            batch = np.concatenate(
+                [history[rows, done], np.full((-rows.size % chunk, k), np.nan)]
+            )
+            points, result, ran = sweep(
+                fn, jnp.asarray(batch), chunk_size=chunk, devices=devices
+            )
+            points = np.asarray(points)[: rows.size]
+            ran = np.asarray(ran)[: rows.size]
+            # Beyond each start's completed cycles until `progress` says so.
+            history[rows[:, None], done[:, None] + 1 + np.arange(step)] = points
+            codes, completed = state.progress
+            codes, completed = codes.copy(), completed.copy()
+            completed[rows] = done + ran
+            codes[rows] = status_code(result)[: rows.size]
+            state.progress = (codes, completed)
         if progress:
+            still = int(np.sum((codes == _OK) & (completed < n_cycles)))
             print(
-                f"basin: {min(done + per_round, n_cycles)}/{n_cycles} cycles, "
-                f"{moving.size}/{n} starts still moving",
+                f"basin: {int(np.max(completed))}/{n_cycles} cycles, "
+                f"{still}/{n} starts still moving",
                 file=sys.stderr,
                 flush=True,
             )
-    return history, codes, completed
 
 
 def _windows(history, completed, width):

@@ -70,6 +70,15 @@ def fingerprint(obj) -> str:
     return hashlib.sha256(repr(_Walker().walk(obj)).encode()).hexdigest()
 
 
+def value_fingerprint(obj) -> str:
+    """A hex digest of `obj` like [`fingerprint`][] that also counts the values of
+    its arrays (what a result was computed from, not only the program that
+    computed it); `Unfingerprintable` as there."""
+    walker = _Walker()
+    walker.constants = 1
+    return hashlib.sha256(repr(walker.walk(obj)).encode()).hexdigest()
+
+
 def _is_library(module_name: str | None) -> bool:
     return (module_name or "").split(".")[0] in LIBRARIES
 

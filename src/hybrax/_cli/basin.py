@@ -8,7 +8,9 @@ one and the command exits 1), then runs [`hybrax.basin`][] over the grid (one or
 two of the section's unknowns; the others at the orbit's values): every start
 iterated for `--steps` cycles in one compiled `vmap`, in chunks, on every local
 device, and classified. Writes `basin.csv`, `basin.npz` and the map
-`basin_map.png` (classes coloured, the orbit starred).
+`basin_map.png` (classes coloured, the orbit starred). Ctrl-C keeps the slices of
+starts that finished: the tables of those (the others `not_run`) and
+`basin_partial.npz`, which `--resume` finishes.
 """
 
 import argparse
@@ -90,6 +92,16 @@ def add_parser(subparsers) -> None:
         help="at most N starts per compiled call (default: 256, fewer to give "
         "every CPU core a chunk)",
     )
+    parser.add_argument(
+        "--resume",
+        type=pathlib.Path,
+        default=None,
+        metavar="FILE",
+        help="finish the interrupted basin saved in FILE (the basin_partial.npz "
+        "that Ctrl-C writes): its finished starts are kept, the others go on from "
+        "where they stopped (the same model, --grid and options; anything else is "
+        "an error that names it)",
+    )
     common._add_form_arg(parser)
     common.add_solver_args(parser)
     parser.set_defaults(run=_run_basin, command_parser=parser)
@@ -144,7 +156,7 @@ def _run_basin(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
     from .._basin import BASIN_OUTCOMES, basin
     from .._misc import canonical_params
     from .._periodic import find_periodic_orbit
-    from .._solution import status_name
+    from .._solution import RESULTS, Interrupted, status_code, status_name
 
     model = common._load_model(parser, args.model)
     if not model.has_orbits:
@@ -204,19 +216,33 @@ def _run_basin(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
             file=sys.stderr,
         )
     sys.stdout.flush()
-    result = basin(
-        system,
-        section,
-        starts,
-        params,
-        orbit=orbit if found else None,
-        n_cycles=args.steps,
-        tolerance=args.settle_tol,
-        max_period=args.max_period,
-        settings=settings,
-        chunk_size=args.chunk,
-        progress=not args.quiet,
-    )
+    resume = None
+    if args.resume is not None:
+        resume = common.load_resume(parser, args.resume, "Basin", "basin")
+    interrupted = False
+    try:
+        result = basin(
+            system,
+            section,
+            starts,
+            params,
+            orbit=orbit if found else None,
+            n_cycles=args.steps,
+            tolerance=args.settle_tol,
+            max_period=args.max_period,
+            settings=settings,
+            chunk_size=args.chunk,
+            progress=not args.quiet,
+            resume=resume,
+        )
+    except Interrupted as stop:
+        if stop.partial is None:  # nothing finished: `main`'s one line
+            raise KeyboardInterrupt from None
+        result, interrupted = stop.partial, True
+    except ValueError as error:
+        if resume is None or not str(error).startswith("`resume` "):
+            raise
+        parser.error(common.resume_error(args.resume, error))
     seconds = time.perf_counter() - start
     counts = result.counts()
     total = sum(counts.values())
@@ -225,6 +251,9 @@ def _run_basin(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
         if counts[name]:
             share = 100 * counts[name] / total
             print(f"    {name:<10} {counts[name]:>8}  ({share:.1f} %)")
+    not_run = int(np.sum(status_code(result.result) == status_code(RESULTS.not_run)))
+    if not_run:
+        print(f"    (of the failed, not run (interrupted): {not_run})")
     periods = sorted(set(np.asarray(result.period)[np.asarray(result.outcome) == 1]))
     if periods:
         print(f"  other periodic orbits of period {', '.join(map(str, periods))}")
@@ -248,11 +277,33 @@ def _run_basin(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
                 "orbit": point.tolist() if found else None,
                 "orbit_status": status_name(orbit.result)[0],
                 "counts": counts,
+                "not_run": not_run,
+                "status": "interrupted" if interrupted else "finished",
                 "seconds": seconds,
             },
         )
         print(f"wrote {args.json}")
+    if interrupted:
+        return _keep_partial(out, result, total, not_run)
     return 0 if found else 1
+
+
+def _keep_partial(folder: pathlib.Path, result, n: int, n_not_run: int) -> int:
+    """Ctrl-C during the basin: save it as `basin_partial.npz`, which `--resume`
+    finishes, say so on stderr and exit 130."""
+    from .._archive import archive_bytes
+
+    partial = write_file(
+        folder / "basin_partial.npz",
+        lambda temporary: temporary.write_bytes(archive_bytes(result)),
+    )
+    print(
+        f"hybrax basin: interrupted with {n_not_run} of {n} starts still moving; "
+        "wrote the others, those with the status `not_run`; finish with "
+        f"--resume {partial}",
+        file=sys.stderr,
+    )
+    return 130
 
 
 def _write_tables(out: pathlib.Path, axes, names, result) -> None:

@@ -837,3 +837,29 @@ def model_record(model) -> dict:
         },
         "quantities": list(model.quantities or ()),
     }
+
+
+def resume_error(path, error: Exception) -> str:
+    """The usage error of a `--resume FILE` that the library refused (its
+    `ValueError` naming `resume`): `argument --resume: 'FILE' is ...`, one line."""
+    text = str(error).removeprefix("`resume` ").replace("this call's", "this run's")
+    return f"argument --resume: {str(path)!r} {text}".rstrip(".")
+
+
+def load_resume(parser, path, class_name: str, what: str):
+    """The interrupted result that `--resume FILE` names, an object of the
+    library's class `class_name` (a usage error for anything else)."""
+    from .._archive import load
+
+    try:
+        resume = load(path)
+    except FileNotFoundError as error:
+        parser.error(f"argument --resume: cannot read {str(path)!r}: {error.strerror}")
+    except ValueError as error:
+        parser.error(f"argument --resume: {error}".replace("`path`: ", "").rstrip("."))
+    if type(resume).__name__ != class_name:
+        parser.error(
+            f"argument --resume: {str(path)!r} is not an interrupted {what} (it "
+            f"holds a {type(resume).__name__})"
+        )
+    return resume

@@ -477,10 +477,19 @@ def _load_resume(args: argparse.Namespace, parser, n: int):
 
 
 def _solve_sweep(
-    args: argparse.Namespace, system, section, guess, params, chunk: int, resume
+    args: argparse.Namespace,
+    parser,
+    system,
+    section,
+    guess,
+    params,
+    chunk: int,
+    resume,
 ):
     """Run `sweep_orbits` over the grid; returns `(sweep, interrupted)`, the
-    finished part of the sweep where Ctrl-C stopped it."""
+    finished part of the sweep where Ctrl-C stopped it. A `--resume` of another
+    sweep (other model, form, grid values, parameters or settings) is a usage
+    error that names what differs."""
     from .._solution import Interrupted
     from .._sweep import SweepSettings, sweep_orbits
 
@@ -513,6 +522,10 @@ def _solve_sweep(
         if stop.partial is None:  # nothing finished: `main`'s one line
             raise KeyboardInterrupt from None
         return stop.partial, True
+    except ValueError as error:
+        if resume is None or not str(error).startswith("`resume` "):
+            raise
+        parser.error(common.resume_error(args.resume, error))
 
 
 def _tally_sweep(columns: dict[str, np.ndarray], flag_name: str) -> _SweepTally:
@@ -788,7 +801,9 @@ def _run_sweep(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
     start = time.perf_counter()
     guess = _sweep_guess(args, parser, problem)
     resume = _load_resume(args, parser, n)
-    out, interrupted = _solve_sweep(args, system, section, guess, params, chunk, resume)
+    out, interrupted = _solve_sweep(
+        args, parser, system, section, guess, params, chunk, resume
+    )
     elapsed = time.perf_counter() - start
 
     flag = problem.flag

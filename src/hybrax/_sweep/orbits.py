@@ -21,6 +21,7 @@ from .._periodic import (
     PoincareSection,
 )
 from .._programs import announcing_progress
+from .._resume import Record, check_resume, record_fields, record_tree, record_value
 from .._settings import (
     Settings,
     Shooting,
@@ -118,12 +119,19 @@ class OrbitSweep(eqx.Module):
       element without an orbit was tried from its guess, from these neighbours'
       orbits and, where the shooting has return-map iterations, after them; its
       status is that of the solve from its guess.
+    - `inputs`: what the sweep was computed for, as `(name, value)` pairs of
+      strings: the system, the section, the guess, the parameter batch (each
+      leaf's values), `analyse`, `phase_observables`, the shooting and settings
+      field by field, and `sweep_settings.warm_start` and `.neighbours` (numbers
+      as JSON, the rest as digests; see `resume` in [`hybrax.sweep_orbits`][]).
+      Kept by [`hybrax.save`][]; `()` on a sweep made otherwise.
     """
 
     orbit: PeriodicOrbit
     multipliers: Complex[Array, "B k"]
     found_by: Int[Array, " B"]
     neighbour_starts: Int[Array, " B"]
+    inputs: Record = eqx.field(static=True, default=())
 
     @property
     def result(self) -> RESULTS:
@@ -171,9 +179,36 @@ def _rows(tree, rows, n):
     )
 
 
-def _resumed(resume, n, solve) -> OrbitSweep:
-    """`resume` (an interrupted sweep of `n` elements) with its `not_run`
-    elements replaced by `solve(rows)`'s; Ctrl-C there raises
+def _inputs(
+    system,
+    section,
+    u_guess,
+    params_batch,
+    analyse,
+    phase_observables,
+    shooting: Shooting,
+    settings: Settings,
+    plan_options,
+) -> Record:
+    """The record of what a sweep computes (`OrbitSweep.inputs`): everything that
+    changes its results."""
+    return (
+        record_value("system", system)
+        + record_value("section", section)
+        + record_value("u_guess", u_guess)
+        + record_tree("params_batch", params_batch)
+        + record_value("analyse", bool(analyse))
+        + record_value("phase_observables", bool(phase_observables))
+        + record_fields("shooting", shooting)
+        + record_fields("settings", settings)
+        + record_value("sweep_settings.warm_start", bool(plan_options.warm_start))
+        + record_value("sweep_settings.neighbours", int(plan_options.neighbours))
+    )
+
+
+def _resumed(resume, n, inputs: Record, solve) -> OrbitSweep:
+    """`resume` (an interrupted sweep of `n` elements, of the same `inputs`)
+    with its `not_run` elements replaced by `solve(rows)`'s; Ctrl-C there raises
     [`hybrax.Interrupted`][] with the merged sweep so far."""
     if not isinstance(resume, OrbitSweep) or np.shape(resume.found_by) != (n,):
         raise ValueError(
@@ -181,11 +216,14 @@ def _resumed(resume, n, solve) -> OrbitSweep:
             f"({n} elements); got {type(resume).__name__} of shape "
             f"{np.shape(getattr(resume, 'found_by', None))}."
         )
+    check_resume(resume.inputs, inputs, "sweep")
     rows = np.flatnonzero(status_code(resume.result) == _NOT_RUN)
     if not rows.size:
         return resume
 
     def merged(part):
+        part = dataclasses.replace(part, inputs=resume.inputs)
+
         def put(whole, piece):
             if not eqx.is_array(whole):
                 return whole
@@ -441,11 +479,17 @@ def sweep_orbits(
     - `resume`: the `partial` sweep of an earlier call on this batch that was
       interrupted ([`hybrax.Interrupted`][]): its finished elements are kept as
       they are and only those with the status `not_run` are solved (their retry
-      from a neighbour's orbit looks among themselves). Default `None`.
+      from a neighbour's orbit looks among themselves). It must have been
+      computed for the same inputs as this call (its `inputs`: the system,
+      section, guess, parameter values, `analyse`, `phase_observables`,
+      shooting, settings, `warm_start` and `neighbours`; an input that cannot be
+      fingerprinted, an object of an unknown type, is not compared): anything
+      else is a `ValueError` naming `resume` and what differs. Default `None`.
 
     **Returns:** an [`hybrax.OrbitSweep`][] (NumPy arrays, batch axis first).
 
-    **Raises:** `ValueError` for a malformed batch or guess. On Ctrl-C, once the
+    **Raises:** `ValueError` for a malformed batch or guess, or a `resume` of
+    other inputs. On Ctrl-C, once the
     rounds running have ended, [`hybrax.Interrupted`][] whose `partial` is the
     sweep so far: every finished element as an uninterrupted sweep gives it
     (before its retry from a neighbour, if that had not finished), the others
@@ -454,10 +498,35 @@ def sweep_orbits(
     """
     check_float64("sweep_orbits")
     params_batch, n = _batch_params(params_batch)
+    settings = resolve_settings(
+        Settings(t_max=SWEEP_T_MAX) if settings is None else settings
+    )
+    shooting = resolve_shooting(
+        Shooting(
+            max_iterations=SWEEP_MAX_ITERATIONS,
+            return_map_iterations=SWEEP_MAP_ITERATIONS,
+            jacobian=SWEEP_JACOBIAN,
+        )
+        if shooting is None
+        else shooting
+    )
+    plan_options = resolve_options(sweep_settings, SweepSettings, "sweep_settings")
+    inputs = _inputs(
+        system,
+        section,
+        u_guess,
+        params_batch,
+        analyse,
+        phase_observables,
+        shooting,
+        settings,
+        plan_options,
+    )
     if resume is not None:
         return _resumed(
             resume,
             n,
+            inputs,
             lambda rows: sweep_orbits(
                 system,
                 section,
@@ -474,19 +543,6 @@ def sweep_orbits(
             ),
         )
     guess, u_batch = _guesses(u_guess, n)
-    settings = resolve_settings(
-        Settings(t_max=SWEEP_T_MAX) if settings is None else settings
-    )
-    shooting = resolve_shooting(
-        Shooting(
-            max_iterations=SWEEP_MAX_ITERATIONS,
-            return_map_iterations=SWEEP_MAP_ITERATIONS,
-            jacobian=SWEEP_JACOBIAN,
-        )
-        if shooting is None
-        else shooting
-    )
-    plan_options = resolve_options(sweep_settings, SweepSettings, "sweep_settings")
     chunk_size, devices = plan_options.chunk_size, plan_options.devices
     distributed, order = plan_options.distributed, plan_options.order
     max_iterations = shooting.max_iterations
@@ -577,6 +633,7 @@ def sweep_orbits(
         multipliers=multipliers,
         found_by=np.where(ok, found_by, _NOT_FOUND).astype(np.int8),
         neighbour_starts=np.where(ok, neighbour_starts, 0),
+        inputs=inputs,
     )
     if interrupted:
         n_run = int(np.sum(code != _NOT_RUN))

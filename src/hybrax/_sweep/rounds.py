@@ -601,9 +601,16 @@ class _Stopped(Exception):
 
 def _not_run(orbit, done):
     """`orbit` (host rows) with the rows not `done` blanked: NaN floats, -1
-    integers, `False` booleans, the status `not_run`."""
+    integers, `False` booleans, every status `not_run` (a status's codes are
+    not blanked to -1, which names no status: `hybrax.load` refuses it)."""
 
     def blank(leaf):
+        if isinstance(leaf, RESULTS):
+            return jtu.tree_map(
+                lambda code, not_run: np.where(done, code, not_run),
+                leaf,
+                RESULTS.not_run,
+            )
         if not eqx.is_array(leaf):
             return leaf
         leaf = np.array(leaf)
@@ -615,9 +622,4 @@ def _not_run(orbit, done):
             leaf[~done] = -1
         return leaf
 
-    result = jtu.tree_map(
-        lambda code, not_run: np.where(done, code, not_run),
-        orbit.result,
-        RESULTS.not_run,
-    )
-    return eqx.tree_at(lambda o: o.result, jtu.tree_map(blank, orbit), result)
+    return jtu.tree_map(blank, orbit, is_leaf=lambda leaf: isinstance(leaf, RESULTS))
