@@ -281,3 +281,42 @@ def test_an_mp4_without_its_optional_dependency_is_refused_first(
     with pytest.raises(SystemExit) as info:
         main(["simulate", "hopper", "--animation", "avi"])
     assert info.value.code == 2
+
+
+def test_basin_derives_its_max_period_from_steps(monkeypatch, capsys, tmp_path):
+    """A valid `--steps` below the default `--max-period` runs with the longest
+    period it can read off (no error about an option that was not given); a
+    `--max-period` given and not below `--steps` is still refused."""
+    import hybrax._basin
+    import hybrax._periodic
+
+    class Reached(Exception):
+        pass
+
+    class Failed:
+        succeeded = False
+
+        def __init__(self):
+            from hybrax._solution import RESULTS
+
+            self.result = RESULTS.shooting_failed
+
+    seen = {}
+
+    def basin(*args, **kwargs):
+        seen.update(kwargs)
+        raise Reached
+
+    monkeypatch.setattr(
+        hybrax._periodic, "find_periodic_orbit", lambda *a, **k: Failed()
+    )
+    monkeypatch.setattr(hybrax._basin, "basin", basin)
+    argv = ["basin", "hopper", "--steps", "6", "--out", str(tmp_path)]
+    with pytest.raises(Reached):
+        main(argv)
+    assert seen["n_cycles"] == 6 and seen["max_period"] == 5
+    assert "--max-period" not in capsys.readouterr().err
+    with pytest.raises(SystemExit) as info:
+        main([*argv, "--max-period", "6"])
+    assert info.value.code == 2
+    assert "--max-period" in capsys.readouterr().err.strip().splitlines()[-1]
