@@ -37,6 +37,11 @@ from hybrax._cli import main
         (["continue", "simplest-walker", "--start", "0.01", "--stop", "0.6"], "--stop"),
         (["orbit", "hopper", "--out", "/proc/hybrax_out"], "--out"),
         (["orbit", "hopper", "--json", "/proc/nope/run.json"], "--json"),
+        (
+            ["continue", "hopper", "--curve", "grazing"]
+            + ["--param2", "mu", "--stop2", "0.9"],
+            "--curve",
+        ),
     ],
 )
 def test_bad_numbers_and_places_are_usage_errors(argv, named, capsys, tmp_path):
@@ -281,3 +286,77 @@ def test_an_mp4_without_its_optional_dependency_is_refused_first(
     with pytest.raises(SystemExit) as info:
         main(["simulate", "hopper", "--animation", "avi"])
     assert info.value.code == 2
+
+
+def test_basin_derives_its_max_period_from_steps(monkeypatch, capsys, tmp_path):
+    """A valid `--steps` below the default `--max-period` runs with the longest
+    period it can read off (no error about an option that was not given); a
+    `--max-period` given and not below `--steps` is still refused."""
+    import hybrax._basin
+    import hybrax._periodic
+
+    class Reached(Exception):
+        pass
+
+    class Failed:
+        succeeded = False
+
+        def __init__(self):
+            from hybrax._solution import RESULTS
+
+            self.result = RESULTS.shooting_failed
+
+    seen = {}
+
+    def basin(*args, **kwargs):
+        seen.update(kwargs)
+        raise Reached
+
+    monkeypatch.setattr(
+        hybrax._periodic, "find_periodic_orbit", lambda *a, **k: Failed()
+    )
+    monkeypatch.setattr(hybrax._basin, "basin", basin)
+    argv = ["basin", "hopper", "--steps", "6", "--out", str(tmp_path)]
+    with pytest.raises(Reached):
+        main(argv)
+    assert seen["n_cycles"] == 6 and seen["max_period"] == 5
+    assert "--max-period" not in capsys.readouterr().err
+    with pytest.raises(SystemExit) as info:
+        main([*argv, "--max-period", "6"])
+    assert info.value.code == 2
+    assert "--max-period" in capsys.readouterr().err.strip().splitlines()[-1]
+
+
+@pytest.mark.parametrize(
+    ("argv", "why"),
+    [
+        (["hopper", "--curve", "grazing", "--param2", "mu"], "clearance"),
+        (
+            ["hopper", "--form", "constrained", "--curve", "release-reversal"]
+            + ["--param2", "mu"],
+            "release velocity",
+        ),
+        (
+            ["rimless-wheel", "--curve", "neimark-sacker", "--param2", "alpha"],
+            "two or more section unknowns",
+        ),
+    ],
+)
+def test_a_curve_the_model_cannot_have_is_refused_first(argv, why, capsys, tmp_path):
+    """`continue --curve KIND` where no branch of the model can have such a
+    point (a quantity it does not declare, too few unknowns) ends before the
+    branch is computed, exit 2, one line naming --curve and why."""
+    import hybrax._cli.continuation as cli
+
+    def branch(*args, **kwargs):
+        raise AssertionError("the branch was computed")
+
+    argv = ["continue", *argv, "--stop2", "0.3", "--out", str(tmp_path / "figures")]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(cli, "_branch_from_guesses", branch)
+        with pytest.raises(SystemExit) as info:
+            main(argv)
+    assert info.value.code == 2
+    line = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "--curve" in line and why in line and "no branch" in line
+    assert not (tmp_path / "figures").exists()

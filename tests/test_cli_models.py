@@ -410,3 +410,37 @@ def test_verbose_prints_the_librarys_log_and_excludes_quiet(capsys):
     err = capsys.readouterr().err
     assert "hybrax: compiled the simulation in 1.0 s" in err
     assert "after the run" not in err
+
+
+# Slow: about 20 s warm through the command line (one continuation).
+@pytest.mark.slow
+def test_a_curve_whose_point_is_not_on_the_branch_exits_1(tmp_path):
+    """`continue --curve KIND` where the model can have such a point but the
+    branch has none: the branch is reported, then one line saying so, exit 1
+    (it exited 0)."""
+    code, out, err = _run(
+        ["continue", "rimless-wheel", "--max-points", "3", "--no-figures"]
+        + ["--curve", "period-doubling", "--param2", "alpha", "--stop2", "0.3"]
+        + ["--out", str(tmp_path), "--json", str(tmp_path / "branch.json")]
+    )
+    assert code == 1, out + err
+    assert "no located period-doubling point on the branch" in err
+    data = json.loads((tmp_path / "branch.json").read_text())
+    assert data["curve"]["status"] == "no_point" and data["branch"]
+
+
+# Slow: about 30 s cold (the hopper's continuation corrector compiles).
+@pytest.mark.slow
+def test_a_start_that_cannot_run_names_its_cause(tmp_path):
+    """`continue` where every guess's cycle fails (the hopper with negative
+    flight damping: the foot is pulled back into the ground at lift-off) names
+    the cycle's status, its message and the model's explanation, not only a NaN
+    residual."""
+    code, out, err = _run(
+        ["continue", "hopper", "--set", "d_F=-150", "--max-points", "5"]
+        + ["--no-figures", "--out", str(tmp_path)]
+    )
+    assert code == 1, out + err
+    line = err.strip().splitlines()[-2]
+    assert "mode_not_viable in mode flight" in line and "pile up" in line
+    assert "flight damping" in err.strip().splitlines()[-1]

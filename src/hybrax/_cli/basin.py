@@ -31,6 +31,9 @@ _MAX_POINTS = 4_000_000
 # The default grid of a model without its own: each of the first two unknowns
 # from half to 1.5 times the orbit's value, this many values each.
 _DEFAULT_COUNT = 41
+# The longest period identified by default: lower where --steps leaves fewer
+# cycles to read a period off.
+_DEFAULT_MAX_PERIOD = 8
 
 
 def add_parser(subparsers) -> None:
@@ -80,9 +83,10 @@ def add_parser(subparsers) -> None:
     parser.add_argument(
         "--max-period",
         type=common.bounded_int(1, 1000),
-        default=8,
+        default=None,
         metavar="P",
-        help="the longest period, in cycles, identified (default: %(default)s)",
+        help="the longest period, in cycles, identified; must be below --steps "
+        f"(default: {_DEFAULT_MAX_PERIOD}, or --steps - 1 where that is lower)",
     )
     parser.add_argument(
         "--chunk",
@@ -161,7 +165,12 @@ def _run_basin(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
     model = common._load_model(parser, args.model)
     if not model.has_orbits:
         parser.error(f"argument model: no periodic orbits for {args.model!r}")
-    if args.max_period >= args.steps:
+    if args.max_period is None:
+        # A period is read off the last cycles: a short run (a valid --steps
+        # below the default's) identifies shorter periods, never an error
+        # about an option that was not given.
+        args.max_period = min(_DEFAULT_MAX_PERIOD, args.steps - 1)
+    elif args.max_period >= args.steps:
         parser.error(
             f"argument --max-period: must be below --steps ({args.steps}): a period "
             "is read off the last cycles"

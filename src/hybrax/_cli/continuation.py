@@ -24,6 +24,7 @@ from .curve import (
     add_curve_args,
     boundary_records,
     check_curve_args,
+    check_curve_kind,
     follow_curve,
     write_curve_figure,
 )
@@ -53,7 +54,8 @@ def add_parser(subparsers) -> None:
             "Defaults of --param, --start, --stop, --parameter-scale and "
             "--max-period are the model's. "
             "The start orbit is found by shooting from a list of guesses. Exits 1 "
-            "if no orbit is found at the start."
+            "if no orbit is found at the start, or if the branch has no point of "
+            "the --curve kind."
         ),
     )
     common._add_common_model_args(parser)
@@ -174,6 +176,8 @@ def _run_continue(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
     section = form.section()
     # Guesses of the reduced unknowns: the same for every form of a model.
     guesses = model.start_guesses(params)
+    k = int(np.shape(guesses[0])[-1])
+    check_curve_kind(args, parser, model, form_name, system, k)
     branch, elapsed = _branch_from_guesses(args, system, section, guesses, params, span)
 
     payload = _continue_payload(args, form_name, params, span, branch, elapsed)
@@ -182,7 +186,8 @@ def _run_continue(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
     print(common._params_lines(payload["params"]))
     print(f"continuation in {name} from {start:g} towards {stop:g} ({args.method})")
     if branch.result == RESULTS.start_failed:
-        return _report_start_failed(args, payload, span, len(guesses), branch)
+        hint = _start_hint(args, model, system, section, guesses[-1], params, span)
+        return _report_start_failed(args, payload, span, len(guesses), branch, hint)
 
     summary = _branch_summary(model, system, form, branch, params, span.parameter)
     _print_branch_counts(model, branch, summary, elapsed)
@@ -217,7 +222,8 @@ def _run_continue(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
     if interrupted:
         _report_interrupted(branch)
         return 130
-    return 0
+    # A curve asked for and not followed (the branch has no such point).
+    return 1 if payload.get("curve", {}).get("status") == "no_point" else 0
 
 
 def _continuation_range(
@@ -351,15 +357,19 @@ def _report_start_failed(
     span: _Range,
     n_guesses: int,
     branch,
+    hint: str | None = None,
 ) -> int:
-    """Say that no guess led to an orbit at the start and write the JSON with an
-    empty branch; exit status 1."""
+    """Say that no guess led to an orbit at the start (and the model's `hint`
+    of why, where it has one) and write the JSON with an empty branch; exit
+    status 1."""
     sys.stdout.flush()
     print(
         f"no periodic orbit found at {span.name} = {span.start:g} from any of "
         f"{n_guesses} guesses: {branch.message}",
         file=sys.stderr,
     )
+    if hint is not None:
+        print(f"note: {hint}.", file=sys.stderr)
     payload.update(
         branch=[], folds=[], period_doublings=[], neimark_sackers=[], limits={}
     )
@@ -367,6 +377,29 @@ def _report_start_failed(
         common._write_json(args.json, payload)
         print(f"wrote {args.json}")
     return 1
+
+
+def _start_hint(args, model, system, section, guess, params, span) -> str | None:
+    """The model's words for why the cycle from the last guess fails at the
+    start (`Presentation.no_orbit_hint`, else `explain` of the cycle's status),
+    or `None`."""
+    from .._continuation import start_cycle_failure
+
+    no_orbit_hint = model.presentation.no_orbit_hint
+    hint = None if no_orbit_hint is None else no_orbit_hint(params)
+    explain = model.presentation.explain
+    if hint is not None or explain is None:
+        return hint
+    cause = start_cycle_failure(
+        system,
+        section,
+        span.parameter,
+        params,
+        guess,
+        span.start,
+        common.solver_settings(args),
+    )
+    return None if cause is None else explain(*cause, params)
 
 
 def _branch_summary(model, system, form, branch, params, parameter):

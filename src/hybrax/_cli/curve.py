@@ -4,8 +4,9 @@ a second parameter ([`hybrax.continue_orbit_curve`][]), and the branch's hybrid
 boundaries (force reversals, grazings, release reversals).
 
 Used by `hybrax._cli.continuation`: `add_curve_args` registers the options,
-`check_curve_args` checks them before any computation, `follow_curve` runs the
-curve after the branch and returns its JSON record, and `boundary_records` lists
+`check_curve_args` checks them before any computation, `check_curve_kind`
+refuses a kind that the model cannot have, `follow_curve` runs the curve after
+the branch and returns its JSON record, and `boundary_records` lists
 the branch's hybrid boundaries.
 """
 
@@ -103,6 +104,47 @@ def check_curve_args(args: argparse.Namespace, parser, model, span) -> None:
         )
 
 
+def check_curve_kind(
+    args: argparse.Namespace, parser, model, form_name: str, system, k: int
+) -> None:
+    """A usage error, before the branch is computed, where no branch of `system`
+    (its section with `k` unknowns) can have a point of the `--curve` kind: a
+    grazing needs a declared clearance, a release reversal a declared release
+    velocity, a Neimark-Sacker point two unknowns (a complex pair of
+    multipliers). A fold, a period doubling and a force reversal (a phase that
+    starts past its guard) need no declaration."""
+    from .._simulate import clearance_names, release_names
+
+    if args.curve is None:
+        return
+    needs = {
+        "grazing": (
+            clearance_names(system),
+            "a clearance that the model declares (a hybrax.Clearance phase observable)",
+        ),
+        "release-reversal": (
+            release_names(system),
+            "an impact that declares the release velocity of the contact it "
+            "releases (e.g. ImpactRelabel(release=...))",
+        ),
+    }
+    if args.curve in needs:
+        declared, what = needs[args.curve]
+        if not declared:
+            parser.error(
+                f"argument --curve: a {args.curve} point needs {what}; "
+                f"{args.model} ({form_name}) declares none, so "
+                "no branch of it has one"
+            )
+    if args.curve == "neimark-sacker" and k < 2:
+        unknowns = ", ".join(model.section_unknowns(k))
+        parser.error(
+            "argument --curve: a neimark-sacker point needs a pair of complex "
+            f"multipliers, so two or more section unknowns; {args.model}'s "
+            f"section has {k} ({unknowns}), so no branch of it has one"
+        )
+
+
 def boundary_records(branch, name: str) -> dict[str, list[dict]]:
     """The branch's hybrid boundaries, printed and as JSON records:
     `force_reversals` (a phase that starts on its guard), `grazings` (a
@@ -171,7 +213,13 @@ def follow_curve(args, model, system, section, branch, params, span) -> dict:
     points = [p for p in branch.special_points if p.kind == kind and p.located]
     parameter2 = model.parameter(args.param2)
     if not points:
-        print(f"curve: no located {args.curve} point on the branch", file=sys.stderr)
+        found = sum(p.kind == kind for p in branch.special_points)
+        unlocated = f" ({found} found but not located)" if found else ""
+        print(
+            f"curve: no located {args.curve} point on the branch{unlocated}: "
+            "nothing to follow in --param2",
+            file=sys.stderr,
+        )
         return {"kind": kind, "status": "no_point"}
     start2 = float(parameter2.get(params))
     if not math.isfinite(start2) or start2 == args.stop2:

@@ -65,6 +65,7 @@ from .orbits import (
     continue_branch_period_doubled as continue_branch_period_doubled,
     continue_orbits as continue_orbits,
     period_doubled_section as period_doubled_section,
+    start_cycle_failure as start_cycle_failure,
 )
 from .results import (
     SPECIAL_POINT_KINDS as SPECIAL_POINT_KINDS,

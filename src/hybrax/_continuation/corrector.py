@@ -77,6 +77,13 @@ def _residual_only(residual: _AbstractResidual, z):
     return F
 
 
+@compiled("the continuation's cycle status")
+def _cycle_outcome(residual: _AbstractResidual, z):
+    """The cycle's status, final mode and cause transition at `z` (a return
+    map's residual only), where a correction failed."""
+    return residual.cycle_outcome(z)
+
+
 # ---------------------------------------------------------------------------
 # Points on the host
 # ---------------------------------------------------------------------------
@@ -128,9 +135,12 @@ class _Corrector:
         self.options = options
         self.residual_tol = residual_tol
         self.calls = 0
+        self.last_prediction: np.ndarray | None = None
 
     def __call__(self, z_pred: np.ndarray, w: np.ndarray) -> _Point:
         self.calls += 1
+        # Where a correction fails, its cycle at the prediction tells why.
+        self.last_prediction = np.asarray(z_pred, dtype=float)
         out = jax.device_get(
             _correct(
                 self.residual,

@@ -23,9 +23,9 @@ from .._settings import (
     Settings,
     resolve_settings,
 )
-from .._solution import RESULTS
+from .._solution import RESULTS, status_message, status_name
 from .assembly import _empty_orbit_branch, _orbit_branch
-from .corrector import _Corrector, _Options, _Point, _residual_only
+from .corrector import _Corrector, _cycle_outcome, _Options, _Point, _residual_only
 from .driver import (
     _first_point,
     _follow,
@@ -208,9 +208,16 @@ def continue_orbits(
     options = _Options(continuation.corrector, continuation.max_iterations)
     corrector = _Corrector(residual, options, continuation.residual_tol)
     first = _first_point(start_point, corrector)
+    missing = f"no periodic orbit found {where}"
+    if not first.ok and corrector.last_prediction is not None:
+        # Newton from a cycle that cannot run has only a NaN residual to show:
+        # the cycle's own status is the cause.
+        cause = cycle_failure(residual, corrector.last_prediction)
+        if cause is not None:
+            missing += f": {describe_cycle_failure(*cause)}"
     failure = _start_failure(
         first,
-        f"no periodic orbit found {where}",
+        missing,
         "orbit",
         parameter.name,
         (low, high),
@@ -252,6 +259,56 @@ def continue_orbits(
             release_names(system),
         )
     )
+
+
+def cycle_failure(
+    residual: _ReturnMapResidual, z
+) -> tuple[str, str | None, str | None] | None:
+    """How the cycle of `residual` at `z` (the unknowns, then the parameter)
+    fails: `(status, mode, transition)`, the mode it ended in and the
+    transition that caused the stop (`None` where the status names none), or
+    `None` where the cycle runs."""
+    result, mode, cause = _cycle_outcome(residual, jnp.asarray(z, dtype=float))
+    status = status_name(result)[0]
+    if status == "successful":
+        return None
+    system = residual.system
+    mode, cause = int(mode), int(cause)
+    mode_name = system.modes[mode].name if 0 <= mode < len(system.modes) else None
+    transition = (
+        system.transitions[cause].name if 0 <= cause < len(system.transitions) else None
+    )
+    return status, mode_name, transition
+
+
+def start_cycle_failure(
+    system, section, parameter, params, u0, start, settings=None
+) -> tuple[str, str | None, str | None] | None:
+    """[`cycle_failure`][] of `u0` at `parameter` = `start`, the cycle that
+    [`hybrax.continue_branch`][] corrects first (`None` where it runs): for a
+    caller that explains a start that failed in its own words."""
+    residual = _ReturnMapResidual(
+        system,
+        section,
+        as_parameter(parameter, params),
+        canonical_params(params),
+        _forward_mode_settings(settings),
+    )
+    z = jnp.concatenate([jnp.asarray(u0, dtype=float), jnp.asarray([start], float)])
+    return cycle_failure(residual, z)
+
+
+def describe_cycle_failure(status: str, mode: str | None, transition: str | None):
+    """One clause: the status that stopped a cycle, where, and its message,
+    e.g. `"its cycle ends with mode_not_viable in mode flight, at the
+    touchdown guard: A phase would end at the instant it starts: ..."`."""
+    message = status_message(getattr(RESULTS, status))[0]
+    # The status's pointer to `cause_transition`: named here instead.
+    message = message.split(" `cause_transition`")[0]
+    where = "" if mode is None else f" in mode {mode}"
+    if transition is not None:
+        where += f", at the {transition} guard"
+    return f"its cycle ends with {status}{where}: {message.rstrip('.')}"
 
 
 def period_doubled_section(section: PoincareSection) -> PoincareSection:

@@ -203,6 +203,16 @@ class _ReturnMapResidual(_AbstractResidual):
         )
         return u_next - u, sol.result == RESULTS.successful, record
 
+    def cycle_outcome(self, z):
+        """How the cycle at `z` ended, for a failure's message: its status, the
+        mode it ended in and the transition that caused a degenerate stop."""
+        k = z.shape[0] - 1
+        p = self.parameter.set(self.params, z[k])
+        _, sol, _, _ = watched_return_map(
+            self.system, self.section, z[:k], p, self.settings
+        )
+        return sol.result, sol.mode_final, sol.cause_transition
+
     def multiplier_matrix(self, z, jacobian):
         # M = F_u + I = dP/du, the reduced Jacobian (Zana et al. 2018 eqs. 32-33).
         k = z.shape[0] - 1
