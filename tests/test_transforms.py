@@ -160,6 +160,111 @@ def test_poincare_map_under_grad(step_fd):
     _jacobian_close(grad, step_fd[0])
 
 
+# --- hx.find_periodic_orbit: the wheel's gait in (gamma, alpha) ---------------
+
+
+def _orbit(theta):
+    """The wheel's period, speed after heel strike and multiplier on its orbit."""
+    p = eqx.tree_at(
+        lambda q: (q.gamma, q.alpha),
+        hx.canonical_params(WHEEL_PARAMS),
+        (theta[0], theta[1]),
+    )
+    orbit = hx.find_periodic_orbit(
+        WHEEL,
+        WHEEL_SECTION,
+        jnp.array([1.0]),
+        p,
+        settings=WHEEL_SETTINGS,
+        analyse=False,
+        phase_observables=False,
+    )
+    return jnp.stack([orbit.period, orbit.u[0], orbit.spectral_radius])
+
+
+ORBIT_THETA = np.array([0.08, np.pi / 8])
+ORBIT_THETAS = np.array([[0.08, np.pi / 8], [0.05, 0.3], [0.1, 0.35]])
+
+
+@pytest.fixture(scope="module")
+def orbit_eager():
+    return np.asarray(_orbit(jnp.asarray(ORBIT_THETA)))
+
+
+@pytest.fixture(scope="module")
+def orbit_fd():
+    return central_jacobian(lambda th: _orbit(jnp.asarray(th)), ORBIT_THETA, h=1e-5)
+
+
+@pytest.mark.slow
+def test_find_periodic_orbit_under_jit(orbit_eager):
+    """Also against the closed forms: the speed and the multiplier cos^2(2 alpha)."""
+    p = eqx.tree_at(lambda q: q.gamma, hx.canonical_params(WHEEL_PARAMS), 0.08)
+    _close(orbit_eager[1], models.rimless_wheel.fixed_point(p), tol=1e-8)
+    _close(orbit_eager[2], np.cos(np.pi / 4) ** 2, tol=1e-6)
+    _close(jax.jit(_orbit)(jnp.asarray(ORBIT_THETA)), orbit_eager)
+    _close(jax.jit(lambda: _orbit(jnp.asarray(ORBIT_THETA)))(), orbit_eager)
+
+
+@pytest.mark.slow
+def test_find_periodic_orbit_under_vmap():
+    batched = jax.vmap(_orbit)(jnp.asarray(ORBIT_THETAS))
+    for i, theta in enumerate(ORBIT_THETAS):
+        _close(batched[i], _orbit(jnp.asarray(theta)), tol=1e-10)
+
+
+@pytest.mark.slow
+def test_find_periodic_orbit_under_grad_and_jacfwd(orbit_fd):
+    """Both modes with the default settings. The multiplier's derivatives are
+    third derivatives of the flow: noise of a few 1e-6 in central differences
+    (see tests/test_wheel_gradients.py), hence its absolute tolerance."""
+    theta = jnp.asarray(ORBIT_THETA)
+    jacobian = jax.jacfwd(_orbit)(theta)
+    _jacobian_close(jacobian[:2], orbit_fd[:2])
+    _jacobian_close(jacobian[2], orbit_fd[2], atol=1e-5)
+    for row in range(3):
+        grad = jax.grad(lambda th, row=row: _orbit(th)[row])(theta)
+        _close(grad, jacobian[row], tol=1e-9)
+
+
+# --- hx.monodromy: one wheel step from a section state, in (state, gamma) -------
+
+
+def _monodromy(theta):
+    analysis = hx.monodromy(
+        WHEEL,
+        WHEEL_SECTION,
+        theta[:2],
+        _wheel_params(theta[2]),
+        settings=WHEEL_SETTINGS,
+    )
+    return jnp.concatenate(
+        [analysis.monodromy_ad.ravel(), analysis.monodromy_saltation.ravel()]
+    )
+
+
+MONODROMY_THETA = np.array([0.08 - np.pi / 8, 1.1, 0.08])
+MONODROMY_THETAS = np.array([[0.08 - np.pi / 8, 1.1, 0.08], [-0.3, 1.3, 0.05]])
+
+
+@pytest.mark.slow
+def test_monodromy_under_transformations():
+    """jit, vmap and jacfwd; reverse mode is not offered (`hx.monodromy` is
+    differentiable in forward mode only) and JAX names it."""
+    theta = jnp.asarray(MONODROMY_THETA)
+    eager = np.asarray(_monodromy(theta))
+    _close(eager[:4], eager[4:], tol=1e-7)  # AD and saltation routes agree
+    _close(jax.jit(_monodromy)(theta), eager)
+    _close(jax.jit(lambda: _monodromy(jnp.asarray(MONODROMY_THETA)))(), eager)
+    batched = jax.vmap(_monodromy)(jnp.asarray(MONODROMY_THETAS))
+    for i, th in enumerate(MONODROMY_THETAS):
+        _close(batched[i], _monodromy(jnp.asarray(th)), tol=1e-10)
+    fd = central_jacobian(lambda th: _monodromy(jnp.asarray(th)), MONODROMY_THETA, 1e-5)
+    _jacobian_close(jax.jacfwd(_monodromy)(theta), fd, atol=1e-6)
+    with pytest.raises(ValueError, match="Reverse-mode differentiation"):
+        jax.grad(lambda th: _monodromy(th)[0])(theta)
+
+
 # --- hx.saltation_matrix: the ball's impact, in (x_before, e) -------------------
 
 
@@ -230,8 +335,9 @@ FUNDAMENTAL_THETAS = np.array([[-0.3, 1.0, 1.0], [-0.2, 1.5, 0.8], [0.0, 0.5, 1.
 
 
 def test_phase_fundamental_matrix_under_transformations():
-    """jit, vmap and jacfwd; reverse mode is not offered (the fundamental matrix
-    is a forward-mode derivative through the solve) and JAX names it."""
+    """jit and vmap (jacfwd: slow, below); reverse mode is not offered (the
+    fundamental matrix is a forward-mode derivative through the solve) and JAX
+    names it."""
     theta = jnp.asarray(FUNDAMENTAL_THETA)
     eager = np.asarray(_fundamental(theta))
     _close(jax.jit(_fundamental)(theta), eager)
@@ -239,12 +345,18 @@ def test_phase_fundamental_matrix_under_transformations():
     batched = jax.vmap(_fundamental)(jnp.asarray(FUNDAMENTAL_THETAS))
     for i, th in enumerate(FUNDAMENTAL_THETAS):
         _close(batched[i], _fundamental(jnp.asarray(th)))
+    with pytest.raises(ValueError, match="Reverse-mode differentiation"):
+        jax.grad(lambda th: _fundamental(th)[0])(theta)
+
+
+@pytest.mark.slow
+def test_phase_fundamental_matrix_under_jacfwd():
+    """A second derivative of the flow (forward over forward)."""
     fd = central_jacobian(
         lambda th: _fundamental(jnp.asarray(th)), FUNDAMENTAL_THETA, h=1e-5
     )
-    _jacobian_close(jax.jacfwd(_fundamental)(theta), fd, atol=1e-7)
-    with pytest.raises(ValueError, match="Reverse-mode differentiation"):
-        jax.grad(lambda th: _fundamental(th)[0])(theta)
+    jacobian = jax.jacfwd(_fundamental)(jnp.asarray(FUNDAMENTAL_THETA))
+    _jacobian_close(jacobian, fd, atol=1e-7)
 
 
 # --- hx.sweep: an eager driver, not a traceable function -------------------------
