@@ -18,6 +18,7 @@ import jax.tree_util as jtu
 import numpy as np
 from jaxtyping import PyTree
 
+from .._misc import is_concrete
 from .._periodic import (
     modulus_key,
 )
@@ -218,7 +219,8 @@ def sweep(
     as NumPy arrays (on the host; chunks are fetched as they finish).
 
     **Raises:** `ValueError` if `batch` has no arrays, leaves of different batch
-    sizes, or `chunk_size` is not positive.
+    sizes, or traced ones (`sweep` called under a JAX transformation), or
+    `chunk_size` is not positive.
 
     !!! note "Several hosts"
 
@@ -257,6 +259,14 @@ def sweep(
         ```
     """
     dynamic, static = eqx.partition(batch, eqx.is_array)
+    if not all(is_concrete(leaf) for leaf in jtu.tree_leaves(dynamic)):
+        # The chunks run from a host loop into NumPy arrays: a traced batch would
+        # fail deep inside with JAX's bare `TracerArrayConversionError`.
+        raise ValueError(
+            "`batch` is traced: `hx.sweep` is an eager driver and does not run "
+            "under jax.jit, jax.vmap, jax.grad or jax.jacfwd; inside a "
+            "transformation call `jax.vmap(fn)(batch)` instead."
+        )
     n = _batch_size(dynamic)
     plan = _plan(n, chunk_size, devices, distributed)
     bar = _Progress(plan.n_local, progress and jax.process_index() == 0, desc)
