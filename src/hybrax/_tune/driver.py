@@ -373,6 +373,7 @@ def _minimise(
     broken = None
     run_time = 0.0
     once = evaluates_once(minimiser)
+    pressed = None  # the last rule a trial point broke
     step_fn = Evaluated() if once else fn
     last = None
 
@@ -402,7 +403,14 @@ def _minimise(
         best = math.inf
         while len(history) < max_steps:
             t0 = time.perf_counter()
-            evaluation = step_args(state.y_eval if once else y, args, evaluation)
+            at = state.y_eval if once else y
+            # A trial point outside the parameters' rules evaluates to the
+            # status `parameters_out_of_domain` (no orbit), so the minimiser
+            # steps back; where it then ends without converging, it was pressing
+            # against that rule (reported below).
+            trial_rule = _broken_rule(problem.with_values(at)) if once else None
+            pressed = trial_rule or pressed
+            evaluation = step_args(at, args, evaluation)
             y_next, state, aux = minimiser_step(
                 minimiser, step_fn, y, evaluation, state, tags
             )
@@ -452,6 +460,9 @@ def _minimise(
         else:
             result_name = "max_steps_reached"
             break
+    if broken is None and pressed is not None and result_name != "successful":
+        # It ended at the last point inside the rules that its trials left.
+        result_name, broken = "parameter_rule", pressed
     return y, u, result_name, broken, run_time, last
 
 

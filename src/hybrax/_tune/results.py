@@ -75,7 +75,9 @@ class TuneResult(eqx.Module):
     - `minimiser_result`: the minimiser's own status name (`"successful"` when it
       met its tolerance), or `"parameter_rule"`: its next step would have left the
       parameters' rules (their class's checks, e.g. a slope inside
-      $(-\pi/2, \pi/2)$), so the result is the last point inside them and
+      $(-\pi/2, \pi/2)$), or it ended without converging after trial points
+      outside them (which evaluate to no orbit, status
+      `parameters_out_of_domain`), so the result is the last point inside them and
       `rule` says which rule; `mode`: `"reverse"` or `"forward"`.
     """
 
