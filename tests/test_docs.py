@@ -119,3 +119,15 @@ def test_the_command_reference_is_the_parsers_help():
     for command in ("models", "simulate", "orbit", "continue", "sweep", "tune"):
         assert f"## hybrax {command}\n" in expected
     assert "--animation {gif,mp4}" in expected and "--tol TOL" in expected
+
+
+def test_every_public_name_has_an_api_entry():
+    """Each name that `hybrax` exports has its `::: hybrax.NAME` entry on an API
+    page, so that a docstring's cross-reference to it resolves (the site's strict
+    build, in `.ci/run`, fails on one that does not)."""
+    import hybrax
+
+    text = "".join(path.read_text() for path in (PAGES / "api").glob("*.md"))
+    entries = set(re.findall(r"^::: hybrax\.(\w+)$", text, re.M))
+    missing = set(hybrax.__all__) - {"models", "plot"} - entries
+    assert not missing, sorted(missing)
