@@ -69,11 +69,14 @@ def test_every_page_block_is_python_or_marked_illustration():
 
 
 def test_the_concepts_page_explains_every_status():
-    from hybrax._solution import STATUS_NAMES
+    """Every status, and no other name: the page may also explain statuses that
+    the installed diffrax, optimistix and lineax do not define (older versions
+    name fewer)."""
+    from hybrax._solution import _CANDIDATE_NAMES, STATUS_NAMES
 
     text = (PAGES / "concepts.md").read_text()
     rows = set(re.findall(r"^\| `(\w+)` \|", text, re.M))
-    assert rows == set(STATUS_NAMES)
+    assert set(STATUS_NAMES) <= rows <= set(_CANDIDATE_NAMES), rows ^ set(STATUS_NAMES)
 
 
 def test_the_gallery_shows_every_model_as_its_bundle_says():
