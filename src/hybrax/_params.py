@@ -25,12 +25,17 @@ class Bound(eqx.Module):
     rule: str = eqx.field(static=True)
 
 
-#: $v > 0$.
 POSITIVE = Bound(lambda v: v > 0, "> 0")
-#: $v \ge 0$.
+r"""The positive numbers, $v > 0$: a [`hybrax.Bound`][] for
+[`hybrax.parameter_field`][]."""
+
 NONNEGATIVE = Bound(lambda v: v >= 0, ">= 0")
-#: $0 < v < 1$.
+r"""The non-negative numbers, $v \ge 0$: a [`hybrax.Bound`][] for
+[`hybrax.parameter_field`][]."""
+
 FRACTION = Bound(lambda v: (v > 0) & (v < 1), "in (0, 1)")
+r"""The open unit interval, $0 < v < 1$: a [`hybrax.Bound`][] for
+[`hybrax.parameter_field`][]."""
 
 
 def between(low: float, high: float, rule: str | None = None) -> Bound:
