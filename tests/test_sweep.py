@@ -791,6 +791,7 @@ def test_nearest_converged_orbit_in_scaled_parameters():
     from hybrax._sweep.rounds import (
         _nearest_solved,
         _nearest_untried,
+        _neighbourhood_radius,
         _parameter_features,
     )
 
@@ -815,6 +816,20 @@ def test_nearest_converged_orbit_in_scaled_parameters():
     nearest, u = _nearest_untried(features, [1, 2], [0, 3], solved_u, tried)
     np.testing.assert_array_equal(nearest, [0, -1])
     np.testing.assert_array_equal(u[0], [10.0])
+    # A neighbourhood is the 8 nearest elements: on a unit 5 x 5 grid, an
+    # interior point's reaches its diagonal neighbours (squared distance 2), a
+    # corner's the point two steps along the diagonal (8: 1, 1, 2, 4, 4, 5, 5, 8);
+    # an element farther than that is no neighbour.
+    grid = np.stack(np.meshgrid(np.arange(5.0), np.arange(5.0)), -1).reshape(-1, 2)
+    centre, corner = 12, 0
+    np.testing.assert_array_equal(
+        _neighbourhood_radius(grid, [centre, corner], 8), [2.0, 8.0]
+    )
+    far = np.array([[-1, -1]])
+    nearest, _ = _nearest_untried(
+        grid, [centre], [0, 6], [[0.0], [6.0]], far, np.array([2.0])
+    )
+    np.testing.assert_array_equal(nearest, [6])  # 0 lies two steps away
 
 
 def _newton_sqrt(a):

@@ -565,14 +565,15 @@ def _print_sweep_summary(
         )
     )
     if n_conv:
+        by = tally.found_by[tally.converged]
         found = ", ".join(
-            f"{name.replace('_', ' ')} {int(np.sum(tally.found_by == name))}"
+            f"{name.replace('_', ' ')} {int(np.sum(by == name))}"
             for name in SWEEP_STRATEGIES
-            if np.any(tally.found_by == name)
+            if np.any(by == name)
         )
         n_run = n - n_not_run
         print(
-            f"  orbits found at {n_conv} of {n_run} points run "
+            f"  admissible orbits found at {n_conv} of {n_run} points run "
             f"({100 * n_conv / n_run:.1f}%), from: {found}"
         )
     if interrupted:
@@ -752,7 +753,8 @@ def _write_sweep_json(
             "converged": tally.n_converged,
             # Which strategy found each orbit (`hybrax.SWEEP_STRATEGIES`).
             "found_by": {
-                name: int(np.sum(tally.found_by == name)) for name in SWEEP_STRATEGIES
+                name: int(np.sum(tally.found_by[tally.converged] == name))
+                for name in SWEEP_STRATEGIES
             },
             "stable": int(tally.stable.sum()),
             "failures": tally.failures,

@@ -110,7 +110,8 @@ class OrbitSweep(eqx.Module):
       element; `succeeded` where it is `successful`; `status_names` its names
       (`hybrax.status_code(out.result)` gives integer codes, positions in
       `hybrax.STATUS_NAMES`).
-    - `found_by`: the strategy that found each element's orbit, as a position in
+    - `found_by`: the strategy that found each element's orbit (its admissible
+      orbit, or where there is none an `inadmissible_orbit`), as a position in
       `hybrax.SWEEP_STRATEGIES` (`"guess"`, `"neighbour"`, `"return_map"`; see
       [`hybrax.sweep_orbits`][]), -1 where none did; `strategy_names` their names
       (`""` for none).
@@ -370,12 +371,14 @@ class SweepSettings(eqx.Module):
       other orbit of their parameter set): use continuation to follow one branch.
       Default off.
     - `neighbours`: solve each element without an orbit from its guess again from
-      the orbits of this many converged elements nearest to it in parameters
-      (scaled as for `warm_start`), nearest first, before the return-map strategy
-      (see [`hybrax.sweep_orbits`][]); where one converges it replaces the first
-      result (possibly an orbit of another branch where several coexist, as with
-      `warm_start`). Default 8, the neighbours of a point of a two-parameter
-      grid; 0 tries none.
+      the orbit of each converged element among its `neighbours` nearest elements
+      in parameters (scaled as for `warm_start`), nearest first, before the
+      return-map strategy (see [`hybrax.sweep_orbits`][]); where one converges it
+      replaces the first result (possibly an orbit of another branch where several
+      coexist, as with `warm_start`). Default 8: on a two-parameter grid, a
+      point's grid neighbours (an element deep in a region without orbits, with
+      no converged element among them, is not solved from orbits across it); 0
+      tries none.
     """
 
     chunk_size: int | None = eqx.field(static=True, default=None)
@@ -441,8 +444,9 @@ def sweep_orbits(
        loosening=math.inf), params_i, shooting=dataclasses.replace(shooting,
        return_map_iterations=0), ...)` (the first iteration at the loosest
        tolerance: the start is rough);
-    2. `"neighbour"`: the same from the orbit $u_j$ of each of the nearest
-       converged elements, nearest first (`sweep_settings.neighbours`, default 8);
+    2. `"neighbour"`: the same from the orbit $u_j$ of each converged element
+       among its nearest elements (`sweep_settings.neighbours`, default 8: on a
+       two-parameter grid, a point's grid neighbours), nearest first;
     3. `"return_map"`: the shooting's `return_map_iterations` from the guess (which
        pull a start towards a stable orbit, but near a fold can drift into its slow
        ghost and away from an orbit Newton finds directly: they never replace

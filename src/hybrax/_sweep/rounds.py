@@ -44,8 +44,10 @@ from .executor import _in_threads, _leaves, _Progress, _run_chunks, _take
 _TAIL_LANES = 4096
 
 
-# The status code of an element an interrupt left unsolved.
+# The status code of an element an interrupt left unsolved, and of an orbit that
+# breaks a boundary its model declares (found, values kept, not admissible).
 _NOT_RUN = STATUS_NAMES.index("not_run")
+_INADMISSIBLE = STATUS_NAMES.index("inadmissible_orbit")
 
 
 # Where an orbit element's solve starts (see `_OrbitSolve`).
@@ -215,23 +217,56 @@ def _nearest_solved(features, elements, solved, solved_u):
     return np.asarray(solved_u)[np.argmin(np.sum(gaps**2, axis=-1), axis=1)]
 
 
-def _nearest_untried(features, elements, solved, solved_u, tried, block=1024):
+def _pool(positions, *arrays):
+    """At most `_WARM_POOL` of `positions` (evenly spaced in batch order), with the
+    matching rows of `arrays`: bounds the host work per element for any batch."""
+    positions = np.asarray(positions)
+    arrays = tuple(np.asarray(a) for a in arrays)
+    if positions.size <= _WARM_POOL:
+        return (positions, *arrays)
+    keep = np.linspace(0, positions.size - 1, _WARM_POOL).astype(int)
+    return (positions[keep], *(a[keep] for a in arrays))
+
+
+def _neighbourhood_radius(features, elements, k, block=1024):
+    """For each of `elements`, the squared distance (in `features`) to its `k`-th
+    nearest other element of the batch (among at most `_WARM_POOL` of them): the
+    radius of its neighbourhood. On a grid, an interior point's eight nearest
+    are its grid neighbours."""
+    (others,) = _pool(np.arange(features.shape[0]))
+    k = min(k, others.size - 1)
+    radius = np.full(len(elements), np.inf)
+    if k < 1:
+        return radius
+    for i in range(0, len(elements), block):
+        rows = np.asarray(elements[i : i + block])
+        distance = np.sum(
+            (features[rows][:, None, :] - features[others][None]) ** 2, -1
+        )
+        distance = np.where(others[None, :] == rows[:, None], np.inf, distance)
+        radius[i : i + block] = np.partition(distance, k - 1, axis=1)[:, k - 1]
+    return radius
+
+
+def _nearest_untried(
+    features, elements, solved, solved_u, tried, radius=None, block=1024
+):
     """For each of `elements`, the nearest `solved` element (in `features`) that is
-    not among its row of `tried` (element positions, -1 for none), among at most
-    `_WARM_POOL` of the solved (evenly spaced in batch order), in blocks of `block`
-    elements (bounded memory for any batch). Returns `(nearest, u)`: its position
-    (-1 where every solved element was tried) and its orbit `u`."""
-    solved = np.asarray(solved)
-    solved_u = np.asarray(solved_u)
-    if solved.size > _WARM_POOL:
-        keep = np.linspace(0, solved.size - 1, _WARM_POOL).astype(int)
-        solved, solved_u = solved[keep], solved_u[keep]
+    not among its row of `tried` (element positions, -1 for none) and lies within
+    its squared `radius` (default: any distance), among at most `_WARM_POOL` of the
+    solved (evenly spaced in batch order), in blocks of `block` elements (bounded
+    memory for any batch). Returns `(nearest, u)`: its position (-1 where there is
+    none) and its orbit `u`."""
+    solved, solved_u = _pool(solved, solved_u)
     nearest = np.full(len(elements), -1)
     for i in range(0, len(elements), block):
         rows = np.asarray(elements[i : i + block])
         gaps = features[rows][:, None, :] - features[solved][None]
         distance = np.sum(gaps**2, axis=-1)
         used = np.any(solved[None, None, :] == tried[i : i + block, :, None], axis=1)
+        if radius is not None:
+            far = distance > radius[i : i + block, None] * (1 + 1e-9)
+            used = used | far
         distance = np.where(used, np.inf, distance)
         best = np.argmin(distance, axis=1)
         found = np.isfinite(distance[np.arange(rows.size), best])
@@ -251,22 +286,27 @@ def _fallback_strategies(
     strategies a user would try singly, in turn, each on the elements still without
     one:
 
-    1. Newton from the orbit of each of the `neighbours` converged elements
-       nearest in parameters (`_parameter_features`), nearest first, one pass per
-       neighbour (the converged elements of the earlier passes count);
+    1. Newton from the orbit of each converged element among its `neighbours`
+       nearest elements in parameters (`_parameter_features`; on a grid, an
+       interior point's grid neighbours), nearest first, one pass per neighbour
+       (the converged elements of the earlier passes count);
     2. the shooting's return-map iterations from the guess, then Newton (where
        `fn.shooting.return_map_iterations` > 0): cheap cycles that pull a start
        towards a stable orbit, last because near a fold they can drift into its
        slow ghost, away from an orbit Newton finds directly.
 
-    Returns the orbits (local rows) with those that now converged replaced (an
-    element without any keeps its first solve's status), `found_by` updated
+    An element "without an orbit" is any but `successful`: one whose orbit breaks
+    a declared boundary (`inadmissible_orbit`) is solved again too, and keeps that
+    orbit where no admissible one is found; an inadmissible orbit found by a later
+    strategy replaces a failure. Returns the orbits (local rows) with those
+    replaced (an element without any keeps its first solve's status), `found_by`
+    updated
     (positions in `SWEEP_STRATEGIES`), and how many neighbours' orbits each
     element was solved from; every element's `n_steps` counts all its solves."""
     n_local = plan.n_local
     neighbour_starts = np.zeros(n_local, int)
     quiet = _Progress(n_local, False, "")
-    features = None
+    features = radius = None
     tried = np.full((n_local, max(neighbours, 1)), -1)
     u_all = np.array(u)
 
@@ -291,7 +331,13 @@ def _fallback_strategies(
             # The solves that finished count; the others keep their last result.
             stopped, again = interrupted, interrupted.orbit
             order = order[np.asarray(status_code(again.result))[order] != _NOT_RUN]
-        found = order[np.asarray(status_code(again.result))[order] == 0]
+        now = np.asarray(status_code(orbit.result))[order]
+        new = np.asarray(status_code(again.result))[order]
+        # An admissible orbit replaces anything; an inadmissible one (an orbit
+        # that breaks a declared boundary) replaces only a failure.
+        found = order[
+            (new == 0) | ((new == _INADMISSIBLE) & (now != 0) & (now != _INADMISSIBLE))
+        ]
         steps = np.array(orbit.n_steps)
         steps[order] += np.asarray(again.n_steps)[order]
 
@@ -318,8 +364,19 @@ def _fallback_strategies(
                 features = _parameter_features(
                     _take(dynamic, plan.local_index), n_local
                 )
+                # Each element's neighbourhood: its `neighbours` nearest elements
+                # (on a grid, an interior point's grid neighbours). A converged
+                # element farther away is no neighbour: an element deep in a
+                # region without orbits is not solved from orbits across it.
+                radius = np.full(n_local, np.inf)
+                radius[failed] = _neighbourhood_radius(features, failed, neighbours)
             nearest, u_nearest = _nearest_untried(
-                features, failed, solved, np.asarray(orbit.u)[solved], tried[failed]
+                features,
+                failed,
+                solved,
+                np.asarray(orbit.u)[solved],
+                tried[failed],
+                radius[failed],
             )
             has = nearest >= 0
             failed, nearest, u_nearest = failed[has], nearest[has], u_nearest[has]
@@ -583,8 +640,9 @@ def _found_by(orbit, origin) -> np.ndarray:
         _BY_NEIGHBOUR,
         np.where(origin == _MAPPED_FROM_GUESS, _BY_RETURN_MAP, _BY_GUESS),
     )
-    converged = np.asarray(status_code(orbit.result)) == 0
-    return np.where(converged, by_start, _NOT_FOUND).astype(np.int8)
+    code = np.asarray(status_code(orbit.result))
+    found = (code == 0) | (code == _INADMISSIBLE)
+    return np.where(found, by_start, _NOT_FOUND).astype(np.int8)
 
 
 class _Stopped(Exception):
