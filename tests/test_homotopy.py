@@ -4,6 +4,7 @@ scan of the hopper's 1-D return map refined by Brent's method, all its fixed
 points), which imports neither JAX nor hybrax."""
 
 import equinox as eqx
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -13,6 +14,7 @@ from helpers import ORACLE_TOL
 from hybrax.models import hopper
 from reference_hopper import (
     HopperParams as ReferenceParams,
+    contact_multiplier,
     periodic_orbit,
     return_map,
 )
@@ -107,7 +109,22 @@ def test_random_parameter_sets_inside_the_existence_region():
         batch,
         sweep_settings=hx.SweepSettings(neighbours=0),
     )
-    converged = np.asarray(sweep.succeeded)
+
+    # An orbit whose ground would pull right after touchdown is an orbit (values
+    # kept) that the model's boundary rules out: the reference's contact
+    # multiplier after the impact says which.
+    def pulls(orbit, mu, damping):
+        after = np.asarray(orbit.cycle.x_after)[..., 0, :]
+        params = _at(mu, damping)
+        reference = ReferenceParams(mu=float(mu), d_G=float(params.d_G))
+        return contact_multiplier(after, reference) > 1e-9 * params.m * params.g
+
+    names = sweep.status_names
+    converged = np.isin(names, ["successful", "inadmissible_orbit"])
+    for n in np.flatnonzero(converged):
+        element = jax.tree_util.tree_map(lambda leaf: leaf[n], sweep.orbit)
+        expected = "inadmissible_orbit" if pulls(element, *points[n]) else "successful"
+        assert names[n] == expected, points[n]
     speeds = np.asarray(sweep.orbit.state)[:, 2]
     start = hx.find_periodic_orbit(
         SYSTEM, SECTION, hopper.orbit_guess(DEFAULTS), DEFAULTS
@@ -117,7 +134,12 @@ def test_random_parameter_sets_inside_the_existence_region():
         params = hx.canonical_params(_at(*points[n]))
         homotopy = hx.continue_to_params(SYSTEM, SECTION, start.u, DEFAULTS, params)
         assert homotopy.reached, (points[n], homotopy.message)
-        assert bool(homotopy.orbit.succeeded)
+        expected = (
+            "inadmissible_orbit"
+            if pulls(homotopy.orbit, *points[n])
+            else ("successful")
+        )
+        assert hx.status_name(homotopy.orbit.result) == [expected], points[n]
         speeds[n] = float(homotopy.orbit.state[2])
         followed += 1
     # The guess alone does not do: the homotopy was needed somewhere.
