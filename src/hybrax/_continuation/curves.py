@@ -10,10 +10,10 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, PyTree
 
+from .._continuation_parameter import AbstractParameter, as_parameter
 from .._custom_types import Params
 from .._hybrid import HybridSystem
 from .._misc import canonical_params, check_float64
-from .._parameters import AbstractParameter, as_parameter
 from .._periodic import PoincareSection, resolve_sequence
 from .._settings import Settings
 from .._simulate import Tables

@@ -25,10 +25,10 @@ import jax.numpy as jnp
 import numpy as np
 import optimistix as optx
 
+from .._continuation_parameter import AbstractParameter, as_parameter
 from .._custom_types import Params
 from .._hybrid import HybridSystem
 from .._misc import canonical_params, check_float64
-from .._parameters import AbstractParameter, as_parameter
 from .._periodic import (
     PeriodicOrbit,
     PoincareSection,
