@@ -561,8 +561,8 @@ def continue_orbit_curve(
 
         A bifurcation's corrector differentiates the cycle twice in forward
         mode: it compiles once per system, section, parameters and settings
-        (about two minutes for the compass gait on a 2-core CPU, one for the
-        hopper), then each point costs a few corrector iterations. A force
+        (minutes on a CPU for the zoo's walkers), then each point costs a few
+        corrector iterations. A force
         boundary's differentiates it once.
     """
     check_float64("continue_orbit_curve")
