@@ -27,12 +27,12 @@ already (a user's own setting is kept as it is):
   0.8 to 0.10, whose XLA has the option: a later XLA may drop it).
 
 On the hopper (one orbit with its Floquet analysis under `jax.jit`,
-`experiments/bench_orbit.py`) the raised limit makes the minimal form's orbit several
-times faster at the same compile time and the same multipliers to the last digit;
-the constrained form gains as much only with the YNNPACK fusions off too, since its
-stage loops hold them. The classic emitters compile the orbit faster, at the same
-warm time and multipliers. The figures are in the documentation's performance page
-("Figures behind the defaults").
+`experiments/bench_orbit.py`) the raised limit makes the minimal form's orbit
+several times faster at the same compile time and the same multipliers to the last
+digit; the constrained form's loops become one kernel only with the YNNPACK fusions
+off too, since its stage loops hold them. The classic emitters compile the orbit
+faster, at the same warm time and multipliers. The figures are in the
+documentation's performance page ("Figures behind the defaults").
 
 XLA reads `XLA_FLAGS` once, when JAX first starts a backend: the options apply when
 `hybrax` is imported before the first JAX computation of the process (as the
