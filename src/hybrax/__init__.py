@@ -2,13 +2,14 @@
 systems in JAX.
 
 The public names below are imported on first use (PEP 562), so that `import hybrax`
-is cheap and the command line can configure equinox (its `EQX_ON_ERROR`, read once
-when equinox is imported) before anything imports it. Type checkers and
-documentation see the plain re-exports of the `TYPE_CHECKING` block.
+loads neither JAX nor equinox: the command line answers `--help` and rejects bad
+arguments without them, and XLA's options (below) are in place before JAX starts a
+backend. Type checkers and documentation see the plain re-exports of the
+`TYPE_CHECKING` block.
 
 Importing hybrax sets XLA's CPU options so that a solver's loop compiles into one
-kernel (see `hybrax._xla_cpu`: diffrax's solves run about 4x faster on CPU), except
-where `XLA_FLAGS` sets them already; they apply when hybrax is imported before the
+kernel instead of one call per operation (see `hybrax._xla_cpu`), except where
+`XLA_FLAGS` sets them already; they apply when hybrax is imported before the
 process's first JAX computation."""
 
 import importlib
@@ -42,6 +43,11 @@ if TYPE_CHECKING:
         continue_period_doubled as continue_period_doubled,
         continue_zeros as continue_zeros,
         period_doubled_section as period_doubled_section,
+    )
+    from ._continuation_parameter import (
+        AbstractParameter as AbstractParameter,
+        FieldParameter as FieldParameter,
+        FunctionParameter as FunctionParameter,
     )
     from ._control import (
         bezier as bezier,
@@ -96,11 +102,6 @@ if TYPE_CHECKING:
         ModelForm as ModelForm,
         ModelPresentation as ModelPresentation,
         TuneDefaults as TuneDefaults,
-    )
-    from ._parameters import (
-        AbstractParameter as AbstractParameter,
-        FieldParameter as FieldParameter,
-        FunctionParameter as FunctionParameter,
     )
     from ._params import (
         FRACTION as FRACTION,
@@ -167,7 +168,7 @@ if TYPE_CHECKING:
 _EXPORTS = {
     "load": "._archive",
     "save": "._archive",
-    "AbstractParameter": "._parameters",
+    "AbstractParameter": "._continuation_parameter",
     "BASIN_OUTCOMES": "._basin",
     "Basin": "._basin",
     "basin": "._basin",
@@ -176,8 +177,8 @@ _EXPORTS = {
     "continue_bifurcation_curve": "._continuation",
     "continue_orbit_curve": "._continuation",
     "ContinuationSettings": "._continuation",
-    "FieldParameter": "._parameters",
-    "FunctionParameter": "._parameters",
+    "FieldParameter": "._continuation_parameter",
+    "FunctionParameter": "._continuation_parameter",
     "SolutionBranch": "._continuation",
     "SpecialPoint": "._continuation",
     "continue_branch": "._continuation",

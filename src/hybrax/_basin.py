@@ -316,8 +316,8 @@ def basin(
 
 # Starts per compiled call on a CPU. Under `vmap` a chunk runs until its slowest
 # start is done, so smaller chunks waste less on the rounds' few moving starts;
-# the simplest walker's 100 x 100 basin runs warm in 1.4 s with it (2 cores,
-# `experiments/bench_basin.py`; other sizes were not compared).
+# 256 was not compared with other sizes (`experiments/bench_basin.py` times a
+# basin at it).
 _CHUNK = 256
 # On an accelerator: its lanes want the whole batch (a chunk of 2^20 starts holds
 # a few GB).

@@ -29,10 +29,10 @@ from ._continuation import (
     resolve_continuation_settings,
     start_at_parameter,
 )
+from ._continuation_parameter import AbstractParameter
 from ._custom_types import Params
 from ._hybrid import HybridSystem
 from ._misc import canonical_params, check_float64
-from ._parameters import AbstractParameter
 from ._periodic import PeriodicOrbit, PoincareSection, find_periodic_orbit
 from ._settings import Settings, Shooting
 from ._solution import RESULTS

@@ -217,8 +217,8 @@ def symmetric_solve(
     (Nocedal & Wright, *Numerical Optimization*, 2nd ed., sec. 16.2). Up to order
     12 the inverse comes from an unrolled Gauss-Jordan elimination in plain XLA
     operations (Golub & Van Loan, *Matrix Computations*, 4th ed., sec. 3.2): on a
-    CPU one LAPACK call costs about 1.3 us for a 7x7 system, twenty times the rest
-    of a vector field, and the field runs at every stage of every integrator step;
+    CPU one LAPACK call for a small system costs many times the rest of a vector
+    field, and the field runs at every stage of every integrator step;
     a LAPACK call in a solver's loop also keeps XLA from compiling the loop into one
     kernel (`hybrax._xla_cpu`).
     Derivatives follow the implicit rule of `jax.lax.custom_linear_solve`,

@@ -408,7 +408,7 @@ def field_parameters(params_class, model_name: str):
     `params_class` (an `eqx.Module` with defaults and eager checks): unknown names
     are a `ValueError` naming them (`hybrax._params.check_names`), and each field
     is a continuation parameter."""
-    from ._parameters import FieldParameter
+    from ._continuation_parameter import FieldParameter
     from ._params import check_names, field_names
 
     names = field_names(params_class)

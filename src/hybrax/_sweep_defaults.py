@@ -23,8 +23,8 @@ SWEEP_MAX_ITERATIONS = 10
 SWEEP_MAP_ITERATIONS = 30
 
 #: Newton's Jacobian (`hybrax.Shooting.jacobian`): under `vmap` the variational
-#: cycle compiles about 7 s faster than forward-mode AD and finished the hopper's
-#: default grid first.
+#: cycle compiles faster than forward-mode AD and runs the hopper's default grid
+#: faster.
 SWEEP_JACOBIAN = "variational"
 
 #: The converged neighbours whose orbits an element without an orbit from its guess

@@ -26,14 +26,13 @@ already (a user's own setting is kept as it is):
 - `--xla_cpu_use_fusion_emitters=false` (the classic emitters; only with jaxlib
   0.8 to 0.10, whose XLA has the option: a later XLA may drop it).
 
-Measured on the hopper (one orbit with its Floquet analysis under `jax.jit`, 2-core
-CPU): minimal form 5.5 ms with XLA's defaults, 1.4 ms with the raised limit, same
-compile time and the same multipliers to the last digit; constrained form 13 ms
-with the raised limit alone (its stage loops held YNNPACK fusions), 3.7 ms with
-both (`experiments/bench_orbit.py`). The classic emitters compiled the minimal
-form's analysed orbit with XLA in 3.4-4.1 s against 4.7-5.5 s (three alternating
-process runs each), at the same warm time (1.8-2.1 ms against 1.8-2.0 ms) and
-multiplier (to the last digit).
+On the hopper (one orbit with its Floquet analysis under `jax.jit`,
+`experiments/bench_orbit.py`) the raised limit makes the minimal form's orbit
+several times faster at the same compile time and the same multipliers to the last
+digit; the constrained form's loops become one kernel only with the YNNPACK fusions
+off too, since its stage loops hold them. The classic emitters compile the orbit
+faster, at the same warm time and multipliers. The figures are in the
+documentation's performance page ("Figures behind the defaults").
 
 XLA reads `XLA_FLAGS` once, when JAX first starts a backend: the options apply when
 `hybrax` is imported before the first JAX computation of the process (as the

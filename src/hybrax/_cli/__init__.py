@@ -71,9 +71,9 @@ def console() -> None:
     the process's arguments, then the process ends with its exit code.
 
     Once a command is done, the interpreter's teardown (XLA's CPU client and the
-    thousands of loaded modules) takes another 0.45 s; everything the command wrote
-    is closed by then, so the process ends at once (`os._exit`) after flushing the
-    standard streams. A Python thread still working (a program that a command which
+    thousands of loaded modules) takes a noticeable while; everything the command
+    wrote is closed by then, so the process ends at once (`os._exit`) after flushing
+    the standard streams. A Python thread still working (a program that a command which
     ended early was compiling in the background) gets the ordinary exit instead,
     which waits for it, so that no cache entry is cut short. A closed output pipe
     exits 1 quietly; other exceptions propagate as usual. An interrupted

@@ -256,9 +256,9 @@ def _prepare_periods(
         ),
         (jnp.zeros((system.n_states,), dtype=float), params),
     )
-    # The plotting code (matplotlib, 0.3 s) is imported by that thread once its
-    # program is compiled, while XLA still compiles the orbit search: off the
-    # critical path.
+    # The plotting code (matplotlib, slow to import) is imported by that thread
+    # once its program is compiled, while XLA still compiles the orbit search: off
+    # the critical path.
     pool.submit(importlib.import_module, "hybrax.plot")
     pool.shutdown(wait=False)
     return periods_program

@@ -10,10 +10,10 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, PyTree
 
+from .._continuation_parameter import AbstractParameter, as_parameter
 from .._custom_types import Params
 from .._hybrid import HybridSystem
 from .._misc import canonical_params, check_float64
-from .._parameters import AbstractParameter, as_parameter
 from .._periodic import PoincareSection, resolve_sequence
 from .._settings import Settings
 from .._simulate import Tables
@@ -561,8 +561,8 @@ def continue_orbit_curve(
 
         A bifurcation's corrector differentiates the cycle twice in forward
         mode: it compiles once per system, section, parameters and settings
-        (about two minutes for the compass gait on a 2-core CPU, one for the
-        hopper), then each point costs a few corrector iterations. A force
+        (minutes on a CPU for the zoo's walkers), then each point costs a few
+        corrector iterations. A force
         boundary's differentiates it once.
     """
     check_float64("continue_orbit_curve")

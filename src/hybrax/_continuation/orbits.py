@@ -8,13 +8,13 @@ import equinox as eqx
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
-from .._custom_types import Params
-from .._hybrid import HybridSystem
-from .._misc import canonical_params, check_float64
-from .._parameters import (
+from .._continuation_parameter import (
     AbstractParameter,
     as_parameter,
 )
+from .._custom_types import Params
+from .._hybrid import HybridSystem
+from .._misc import canonical_params, check_float64
 from .._periodic import (
     PoincareSection,
     resolve_sequence,

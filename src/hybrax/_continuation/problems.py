@@ -10,11 +10,11 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, PyTree
 
-from .._custom_types import Params
-from .._hybrid import HybridSystem
-from .._parameters import (
+from .._continuation_parameter import (
     AbstractParameter,
 )
+from .._custom_types import Params
+from .._hybrid import HybridSystem
 from .._periodic import (
     PoincareSection,
     poincare_map_with,

@@ -48,7 +48,7 @@ def resolve_sequence(system: HybridSystem, section: PoincareSection):
     """The section's transitions as indices, and the mode a cycle starts in;
     `ValueError` unless they form a closed path of the system."""
     # The method taken from the class: equinox wraps a method looked up on an
-    # instance in a new module each time (about 35 us, of a 1.7 ms eager orbit).
+    # instance in a new module each time, a visible part of an eager orbit's time.
     transition_index = HybridSystem.transition_index
     sequence = tuple(transition_index(system, k) for k in section.sequence)
     mode0 = system.targets[sequence[-1]]
@@ -76,10 +76,8 @@ class Variational(eqx.Module):
     default small-loop limit a diffrax step had cost several times more for a leaf
     of ten or more entries than for one of four, and $\Phi$ had travelled as a
     tuple of its columns; with the limit hybrax sets (`hybrax._xla_cpu`) the loop
-    is one kernel, the leaf's size matters little and columns cost more
-    (`experiments/bench_leaf_size.py`: 16 entries 0.26 us a step as one leaf, 0.66
-    us as four; the hopper's analysed orbit under `jax.jit` 1.0 ms against 1.3
-    ms).
+    is one kernel, the leaf's size matters little and columns cost more, per step
+    and per analysed orbit (`experiments/bench_leaf_size.py`).
     """
 
     def initial(self, x0):
@@ -145,10 +143,9 @@ def cycle(
         diagnose=diagnose,
         # The variational pass is the inner loop of Newton and of the sweeps: its
         # phases are traced apart, each with its mode's functions (no conditional
-        # in a step; scanned with a run-time mode, a batched orbit took 10% more
-        # CPU time). The other cycles (the AD monodromy, the return map) scan one
-        # traced phase: the analysed hopper orbit compiled in 10.0-10.3 s against
-        # 11.4-11.95 s (alternating runs).
+        # in a step, which a batched orbit would pay at every step). The other
+        # cycles (the AD monodromy, the return map) scan one traced phase, which
+        # compiles faster than phases traced apart.
         unroll=variational,
         seed_tangents=seed_tangents,
     )
@@ -257,8 +254,7 @@ def _variational_return_map(
     The pass is traced once, at the `example` arguments `(u, p, t_max, loosen)`
     (`loosen` multiplies the default controller's tolerances), and both
     the primal and the derivative rule evaluate that trace: tracing the rule
-    again took as long as the first trace (1.4 s of a 12.6 s compile on the
-    hopper)."""
+    again would take as long as the first trace, a large part of the compile."""
 
     def trace(u, params, t_max, loosen):
         u_next, M, sol, monodromy = _variational_map(

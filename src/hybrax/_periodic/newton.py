@@ -322,11 +322,9 @@ class _ShootingRootFinder(optx.AbstractRootFinder):
     fixed-tolerance solve, and the two roots agree to the root finder's tolerance
     (the iterates' paths differ). The default step-size controller
     (`diffrax.PIDController`) is loosened; with any other the tolerance stays.
-    On the hopper (tol 1e-10) a variational pass cost 40 / 75 / 165 us per lane
-    at tolerances 1e-6 / 1e-8 / 1e-10 (32 lanes, CPU), and Newton takes the same
-    3-5 iterations: `sweep_orbits` on the batch of 1024 ran 1929-2048 orbits/s
-    before, 2727-2745 with the schedule (alternating runs; see
-    docs/pages/performance.md).
+    A cycle at a loose tolerance costs a fraction of one at the settings' own,
+    and Newton takes as many iterations, so a sweep runs more orbits per second
+    (see docs/pages/performance.md).
 
     **Idle lanes.** `idle` is `True` once the wrapped solver has stopped
     (converged, failed or at a non-finite iterate), so that the residual runs a
@@ -334,9 +332,8 @@ class _ShootingRootFinder(optx.AbstractRootFinder):
     for every lane until the last one stops, and discards the stopped lanes'
     results; their cycles still run, and the integration's while loop lasts as
     long as its slowest lane. A lane stopped at a cycle that ran to `t_max`
-    (several times a period) then made every later iteration of its chunk as slow
-    (on the hopper's batch with 10% of parameter sets without an orbit, a round
-    of 64 lanes took 660 ms against 45-70 ms). The flag is the loop's own test:
+    (several times a period) then made every later iteration of its chunk as
+    slow. The flag is the loop's own test:
     this solver's `terminate` and result at the state and iterate the loop tests
     next, computed in `step` after the update (as `optimistix`'s loop does), so an
     idle evaluation is always one whose result the loop discards."""

@@ -284,7 +284,7 @@ def _as_input(value, kind):
 def _check_used(iterations_used, max_iterations: int) -> Int[ArrayLike, ""]:
     """`iterations_used` as an int array (one compilation for every value): NumPy
     where concrete, which jit takes as an array argument without a device array
-    built first (about 20 us a call)."""
+    built first."""
     if isinstance(iterations_used, jax.core.Tracer):
         if jnp.shape(iterations_used) != () or not jnp.issubdtype(
             jnp.result_type(iterations_used), jnp.integer

@@ -88,13 +88,11 @@ def _solve(
 
     if jacobian == "variational":
         # Without the analysis, Newton's passes carry the section's k tangent
-        # columns only (on the hopper's minimal form 0.23 ms a pass against 0.26
-        # ms with all n, with the XLA options of `hybrax._xla_cpu`). With it they
-        # carry all n, so that the last one holds the saltation monodromy:
-        # k-column passes and a final full one had run an analysed orbit in 6.0
-        # ms against 8.2 ms (while a full pass took 1.5 ms), but the two kinds of
-        # pass took 4 s more to compile (XLA 10 s against 7 s) and made a larger
-        # program for the command line to load.
+        # columns only (a cheaper pass than one with all n). With it they carry
+        # all n, so that the last one holds the saltation monodromy: k-column
+        # passes and a final full one would run an analysed orbit faster, but two
+        # kinds of pass compile for seconds longer and make a larger program for
+        # the command line to load.
         return_map = _variational_return_map(
             system,
             section,
@@ -413,8 +411,8 @@ class _Shooting(eqx.Module):
         derivatives except `reduced_jacobian` (zero, without derivative) and the
         Floquet analysis (`None`). For a derivative of outputs that do not
         depend on the monodromy: the variational equation's derivative takes the
-        model's second derivatives (reverse mode through it took the hopper's
-        `jax.grad` of the period 1.6-1.8 s more tracing)."""
+        model's second derivatives (reverse mode through it adds seconds of
+        tracing to a `jax.grad` of the period)."""
         # Undiagnosed (a smaller program): the solve diagnosed this cycle already.
         # Should the pass find other events than the solve did (a dip only the
         # diagnosed pass catches), its derivatives would belong to another cycle:

@@ -23,8 +23,8 @@ def _eigenvalues(matrix: Float[Array, "k k"]) -> Complex[Array, " k"]:
     """The eigenvalues of a small real matrix by LAPACK's `geev` (differentiable).
 
     LAPACK on every backend: on GPUs `jnp.linalg.eigvals` runs cuSOLVER's `geev`
-    one matrix after another (0.32 ms per 3 x 3 matrix on an H100, 32 s for a
-    batch of 1e5), while JAX's LAPACK path copies the batch to the host once.
+    one matrix after another (a large batch then takes seconds), while JAX's
+    LAPACK path copies the batch to the host once.
     Jitted on its own, as `jnp.linalg.eigvals` is: inlined into a larger program
     compiled by XLA CPU at backend optimisation level 0, the forward-mode
     derivatives of an orbit's quantities moved by 3.5e-6 (relative)."""

@@ -30,8 +30,8 @@ def _tangent_seed(x0, params):
     grows. The event loop's time and Zeno history gain tangents only at its first
     event, so forward-mode AD through the scanned cycle had transformed the body
     three times; seeded with this zero, they hold tangents from the start and one
-    pass suffices (the AD monodromy's trace took 1.4 s against 1.9 s on the
-    hopper). Zero also where an input is not finite (that run fails at its start).
+    pass suffices, and the AD monodromy traces faster. Zero also where an input is
+    not finite (that run fails at its start).
 
     Used for forward mode only (`run_events(seed_tangents=True)`): in reverse mode
     through a seeded loop, XLA at `--xla_backend_optimization_level=0` with its

@@ -39,8 +39,8 @@ class _PhaseField(eqx.Module):
 # (`Settings.t_max`, a run-time value) is an entry of the event condition
 # instead, and a lane with nothing left to do starts its solve at `t1`. diffrax
 # rounds a traced `t1` down by 100 ULPs, one `nextafter` after another, in every
-# solve: 600 operations of each solve's program, and 1.8 s of the analysed
-# hopper orbit's 9.1 s compile (trace 0.3 s, XLA 1.5 s).
+# solve: hundreds of operations in each solve's program, and seconds of an
+# analysed orbit's compile.
 _FAR = 1e30
 
 

@@ -77,8 +77,8 @@ def run_phase(
     checks (constraints and viability at the start, dips inside steps, grazing at
     the event) and the guards at the next start and crossing rates are skipped:
     for the inner iterations of a solver whose result a final diagnosed pass
-    checks (under forward-mode AD the dip check costs 70% more per cycle, and all
-    of it costs compile time)."""
+    checks (under forward-mode AD the dip check makes a cycle much costlier, and
+    all of it costs compile time)."""
     tables = Tables(system, static_mode)
     augmented = augmentation is not None
     state_of = _state_of_augmented if augmented else _identity

@@ -58,24 +58,21 @@ from .rounds import (
 )
 
 
-# The default lanes per device of an orbit sweep's compiled call on CPU. Under
-# `vmap` a slow element holds every lane of its chunk: a hopper batch of 1024 on
-# 2 cores (one chunk per core at once) had run 1518 / 2155 / 2204 / 2272
-# orbits/s in chunks of 16 / 32 / 64 / 128 lanes, and with 10% of sets without
-# an orbit 1063 / 1202 / 786 / 523 valid orbits/s. Since the fifth tight
-# iterations run together at the queue's end (rounds of 4), the chunks' lanes
-# finish their rounds alike, and wider chunks pay: medians of five alternating
-# calls in one process, 32 / 48 / 64 lanes, clean 2587 / 2970 / 3403 orbits/s,
-# infeasible 2068 / 2024 / 2134 valid orbits/s (64 against 128 in another:
-# clean 3442 / 3543, infeasible 2127 / 1236).
+# The default lanes per device of an orbit sweep's compiled call on CPU. Wider
+# chunks run clean batches faster, but under `vmap` a slow element holds every
+# lane of its chunk, so wider chunks lose throughput on batches with sets without
+# an orbit. Since the tight iterations run together at the queue's end (rounds of
+# 4), a chunk's lanes finish their rounds alike and 64 lanes keep the clean gain
+# without that loss; 128 lanes lose it again (figures: the performance page,
+# "Figures behind the defaults").
 _CPU_LANES = 64
 
 
 def _cpu_lanes(n: int, n_devices: int) -> int:
     """The default lanes per device of a CPU chunk for `n` elements: `_CPU_LANES`
     where the batch fills two such chunks per core, else half as many, so that a
-    small batch still gives every core chunks (a batch of 64 in one 64-lane chunk
-    ran 1033 orbits/s on one core, against 1717-1807 in two of 32)."""
+    small batch still gives every core chunks (in one chunk it would run on one
+    core while the others idle)."""
     if n >= 2 * executor.host_cores() * _CPU_LANES * n_devices:
         return _CPU_LANES
     return _CPU_LANES // 2
@@ -84,9 +81,8 @@ def _cpu_lanes(n: int, n_devices: int) -> int:
 # The default Newton iterations of a round (`sweep_orbits`' `round_iterations`):
 # on a CPU 4, and a solve that needs a fifth tight iteration finishes it at the
 # queue's end with the others; on an accelerator 5, since there the chunk is the
-# whole batch and the elements left after 4 (17,613 of 1e5 hopper orbits) did not
-# fit the eighth of the chunk they would move to (on an H100, 70,291 against
-# 77,828 orbits/s in rounds of 4 and 8).
+# whole batch and the elements left after 4 rounds do not fit the eighth of the
+# chunk they would move to, so rounds of 4 ran slower there than longer ones.
 _CPU_ROUNDS = 4
 
 
@@ -320,38 +316,30 @@ class SweepSettings(eqx.Module):
       iteration is at the settings' tolerance (near its orbit, usually one more)
       moves to the queue's end, so that such iterations run together once the
       fresh elements have entered (kept in its lane, its tight cycle set the pace
-      of the chunk's fresh elements' loose first iterations). On the hopper
-      batch of 1024 of `experiments/bench_sweep.py` (2-core CPU), rounds of 4
-      with these moves against rounds of 5 in place (32-lane chunks): 0.599
-      against 0.634 ms of CPU per orbit clean, 0.705 against 0.797 with 10% of
-      sets without an orbit (medians of six alternating calls in one process).
-      On an accelerator, where the chunk is the whole batch, rounds of 4 had
-      left more elements than an eighth of the chunk (below). Under `vmap` an
+      of the chunk's fresh elements' loose first iterations). Rounds of 4 with
+      these moves take less CPU time per orbit than rounds of 5 in place, on
+      clean batches and on batches with sets without an orbit.
+      On an accelerator, where the chunk is the whole batch, rounds of 4
+      leave more elements than an eighth of the chunk (below). Under `vmap` an
       element costs its chunk as much as its slowest lane, so a slow element
       holds lanes for one round instead of all its iterations; within a round,
-      a lane whose root finder has stopped runs zero-length cycles. On the
-      hopper (these defaults, `t_max` 5), a batch of 1024 with 10% of parameter
-      sets without an orbit: 0.98 s in rounds of 5 against 1.34 s in one round,
-      both in batch order (`experiments/bench_sweep.py`, 32-lane chunks, two at
-      once on a 2-core CPU; 72 s as one chunk of 1024 lanes).
+      a lane whose root finder has stopped runs zero-length cycles; so rounds
+      shorten most the batches with sets without an orbit, whose solves run
+      every iteration they may.
       Once the queue is empty, the elements still iterating move to a chunk
       smaller by a power of 8 where one of at least 4096 lanes per device holds
-      them (on an H100, one chunk of 1e5 lanes with 10% of sets without an
-      orbit: 17.5 s in rounds of 8 against 32.1 s in one round). A round as long
-      as most elements need sends the few that need more to that smaller chunk:
-      on an H100, a clean batch of 1e6 hopper orbits (most converge in 4-5
-      iterations, a few need 8) ran at 107,605 orbits/s in rounds of 5 against
-      72,216 in rounds of 8; on the CPU (64-lane chunks, one at a time) 5 and 8
-      gave the same throughput, clean (1203 orbits/s) and with 10% infeasible
-      sets (601 and 591 valid orbits/s).
+      them, instead of the full chunk's idle lanes repeating their cycles. A
+      round as long as most elements need (on the hopper most converge in 4-5
+      iterations, a few need 8) sends the few that need more to that smaller
+      chunk: on an accelerator rounds of 5 ran faster than rounds of 8; on a
+      CPU the two ran alike.
     - `order`: the order in which elements take lanes when the batch is larger
       than a chunk. `"defect"` (default): by the return-map defect
       $\max_i |P(u_0) - u_0|_i$ at each element's start, largest first (one
       forward cycle per element, in chunks, before the solves): the elements
       that need many iterations or have no orbit start first, and their last
-      rounds do not hold chunks of idle lanes at the end (on the batch above:
-      0.77 s against 1.0 s; on the clean batch the extra cycle costs about 0.04
-      s of 0.5 s).
+      rounds do not hold chunks of idle lanes at the end (the extra cycle costs
+      a small part of a clean batch's time).
       `None`: batch order. The results do not depend on it (lanes are
       independent); only the time does.
     - `warm_start`: each element that takes a lane after some orbits have
@@ -359,16 +347,15 @@ class SweepSettings(eqx.Module):
       parameters (float leaves, each scaled to unit spread over the batch; among
       the newest 4096) instead of `u_guess` (the return-map iterations still
       apply). Without return-map iterations this saves Newton iterations on
-      dense grids and small boxes (hopper batch of 1024 above: 3.7 against 4.1 on
-      average) but not time there: 0.87-0.90x the cold batch's orbits/s
-      (`experiments/bench_sweep.py`, calls alternating with the cold batch's),
+      dense grids and small boxes but not time there (a warm batch ran slower
+      than a cold one in `experiments/bench_sweep.py`),
       since the iterations saved are the loose, cheap ones and a solve still
       ends with two at the settings' tolerance; the orbits agree with the default's to
       the root finder's tolerance, but no longer bitwise, and depend on the batch
       (its order, chunks and processes). Where several orbits coexist a
       neighbour's may pull an element to another branch than its guess would
-      (on a 32 x 32 hopper grid it found 868 orbits against 660, some of them the
-      other orbit of their parameter set): use continuation to follow one branch.
+      (on a hopper grid it finds more orbits, some of them the other orbit of
+      their parameter set): use continuation to follow one branch.
       Default off.
     - `neighbours`: solve each element without an orbit from its guess again from
       the orbit of each converged element among its `neighbours` nearest elements

@@ -38,9 +38,9 @@ from .executor import _in_threads, _leaves, _Progress, _run_chunks, _take
 # Once the queue is empty, the elements still iterating after a round (those that
 # did not finish in it, usually a few) move to a chunk smaller by a power of 8,
 # of at least this many lanes per device (so that a batch compiles few sizes),
-# instead of running in the full chunk whose idle lanes repeat them. On an H100 a
-# variational pass over 1e5 lanes takes 264 ms and over 1e4 lanes 62 ms (bound
-# by kernel launches below that). CPU chunks of the default 64 lanes never shrink.
+# instead of running in the full chunk whose idle lanes repeat them. On a GPU a
+# pass over fewer lanes than this is bound by kernel launches, not lanes, so a
+# smaller chunk would save little. CPU chunks of the default 64 lanes never shrink.
 _TAIL_LANES = 4096
 
 
@@ -151,11 +151,8 @@ def _queue_by_defect(fn, static, dynamic, u, plan):
     without an orbit have large defects or fail: the longest jobs first, as in
     scheduling. An element whose cycle fails leaves after the first rounds, which
     hold the slow cycles (to `t_max`) together; one that needs many rounds runs
-    them while the queue still fills its chunk's other lanes. Queued last (the
-    order before), such elements had held chunks of idle lanes for their last
-    rounds: on a 2-core CPU the hopper batch of 1024 with 10% of sets without an
-    orbit ran 1163 valid orbits/s queued smallest first and 1280 largest first
-    (clean: 1999 and 2097 orbits/s)."""
+    them while the queue still fills its chunk's other lanes. Queued last, such
+    elements hold chunks of idle lanes for their last rounds."""
     quiet = _Progress(plan.n_local, False, "")
     n = u.shape[0]
     element = (

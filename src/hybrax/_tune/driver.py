@@ -25,10 +25,10 @@ import jax.numpy as jnp
 import numpy as np
 import optimistix as optx
 
+from .._continuation_parameter import AbstractParameter, as_parameter
 from .._custom_types import Params
 from .._hybrid import HybridSystem
 from .._misc import canonical_params, check_float64
-from .._parameters import AbstractParameter, as_parameter
 from .._periodic import (
     PeriodicOrbit,
     PoincareSection,
@@ -100,9 +100,7 @@ def tune(
     number of parameters; with no more varied parameters than the section has
     coordinates plus one, the transpose is evaluated by forward lanes) or in
     forward mode (`"forward"`, one tangent per parameter). `"auto"` (the
-    default) takes reverse: it compiles faster (one step of the hopper's tuning
-    in $d_G$, $k$ on a 2-core CPU: 21.3 and 23.7 s against 34.0 and 35.2 s,
-    warm alike).
+    default) takes reverse: it compiles faster, and runs as fast once compiled.
     The objective, its gradient and the orbit are one compiled program: the
     minimiser's steps take their value and gradient from its evaluations and
     compile no orbit solve of their own (see [`hybrax.TuneSettings`][]).

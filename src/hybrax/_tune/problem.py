@@ -14,9 +14,9 @@ import numpy as np
 import optimistix as optx
 from jaxtyping import ArrayLike
 
+from .._continuation_parameter import AbstractParameter
 from .._custom_types import Params
 from .._hybrid import HybridSystem
-from .._parameters import AbstractParameter
 from .._periodic import (
     PeriodicOrbit,
     PoincareSection,

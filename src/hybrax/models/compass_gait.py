@@ -360,12 +360,12 @@ def make_params(
 
 def parameter(name: str):
     """The continuation parameter called `name`: a field, or `slope_deg`."""
-    from .._parameters import FieldParameter
+    from .._continuation_parameter import FieldParameter
 
     if name == "slope_deg":
         return FieldParameter("slope", _degree, name="slope_deg")
     if name in _DERIVED:
-        from .._parameters import FunctionParameter
+        from .._continuation_parameter import FunctionParameter
 
         getter, setter, _ = _DERIVED[name]
         return FunctionParameter(getter, setter, name=name)

@@ -516,7 +516,7 @@ def parameter(name: str):
     r"""The continuation parameter of the hopper called `name` (for
     [`hybrax.continue_branch`][]): a field of `HopperParams`, or the dimensionless
     $D_G$, $D_F$ (stored as $d = 2D\sqrt{k m}$)."""
-    from .._parameters import FieldParameter
+    from .._continuation_parameter import FieldParameter
 
     if name in ("D_G", "D_F"):
         return FieldParameter("d_" + name[-1], _damping_scale, name=name)

@@ -277,8 +277,7 @@ def save_animation(
     ax.set_xlim(centres[0] - 0.5 * view, centres[0] + 0.5 * view)
     title = fig.text(0.5, 0.95, "", horizontalalignment="center")
     # The units in a line of the background, drawn once: units in mathtext (the
-    # simplest walker's sqrt(l/g)) in the title were parsed again in every frame,
-    # 15 ms each.
+    # simplest walker's sqrt(l/g)) in the title were parsed again in every frame.
     named = f"t in {units.time}" + (f", x in {units.length}" if follow else "")
     fig.text(0.5, 0.905, f"({named})", horizontalalignment="center", fontsize="small")
     artists = _draw_sticks(ax, frames.polylines[0])
@@ -339,9 +338,9 @@ def _write_gif(path, images, fps: float) -> None:
     from PIL import Image
 
     # A GIF frame holds 256 colours. Pillow picks them by median cut unless told
-    # otherwise: 45 ms an 800 x 450 frame, 18 s of the simplest walker's 486
-    # frames. Its fast octree takes 7 ms, and stays within a grey level of the
-    # drawn frame on average (the anti-aliased edges have ~700 colours).
+    # otherwise, which took most of a long animation's writing time. Its fast
+    # octree is several times faster and stays within a grey level of the drawn
+    # frame on average (the anti-aliased edges have ~700 colours).
     images = [
         image.quantize(colors=256, method=Image.Quantize.FASTOCTREE) for image in images
     ]
