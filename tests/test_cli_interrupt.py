@@ -60,7 +60,8 @@ def test_ctrl_c_during_a_compile_exits_130_at_once(tmp_path):
     process.stderr.close()
     assert code == 130, lines
     assert waited < 10, waited
-    assert lines[-1] == INTERRUPTED, lines
+    # Its one line (a compilation's own closing line may race it to stderr).
+    assert INTERRUPTED in lines, lines
     assert not any("Traceback" in line or "Exception ignored" in line for line in lines)
 
 
