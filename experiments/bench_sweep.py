@@ -517,7 +517,9 @@ def false_holes(np, jtu, hx, models, system, section, params, out, neighbours=8)
     holes = 0
     failed = np.flatnonzero(~out.succeeded)
     for i in failed:
-        p = hx.canonical_params(jtu.tree_map(lambda leaf: leaf[i], params))
+        p = hx.canonical_params(
+            jtu.tree_map(lambda leaf: leaf[i] if np.ndim(leaf) else leaf, params)
+        )
         distance = np.sum((features[solved] - features[i]) ** 2, axis=1)
         starts = [models.hopper.orbit_guess(p)]
         starts += [out.orbit.u[j] for j in solved[np.argsort(distance)[:neighbours]]]
