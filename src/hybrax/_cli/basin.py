@@ -293,26 +293,13 @@ def _run_basin(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
         )
         print(f"wrote {args.json}")
     if interrupted:
-        return _keep_partial(out, result, total, not_run)
+        return common.keep_partial(
+            out / "basin_partial.npz",
+            result,
+            f"hybrax basin: interrupted with {not_run} of {total} starts still "
+            "moving; wrote the others, those with the status `not_run`",
+        )
     return 0 if found else 1
-
-
-def _keep_partial(folder: pathlib.Path, result, n: int, n_not_run: int) -> int:
-    """Ctrl-C during the basin: save it as `basin_partial.npz`, which `--resume`
-    finishes, say so on stderr and exit 130."""
-    from .._archive import archive_bytes
-
-    partial = write_file(
-        folder / "basin_partial.npz",
-        lambda temporary: temporary.write_bytes(archive_bytes(result)),
-    )
-    print(
-        f"hybrax basin: interrupted with {n_not_run} of {n} starts still moving; "
-        "wrote the others, those with the status `not_run`; finish with "
-        f"--resume {partial}",
-        file=sys.stderr,
-    )
-    return 130
 
 
 def _write_tables(out: pathlib.Path, axes, names, result) -> None:

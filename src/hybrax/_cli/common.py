@@ -863,3 +863,17 @@ def load_resume(parser, path, class_name: str, what: str):
             f"holds a {type(resume).__name__})"
         )
     return resume
+
+
+def keep_partial(path: pathlib.Path, partial, message: str) -> int:
+    """Ctrl-C during a command that can resume (`sweep`, `basin`): save the
+    finished part `partial` to `path` (whole or not at all), print `message` and
+    how to finish on stderr, and return the exit status 130."""
+    from .._archive import archive_bytes
+    from .._io import write_file
+
+    written = write_file(
+        path, lambda temporary: temporary.write_bytes(archive_bytes(partial))
+    )
+    print(f"{message}; finish with --resume {written}", file=sys.stderr)
+    return 130

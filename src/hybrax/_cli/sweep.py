@@ -768,24 +768,6 @@ def _write_sweep_json(
     print(f"wrote {args.json}")
 
 
-def _keep_partial(folder: pathlib.Path, out, n: int, n_not_run: int) -> int:
-    """Ctrl-C during the sweep: save the finished part as `sweep_partial.npz`,
-    which `--resume` finishes, say so on stderr and exit 130."""
-    from .._archive import archive_bytes
-
-    partial = write_file(
-        folder / "sweep_partial.npz",
-        lambda temporary: temporary.write_bytes(archive_bytes(out)),
-    )
-    print(
-        f"hybrax sweep: interrupted after {n - n_not_run} of {n} "
-        "points; wrote those, the others with the status `not_run`; finish "
-        f"with --resume {partial}",
-        file=sys.stderr,
-    )
-    return 130
-
-
 def _run_sweep(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     import jax
 
@@ -829,5 +811,11 @@ def _run_sweep(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
     if args.json is not None:
         _write_sweep_json(args, problem, tally, interrupted, elapsed, written)
     if interrupted:
-        return _keep_partial(args.out, out, n, int(tally.not_run.sum()))
+        n_run = n - int(tally.not_run.sum())
+        return common.keep_partial(
+            args.out / "sweep_partial.npz",
+            out,
+            f"hybrax sweep: interrupted after {n_run} of {n} points; wrote those, "
+            "the others with the status `not_run`",
+        )
     return 0
