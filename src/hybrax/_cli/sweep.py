@@ -136,8 +136,9 @@ def add_parser(subparsers) -> None:
         default=SWEEP_NEIGHBOURS,
         metavar="N",
         help=(
-            "at a point without an orbit from its guess, Newton from the orbits of "
-            "up to N nearest converged points (default: %(default)s)"
+            "at a point without an orbit from its guess, Newton from the orbit of "
+            "each converged point among its N nearest (on a grid, its neighbours; "
+            "default: %(default)s)"
         ),
     )
     parser.add_argument(

@@ -48,6 +48,7 @@ from .executor import (
     sorted_multipliers_batch,
 )
 from .rounds import (
+    _INADMISSIBLE,
     _NOT_FOUND,
     _NOT_RUN,
     _fallback_strategies,
@@ -672,7 +673,7 @@ def _flagged(orbit, ok):
         orbit = eqx.tree_at(lambda o: o.result, jtu.tree_map(blank, orbit), result)
     code = status_code(orbit.result)
     # An orbit that breaks a declared boundary keeps its values, multipliers too.
-    kept = (code == 0) | (code == status_code("inadmissible_orbit"))
+    kept = (code == 0) | (code == _INADMISSIBLE)
     converged = kept[:, None, None]
     multipliers = sorted_multipliers_batch(
         np.where(converged, np.asarray(orbit.reduced_jacobian), np.nan)
