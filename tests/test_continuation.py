@@ -29,11 +29,9 @@ from hybrax._cli import main
 
 def _corrector_programs() -> int:
     """The continuation corrector programs compiled so far in this process."""
-    from hybrax import _programs
+    from hybrax import _compile
 
-    return sum(
-        r.what.startswith("the continuation corrector") for r in _programs.COMPILATIONS
-    )
+    return _compile.COUNTS["the continuation corrector"]
 
 
 TOL = 1e-12  # integration tolerance of every continuation in this module

@@ -28,11 +28,9 @@ import hybrax as hx
 
 def _corrector_programs() -> int:
     """The continuation corrector programs compiled so far in this process."""
-    from hybrax import _programs
+    from hybrax import _compile
 
-    return sum(
-        r.what.startswith("the continuation corrector") for r in _programs.COMPILATIONS
-    )
+    return _compile.COUNTS["the continuation corrector"]
 
 
 R_FLIP_1 = 3.0

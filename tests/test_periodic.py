@@ -589,14 +589,14 @@ def test_an_eager_analysis_in_two_programs_equals_the_single_program():
     saltation monodromy) and the AD monodromy with the Floquet analysis as two
     programs, compiled at once; under `jax.jit` the same call is one program.
     Both give the same orbit and the same analysis."""
-    from hybrax import _programs
+    from hybrax import _compile
 
     system, section = models.hopper.minimal()[0], models.hopper.section("minimal")
     params = hx.canonical_params(models.hopper.make_params())
     guess = models.hopper.orbit_guess(params)
-    before = len(_programs.COMPILATIONS)
-    eager = hx.find_periodic_orbit(system, section, guess, params)
-    names = {r.what for r in _programs.COMPILATIONS[before:]}
+    with _compile.recorded() as records:
+        eager = hx.find_periodic_orbit(system, section, guess, params)
+    names = {r.what for r in records}
     assert names <= {
         "the orbit search with its saltation monodromy",
         "the AD monodromy and Floquet analysis",

@@ -29,6 +29,10 @@ if TYPE_CHECKING:
         Basin as Basin,
         basin as basin,
     )
+    from ._compile import (
+        clear_caches as clear_caches,
+        enable_compilation_cache as enable_compilation_cache,
+    )
     from ._continuation import (
         BifurcationCurve as BifurcationCurve,
         Branch as Branch,
@@ -125,9 +129,6 @@ if TYPE_CHECKING:
         monodromy as monodromy,
         poincare_map as poincare_map,
     )
-    from ._programs import (
-        enable_compilation_cache as enable_compilation_cache,
-    )
     from ._saltation import (
         phase_fundamental_matrix as phase_fundamental_matrix,
         saltation_matrix as saltation_matrix,
@@ -221,7 +222,8 @@ _EXPORTS = {
     "bezier_rate": "._control",
     "virtual_constraint_torques": "._control",
     "canonical_params": "._misc",
-    "enable_compilation_cache": "._programs",
+    "enable_compilation_cache": "._compile",
+    "clear_caches": "._compile",
     "ContinuationDefaults": "._model",
     "FigureSpec": "._model",
     "TuneDefaults": "._model",

@@ -1,6 +1,8 @@
-r"""A fingerprint of a program's inputs that is the same in every process.
+r"""A fingerprint of a computation's inputs that is the same in every process:
+what a resumable result (a partial sweep or basin) records of the inputs it was
+computed for, so that a resume with other inputs is refused (`hybrax._resume`).
 
-A compiled program is determined by the code it runs (hybrax's own, the libraries',
+A computation is determined by the code it runs (hybrax's own, the libraries',
 and the model's functions) and by the structure, static values, shapes and dtypes
 of its inputs. [`fingerprint`][] hashes exactly those, without tracing anything:
 arrays by shape and dtype (their values are run-time inputs), Python values by
@@ -8,8 +10,7 @@ value, equinox Modules and dataclasses field by field, and functions by what the
 compute:
 
 - a function of an installed library (jax, diffrax, hybrax, ...) by its module and
-  qualified name (the libraries' versions and hybrax's source are part of the
-  program's key elsewhere);
+  qualified name;
 - any other function (a model defined in a script or a user's package) by its
   bytecode, its constants, the globals it reads and its closure, recursively;
 - a class by its name and, for a user's class, its methods.
@@ -18,7 +19,7 @@ Two processes that build the same model from the same source get the same
 fingerprint; editing a model's function, a constant it reads, or a captured array's
 value changes it. An object whose identity cannot be made deterministic (an
 arbitrary instance of an unknown type) makes the whole input unfingerprintable:
-the program is then compiled as usual, and not kept between processes.
+the record then says "unknown", which a resume does not compare.
 """
 
 import dataclasses
@@ -33,8 +34,8 @@ import jax
 import numpy as np
 
 
-# Top-level packages whose functions are fingerprinted by name (the program key
-# holds their versions) rather than by bytecode.
+# Top-level packages whose functions are fingerprinted by name rather than by
+# bytecode.
 LIBRARIES = frozenset(
     {
         "builtins",

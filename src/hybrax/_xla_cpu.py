@@ -34,7 +34,10 @@ off too, since its stage loops hold them. The classic emitters compile the orbit
 faster, at the same warm time and multipliers. The figures are in the
 documentation's performance page ("Figures behind the defaults").
 
-XLA reads `XLA_FLAGS` once, when JAX first starts a backend: the options apply when
+This is the one change that importing hybrax makes to the process (no
+`jax.config` option, no other variable); `HYBRAX_XLA_CPU_OPTIONS=0` in the
+environment opts out of it. XLA reads `XLA_FLAGS` once, when JAX first starts a
+backend: the options apply when
 `hybrax` is imported before the first JAX computation of the process (as the
 command line does), and change nothing afterwards. They concern the CPU backend
 only. To keep XLA's defaults, set the options yourself: e.g.
@@ -53,13 +56,17 @@ SMALL_LOOP_BYTES = 1_000_000_000
 SMALL_LOOP_FLAG = f"--xla_backend_extra_options={SMALL_LOOP_OPTION}={SMALL_LOOP_BYTES}"
 NO_YNN_FUSION_FLAG = "--xla_cpu_experimental_ynn_fusion_type="
 CLASSIC_EMITTERS_FLAG = "--xla_cpu_use_fusion_emitters=false"
+#: The environment variable that, set to `0`, keeps `XLA_FLAGS` as it is.
+OPT_OUT = "HYBRAX_XLA_CPU_OPTIONS"
 
 
 def configure_xla_cpu() -> list[str]:
     """Add the raised small-loop limit, the YNNPACK fusions' switch-off and the
     classic fusion emitters to `XLA_FLAGS`, each unless `XLA_FLAGS` sets its
     option already and only for a jaxlib whose XLA knows it; returns the flags
-    added."""
+    added. Nothing where `HYBRAX_XLA_CPU_OPTIONS=0` (the opt-out)."""
+    if os.environ.get(OPT_OUT) == "0":
+        return []
     flags = os.environ.get("XLA_FLAGS", "")
     jaxlib = _jaxlib_version()
     options = [("xla_backend_extra_options", SMALL_LOOP_FLAG)]

@@ -77,7 +77,14 @@ def console() -> None:
     ended early was compiling in the background) gets the ordinary exit instead,
     which waits for it, so that no cache entry is cut short. A closed output pipe
     exits 1 quietly; other exceptions propagate as usual. An interrupted
-    command (exit 130) ends at once."""
+    command (exit 130) ends at once.
+
+    Before equinox is imported, it sets `EQX_ON_ERROR=nan` unless the environment
+    sets it already: the anchors' runtime checks then give NaN (which the
+    library's statuses report) instead of a host callback, so that JAX's
+    persistent cache keeps every program between runs (see
+    `hybrax._compile`)."""
+    os.environ.setdefault("EQX_ON_ERROR", "nan")
     try:
         code = main()
     except SystemExit as exit_:
@@ -88,16 +95,13 @@ def console() -> None:
         # documented recipe for SIGPIPE).
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         code = 1
-    programs = sys.modules.get("hybrax._programs")
+    # A program still compiling in another thread (a command that ended early)
+    # is waited for, so that no cache entry is cut short.
     others_busy = any(
         thread.is_alive() and not thread.daemon
         for thread in threading.enumerate()
         if thread is not threading.main_thread()
-        # (The library's compiler threads wait idle between programs.)
-        and not (
-            programs is not None and thread.name.startswith(programs.COMPILER_THREADS)
-        )
-    ) or (programs is not None and programs.compiling_in_background())
+    )
     # After Ctrl-C the user waits for nothing, not even a compile in the
     # background (JAX reads a cache entry cut short with a warning, as a miss).
     others_busy = others_busy and code != 130
@@ -177,7 +181,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     _enable_x64()
     # Errors found after parsing print the subcommand's usage: hand its parser on.
     _check_outputs(args.command_parser, args)
-    from .._programs import announcing
+    from .._compile import announcing
 
     _enable_cache()
     from .._io import FigureOptions, start_run

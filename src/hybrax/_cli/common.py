@@ -37,7 +37,7 @@ def _enable_x64() -> None:
 def _enable_cache() -> str | None:
     """The library's cache of compiled programs between runs, for the command
     line."""
-    from .._programs import enable_compilation_cache
+    from .._compile import enable_compilation_cache
 
     return enable_compilation_cache()
 

@@ -3,6 +3,7 @@ monodromy routes, and write its summary, JSON and figures."""
 
 import argparse
 import concurrent.futures
+import contextvars
 import importlib
 import importlib.metadata
 import sys
@@ -230,32 +231,30 @@ def _prepare_periods(
     figures and the model's summary) in a second thread; its future program."""
     import jax.numpy as jnp
 
-    from .._programs import prepare
     from .._simulate import simulate
+    from .._simulate.entry import compile_simulation
 
     system, params = problem.system, problem.params
     # The dense simulation of the orbit (figures, apexes) compiles in a second
     # thread while the orbit search does: XLA releases the interpreter while it
     # compiles, and the machine has a core for each.
     mode0 = system.targets[sequence[-1]]
-    # The settings, not the command's arguments, in the program's closure: its
-    # fingerprint keeps it between processes (an argparse Namespace has none).
     settings = solver_settings(args)
-    pool = concurrent.futures.ThreadPoolExecutor(max_workers=1)
-    periods_program = pool.submit(
-        prepare,
-        "the simulation of the orbit's periods",
-        lambda x, p: simulate(
-            system,
-            x,
-            p,
-            n_events=_ORBIT_PERIODS * len(sequence),
-            settings=settings,
-            mode0=mode0,
-            n_save=_ORBIT_SAMPLES,
-        ),
-        (jnp.zeros((system.n_states,), dtype=float), params),
+    options = dict(
+        n_events=_ORBIT_PERIODS * len(sequence),
+        settings=settings,
+        mode0=mode0,
+        n_save=_ORBIT_SAMPLES,
     )
+
+    def compile_periods():
+        # Only the start's shape matters.
+        x = np.zeros((system.n_states,), jnp.result_type(float))
+        compile_simulation(system, x, params, **options)
+        return lambda x, p: simulate(system, x, p, **options)
+
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=1)
+    periods_program = pool.submit(contextvars.copy_context().run, compile_periods)
     # The plotting code (matplotlib, slow to import) is imported by that thread
     # once its program is compiled, while XLA still compiles the orbit search: off
     # the critical path.

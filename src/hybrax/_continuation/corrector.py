@@ -11,7 +11,7 @@ import numpy as np
 import optimistix as optx
 from jaxtyping import Array, Bool, Float, Int
 
-from .._programs import compiled
+from .._compile import compiled
 from .problems import _AbstractResidual, branch_test_functions
 from .results import _closest_pair
 

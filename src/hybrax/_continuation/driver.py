@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .._programs import announce
+from .._compile import announce
 from .._solution import RESULTS, Interrupted
 from .corrector import _Corrector, _Point
 from .locate import _parameter_direction, _scale, _special_points_between, _tangent

@@ -7,10 +7,8 @@ import jax
 import jax.numpy as jnp
 import jax.tree_util as jtu
 from jax.flatten_util import ravel_pytree
-from jax.interpreters import ad
 
 from .._misc import trace_once
-from .._programs import inline, system_label
 from .cycle import _reverse_adjoint, _zero_tangent
 
 
@@ -45,15 +43,9 @@ def _tangent_parameters(dynamic, t_dynamic):
 
 
 def _orbit_tangent_impl(shooting, params, u, J, mono_ad, info, like, t_dynamic):
-    """`_orbit_tangent`, inside a caller's `jax.jit` a program kept between
-    processes."""
+    """`_orbit_tangent` (the primitive's implementation)."""
     del like
-    return inline(
-        "the orbit's tangent",
-        _orbit_tangent,
-        (shooting, params, u, J, mono_ad, info, t_dynamic),
-        label=system_label(shooting.system),
-    )
+    return _orbit_tangent(shooting, params, u, J, mono_ad, info, t_dynamic)
 
 
 def _orbit_tangent(shooting, params, u, J, mono_ad, info, t_dynamic):
@@ -101,23 +93,27 @@ def _is_none(x):
     return x is None
 
 
+def _is_linear_input_or_none(x) -> bool:
+    """A leaf of the transposed map's tangent input: `None` (no tangent) or JAX's
+    placeholder of a linear input, recognised by the abstract value it carries
+    (JAX's `UndefinedPrimal`, a pytree node itself; its class lives in JAX's
+    internal `jax.interpreters.ad`, which hybrax does not import)."""
+    return x is None or (
+        hasattr(x, "aval") and not isinstance(x, eqx.Module | tuple | list | dict)
+    )
+
+
 def _orbit_tangent_transpose(inputs, cotangents):
     r"""The transpose of the tangent map, in reverse mode (see
-    `_orbit_cotangent`); inside a caller's `jax.jit` a program kept between
-    processes."""
+    `_orbit_cotangent`)."""
     shooting, params, u, J, mono_ad, info, _, t_dynamic = inputs
     # Which floating parameter leaves are linear inputs (the others have no
     # tangent): the transpose gives their cotangents only.
     perturbed = jtu.tree_map(
-        lambda t: t is not None,
-        t_dynamic,
-        is_leaf=lambda t: t is None or isinstance(t, ad.UndefinedPrimal),
+        lambda t: t is not None, t_dynamic, is_leaf=_is_linear_input_or_none
     )
-    p_bar = inline(
-        "the orbit's transposed derivative",
-        _orbit_cotangent,
-        (shooting, params, u, J, mono_ad, info, perturbed, cotangents),
-        label=system_label(shooting.system),
+    p_bar = _orbit_cotangent(
+        shooting, params, u, J, mono_ad, info, perturbed, cotangents
     )
     none = jax.tree_util.tree_map(lambda _: None, inputs[:-1])
     return (*none, p_bar)
@@ -226,17 +222,10 @@ def _primal(shooting, params, u_guess):
 
 
 def _solved(shooting, params, u_guess):
-    """The solve with its residuals; inside a caller's `jax.jit` a program kept
-    between processes, else through one kept trace (JAX traces it for the
-    primal program and again for the derivative rule below; both reuse the
+    """The solve with its residuals, through one kept trace (JAX traces it for
+    the primal program and again for the derivative rule below; both reuse the
     first trace)."""
-    return inline(
-        "the orbit search",
-        _primal,
-        (shooting, params, u_guess),
-        label=system_label(shooting.system),
-        direct=trace_once(_primal),
-    )
+    return trace_once(_primal)(shooting, params, u_guess)
 
 
 @eqx.filter_custom_jvp

@@ -8,10 +8,10 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Float, Int
 
+from .._compile import compiled, system_label, when_compiling
 from .._custom_types import Params
 from .._hybrid import HybridSystem
 from .._misc import canonical_params, check_float64, is_concrete, real_array
-from .._programs import call, compiled, prepare, system_label
 from .._settings import (
     Settings,
     Shooting,
@@ -39,6 +39,23 @@ from .solve import _Shooting, iteration_cap
 def _shoot(shooting, u_guess, params):
     # The orbit does not depend on the guess (derivatives flow through params).
     return _orbit(params, jax.lax.stop_gradient(u_guess), shooting=shooting)
+
+
+def _solve_label(shooting, *args):
+    return system_label(shooting.system)
+
+
+def _analysis_label(system, *args):
+    return system_label(system)
+
+
+_search = compiled("the orbit search", label=_solve_label)(_shoot)
+_analysed_search = compiled(
+    "the orbit search with its Floquet analysis", label=_solve_label
+)(_shoot)
+_saltation_search = compiled(
+    "the orbit search with its saltation monodromy", label=_solve_label
+)(_shoot)
 
 
 def find_periodic_orbit(
@@ -191,21 +208,17 @@ def find_periodic_orbit(
         least_squares_iterations=max_iterations if shooting.least_squares else 0,
         ad_monodromy=not split,
     )
-    label = system_label(system)
     if split:
-        orbit, floquet = _solve_then_analyse(solve, u_guess, params, label)
+        orbit, floquet = _solve_then_analyse(solve, u_guess, params)
     else:
-        orbit, floquet = call(
-            "the orbit search" + (" with its Floquet analysis" if analyse else ""),
-            _shoot,
-            (solve, u_guess, params),
-            label=label,
-        )
+        program = _analysed_search if analyse else _search
+        orbit, floquet = program(solve, u_guess, params)
     if throw:
         orbit = raise_if_failed(orbit, orbit.result)
     return dataclasses.replace(orbit, floquet=floquet)
 
 
+@compiled("the AD monodromy and Floquet analysis", label=_analysis_label)
 def _floquet_analysis(system, section, settings, state, params, mono_s, result):
     """The analysis's second half at a found orbit's state: the AD monodromy
     (forward mode through one cycle) and the multipliers of both routes, NaN
@@ -218,32 +231,28 @@ def _floquet_analysis(system, section, settings, state, params, mono_s, result):
     return masked_nan(floquet, converged)
 
 
-def _solve_then_analyse(shooting, u_guess, params, label):
+def _solve_then_analyse(shooting, u_guess, params):
     """An eager analysed orbit as two programs: the solve with the saltation
     monodromy (`shooting.ad_monodromy` false), then the AD monodromy with the
-    Floquet analysis. XLA compiles the first in another thread while the second
-    is traced and compiled here (XLA compiles a program on one core and leaves
-    the interpreter free). The values are those of the single program that a
-    traced call (under `jax.jit`, `vmap` or a derivative) runs."""
-    solve_program = prepare(
-        "the orbit search with its saltation monodromy",
-        _shoot,
-        (shooting, u_guess, params),
-        label=label,
-        background=True,
-    )
+    Floquet analysis. Where the solve compiles, the analysis compiles meanwhile in
+    a thread of its own (XLA compiles a program on one core and leaves the
+    interpreter free for the other's tracing). The values are those of the single
+    program that a traced call (under `jax.jit`, `vmap` or a derivative) runs."""
     # The analysis's inputs by their shapes (NumPy: nothing to dispatch).
     n, dtype = shooting.system.n_states, u_guess.dtype
     fixed = (shooting.system, shooting.section, shooting.settings)
     state, monodromy = np.zeros(n, dtype), np.zeros((n, n), dtype)
-    analysis_program = prepare(
-        "the AD monodromy and Floquet analysis",
-        _floquet_analysis,
-        (*fixed, state, params, monodromy, RESULTS.successful),
-        label=label,
-    )
-    orbit, mono_s = solve_program(shooting, u_guess, params)
-    floquet = analysis_program(*fixed, orbit.state, params, mono_s, orbit.result)
+    analysis_args = (*fixed, state, params, monodromy, RESULTS.successful)
+    threads = []
+
+    def compile_analysis():
+        threads.append(_floquet_analysis.compile_in_background(*analysis_args))
+
+    with when_compiling(compile_analysis):
+        orbit, mono_s = _saltation_search(shooting, u_guess, params)
+    for thread in threads:
+        thread.join()
+    floquet = _floquet_analysis(*fixed, orbit.state, params, mono_s, orbit.result)
     return orbit, floquet
 
 

@@ -7,12 +7,12 @@ import jax.tree_util as jtu
 import numpy as np
 from jaxtyping import Array, Float
 
+from .._compile import compiled, system_label
 from .._custom_types import ModeIndex, Params
 from .._hybrid import HybridSystem
 from .._misc import canonical_params, concrete_value, is_concrete, real_array
-from .._programs import compiled, system_label
 from .._settings import Settings, resolve_settings
-from .._solution import RESULTS, HybridSolution
+from .._solution import RESULTS, HybridSolution, status_message, status_name
 from .events import run_events
 
 
@@ -123,6 +123,30 @@ def simulate(
     outside its mode's `domain`, or bad static arguments;
     with `throw=True`, an `equinox.EquinoxRuntimeError` carrying the status message.
     """
+    solution = _simulate(
+        *_simulation_inputs(
+            system, x0, params, n_events, settings, mode0, t0, n_save, phase_observables
+        )
+    )
+    if throw:
+        solution = raise_if_failed(solution, solution.result)
+    return solution
+
+
+def _simulation_inputs(
+    system,
+    x0,
+    params,
+    n_events,
+    settings,
+    mode0,
+    t0,
+    n_save,
+    phase_observables,
+    in_domain=True,
+) -> tuple:
+    """The checked arguments of [`simulate`][] as the compiled program's inputs
+    (with `in_domain`, a concrete `x0` must lie in `mode0`)."""
     settings = resolve_settings(settings)
     x0 = check_state(system, x0)
     if isinstance(n_events, bool) or int(n_events) < 1:
@@ -138,17 +162,19 @@ def simulate(
     mode0 = system.mode_index(mode0) if isinstance(mode0, str | int) else mode0
     if params is None:
         raise ValueError("`params` must be the model's parameters; got None.")
-    check_domain(system, mode0, t0, x0, canonical_params(params))
+    params = canonical_params(params)
+    if in_domain:
+        check_domain(system, mode0, t0, x0, params)
     adjoint = (
         dfx.RecursiveCheckpointAdjoint()
         if settings.adjoint is None
         else settings.adjoint
     )
     dtype = jnp.result_type(float)
-    solution = _simulate(
+    return (
         system,
         x0,
-        canonical_params(params),
+        params,
         mode0,
         jnp.asarray(t0, dtype),
         settings,
@@ -157,14 +183,53 @@ def simulate(
         int(n_save),
         bool(phase_observables),
     )
-    if throw:
-        solution = raise_if_failed(solution, solution.result)
-    return solution
+
+
+def compile_simulation(
+    system: HybridSystem,
+    x0,
+    params: Params,
+    *,
+    n_events: int,
+    settings: Settings | None = None,
+    mode0: ModeIndex | str = 0,
+    t0=0.0,
+    n_save: int = 0,
+    phase_observables: bool = True,
+) -> None:
+    """Compile [`simulate`][]'s program for these arguments without running it
+    (the command line compiles the orbit's dense simulation while the orbit
+    search compiles). Only the values' shapes matter."""
+    inputs = _simulation_inputs(
+        system,
+        x0,
+        params,
+        n_events,
+        settings,
+        mode0,
+        t0,
+        n_save,
+        phase_observables,
+        in_domain=False,
+    )
+    _simulate.compile(*inputs)
 
 
 def raise_if_failed(tree, result: RESULTS):
     """`tree` unchanged, with a runtime error carrying the status message attached
-    wherever `result` is not `successful` (under `vmap`: any element)."""
+    wherever `result` is not `successful` (under `vmap`: any element). A concrete
+    status raises `equinox.EquinoxRuntimeError` here, whatever `EQX_ON_ERROR`
+    says (the caller asked for it with `throw=True`); a traced one through
+    equinox's runtime check, which `EQX_ON_ERROR` governs."""
+    if all(is_concrete(leaf) for leaf in jtu.tree_leaves(result)):
+        failed = [
+            message
+            for message, name in zip(status_message(result), status_name(result))
+            if name != "successful"
+        ]
+        if failed:
+            raise eqx.EquinoxRuntimeError(failed[0])
+        return tree
     leaves, treedef = jtu.tree_flatten(tree)
     index = next(
         i

@@ -4,6 +4,7 @@ across the processes of a multi-host run ([`hybrax.sweep`][]).
 """
 
 import concurrent.futures
+import contextvars
 import functools
 import os
 import sys
@@ -18,11 +19,11 @@ import jax.tree_util as jtu
 import numpy as np
 from jaxtyping import PyTree
 
+from .._compile import announcing_progress, compiled
 from .._misc import is_concrete
 from .._periodic import (
     modulus_key,
 )
-from .._programs import announcing_progress, compiled
 
 
 _AXIS = "batch"
@@ -361,16 +362,27 @@ def _in_threads(tasks, n_threads: int, stop: threading.Event | None = None) -> l
     (Ctrl-C), `stop` is set (for tasks that loop) and the tasks not started are
     dropped; the error is raised once the running ones have returned."""
 
+    failed = threading.Event()
+
     def guarded(task):
+        # A task not started when another has failed is dropped here, whatever
+        # the caller's thread has seen yet.
+        if failed.is_set():
+            return None
         try:
             return task()
         except BaseException:
+            failed.set()
             if stop is not None:
                 stop.set()
             raise
 
     pool = concurrent.futures.ThreadPoolExecutor(n_threads)
-    futures = [pool.submit(guarded, task) for task in tasks]
+    # Each task in a copy of the caller's context (where compilations are
+    # announced, see `hybrax._compile.announcing`).
+    futures = [
+        pool.submit(contextvars.copy_context().run, guarded, task) for task in tasks
+    ]
     try:
         concurrent.futures.wait(futures, return_when=concurrent.futures.FIRST_EXCEPTION)
         for future in futures:  # the failure first, not the tasks queued before it
@@ -416,6 +428,30 @@ def sorted_multipliers_batch(matrices: np.ndarray) -> np.ndarray:
     return out
 
 
+class _FirstCallAlone:
+    """Within one sweep: the first call of the chunk program at each chunk size
+    runs alone (it traces and compiles the program), while the host threads that
+    need that size meanwhile wait for it, so that each size compiles once rather
+    than once per thread; later calls run at once, side by side."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._sizes: dict[int, threading.Lock] = {}
+        self._ready: set[int] = set()
+
+    def __call__(self, size: int, call):
+        if size in self._ready:
+            return call()
+        with self._lock:
+            first = self._sizes.setdefault(size, threading.Lock())
+        with first:
+            if size in self._ready:
+                return call()
+            out = call()
+            self._ready.add(size)
+            return out
+
+
 def _run_chunks(fn, static, dynamic, plan, bar):
     """`fn` on this process's elements in chunks (the last one padded by
     repeating its last element), `_streams` of them at once; host arrays in
@@ -426,10 +462,14 @@ def _run_chunks(fn, static, dynamic, plan, bar):
         [plan.local_index, np.full(n_chunks * size - n_local, plan.local_index[-1])]
     ).astype(int)
 
+    first_call_alone = _FirstCallAlone()
+
     def run(c):
         index = padded[c * size : (c + 1) * size]
         chunk = jax.device_put(_take(dynamic, index), plan.target)
-        out = jax.device_get(_evaluate(fn, static, chunk, plan.sharding))
+        out = first_call_alone(
+            size, lambda: jax.device_get(_evaluate(fn, static, chunk, plan.sharding))
+        )
         bar.update(min(size, n_local - c * size))
         return out
 

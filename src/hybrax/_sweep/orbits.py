@@ -12,6 +12,7 @@ import jax.tree_util as jtu
 import numpy as np
 from jaxtyping import Array, Complex, Int
 
+from .._compile import announcing_progress
 from .._custom_types import Params
 from .._hybrid import HybridSystem
 from .._misc import check_float64
@@ -20,7 +21,6 @@ from .._periodic import (
     PeriodicOrbit,
     PoincareSection,
 )
-from .._programs import announcing_progress
 from .._resume import Record, check_resume, record_fields, record_tree, record_value
 from .._settings import (
     Settings,

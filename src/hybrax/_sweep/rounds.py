@@ -497,6 +497,8 @@ def _run_rounds(
             waiting[1] = head + entering.size
             return entering, waiting[1] == queue.size
 
+    first_call_alone = executor._FirstCallAlone()
+
     def run_stream():
         """Rounds in a chunk of its own, taking its elements from the shared queue.
         Streams share the element arrays above but no element (their writes are
@@ -543,7 +545,12 @@ def _run_rounds(
                 plan.target,
             )
             # One transfer of all leaves (NumPy arrays back).
-            orbit = jax.device_get(executor._evaluate(fn, static, chunk, plan.sharding))
+            orbit = first_call_alone(
+                lanes.size,
+                lambda: jax.device_get(
+                    executor._evaluate(fn, static, chunk, plan.sharding)
+                ),
+            )
             out_dynamic, static_part = eqx.partition(orbit, eqx.is_array)
             with lock:
                 if results[0] is None:

@@ -25,6 +25,7 @@ import jax.numpy as jnp
 import numpy as np
 import optimistix as optx
 
+from .._compile import announcing_progress
 from .._continuation_parameter import AbstractParameter, as_parameter
 from .._custom_types import Params
 from .._hybrid import HybridSystem
@@ -33,7 +34,6 @@ from .._periodic import (
     PeriodicOrbit,
     PoincareSection,
 )
-from .._programs import announcing_progress
 from .._settings import (
     Settings,
     Shooting,

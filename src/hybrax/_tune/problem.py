@@ -14,6 +14,7 @@ import numpy as np
 import optimistix as optx
 from jaxtyping import ArrayLike
 
+from .._compile import compiled
 from .._continuation_parameter import AbstractParameter
 from .._custom_types import Params
 from .._hybrid import HybridSystem
@@ -26,7 +27,6 @@ from .._periodic import (
     find_periodic_orbit,
     resolve_sequence,
 )
-from .._programs import compiled
 from .._settings import (
     Settings,
     Shooting,

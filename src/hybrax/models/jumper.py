@@ -94,6 +94,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .._compile import announcing_progress, compiled
 from .._control import bezier
 from .._hybrid import (
     AbstractReset,
@@ -116,7 +117,6 @@ from .._params import (
     parameter_field,
     parameter_table,
 )
-from .._programs import announcing_progress, compiled
 
 
 def _torque(joint: str, k: int):

@@ -1,0 +1,398 @@
+r"""How hybrax compiles its programs: `equinox.filter_jit`, JAX's persistent
+compilation cache, and a line for each compilation.
+
+Every routine that runs a compiled computation (simulation, orbit search, sweep
+chunk, tuning step, continuation corrector) is a function decorated with
+[`compiled`][]: `equinox.filter_jit` splits its arguments (arrays are run-time
+inputs; the model's functions, flags and structure are static), so a second call
+with other array values (parameters, tolerances, `t_max`, iteration counts,
+tuning targets) compiles nothing. Called with traced arguments (inside a user's
+`jax.jit`, `jax.grad` or `jax.vmap`, or inside another of hybrax's programs), it
+is part of the caller's program.
+
+Between processes, JAX's own persistent compilation cache keeps the executables
+([`enable_compilation_cache`][]); a later process traces each program again (a
+second or so) and loads its executable instead of compiling it. JAX keys an
+executable by its program text, and a host callback's address changes from one
+process to the next: a program with one is compiled again in every process. The
+library asks the anchors for results instead of callbacks (`throw=False` in
+diffrax, optimistix and lineax; its own checks are statuses), with one exception
+it cannot reach: optimistix's implicit derivative (`optimistix.ImplicitAdjoint`,
+through which diffrax differentiates an event's time, as the AD monodromy
+does) calls `lineax.linear_solve` with its default `throw=True`, which equinox
+turns into a host callback unless `EQX_ON_ERROR=nan` is set before equinox is
+imported. The command line sets it; in a script, set it in the environment (see
+the compilation how-to; the upstream report is in the performance guide).
+
+Each compilation is logged on the `"hybrax"` logger (level INFO) as it starts
+(when its tracing starts) and when done, with its seconds (trace, lowering,
+XLA); inside [`announcing`][] (the command line, routines called with
+`progress=True`) the same lines go to stderr. The records are kept in a bounded
+list ([`COMPILATIONS`][], the last 256; read by `experiments/`), which
+[`hybrax.clear_caches`][] empties with JAX's own caches.
+"""
+
+import collections
+import contextlib
+import contextvars
+import dataclasses
+import functools
+import logging
+import os
+import sys
+import threading
+from collections.abc import Callable
+
+import equinox as eqx
+import jax
+import jax.tree_util as jtu
+
+
+_LOGGER = logging.getLogger("hybrax")
+
+# Where compilation lines go besides the log (`None`: nowhere), and the name they
+# give the model (`None`: the program's own label). Context variables: a thread
+# that compiles for the caller (`compile_in_background`) runs in a copy of the
+# caller's context.
+_REPORT: contextvars.ContextVar = contextvars.ContextVar("hybrax_report", default=None)
+_LABEL: contextvars.ContextVar = contextvars.ContextVar("hybrax_label", default=None)
+
+
+def _to_stderr(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+@contextlib.contextmanager
+def announcing(report: Callable[[str], None] = _to_stderr, label: str | None = None):
+    """Within the block, each compilation's lines also go to `report` (one string
+    per call; default: a line on stderr), naming the model `label` (e.g. the
+    command line's model name) where given."""
+    report_token = _REPORT.set(report)
+    label_token = _LABEL.set(label)
+    try:
+        yield
+    finally:
+        _REPORT.reset(report_token)
+        _LABEL.reset(label_token)
+
+
+@contextlib.contextmanager
+def announcing_progress(enabled: bool, report: Callable[[str], None] = _to_stderr):
+    """[`announcing`][] for a library call with `progress=True` (`enabled`): its
+    compilations are reported to `report` (e.g. the progress bar's own writer)
+    unless the caller already announces them (the command line)."""
+    if not enabled or _REPORT.get() is not None:
+        yield
+        return
+    with announcing(report):
+        yield
+
+
+def announce(line: str) -> None:
+    """Log `line` (logger `"hybrax"`, INFO) and, inside [`announcing`][], report
+    it."""
+    _LOGGER.info(line)
+    report = _REPORT.get()
+    if report is not None:
+        report(line)
+
+
+@dataclasses.dataclass(frozen=True)
+class CompileRecord:
+    """What one compilation cost, in seconds: `trace` (Python tracing), `lower`
+    (to StableHLO), `xla` (XLA's compilation, or reading its executable from
+    JAX's persistent cache), and whether the executable came from that cache
+    (`cached`)."""
+
+    what: str
+    label: str
+    trace: float
+    lower: float
+    xla: float
+    cached: bool
+
+    @property
+    def total(self) -> float:
+        return self.trace + self.lower + self.xla
+
+
+#: The compilations of this process, the last 256 (read by `experiments/`).
+COMPILATIONS: collections.deque = collections.deque(maxlen=256)
+#: How many times each program (by its `what`) was compiled in this process.
+COUNTS: collections.Counter = collections.Counter()
+_RECORDERS: list[list] = []
+
+
+@contextlib.contextmanager
+def recorded():
+    """The compilations of the block (any thread), as a list of
+    [`CompileRecord`][]s filled as they finish."""
+    records: list = []
+    _RECORDERS.append(records)
+    try:
+        yield records
+    finally:
+        _RECORDERS.remove(records)
+
+
+# ---------------------------------------------------------------------------
+# JAX's persistent cache
+# ---------------------------------------------------------------------------
+
+
+def default_cache_dir() -> str | None:
+    """`$HYBRAX_CACHE_DIR` if set (empty disables the cache), else
+    `$XDG_CACHE_HOME/hybrax/jax` or `~/.cache/hybrax/jax`."""
+    if "HYBRAX_CACHE_DIR" in os.environ:
+        return os.environ["HYBRAX_CACHE_DIR"] or None
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join("~", ".cache")
+    return os.path.join(os.path.expanduser(base), "hybrax", "jax")
+
+
+def enable_compilation_cache(path: str | os.PathLike | None = None) -> str | None:
+    r"""Turn on JAX's persistent compilation cache for every program, so that a
+    second run of the same script or command loads each executable instead of
+    compiling it (it still traces each program, about a second).
+
+    This is JAX's own cache (`jax_compilation_cache_dir`), with its thresholds
+    lowered so that every program is kept (`jax_persistent_cache_min_compile_time_secs`
+    0, `jax_persistent_cache_min_entry_size_bytes` -1): the call changes those
+    three `jax.config` options, for the whole process, and nothing else. A JAX
+    cache directory already configured (by `JAX_COMPILATION_CACHE_DIR` or an
+    earlier call) is kept. JAX reads the setting at its first compilation: call
+    this once, before the first computation; the command line does.
+
+    A program that holds a host callback is compiled again in every process (its
+    address is part of the program). Programs that differentiate an event's time
+    (the analysed orbit, gradients of orbit quantities) hold one unless
+    `EQX_ON_ERROR=nan` is set in the environment before equinox is imported (see
+    `hybrax._compile`); a note on the `"hybrax"` logger says so when it is not.
+
+    **Arguments:**
+
+    - `path`: the cache directory; default `$HYBRAX_CACHE_DIR` (empty: no cache),
+      else `$XDG_CACHE_HOME/hybrax/jax` or `~/.cache/hybrax/jax`.
+
+    **Returns:** the cache directory in use, or `None` when disabled.
+    """
+    path = default_cache_dir() if path is None else os.fspath(path)
+    if path is None:
+        return None
+    current = jax.config.jax_compilation_cache_dir
+    if current:
+        return current
+    jax.config.update("jax_compilation_cache_dir", path)
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
+    jax.config.update("jax_persistent_cache_min_entry_size_bytes", -1)
+    if os.environ.get("EQX_ON_ERROR") != "nan":
+        _LOGGER.info(
+            "EQX_ON_ERROR is not 'nan': programs that differentiate an event's time "
+            "hold a host callback and are compiled again in every process"
+        )
+    return path
+
+
+def clear_caches() -> None:
+    """Empty every cache of compiled programs in this process: JAX's
+    (`jax.clear_caches`, which holds every program hybrax compiled, each bounded
+    by JAX) and hybrax's
+    records of compilations. The persistent cache on disk stays; a later call
+    traces and compiles (or loads) its program again."""
+    jax.clear_caches()
+    COMPILATIONS.clear()
+    COUNTS.clear()
+
+
+# ---------------------------------------------------------------------------
+# Watching a compilation
+# ---------------------------------------------------------------------------
+
+_TRACE = "/jax/core/compile/jaxpr_trace_duration"
+_LOWER = "/jax/core/compile/jaxpr_to_mlir_module_duration"
+_XLA = "/jax/core/compile/backend_compile_duration"
+_CACHE_HIT = "/jax/compilation_cache/cache_hits"
+
+
+class _Watch:
+    """The compilation of one top-level call, if it compiles: JAX's monitoring
+    events of this thread while the call runs."""
+
+    def __init__(self, what: str, label: str):
+        self.what, self.label = what, label
+        self.on_compile = getattr(_WATCHING, "on_compile", None)
+        self.announced = False
+        self.trace = self.lower = self.xla = 0.0
+        self.cache_hits = 0
+
+
+_WATCHING = threading.local()
+_LISTENING = threading.Lock()
+_listening = False
+
+
+def _on_duration(event: str, duration: float, **kwargs) -> None:
+    watch = getattr(_WATCHING, "watch", None)
+    if watch is None:
+        return
+    if event == _TRACE:  # nested traces lie within the outer one
+        watch.trace = max(watch.trace, duration)
+    elif event == _LOWER:
+        watch.lower += duration
+    elif event == _XLA:
+        watch.xla += duration
+
+
+def _on_event(event: str, **kwargs) -> None:
+    watch = getattr(_WATCHING, "watch", None)
+    if watch is not None and event == _CACHE_HIT:
+        watch.cache_hits += 1
+
+
+def _listen() -> None:
+    """Register the monitoring listeners, once per process (on the first call of
+    a compiled routine, not at import)."""
+    global _listening
+    with _LISTENING:
+        if not _listening:
+            jax.monitoring.register_event_duration_secs_listener(_on_duration)
+            jax.monitoring.register_event_listener(_on_event)
+            _listening = True
+
+
+@contextlib.contextmanager
+def _watching(what: str, label: str):
+    _listen()
+    outer = getattr(_WATCHING, "watch", None)
+    if outer is not None:  # a hybrax routine called eagerly inside another's body
+        yield outer
+        return
+    watch = _WATCHING.watch = _Watch(what, label)
+    try:
+        yield watch
+    finally:
+        _WATCHING.watch = None
+    if watch.announced:
+        record = CompileRecord(
+            what,
+            watch.label,
+            watch.trace,
+            watch.lower,
+            watch.xla,
+            watch.cache_hits > 0,
+        )
+        COMPILATIONS.append(record)
+        COUNTS[what] += 1
+        for records in list(_RECORDERS):
+            records.append(record)
+        if record.cached:
+            announce(
+                f"compiled {what}{record.label} in {record.total:.1f} s, its "
+                f"executable from the cache (trace {record.trace:.1f} s, lowering "
+                f"{record.lower:.1f} s, loading {record.xla:.1f} s)"
+            )
+        else:
+            announce(
+                f"compiled {what}{record.label} in {record.total:.1f} s "
+                f"(trace {record.trace:.1f} s, lowering {record.lower:.1f} s, "
+                f"XLA {record.xla:.1f} s)"
+            )
+
+
+def _announce_tracing() -> None:
+    """In a program's body while it is traced: the first such body of a watched
+    call announces that its program is being compiled."""
+    watch = getattr(_WATCHING, "watch", None)
+    if watch is None or watch.announced:
+        return
+    watch.announced = True
+    label = _LABEL.get()
+    if label is not None:
+        watch.label = f" for {label}"
+    announce(f"compiling {watch.what}{watch.label} ...")
+    if watch.on_compile is not None:
+        watch.on_compile()
+
+
+@contextlib.contextmanager
+def when_compiling(callback: Callable[[], None]):
+    """Within the block, where the next compiled routine called in this thread
+    compiles its program, `callback()` runs as its tracing starts (e.g. to compile
+    the program that will run next in another thread meanwhile)."""
+    before = getattr(_WATCHING, "on_compile", None)
+    _WATCHING.on_compile = callback
+    try:
+        yield
+    finally:
+        _WATCHING.on_compile = before
+
+
+def _traced(args, kwargs) -> bool:
+    return any(
+        isinstance(leaf, jax.core.Tracer) for leaf in jtu.tree_leaves((args, kwargs))
+    )
+
+
+# ---------------------------------------------------------------------------
+# Compiled routines
+# ---------------------------------------------------------------------------
+
+
+class Compiled:
+    """A function compiled with `equinox.filter_jit`, announced as `what` (see the
+    module docstring). Call it as the function."""
+
+    def __init__(self, fn: Callable, what: str, label: Callable[..., str] | None):
+        self.what, self.label = what, label
+        self.__wrapped__ = fn
+        functools.update_wrapper(self, fn)
+
+        def body(*args, **kwargs):
+            _announce_tracing()
+            return fn(*args, **kwargs)
+
+        self._jitted = eqx.filter_jit(body)
+
+    def __call__(self, *args, **kwargs):
+        if _traced(args, kwargs):
+            return self._jitted(*args, **kwargs)
+        label = "" if self.label is None else self.label(*args, **kwargs)
+        with _watching(self.what, label):
+            return self._jitted(*args, **kwargs)
+
+    def compile(self, *args, **kwargs) -> None:
+        """Trace and compile the program for these arguments now, without running
+        it (a later call with arguments of the same structure, static parts,
+        shapes and dtypes runs it at once). The arguments' values are not used."""
+        label = "" if self.label is None else self.label(*args, **kwargs)
+        with _watching(self.what, label):
+            self._jitted.lower(*args, **kwargs).compile()
+
+    def compile_in_background(self, *args, **kwargs) -> threading.Thread:
+        """[`compile`][] in a thread of its own (XLA leaves the interpreter free
+        while it compiles: the caller traces its next program meanwhile); `join`
+        the returned thread before calling."""
+        context = contextvars.copy_context()
+        thread = threading.Thread(
+            target=context.run,
+            args=(self.compile, *args),
+            kwargs=kwargs,
+            name=f"hybrax: {self.what}",
+        )
+        thread.start()
+        return thread
+
+
+def compiled(what: str, label: Callable[..., str] | None = None):
+    """A decorator: the function compiled as [`Compiled`][], announced as the
+    program `what`; `label(*args, **kwargs)` names the model in announcements."""
+
+    def decorate(fn):
+        return Compiled(fn, what, label)
+
+    return decorate
+
+
+def system_label(system) -> str:
+    """How announcements name a hybrid system: by its modes."""
+    names = [getattr(mode, "name", "?") for mode in getattr(system, "modes", ())]
+    return f" for the system of modes {', '.join(names)}" if names else ""
