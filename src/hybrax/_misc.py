@@ -65,21 +65,23 @@ def check_float64(where: str) -> None:
 
 
 def real_array(value, name: str):
-    """`value` as a JAX array of the default float dtype; a `ValueError` naming
-    `name` where it is complex or not a number (a dtype is static, so this holds
-    under `jax.jit` too): a cast would drop an imaginary part without a word."""
+    """`value` as an array of the default float dtype (a JAX array where it is one
+    or is traced, else a NumPy array: nothing dispatched for a Python or NumPy
+    input); a `ValueError` naming `name` where it is complex or not a number (a
+    dtype is static, so this holds under `jax.jit` too): a cast would drop an
+    imaginary part without a word."""
+    dtype = jnp.result_type(float)
+    on_device = any(isinstance(leaf, jax.Array) for leaf in jax.tree.leaves(value))
+    module = jnp if on_device else np
     try:
-        array = jnp.asarray(value)
-    except TypeError as error:
+        array = module.asarray(value)
+    except (TypeError, ValueError) as error:
         raise ValueError(
             f"`{name}` must be an array of real numbers: {error}"
         ) from None
-    if not (
-        jnp.issubdtype(array.dtype, jnp.floating)
-        or jnp.issubdtype(array.dtype, jnp.integer)
-    ):
+    if array.dtype.kind not in "fiu":
         raise ValueError(f"`{name}` must hold real numbers; got dtype {array.dtype}.")
-    return array.astype(jnp.result_type(float))
+    return array if array.dtype == dtype else array.astype(dtype)
 
 
 def is_concrete(x) -> bool:

@@ -170,6 +170,16 @@ def _run_time(value) -> np.ndarray:
     return np.asarray(value, dtype=np.float64)
 
 
+#: The adjoint of a simulation whose settings name none (reverse mode), built
+#: once: an immutable object without arrays.
+DEFAULT_ADJOINT = dfx.RecursiveCheckpointAdjoint()
+
+
+def simulation_adjoint(settings: "Settings"):
+    """`settings.adjoint`, or [`DEFAULT_ADJOINT`][] where it is `None`."""
+    return DEFAULT_ADJOINT if settings.adjoint is None else settings.adjoint
+
+
 @functools.cache
 def _defaults(options_class: type):
     """`options_class()`, built once (the options objects are immutable and hold

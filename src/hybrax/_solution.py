@@ -5,6 +5,8 @@ One status vocabulary serves every routine: [`hybrax.RESULTS`][] extends
 the ODE solver, the event root finder or the shooting solve is one of its items.
 """
 
+import functools
+
 import diffrax as dfx
 import equinox as eqx
 import jax
@@ -233,10 +235,25 @@ def status_code(result: RESULTS | str) -> np.ndarray:
             "`result` must be a status (a `hybrax.RESULTS` item, e.g. "
             f"`solution.result`) or a status name; got {type(result).__name__}."
         )
-    matches = np.stack(
-        [np.asarray(result == getattr(RESULTS, name)) for name in STATUS_NAMES]
-    )
-    return np.where(matches.any(axis=0), matches.argmax(axis=0), -1)
+    # A status is a PyTree with one leaf, its integer value; read on the host and
+    # looked up (no comparison dispatched per name).
+    values = np.asarray(jax.tree_util.tree_leaves(result)[0])
+    table = _codes_by_value()
+    inside = (values >= 0) & (values < table.size)
+    return np.where(inside, table[np.where(inside, values, 0)], -1)
+
+
+@functools.cache
+def _codes_by_value() -> np.ndarray:
+    """The position in `STATUS_NAMES` of each status value (-1 for a value
+    without a name)."""
+    values = [
+        int(np.asarray(jax.tree_util.tree_leaves(getattr(RESULTS, name))[0]))
+        for name in STATUS_NAMES
+    ]
+    table = np.full(max(values) + 1, -1)
+    table[values] = np.arange(len(values))
+    return table
 
 
 def status_name(result: RESULTS) -> list[str]:

@@ -7,6 +7,7 @@ import diffrax as dfx
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpy as np
 import optimistix as optx
 from jaxtyping import Array, ArrayLike, Float, Int
 
@@ -171,21 +172,23 @@ class ShootingSafeguard(eqx.Module):
 
     @classmethod
     def fresh(cls, u):
-        """The memory of a solve starting at `u`: nothing evaluated yet."""
-        u = jnp.asarray(u)
+        """The memory of a solve starting at `u`: nothing evaluated yet (NumPy
+        arrays where `u` is concrete: nothing dispatched for an eager call)."""
+        xp = jnp if isinstance(u, jax.core.Tracer) else np
+        u = xp.asarray(u)
         return cls(
             best_iterate=u,
             best_image=u,
-            best_step=jnp.zeros_like(u),
-            best_jacobian=jnp.full(u.shape * 2, jnp.nan, u.dtype),
-            best_defect=jnp.full((), jnp.inf, u.dtype),
-            trial=jnp.asarray(_NEWTON, jnp.int32),
-            least_defect=jnp.full((), jnp.inf, u.dtype),
-            stale=jnp.asarray(0, jnp.int32),
-            strict=jnp.asarray(False),
+            best_step=xp.zeros_like(u),
+            best_jacobian=xp.full(u.shape * 2, np.nan, u.dtype),
+            best_defect=xp.full((), np.inf, u.dtype),
+            trial=xp.asarray(_NEWTON, np.int32),
+            least_defect=xp.full((), np.inf, u.dtype),
+            stale=xp.asarray(0, np.int32),
+            strict=xp.asarray(False),
             start=u,
-            rejected=jnp.asarray(False),
-            dead=jnp.asarray(False),
+            rejected=xp.asarray(False),
+            dead=xp.asarray(False),
         )
 
 

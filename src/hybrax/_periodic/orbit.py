@@ -3,6 +3,7 @@
 import dataclasses
 
 import diffrax as dfx
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -17,6 +18,7 @@ from .._settings import (
     Shooting,
     resolve_settings,
     resolve_shooting,
+    simulation_adjoint,
 )
 from .._simulate import raise_if_failed
 from .._solution import RESULTS, masked_nan
@@ -37,8 +39,19 @@ from .solve import _Shooting, iteration_cap
 
 
 def _shoot(shooting, u_guess, params):
-    # The orbit does not depend on the guess (derivatives flow through params).
+    _check_guess_shape(shooting.system, shooting.section, u_guess, params)
+    # The orbit does not depend on the guess, nor on where a resumed solve
+    # stood (derivatives flow through params).
+    shooting = eqx.tree_at(
+        lambda s: s.safeguard, shooting, jax.lax.stop_gradient(shooting.safeguard)
+    )
     return _orbit(params, jax.lax.stop_gradient(u_guess), shooting=shooting)
+
+
+def _shoot_analysed(shooting, u_guess, params):
+    """The orbit with its Floquet analysis (`None` without) in its `floquet`."""
+    orbit, floquet = _shoot(shooting, u_guess, params)
+    return dataclasses.replace(orbit, floquet=floquet)
 
 
 def _solve_label(shooting, *args):
@@ -49,10 +62,10 @@ def _analysis_label(system, *args):
     return system_label(system)
 
 
-_search = compiled("the orbit search", label=_solve_label)(_shoot)
+_search = compiled("the orbit search", label=_solve_label)(_shoot_analysed)
 _analysed_search = compiled(
     "the orbit search with its Floquet analysis", label=_solve_label
-)(_shoot)
+)(_shoot_analysed)
 _saltation_search = compiled(
     "the orbit search with its saltation monodromy", label=_solve_label
 )(_shoot)
@@ -160,12 +173,15 @@ def find_periodic_orbit(
     shooting = resolve_shooting(shooting)
     resolve_sequence(system, section)
     start = u_guess if isinstance(u_guess, ShootingStart) else ShootingStart(u_guess)
-    u_guess = jnp.atleast_1d(real_array(start.u, "u_guess"))
+    u_guess = real_array(start.u, "u_guess")
+    if u_guess.ndim == 0:
+        u_guess = u_guess.reshape(1)
     if u_guess.ndim != 1:
         raise ValueError(f"`u_guess` must be 1-D; got shape {u_guess.shape}.")
-    if is_concrete(u_guess) and not bool(jnp.all(jnp.isfinite(u_guess))):
+    if is_concrete(u_guess) and not np.all(np.isfinite(u_guess)):
         raise ValueError(f"`u_guess` must be finite; got {np.asarray(u_guess)}.")
-    _check_guess_shape(system, section, u_guess, params)
+    # (The guess's size against the section's chart is checked when the
+    # program is traced, once: `_shoot`.)
     safeguard = start.safeguard
     if safeguard is None:
         safeguard = ShootingSafeguard.fresh(u_guess)
@@ -174,8 +190,6 @@ def find_periodic_orbit(
             "`u_guess.safeguard` must be a solve's `orbit.restart.safeguard` or "
             f"None; got {type(safeguard).__name__}."
         )
-    # Like the guess, the start carries no derivative.
-    safeguard = jax.lax.stop_gradient(safeguard)
     max_iterations = shooting.max_iterations
     iterations_used = _check_used(start.iterations_used, max_iterations)
     # The return-map iterations come first: a resumed solve has taken them.
@@ -210,12 +224,12 @@ def find_periodic_orbit(
     )
     if split:
         orbit, floquet = _solve_then_analyse(solve, u_guess, params)
+        orbit = dataclasses.replace(orbit, floquet=floquet)
     else:
-        program = _analysed_search if analyse else _search
-        orbit, floquet = program(solve, u_guess, params)
+        orbit = (_analysed_search if analyse else _search)(solve, u_guess, params)
     if throw:
         orbit = raise_if_failed(orbit, orbit.result)
-    return dataclasses.replace(orbit, floquet=floquet)
+    return orbit
 
 
 @compiled("the AD monodromy and Floquet analysis", label=_analysis_label)
@@ -424,15 +438,19 @@ def poincare_map(
     the section's coordinates.
     """
     settings = resolve_settings(settings)
-    adjoint = (
-        dfx.RecursiveCheckpointAdjoint()
-        if settings.adjoint is None
-        else settings.adjoint
-    )
-    u = jnp.atleast_1d(real_array(u, "u"))
+    adjoint = simulation_adjoint(settings)
+    u = real_array(u, "u")
+    if u.ndim == 0:
+        u = u.reshape(1)
     if u.ndim != 1:
         raise ValueError(f"`u` must be 1-D; got shape {u.shape}.")
-    _check_guess_shape(system, section, u, params, name="u")
-    return poincare_map_with(
+    return _checked_poincare_map(
         system, section, u, canonical_params(params), settings, adjoint
     )
+
+
+@compiled("the return map", label=lambda system, *args: system_label(system))
+def _checked_poincare_map(system, section, u, params, settings, adjoint):
+    # The size of `u` against the section's chart: at trace time, once.
+    _check_guess_shape(system, section, u, params, name="u")
+    return poincare_map_with(system, section, u, params, settings, adjoint)

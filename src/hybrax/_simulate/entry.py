@@ -1,6 +1,5 @@
 """The public simulation routine, its argument checks and `raise_if_failed`."""
 
-import diffrax as dfx
 import equinox as eqx
 import jax.numpy as jnp
 import jax.tree_util as jtu
@@ -11,7 +10,7 @@ from .._compile import compiled, system_label
 from .._custom_types import ModeIndex, Params
 from .._hybrid import HybridSystem
 from .._misc import canonical_params, concrete_value, is_concrete, real_array
-from .._settings import Settings, resolve_settings
+from .._settings import Settings, resolve_settings, simulation_adjoint
 from .._solution import RESULTS, HybridSolution, status_message, status_name
 from .events import run_events
 
@@ -123,11 +122,17 @@ def simulate(
     outside its mode's `domain`, or bad static arguments;
     with `throw=True`, an `equinox.EquinoxRuntimeError` carrying the status message.
     """
-    solution = _simulate(
-        *_simulation_inputs(
-            system, x0, params, n_events, settings, mode0, t0, n_save, phase_observables
-        )
+    inputs = _simulation_inputs(
+        system, x0, params, n_events, settings, mode0, t0, n_save, phase_observables
     )
+    solution = _simulate(*inputs)
+    # Where a concrete start lies outside its mode, an error names the condition:
+    # checked on the host after a failed eager run (a successful one pays
+    # nothing), and at trace time inside a caller's transformation that closes
+    # over the start (`check_domain` skips traced values).
+    traced = not all(is_concrete(leaf) for leaf in jtu.tree_leaves(solution.result))
+    if traced or status_name(solution.result) != ["successful"]:
+        check_domain(system, inputs[3], t0, inputs[1], inputs[2])
     if throw:
         solution = raise_if_failed(solution, solution.result)
     return solution
@@ -143,10 +148,8 @@ def _simulation_inputs(
     t0,
     n_save,
     phase_observables,
-    in_domain=True,
 ) -> tuple:
-    """The checked arguments of [`simulate`][] as the compiled program's inputs
-    (with `in_domain`, a concrete `x0` must lie in `mode0`)."""
+    """The checked arguments of [`simulate`][] as the compiled program's inputs."""
     settings = resolve_settings(settings)
     x0 = check_state(system, x0)
     if isinstance(n_events, bool) or int(n_events) < 1:
@@ -163,20 +166,14 @@ def _simulation_inputs(
     if params is None:
         raise ValueError("`params` must be the model's parameters; got None.")
     params = canonical_params(params)
-    if in_domain:
-        check_domain(system, mode0, t0, x0, params)
-    adjoint = (
-        dfx.RecursiveCheckpointAdjoint()
-        if settings.adjoint is None
-        else settings.adjoint
-    )
+    adjoint = simulation_adjoint(settings)
     dtype = jnp.result_type(float)
     return (
         system,
         x0,
         params,
         mode0,
-        jnp.asarray(t0, dtype),
+        real_array(t0, "t0").astype(dtype),
         settings,
         adjoint,
         int(n_events),
@@ -210,7 +207,6 @@ def compile_simulation(
         t0,
         n_save,
         phase_observables,
-        in_domain=False,
     )
     _simulate.compile(*inputs)
 
