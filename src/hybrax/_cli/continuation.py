@@ -738,35 +738,79 @@ def _branch_figures(model, branch, summary, params, parameter, out: pathlib.Path
     """`branch_period.png` and `branch_multiplier.png`: period and leading
     multiplier along the branch (any model), stable points solid, unstable
     dashed, special points marked; the parameter with its unit, the model's name
-    in the titles."""
+    in the titles. The multiplier is drawn as its modulus and its angle (see
+    `_multiplier_figure`), each one way along the whole branch."""
     from .. import plot
 
     del params
     units = model.presentation.units
-    common = dict(
+    common = _branch_marks(branch)
+    period = plot.branch_figure(
+        branch.parameter,
+        curves={"period": summary["period"]},
+        ylabel=f"period [{units.time}]",
+        title=f"{model.name}: period along the branch",
+        xlabel=model.label(parameter.name),
+        **common,
+    )
+    multiplier = _multiplier_figure(
+        branch,
+        xlabel=model.label(parameter.name),
+        title=f"{model.name}: leading Floquet multiplier along the branch",
+    )
+    return plot.save_figures(
+        {"branch_period.png": period, "branch_multiplier.png": multiplier}, out
+    )
+
+
+def _branch_marks(branch) -> dict[str, Any]:
+    """The stability and the special points' indices of `branch`, as
+    `hybrax.plot.branch_figure` takes them."""
+    return dict(
         stable=branch.stable,
         folds=[f.index for f in branch.folds],
         period_doublings=[p.index for p in branch.period_doublings],
         neimark_sackers=[p.index for p in branch.neimark_sackers],
-        xlabel=model.label(parameter.name),
     )
-    specs = {
-        "branch_period.png": dict(
-            curves={"period": summary["period"]},
-            ylabel=f"period [{units.time}]",
-            title=f"{model.name}: period along the branch",
-        ),
-        "branch_multiplier.png": dict(
-            curves={r"$\nu$": summary["multiplier"]},
-            ylabel="leading multiplier (modulus if complex)",
-            reference_lines=(1.0, -1.0),
-            title=f"{model.name}: leading Floquet multiplier along the branch",
-        ),
-    }
-    return plot.save_figures(
-        {
-            name: plot.branch_figure(branch.parameter, **spec, **common)
-            for name, spec in specs.items()
-        },
-        out,
+
+
+def _multiplier_figure(branch, *, xlabel: str, title: str):
+    r"""The leading nontrivial Floquet multiplier $\nu$ along `branch` in two
+    panels sharing the parameter axis: its modulus $|\nu|$ (the line $|\nu| = 1$
+    marked) and its angle $|\arg\nu|$ in degrees, 0 to 180 (0 for a positive
+    real multiplier, 180 for a negative one, the pair's angle for a complex
+    pair; the absolute value, since the two of a conjugate pair come in either
+    order). Each quantity is drawn the same way at every point, so the curves
+    stay continuous where a complex pair turns real (the signed real value
+    would jump from $+|\nu|$ to $-|\nu|$ there)."""
+    from matplotlib.figure import Figure
+
+    from .. import plot
+
+    leading = np.asarray(branch.multipliers)[:, 0]
+    fig = Figure(figsize=(7.0, 6.4), layout="constrained")
+    top, bottom = fig.subplots(2, 1, sharex=True)
+    common = _branch_marks(branch)
+    plot.branch_figure(
+        branch.parameter,
+        curves={r"$|\nu|$": np.abs(leading)},
+        reference_lines=(1.0,),
+        xlabel="",
+        ylabel=r"modulus $|\nu|$ (dimensionless)",
+        title=title,
+        ax=top,
+        **common,
     )
+    plot.branch_figure(
+        branch.parameter,
+        curves={r"$|\arg\nu|$": np.degrees(np.abs(np.angle(leading)))},
+        reference_lines=(0.0, 180.0),
+        xlabel=xlabel,
+        ylabel=r"angle $|\arg\nu|$ [deg]",
+        ax=bottom,
+        legend=False,
+        **common,
+    )
+    bottom.set_ylim(-10.0, 190.0)
+    bottom.set_yticks([0.0, 45.0, 90.0, 135.0, 180.0])
+    return fig

@@ -50,6 +50,7 @@ def branch_figure(
     ylabel: str = "",
     title: str = "",
     ax: Axes | None = None,
+    legend: bool = True,
 ) -> Figure:
     r"""Quantities along a branch of periodic orbits against the continuation
     parameter, in the style of bifurcation diagrams: stable orbits solid, unstable
@@ -73,6 +74,8 @@ def branch_figure(
       multipliers).
     - `xlabel`, `ylabel`, `title`: axis labels and title.
     - `ax`: axes to draw into; default a new figure.
+    - `legend`: whether to draw the legend (off for a second panel of a figure
+      whose first panel has it).
 
     **Returns:** the matplotlib `Figure`.
 
@@ -171,7 +174,8 @@ def branch_figure(
     if title:
         ax.set_title(title)
     ax.grid(True, alpha=0.3)
-    ax.legend(fontsize="small")
+    if legend:
+        ax.legend(fontsize="small")
     return fig
 
 
