@@ -192,7 +192,7 @@ def test_hostile_json_params_files_are_one_line(tmp_path, monkeypatch):
     """A 401-digit integer (was an `OverflowError`), JSON nested 100000 deep (a
     `RecursionError`), a file over the 64 MiB bound (read whole: `/dev/zero`
     read until memory ran out), a missing file, a foreign archive."""
-    import hybrax._cli.common as common
+    import hybrax._cli.params_files as params_files
 
     (tmp_path / "big.json").write_text('{"k": 1' + "0" * 400 + "}")
     assert "k must be a finite number" in _refused(tmp_path / "big.json")
@@ -204,7 +204,7 @@ def test_hostile_json_params_files_are_one_line(tmp_path, monkeypatch):
     assert "neither JSON" in _refused(tmp_path / "bytes.json")
     assert "cannot read" in _refused(tmp_path / "missing.json")
     (tmp_path / "long.json").write_text('{"k": 15000.0}' + " " * 100)
-    monkeypatch.setattr(common, "MAX_PARAMS_JSON_BYTES", 100)
+    monkeypatch.setattr(params_files, "MAX_PARAMS_JSON_BYTES", 100)
     assert "larger than 100 bytes" in _refused(tmp_path / "long.json")
     monkeypatch.undo()
     victim = tmp_path / "victim.txt"

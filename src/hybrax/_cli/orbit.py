@@ -26,7 +26,6 @@ from .common import (
     _number,
     _pairs,
     _params_dict,
-    _params_file_vector,
     _params_lines,
     _parse_sets,
     _stick_outputs,
@@ -35,6 +34,7 @@ from .common import (
     solver_record,
     solver_settings,
 )
+from .params_files import _params_file_vector
 
 
 # The dense simulations from the orbit: periods for the phase portraits and energy

@@ -21,7 +21,6 @@ from .common import (
     _make_params,
     _number,
     _params_dict,
-    _params_file_vector,
     _params_lines,
     _parse_sets,
     _parse_state,
@@ -33,6 +32,7 @@ from .common import (
     solver_record,
     solver_settings,
 )
+from .params_files import _params_file_vector
 
 
 def _add_simulate(subparsers) -> None:

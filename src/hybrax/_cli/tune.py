@@ -24,7 +24,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from .._io import write_figure
-from . import common
+from . import common, params_files
 
 
 # Grid of the contour map, per axis.
@@ -394,7 +394,9 @@ def _run_tune(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     steps = []
     try:
         guess = np.asarray(model.orbit_guess(params), dtype=float)
-        stored = common._params_file_vector(args.params, "u", guess.shape[0], model)
+        stored = params_files._params_file_vector(
+            args.params, "u", guess.shape[0], model
+        )
         result = tune(
             system,
             section,
