@@ -9,6 +9,7 @@ import types
 import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 
+import hybrax.plot
 from hybrax._cli.continuation import _multiplier_figure
 
 
@@ -81,3 +82,77 @@ def test_branch_multiplier_is_drawn_as_modulus_and_angle_everywhere():
     # One legend, in the first panel.
     assert top.get_legend() is not None and bottom.get_legend() is None
     FigureCanvasAgg(fig).draw()
+
+
+def _inside(fig, box):
+    """Whether the window extent `box` lies within the figure's canvas."""
+    canvas = fig.bbox
+    return (
+        box.x0 >= canvas.x0 - 0.5
+        and box.x1 <= canvas.x1 + 0.5
+        and box.y0 >= canvas.y0 - 0.5
+        and box.y1 <= canvas.y1 + 0.5
+    )
+
+
+def test_sweep_heatmap_keeps_its_legend_inside_and_marks_points_not_run():
+    """The command's heat map of an interrupted sweep with every kind of cell
+    (its long legend entries included): legend and colour bar inside the canvas
+    at the command's and the gallery's resolutions; the cells not run are drawn
+    in a colour of their own (not white, the colour of |nu| = 1, nor the
+    hatching of the cells without an orbit) and named in the legend."""
+    from matplotlib.colors import to_rgba
+
+    x, y = np.linspace(1.0, 5.0, 9), np.linspace(5.0, 20.0, 7)
+    values = np.random.default_rng(0).uniform(0.3, 1.6, (9, 7))
+    not_run = np.zeros(values.shape, bool)
+    not_run[5:, 4:] = True
+    values[not_run] = np.nan
+    values[0, 0] = np.nan  # no orbit
+    flagged, failed = np.zeros_like(not_run), np.zeros_like(not_run)
+    flagged[2, 2], failed[1, 1] = True, True
+    values[1, 1] = np.nan
+    fig = hybrax.plot.sweep_heatmap(
+        x,
+        y,
+        values,
+        xlabel="slope [deg]",
+        ylabel="m_H [kg]",
+        flagged=flagged,
+        flagged_label="ground pulls after touchdown",
+        no_orbit_label=(
+            "no periodic orbit (from the guess, the neighbours' orbits, the return map)"
+        ),
+        title="compass-gait: leading nontrivial Floquet multiplier",
+        not_run=not_run,
+        failed=failed,
+    )
+    FigureCanvasAgg(fig)
+    for dpi in (150, 70):
+        fig.set_dpi(dpi)
+        fig.canvas.draw()
+        (legend,) = fig.legends
+        box = legend.get_window_extent()
+        assert _inside(fig, box), (box, fig.bbox)
+        colorbar = fig.axes[1]
+        assert colorbar.get_label() == "<colorbar>"
+        assert _inside(fig, colorbar.get_tightbbox())
+    ax = fig.axes[0]
+    (cells,) = [c for c in ax.collections if c.get_label() == "not run"]
+    drawn = cells.get_paths()
+    assert len(drawn) == not_run.sum()
+    centres = {tuple(np.round(path.vertices[:4].mean(axis=0), 9)) for path in drawn}
+    i, j = np.nonzero(not_run)
+    assert centres == set(zip(np.round(x[i], 9), np.round(y[j], 9)))
+    white = to_rgba("white")
+    face = tuple(cells.get_facecolor()[0])
+    assert face != white and cells.get_hatch()
+    (no_orbit,) = ax.patches
+    assert cells.get_hatch() != no_orbit.get_hatch()
+    assert face != tuple(no_orbit.get_facecolor())
+    # Named in the legend with the same look.
+    entries = dict(
+        zip([t.get_text() for t in legend.get_texts()], legend.legend_handles)
+    )
+    key = entries["not run (interrupted)"]
+    assert tuple(key.get_facecolor()) == face and key.get_hatch() == cells.get_hatch()

@@ -10,8 +10,16 @@ from jaxtyping import Float
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
+from ._legend import legend_below
+
 
 _BRANCH_COLOURS = ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple")
+
+
+# The cells of a sweep heat map that an interrupted sweep did not solve: a mid
+# grey, cross-hatched (the cells without an orbit are a lighter grey, hatched one
+# way; white is |nu| = 1).
+_NOT_RUN_STYLE = dict(facecolor="0.72", edgecolor="0.35", hatch="xx")
 
 
 def _stability_runs(stable: np.ndarray) -> list[tuple[int, int, bool]]:
@@ -282,7 +290,8 @@ def sweep_heatmap(
     colour scale is linear from 0 to `2 level`, diverging about `level` (white
     there): blue below (stable), red above, values beyond `2 level` at the top
     colour; with `level=None` (a quantity other than a multiplier) it is
-    sequential, uncontoured.
+    sequential, uncontoured. The legend, below the map, takes as many columns as
+    fit the figure's width (its long entries wrapped), so it is never cut off.
 
     **Arguments:**
 
@@ -294,8 +303,9 @@ def sweep_heatmap(
     - `no_orbit_label`: the legend entry of the hatched region.
     - `level`: the contoured value (1: the stability boundary), or `None`.
     - `not_run`: optional `(len(x), len(y))` booleans: cells an interrupted sweep
-      did not solve (status `not_run`), drawn white, apart from those without an
-      orbit.
+      did not solve (status `not_run`), drawn mid grey and cross-hatched (not
+      white, the colour of $|\nu| = 1$), apart from those without an orbit, and
+      named in the legend.
     - `failed`, `failed_label`: optional `(len(x), len(y))` booleans: cells where
       the solver failed (a cycle that could not be integrated, rather than a
       shooting that found no orbit), drawn dark grey, apart from the hatched
@@ -367,18 +377,32 @@ def sweep_heatmap(
         ax.pcolormesh(xe, ye, dark.T, cmap=ListedColormap(["0.35"]), zorder=1)
         handles.append(Patch(facecolor="0.35", label=failed_label))
     if not_run is not None and np.any(not_run):
-        from matplotlib.colors import ListedColormap
+        from matplotlib.collections import PolyCollection
 
-        blank = np.ma.masked_where(~np.asarray(not_run, bool), np.ones(values.shape))
-        ax.pcolormesh(xe, ye, blank.T, cmap=ListedColormap(["white"]), zorder=1)
-        handles.append(
-            Patch(
-                facecolor="white",
-                edgecolor="0.55",
-                linewidth=0.8,
-                label="not run (interrupted)",
-            )
+        # Not white: white is |nu| = 1 on the diverging scale.
+        i, j = np.nonzero(not_run)
+        cells = np.stack(
+            [
+                np.stack([xe[i], ye[j]], axis=-1),
+                np.stack([xe[i + 1], ye[j]], axis=-1),
+                np.stack([xe[i + 1], ye[j + 1]], axis=-1),
+                np.stack([xe[i], ye[j + 1]], axis=-1),
+            ],
+            axis=1,
         )
+        ax.add_collection(
+            PolyCollection(
+                cells,
+                facecolors=_NOT_RUN_STYLE["facecolor"],
+                edgecolors=_NOT_RUN_STYLE["edgecolor"],
+                hatch=_NOT_RUN_STYLE["hatch"],
+                linewidths=0,
+                zorder=2,
+                label="not run",
+            ),
+            autolim=False,
+        )
+        handles.append(Patch(label="not run (interrupted)", **_NOT_RUN_STYLE))
     # Contour only where the level is crossed (matplotlib warns otherwise).
     if (
         level is not None
@@ -418,7 +442,7 @@ def sweep_heatmap(
     ax.set_ylabel(ylabel)
     if title:
         ax.set_title(title)
-    fig.legend(handles=handles, loc="outside lower center", ncols=3, fontsize="small")
+    legend_below(fig, handles)
     return fig
 
 
