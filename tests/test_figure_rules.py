@@ -156,3 +156,80 @@ def test_sweep_heatmap_keeps_its_legend_inside_and_marks_points_not_run():
     )
     key = entries["not run (interrupted)"]
     assert tuple(key.get_facecolor()) == face and key.get_hatch() == cells.get_hatch()
+
+
+def _segments(ax):
+    """The two-point dashed lines of `ax`, as `(start, end, label)`."""
+    return [
+        (
+            np.array([line.get_xdata()[0], line.get_ydata()[0]]),
+            np.array([line.get_xdata()[1], line.get_ydata()[1]]),
+            line.get_label(),
+        )
+        for line in ax.get_lines()
+        if len(line.get_xdata()) == 2 and line.get_linestyle() == "--"
+    ]
+
+
+def _events(trajectory, events: slice):
+    """The phases and events `events` of `trajectory` (phase k ends at event k)."""
+    return hybrax.plot.Trajectory(
+        **{name: value[events] for name, value in trajectory.__dict__.items()}
+    )
+
+
+def test_compass_gait_orbit_figure_draws_the_heel_strike_jump(monkeypatch):
+    """`orbit.png` of the compass gait (the figure `hybrax orbit compass-gait`
+    draws, from one step of its gait): the heel strike's jump from the state
+    before it to the state after it is a dashed line of its own, named "impact"
+    in the legend, so the period's drawing closes; no solid line joins the end
+    of a step to the start of the next."""
+    import hybrax as hx
+    from hybrax.models import get_model
+
+    model = get_model("compass-gait")
+    params = hx.canonical_params(model.make_params())
+    system = model.forms[model.default_form].system()
+    solution = hx.simulate(
+        system,
+        model.default_state(params),
+        params,
+        n_events=2,
+        n_save=40,
+        settings=hx.Settings(t_max=5.0),
+    )
+    trajectory = hybrax.plot.Trajectory.from_solution(solution, system)
+    assert len(trajectory.t_events) == 2
+    step, next_step = _events(trajectory, slice(0, 1)), _events(trajectory, slice(1, 2))
+    drawn = {}
+    monkeypatch.setattr(
+        hybrax.plot, "save_figures", lambda figures, out: drawn.update(figures) or []
+    )
+    model.orbit_figures(step, [next_step], ["next step"], trajectory, params, None)
+    (ax,) = drawn["orbit.png"].axes
+    i, j = model.presentation.figures.portrait
+    jumps = _segments(ax)
+    for k, (before, after) in enumerate(zip(step.x_before, step.x_after)):
+        ends = [
+            (start, end, label)
+            for start, end, label in jumps
+            if np.allclose(start, before[[i, j]], rtol=1e-12)
+            and np.allclose(end, after[[i, j]], rtol=1e-12)
+        ]
+        assert len(ends) == 1, k
+        assert ends[0][2] == "impact"
+        # The jump is a real one: both entries change at heel strike.
+        assert np.all(np.abs(after[[i, j]] - before[[i, j]]) > 1e-3)
+    # The other trajectory's heel strike too, unlabelled.
+    assert len(jumps) == 2
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert labels.count("impact") == 1 and "periodic orbit" in labels
+    # No solid line of the orbit or the perturbed start crosses an event: each
+    # phase is a line of its own, ending at the state before the event.
+    for line in ax.get_lines():
+        if line.get_linestyle() == "-" and len(line.get_xdata()) > 2:
+            end = np.array([line.get_xdata()[-1], line.get_ydata()[-1]])
+            assert any(
+                np.allclose(end, before[[i, j]], atol=1e-9)
+                for before in trajectory.x_before
+            )

@@ -454,7 +454,10 @@ def orbit_portrait(
     r"""One period of an orbit (black) and trajectories started near it
     (coloured, each from an open circle) in the plane of state entries `i` and `j`,
     with switching surfaces (any model; the hopper's 3-D version is
-    `hybrax.models.hopper_figures.orbit_figure`).
+    `hybrax.models.hopper_figures.orbit_figure`). Each phase is a line of its
+    own and each event's jump from the state before it to the state after it
+    a dashed segment (labelled "impact" where the event is one), so a periodic
+    orbit's drawing closes.
 
     **Arguments:**
 
@@ -480,19 +483,71 @@ def orbit_portrait(
         line(value, color="k", linewidth=1.0, linestyle=":", label=label)
     colours = ("tab:blue", "tab:orange", "tab:green", "tab:purple", "tab:red")
     for k, trajectory in enumerate(perturbed):
-        x = trajectory.x_phase.reshape(-1, n)
-        x = x[np.all(np.isfinite(x), axis=1)]
         colour = colours[k % len(colours)]
         label = None if perturbed_labels is None else perturbed_labels[k]
-        ax.plot(x[:, i], x[:, j], color=colour, linewidth=1.0, label=label)
-        ax.plot(x[0, i], x[0, j], "o", markerfacecolor="none", color=colour)
-    x = cycle.x_phase.reshape(-1, n)
-    x = x[np.all(np.isfinite(x), axis=1)]
-    ax.plot(x[:, i], x[:, j], color="k", linewidth=1.8, label="periodic orbit")
+        start = _draw_flows(ax, trajectory, i, j, color=colour, lw=1.0, label=label)
+        if start is not None:
+            ax.plot(*start, "o", markerfacecolor="none", color=colour)
+        _draw_jumps(ax, trajectory, i, j, color=colour, lw=0.9, legend=False)
+    _draw_flows(ax, cycle, i, j, color="k", lw=1.8, label="periodic orbit")
+    _draw_jumps(ax, cycle, i, j, color="k", lw=1.4, legend=True)
     ax.set_xlabel(names[i])
     ax.set_ylabel(names[j])
     _legend(ax)
     return fig
+
+
+def _draw_flows(ax: Axes, trajectory: Trajectory, i: int, j: int, *, label, **style):
+    """Each phase of `trajectory` as a line of its own in the plane of state
+    entries `i` and `j` (one legend entry, `label`), so that no line joins the
+    end of a phase to the start of the next across an event; returns the first
+    drawn point, or `None` if nothing is finite."""
+    start = None
+    for x in trajectory.x_phase:
+        x = x[np.all(np.isfinite(x), axis=1)]
+        if not x.shape[0]:
+            continue
+        ax.plot(x[:, i], x[:, j], label=label, **style)
+        label = None
+        if start is None:
+            start = (x[0, i], x[0, j])
+    return start
+
+
+def _draw_jumps(ax: Axes, trajectory: Trajectory, i: int, j: int, *, legend, **style):
+    r"""Each event's jump from the state before it to the state after it, in the
+    plane of state entries `i` and `j`, as a dashed segment of its own: an impact
+    changes the velocities at once (and a walker's relabelling its angles), so
+    without these an orbit's drawn flow does not close. With `legend`, the first
+    impact (an event that reports its energy lost $T_c$) is labelled "impact" and
+    the first jump of any other event "jump at" its name. Events that leave the
+    plotted pair unchanged (a lift-off) draw nothing."""
+    before = np.asarray(trajectory.x_before, dtype=float)[:, [i, j]]
+    after = np.asarray(trajectory.x_after, dtype=float)[:, [i, j]]
+    finite = np.all(np.isfinite(before), axis=1) & np.all(np.isfinite(after), axis=1)
+    if not finite.any():
+        return
+    scale = max(float(np.max(np.abs(before[finite]))), 1e-300)
+    impacts = np.isfinite(np.asarray(trajectory.T_c, dtype=float))
+    labelled = set()
+    for k in np.nonzero(finite)[0]:
+        start, end = before[k], after[k]
+        if np.max(np.abs(end - start)) <= 1e-12 * scale:
+            continue
+        name = (
+            "impact"
+            if impacts[k]
+            else f"jump at {_readable(trajectory.event_kinds[k])}"
+        )
+        ax.plot(
+            [start[0], end[0]],
+            [start[1], end[1]],
+            linestyle="--",
+            label=name if legend and name not in labelled else None,
+            zorder=3,
+            **style,
+        )
+        labelled.add(name)
 
 
 def simulation_figures(
