@@ -110,6 +110,78 @@ def bench_scipy(tol, repeats):
     }
 
 
+def public_against_jit(jax, hx, models, p, guess, repeats):
+    """Warm median of each public routine called from Python, against the same
+    call inside the caller's `jax.jit` (the program alone, with JAX's dispatch):
+    the analysed orbit, the orbit alone, one cycle of `simulate`, `poincare_map`
+    and a `sweep_orbits` chunk of 8 parameter points."""
+    import jax.numpy as jnp
+
+    system, section = models.hopper.minimal()[0], models.hopper.section("minimal")
+    orbit = hx.find_periodic_orbit(system, section, guess, p)
+    mode0 = system.targets[system.transition_index(section.sequence[-1])]
+    batch = jax.tree_util.tree_map(
+        lambda leaf: jnp.full((8,), leaf) if jnp.ndim(leaf) == 0 else leaf, p
+    )
+    guesses = jnp.tile(guess, (8, 1))
+    calls = {
+        "find_periodic_orbit (analysed)": (
+            lambda g, q: hx.find_periodic_orbit(system, section, g, q),
+            (guess, p),
+        ),
+        "find_periodic_orbit (orbit only)": (
+            lambda g, q: hx.find_periodic_orbit(system, section, g, q, analyse=False),
+            (guess, p),
+        ),
+        "simulate (one cycle)": (
+            lambda x, q: hx.simulate(system, x, q, n_events=2, mode0=mode0),
+            (orbit.state, p),
+        ),
+        "poincare_map": (
+            lambda u, q: hx.poincare_map(system, section, u, q),
+            (orbit.u, p),
+        ),
+    }
+    one_orbit = jax.vmap(
+        lambda g, q: hx.find_periodic_orbit(system, section, g, q, analyse=False).u
+    )
+    rows = []
+    # A sweep chunk: `hx.sweep` of one orbit solve over 8 points (one chunk),
+    # against the caller's `jax.jit(jax.vmap(...))` of the same solve.
+    chunk = jax.jit(one_orbit)
+    calls["hx.sweep, one chunk of 8 orbits"] = (
+        lambda g, q: hx.sweep(
+            lambda e: (
+                hx.find_periodic_orbit(system, section, e[0], e[1], analyse=False).u
+            ),
+            (g, q),
+            chunk_size=8,
+        ),
+        (guesses, batch),
+    )
+    rows = []
+    for name, (fn, args) in calls.items():
+        jitted = chunk if name.startswith("hx.sweep") else jax.jit(fn)
+        for _ in range(3):  # warm-up (compilation)
+            jax.block_until_ready(fn(*args))
+            jax.block_until_ready(jitted(*args))
+        public = summary(time_calls(lambda: jax.block_until_ready(fn(*args)), repeats))[
+            "median_s"
+        ]
+        inside = summary(
+            time_calls(lambda: jax.block_until_ready(jitted(*args)), repeats)
+        )["median_s"]
+        rows.append(
+            {
+                "call": name,
+                "public_ms": public * 1e3,
+                "jit_ms": inside * 1e3,
+                "ratio": public / inside,
+            }
+        )
+    return rows
+
+
 def bench_hybrax(
     jax, hx, system, section, guess, p, *, analyse, repeats, events, call=None, **kw
 ):
@@ -392,7 +464,16 @@ def main():
     worst = max(abs(r["multiplier"] - scipy_row["multiplier"]) for r in rows)
     print(f"  largest multiplier difference vs SciPy: {worst:.2e}")
 
-    results = {"settings": vars(args), "rows": rows}
+    print()
+    overhead = public_against_jit(jax, hx, models, p, guess, args.repeats)
+    print("public call against the same computation under the caller's jax.jit")
+    print(f"  (warm medians of {args.repeats} calls, same process; target <= 1.2x):")
+    for row in overhead:
+        print(
+            f"  {row['call']:<34} public {row['public_ms']:7.3f} ms, jit "
+            f"{row['jit_ms']:7.3f} ms, {row['ratio']:5.2f}x"
+        )
+    results = {"settings": vars(args), "rows": rows, "public_vs_jit": overhead}
     if args.profile:
         orbit_state = jax.numpy.asarray(rows[1]["state"])
         print()
