@@ -186,10 +186,51 @@ def test_elastic_straight_drop_keeps_its_energy_over_the_seeds_contacts(
     assert drift < N_CONTACTS * TOL
     # The kinetic energy at each contact is M g h: the speed sqrt(2 g h) reflected.
     np.testing.assert_allclose(after[:, 6], math.sqrt(2 * G * DROP_HEIGHT), rtol=1e-9)
+    # Nothing is lost (T_c = 0) and the kinetic energy after each contact is the
+    # M g h it had before.
+    np.testing.assert_allclose(solution.observables["T_c"], 0.0, atol=1e-12)
     np.testing.assert_allclose(
-        solution.observables["T_c"], M * G * DROP_HEIGHT, rtol=1e-9
+        solution.observables["T_a"], M * G * DROP_HEIGHT, rtol=1e-9
     )
     np.testing.assert_allclose(solution.observables["energy_lost"], 0.0, atol=1e-12)
+
+
+# A state of the foot at the ground, falling forward with every segment turning.
+_LANDING = np.array([0.3, 0.0, 0.2, -0.1, 0.05, 0.8, -2.5, 1.1, -0.7, 0.4])
+
+
+@pytest.mark.parametrize("kind", ["bounce", "touchdown"])
+def test_impact_reports_the_energy_lost_and_the_energy_after(kind):
+    """For every contact model, T_c is the kinetic energy the impact loses and
+    T_a the kinetic energy after it (the documented meaning): measured here from
+    the state after the reset with the reference model's mass matrix
+    (H = d2T/dqd2) and the hand-written energy of the mass points. The elastic
+    bounce loses T_c = 0 to rounding and keeps all of T^- (it reported the
+    constrained share of T^-, 100.6 J of the straight drop, as lost); the
+    plastic touchdown loses T^- - T^+ > 0."""
+    params = _params(elastic=1.0 if kind == "bounce" else 0.0)
+    reset = SYSTEM.transitions[SYSTEM.transition_index(kind)].reset
+    x_minus = jnp.asarray(_LANDING)
+    x_plus = np.asarray(reset(0.0, x_minus, params))
+    values = {
+        name: float(value)
+        for name, value in reset.observables(0.0, x_minus, x_plus, params).items()
+        if np.ndim(value) == 0
+    }
+    H = np.asarray(jm.lagrangian_model().mass_matrix(jnp.asarray(x_plus[:5]), params))
+    after = 0.5 * x_plus[5:] @ H @ x_plus[5:]
+    before = _energy(_LANDING)[0]
+    np.testing.assert_allclose(after, _energy(x_plus)[0], rtol=1e-12)
+    np.testing.assert_allclose(values["T_a"], after, rtol=1e-12)
+    np.testing.assert_allclose(values["T_c"], before - after, atol=1e-12 * before)
+    np.testing.assert_allclose(values["energy_lost"], values["T_c"], rtol=0)
+    if kind == "bounce":
+        assert abs(values["T_c"]) <= 1e-12 * before
+        np.testing.assert_allclose(values["T_a"], before, rtol=1e-12)
+        # The foot's velocity reversed: a real impact, not a no-op.
+        np.testing.assert_allclose(x_plus[5:7], -_LANDING[5:7], rtol=1e-12)
+    else:
+        assert values["T_c"] > 0.1 * before and values["T_a"] > 0.1 * before
 
 
 # Slow: the plastic form's program compiles for about 30 s (the elastic drop above

@@ -336,8 +336,14 @@ class ContactImpact(AbstractReset):
     restitution $e = 0$ (perfectly plastic: [`hybrax.plastic_impact`][]) or
     $e = 1$ (perfectly elastic), and $x^+ = 0$ (the new contact point).
 
-    Observables: $T_c$ and $T_a$ (the pre-impact kinetic energy split, eqs. (28)-(29)
-    of Zana et al. 2018), `energy_lost` $= (1 - e^2)T_c$, the contact impulse
+    Observables: $T_c$, the kinetic energy lost, and $T_a$, the kinetic energy
+    after the impact, as for every impact: with the split of the pre-impact
+    kinetic energy $T^- = T_a^- + T_c^-$ between the admissible and the
+    constrained motion spaces (eqs. (28)-(29) of Zana et al. 2018, which are $T_a$
+    and $T_c$ of a plastic impact), $T_c = (1 - e^2)T_c^-$ and
+    $T_a = T_a^- + e^2T_c^-$ (the reflected component keeps its energy; the spaces
+    are $H$-orthogonal), so an elastic bounce loses $T_c = 0$ and keeps
+    $T_a = T^-$. Also `energy_lost` (equal to $T_c$), the contact impulse
     $(1 + e)\bar\lambda$ (with $H(\dot q^+ - \dot q^-) = \gamma_q^T\bar\lambda$)
     and `stride`, the foot's horizontal distance from the previous contact point.
     """
@@ -359,10 +365,13 @@ class ContactImpact(AbstractReset):
         del t, x_plus
         result = self.impact(x_minus, params)
         e = self.restitution
+        # The constrained component's energy T_c^- is lost but for e^2 of it,
+        # which the reflected component keeps.
+        lost = (1 - e**2) * result.T_c
         return {
-            "T_c": result.T_c,
-            "T_a": result.T_a,
-            "energy_lost": (1 - e**2) * result.T_c,
+            "T_c": lost,
+            "T_a": result.T_a + e**2 * result.T_c,
+            "energy_lost": lost,
             "impulse": (1 + e) * result.impulse,
             "stride": x_minus[0],
         }
