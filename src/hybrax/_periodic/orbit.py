@@ -376,8 +376,26 @@ def monodromy(
 ) -> FloquetAnalysis:
     r"""Monodromy matrices (autodiff and saltation product) of one cycle started at
     `state` on the section, periodic or not: $\tilde\Phi$ is the Jacobian of the
-    flow over the fixed duration of that cycle (eq. 36). See
-    [`hybrax.find_periodic_orbit`][]. NaN if the cycle fails."""
+    flow over the fixed duration of that cycle (Zana et al. 2018, eq. 36). See
+    [`hybrax.find_periodic_orbit`][].
+
+    **Arguments:**
+
+    - `system`: the [`hybrax.HybridSystem`][].
+    - `section`: the [`hybrax.PoincareSection`][] on which the cycle starts and
+      closes.
+    - `state`: the full state at the start of the cycle, shape
+      `(system.n_states,)` (e.g. `PeriodicOrbit.state`).
+    - `params`: the parameter PyTree.
+    - `settings`: a [`hybrax.Settings`][]; its `adjoint` must be `None` or
+      `diffrax.ForwardMode()` (the monodromy is taken in forward mode).
+
+    **Returns:** a [`hybrax.FloquetAnalysis`][]: both monodromy matrices, their
+    discrepancy and the multipliers; NaN if the cycle fails.
+
+    **Raises:** `ValueError` for a `state` of the wrong shape or a reverse-mode
+    `settings.adjoint`.
+    """
     check_float64("monodromy")
     settings = resolve_settings(settings)
     if settings.adjoint is not None and not isinstance(
@@ -431,8 +449,19 @@ def poincare_map(
     event-time sensitivity included either way). Building block of shooting and
     continuation.
 
-    **Returns:** `(u_next, solution)`; `solution.result` is `successful` only if the
-    cycle ran as the section declares (`u_next` is NaN otherwise).
+    **Arguments:**
+
+    - `system`: the [`hybrax.HybridSystem`][].
+    - `section`: the [`hybrax.PoincareSection`][] (its transition sequence, chart
+      $\chi$ and coordinates $\pi$).
+    - `u`: the reduced unknowns at the section, one entry per coordinate of the
+      section.
+    - `params`: the parameter PyTree.
+    - `settings`: a [`hybrax.Settings`][] for the cycle; default `Settings()`.
+
+    **Returns:** `(u_next, solution)`: the image $\pi(P(\chi(u)))$ and the
+    cycle's [`hybrax.HybridSolution`][]; `solution.result` is `successful` only if
+    the cycle ran as the section declares (`u_next` is NaN otherwise).
 
     **Raises:** `ValueError` where `u` is complex or has not as many entries as
     the section's coordinates.
