@@ -52,7 +52,16 @@ def bezier(coefficients, s):
 
 def bezier_rate(coefficients, s):
     r"""$h'(s) = M \sum_{k=0}^{M-1} (\alpha_{k+1} - \alpha_k) \binom{M-1}{k} s^k
-    (1 - s)^{M-1-k}$: the derivative of [`hybrax.bezier`][] in $s$."""
+    (1 - s)^{M-1-k}$: the derivative of [`hybrax.bezier`][] in $s$.
+
+    **Arguments:**
+
+    - `coefficients`: the $\alpha_k$, a sequence of $M + 1$ scalars or an array
+      whose last axis holds them (as for [`hybrax.bezier`][]).
+    - `s`: the phase.
+
+    **Returns:** $h'(s)$, shaped as one coefficient (zero for $M = 0$).
+    """
     coefficients = _as_coefficients(coefficients)
     degree = coefficients.shape[-1] - 1
     if degree == 0:

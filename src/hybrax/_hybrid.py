@@ -229,8 +229,20 @@ def mechanical_mode(
 ) -> Mode:
     r"""A [`hybrax.Mode`][] whose vector field is the constrained dynamics of `model`
     with the constraint groups `active` (state $x = [q, \dot q]$), and whose
-    constraints are those groups at the position and velocity level; its
-    `observables` and `domain` as in [`hybrax.Mode`][]."""
+    constraints are those groups at the position and velocity level.
+
+    **Arguments:**
+
+    - `model`: the mechanical model (a [`hybrax.AbstractLagrangianModel`][]).
+    - `active`: names of the constraint groups active in this mode (empty: free
+      motion, no constraints).
+    - `name`: the mode's label.
+    - `observables`: phase observables, as for [`hybrax.Mode`][].
+    - `domain`: named conditions positive on the mode's states, as for
+      [`hybrax.Mode`][].
+
+    **Returns:** a [`hybrax.Mode`][] on the state $x = [q, \dot q]$.
+    """
     active = tuple(active)
     return Mode(
         MechanicalVectorField(model, active),
@@ -273,14 +285,31 @@ class AbstractReset(eqx.Module):
 
     @abc.abstractmethod
     def __call__(self, t, x: Array, params: Params) -> Array:
-        """The post-event state $x^+$."""
+        """The post-event state $x^+$.
+
+        **Arguments:**
+
+        - `t`: the event time.
+        - `x`: the pre-event state $x^-$.
+        - `params`: the parameter PyTree.
+
+        **Returns:** $x^+$, of the shape of `x`.
+        """
 
     @abc.abstractmethod
     def observables(
         self, t, x_minus: Array, x_plus: Array, params: Params
     ) -> dict[str, Array]:
-        """Named quantities of the event (e.g. energy lost), each an array of a
-        fixed shape."""
+        """Named quantities of the event (e.g. energy lost).
+
+        **Arguments:**
+
+        - `t`: the event time.
+        - `x_minus`, `x_plus`: the states before and after the event.
+        - `params`: the parameter PyTree.
+
+        **Returns:** a dict of named arrays, each of a fixed shape.
+        """
 
     def released(self) -> tuple[str, ...]:
         """The names of the observables that are release velocities: the
@@ -376,7 +405,16 @@ class ImpactRelabel(AbstractReset):
 
 
 def identity_reset(t, x, params):
-    """The identity reset $x^+ = x^-$ (a Filippov-type switch, e.g. lift-off)."""
+    """The identity reset $x^+ = x^-$ (a Filippov-type switch, e.g. lift-off).
+
+    **Arguments:**
+
+    - `t`: the event time (unused).
+    - `x`: the pre-event state.
+    - `params`: the parameter PyTree (unused).
+
+    **Returns:** `x` itself.
+    """
     del t, params
     return x
 

@@ -53,7 +53,8 @@ class AbstractLagrangianModel(eqx.Module):
         params: Params,
         t: RealScalarLike = 0.0,
     ) -> Float[Array, " n"]:
-        r"""The force vector $C(t, q, \dot q)$ of eq. (15) (left-hand-side sign).
+        r"""The force vector $C(t, q, \dot q)$ of Zana et al. (2018) eq. (15)
+        (left-hand-side sign).
 
         `t` is the time, for forces that depend on it (a controller's reference,
         a torque profile); the vector fields and guards of mechanical modes pass
@@ -261,7 +262,19 @@ def constraint_jacobian(
     q: Float[Array, " n"],
     params: Params,
 ) -> Float[Array, "m n"]:
-    r"""The constraint Jacobian $\gamma_q = \partial\gamma/\partial q$ (eq. 17)."""
+    r"""The constraint Jacobian $\gamma_q = \partial\gamma/\partial q$ (Zana et al.
+    2018, eq. 17): the rows of the groups `active`, in their order.
+
+    **Arguments:**
+
+    - `model`: the mechanical model (a [`hybrax.AbstractLagrangianModel`][]).
+    - `active`: names of the constraint groups (keys of `model.constraints`).
+    - `q`: the coordinates.
+    - `params`: the model parameters (any PyTree).
+
+    **Returns:** $\gamma_q$, shape `(m, n)`: $m$ the number of constraints of the
+    groups, $n$ that of the coordinates.
+    """
     return jax.jacfwd(stacked_constraints(model, active))(q, params)
 
 
@@ -274,7 +287,18 @@ def convective_term(
 ) -> Float[Array, " m"]:
     r"""The convective term
     $\dot\gamma_q\dot q = \frac{\partial(\gamma_q\dot q)}{\partial q}\dot q$,
-    the second derivative of $\gamma$ along $\dot q$ (a nested JVP)."""
+    the second derivative of $\gamma$ along $\dot q$ (a nested JVP).
+
+    **Arguments:**
+
+    - `model`: the mechanical model (a [`hybrax.AbstractLagrangianModel`][]).
+    - `active`: names of the constraint groups (keys of `model.constraints`).
+    - `q`, `qd`: coordinates and velocities.
+    - `params`: the model parameters (any PyTree).
+
+    **Returns:** $\dot\gamma_q\dot q$, one entry per constraint of the groups
+    `active`.
+    """
     gamma = stacked_constraints(model, active)
 
     def velocity(q_):
@@ -336,7 +360,14 @@ def admissible_projector(
     $P_c = I - P_a$. $P_a$ is idempotent and $P_a^T H P_c = 0$ (the two spaces are
     $H$-orthogonal), so the kinetic energy splits as $T = T_a + T_c$.
 
-    **Returns:** `(P_a, P_c)`.
+    **Arguments:**
+
+    - `model`: the mechanical model (a [`hybrax.AbstractLagrangianModel`][]).
+    - `active`: names of the constraint groups that the impact makes active.
+    - `q`: the coordinates.
+    - `params`: the model parameters (any PyTree).
+
+    **Returns:** `(P_a, P_c)`, each of shape `(n, n)`.
     """
     H = model.mass_matrix(q, params)
     G = constraint_jacobian(model, active, q, params)
@@ -376,6 +407,17 @@ def plastic_impact(
     (Font-Llagunes & Kövecses); the energies are eqs. (28)-(29),
     $T_a = \tfrac12\dot q^T P_a^T H P_a\dot q$ and
     $T_c = \tfrac12\dot q^T P_c^T H P_c\dot q$, with the pre-impact velocity.
+
+    **Arguments:**
+
+    - `model`: the mechanical model (a [`hybrax.AbstractLagrangianModel`][]).
+    - `active`: names of the constraint groups that the impact makes active.
+    - `q`: the coordinates at impact (unchanged by it).
+    - `qd`: the pre-impact velocities $\dot q^-$.
+    - `params`: the model parameters (any PyTree).
+
+    **Returns:** an [`hybrax.ImpactResult`][]: $\dot q^+$, the impulse, $T_c$ and
+    $T_a$.
     """
     H = model.mass_matrix(q, params)
     G = constraint_jacobian(model, active, q, params)
@@ -401,6 +443,18 @@ def critical_friction(
     \gamma_{q,n}^T)$, for a contact with one tangential and one normal constraint
     (the groups `tangential` and `normal`, one row each). The contact does not slip if
     the Coulomb coefficient exceeds $\kappa_c$ (Kövecses & Font-Llagunes 2009).
+
+    **Arguments:**
+
+    - `model`: the mechanical model (a [`hybrax.AbstractLagrangianModel`][]).
+    - `tangential`: the name of the contact's tangential constraint group.
+    - `normal`: the name of its normal constraint group.
+    - `q`: the coordinates.
+    - `params`: the model parameters (any PyTree).
+
+    **Returns:** $\kappa_c$, a scalar.
+
+    **Raises:** `ValueError` unless each group has exactly one constraint.
     """
     H = model.mass_matrix(q, params)
     G_t = constraint_jacobian(model, (tangential,), q, params)
@@ -420,5 +474,14 @@ def kinetic_energy(
     qd: Float[Array, " n"],
     params: Params,
 ) -> Float[Array, ""]:
-    r"""$T = \tfrac12\dot q^T H(q)\dot q$."""
+    r"""The kinetic energy $T = \tfrac12\dot q^T H(q)\dot q$ of a mechanical model.
+
+    **Arguments:**
+
+    - `model`: the mechanical model (a [`hybrax.AbstractLagrangianModel`][]).
+    - `q`, `qd`: coordinates and velocities.
+    - `params`: the model parameters (any PyTree).
+
+    **Returns:** $T$, a scalar.
+    """
     return 0.5 * qd @ model.mass_matrix(q, params) @ qd

@@ -17,6 +17,14 @@ def canonical_params(params):
     `eqx.filter_jit` treats Python floats as static, so each new value would compile
     anew and no gradient could reach it; weak and strong types would also compile
     twice. Integer and boolean leaves are left alone (they may be static choices).
+
+    **Arguments:**
+
+    - `params`: any PyTree of parameters (a dict, an
+      [`hybrax.AbstractParams`][], ...).
+
+    **Returns:** `params` of the same structure, its floating leaves JAX arrays
+    of the default float dtype (`float64` with `jax_enable_x64`).
     """
     dtype = jnp.result_type(float)
 

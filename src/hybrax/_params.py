@@ -39,9 +39,17 @@ r"""The open unit interval, $0 < v < 1$: a [`hybrax.Bound`][] for
 
 
 def between(low: float, high: float, rule: str | None = None) -> Bound:
-    r"""The open interval $(\text{low}, \text{high})$; `rule` says it in words
-    (default `"in (low, high)"` with the numbers, e.g. `"in (0, pi/4)"` for
-    `between(0, math.pi / 4, "in (0, pi/4)")`)."""
+    r"""The open interval $(\text{low}, \text{high})$ as a [`hybrax.Bound`][].
+
+    **Arguments:**
+
+    - `low`, `high`: the ends of the interval (both excluded).
+    - `rule`: the interval in words, which an error message quotes; default
+      `"in (low, high)"` with the numbers, e.g. `"in (0, pi/4)"` for
+      `between(0, math.pi / 4, "in (0, pi/4)")`.
+
+    **Returns:** a [`hybrax.Bound`][] for [`hybrax.parameter_field`][].
+    """
     rule = f"in ({low:g}, {high:g})" if rule is None else str(rule)
     return Bound(lambda v: (v > low) & (v < high), rule)
 
@@ -150,9 +158,19 @@ def params_in_domain(params) -> Any:
 
 
 def parameter_table(params_class: type) -> dict[str, str]:
-    """`{name: "unit, description"}` of the fields of a parameter class declared
-    with [`hybrax.parameter_field`][], in declaration order (a model's table,
-    [`hybrax.ModelBundle`][]'s `parameters`, starts from it)."""
+    """The table of a parameter class's fields, for a model's
+    [`hybrax.ModelBundle`][] (its `parameters` start from it).
+
+    **Arguments:**
+
+    - `params_class`: a subclass of [`hybrax.AbstractParams`][] whose fields are
+      declared with [`hybrax.parameter_field`][].
+
+    **Returns:** `{name: "unit, description"}`, in declaration order.
+
+    **Raises:** `ValueError` for a field not declared with
+    [`hybrax.parameter_field`][].
+    """
     table = {}
     for field in dataclasses.fields(params_class):
         if "unit" not in field.metadata:

@@ -82,7 +82,20 @@ def phase_fundamental_matrix(
     mode's smooth flow over a fixed duration $\tau$, i.e. the solution of the first
     variational equation $\dot\Phi = f_x\Phi$, $\Phi(0) = I$ (Zana et al. 2018 eq. 35),
     obtained by forward-mode AD through the diffrax solve (no events) with the
-    solver, step-size controller and `max_steps` of `settings`."""
+    solver, step-size controller and `max_steps` of `settings`.
+
+    **Arguments:**
+
+    - `system`: the [`hybrax.HybridSystem`][].
+    - `mode`: the mode whose flow is taken (index or name).
+    - `t0`: the initial time.
+    - `x0`: the initial state $x_0$.
+    - `duration`: $\tau$; the guards are not watched over it.
+    - `params`: the parameter PyTree.
+    - `settings`: a [`hybrax.Settings`][]; default `Settings()`.
+
+    **Returns:** $\Phi$, shape `(n, n)`.
+    """
     settings = resolve_settings(settings)
     index = system.mode_index(mode) if isinstance(mode, str | int) else mode
     field = system.modes[index].vector_field

@@ -215,14 +215,19 @@ NUMERICAL_FAILURES: frozenset[str] = frozenset(
 
 def status_code(result: RESULTS | str) -> np.ndarray:
     """The position of each element of a (possibly batched) status in
-    `hybrax.STATUS_NAMES` (0 is `successful`), as a NumPy integer array of the
-    status's shape; -1 for an item this version does not name.
+    `hybrax.STATUS_NAMES` (0 is `successful`).
 
-    `result` may also be a status's name (e.g. `status_code("zeno")`), to compare
-    with the codes of a saved table.
+    **Arguments:**
+
+    - `result`: a [`hybrax.RESULTS`][] status (e.g. `solution.result`), batched
+      or not, or a status's name (e.g. `status_code("zeno")`, to compare with the
+      codes of a saved table).
+
+    **Returns:** a NumPy integer array of the status's shape (0-d for a name);
+    -1 for an item this version does not name.
 
     **Raises:** `ValueError` for a name that is not a status (the message lists
-    them)."""
+    them), or a `result` that is neither a status nor a name."""
     if isinstance(result, str):
         if result not in STATUS_NAMES:
             raise ValueError(
@@ -257,16 +262,33 @@ def _codes_by_value() -> np.ndarray:
 
 
 def status_name(result: RESULTS) -> list[str]:
-    """Names (e.g. `"event_not_reached"`) of a (possibly batched) status, one per
-    element."""
+    """The names of the elements of a (possibly batched) status.
+
+    **Arguments:**
+
+    - `result`: a [`hybrax.RESULTS`][] status (e.g. `solution.result`), batched
+      or not.
+
+    **Returns:** a list of names (e.g. `"event_not_reached"`), one per element
+    in row-major order; `"unknown"` for an item this version does not name.
+    """
     return [
         STATUS_NAMES[c] if c >= 0 else "unknown" for c in np.ravel(status_code(result))
     ]
 
 
 def status_message(result: RESULTS) -> list[str]:
-    """Human-readable messages of a (possibly batched) status, one per element;
-    `"successful"` for success."""
+    """Human-readable messages of the elements of a (possibly batched) status.
+
+    **Arguments:**
+
+    - `result`: a [`hybrax.RESULTS`][] status (e.g. `solution.result`), batched
+      or not.
+
+    **Returns:** a list of messages, one per element in row-major order;
+    `"successful"` for success, `"unknown status"` for an item this version does
+    not name.
+    """
     messages = [RESULTS[getattr(RESULTS, name)] or name for name in STATUS_NAMES]
     return [
         messages[c] if c >= 0 else "unknown status"

@@ -221,8 +221,21 @@ def continue_fixed_points(
     **Arguments:**
 
     - `fn`: the map, `fn(u, lam, args) -> u_next`, a JAX function.
+    - `u0`: a guess of a point of the orbit at $\lambda$ = `lam0` (for $m > 1$:
+      any of its $m$ points), corrected at fixed $\lambda$.
+    - `lam0`: the initial value of $\lambda$.
+    - `args`: any PyTree passed to `fn` (traced: changing it does not recompile).
     - `iterates`: $m$.
-    - the others as for [`hybrax.continue_zeros`][].
+    - `stop`: the branch is followed from `lam0` towards `stop`, and ends where it
+      leaves `[min(lam0, stop), max(lam0, stop)]` (a last point on the bound).
+    - `bounds`: `(low, high)` instead of the range given by `stop`.
+    - `direction`: `+1` or `-1`, the initial sign of $d\lambda$; default the sign
+      of `stop - lam0` (required without `stop`).
+    - `parameter_name`: the label of $\lambda$.
+    - `continuation_settings`: a [`hybrax.ContinuationSettings`][] (method, steps,
+      location, the corrector); default `ContinuationSettings()`.
+    - `throw`: raise if no fixed point is found at the start; by default
+      (`False`) return an empty branch whose result is `RESULTS.start_failed`.
 
     **Returns:** a [`hybrax.SolutionBranch`][] (its `iterates` is $m$).
 

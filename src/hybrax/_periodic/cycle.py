@@ -308,6 +308,17 @@ def constraint_tangent_basis(
     The index-reduced dynamics keeps $\ddot\gamma = 0$ only, so perturbations off the
     manifold drift linearly and add spurious unit multipliers; restricting the
     monodromy to this basis, $B^T\tilde\Phi B$, removes them.
+
+    **Arguments:**
+
+    - `system`: the [`hybrax.HybridSystem`][].
+    - `mode`: the index of the mode.
+    - `x`: the state $[q, \dot q]$ at which the basis is taken.
+    - `params`: the parameter PyTree.
+
+    **Returns:** $B$, shape `(n, r)` with orthonormal columns: $n$ the number of
+    states, $r = n - 2m$ for $m$ independent constraints ($B = I$ for a plain
+    vector field or a mode without active constraints).
     """
     field = system.modes[mode].vector_field
     n = x.shape[0]

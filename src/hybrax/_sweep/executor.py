@@ -35,8 +35,15 @@ def process_slice(
     r"""The contiguous part of a batch of `n` elements that one process evaluates.
 
     Process $i$ of $P$ takes elements $[i c, \min((i + 1) c, n))$ with
-    $c = \lceil n / P\rceil$ (the last processes may get fewer, or none). Defaults:
-    `jax.process_index()` and `jax.process_count()`; with one process the slice is
+    $c = \lceil n / P\rceil$ (the last processes may get fewer, or none).
+
+    **Arguments:**
+
+    - `n`: the number of elements of the batch.
+    - `process_index`: $i$; default `jax.process_index()`.
+    - `process_count`: $P$; default `jax.process_count()`.
+
+    **Returns:** the `slice` of process $i$'s elements; with one process
     `slice(0, n)`.
     """
     if process_index is None:
