@@ -233,3 +233,148 @@ def test_compass_gait_orbit_figure_draws_the_heel_strike_jump(monkeypatch):
                 np.allclose(end, before[[i, j]], atol=1e-9)
                 for before in trajectory.x_before
             )
+
+
+def _axes_with_units(fig):
+    """The axes of `fig` that show ticks (colour bars' and twin axes' included)
+    without a unit at the end of their label: `[(axes, "x" or "y", label)]`."""
+    missing = []
+    for ax in fig.axes:
+        for what, axis in (("x", ax.xaxis), ("y", ax.yaxis)):
+            if not (axis.get_visible() and len(axis.get_ticklocs())):
+                continue  # a twin's x axis, a colour bar's short side
+            label = axis.get_label_text()
+            if not _UNIT.search(label):
+                missing.append((ax.get_label(), what, label))
+    return missing
+
+
+def _labels_of_every_model():
+    """`(model, name, label)` of every parameter, state entry and section unknown
+    of every model: the axes of sweeps, continuations, tunings and basin maps."""
+    from hybrax._registry import get_model, model_names
+
+    for name in model_names():
+        model = get_model(name)
+        names = [*model.parameters, *model.state_names]
+        if model.has_orbits:
+            k = len(model.orbit_guess(model.make_params()))
+            names += model.section_unknowns(k)
+        for entry in names:
+            yield name, entry, model.label(entry)
+
+
+def test_every_axis_label_of_every_model_has_a_unit():
+    """What a figure's parameter or state axis reads (`ModelBundle.label`):
+    with a unit in brackets or parentheses for every model's parameters, state
+    entries and section unknowns ("(dimensionless)" for a ratio)."""
+    missing = [item for item in _labels_of_every_model() if not _UNIT.search(item[2])]
+    assert not missing
+    # The simplest walker's rates: radians per its time unit sqrt(l/g), as its
+    # time axes read, not "rad sqrt(g/l)".
+    from hybrax.models import get_model
+
+    walker = get_model("simplest-walker")
+    assert walker.label("theta_dot").endswith(r"[rad/$\sqrt{l/g}$]")
+
+
+def _tune_result(names, values):
+    """A tuning run's result as `_figures` reads it: evaluations along a line
+    towards `values`, an objective map of a bowl about them."""
+    import types
+
+    start = {name: 0.5 * value for name, value in values.items()}
+    history = [
+        types.SimpleNamespace(
+            stage="tune",
+            orbit_found=True,
+            values={n: start[n] + (values[n] - start[n]) * s for n in names},
+            objective=10.0 ** (-s * 4),
+            spectral_radius=0.9 - 0.2 * s,
+            multipliers=np.array([0.9 - 0.2 * s, 0.1j]),
+        )
+        for s in np.linspace(0.0, 1.0, 6)
+    ]
+
+    def objective_at(grid):
+        scaled = np.asarray(grid) / np.array([values[n] for n in names]) - 1.0
+        return 1e-6 + np.sum(scaled**2, axis=1)
+
+    return types.SimpleNamespace(
+        history=history,
+        values=values,
+        orbit=types.SimpleNamespace(multipliers=np.array([0.7, 0.1j])),
+        objective_at=objective_at,
+    )
+
+
+def test_tune_path_axes_carry_their_units(monkeypatch, tmp_path):
+    """`tune_path.png` as `hybrax tune` writes it: for two varied parameters the
+    path over the objective's map, its axes the parameters' labels with their
+    units (were the bare names d_G, k) and its colour bar dimensionless; for
+    more, the history of the objective and the spectral radius, every axis with
+    a unit too."""
+    import argparse
+
+    import hybrax._cli.tune as tune_cli
+    from hybrax.models import get_model
+
+    drawn = {}
+    monkeypatch.setattr(
+        tune_cli, "write_figure", lambda path, fig: drawn.setdefault(path.name, fig)
+    )
+    model = get_model("hopper")
+    args = argparse.Namespace(out=tmp_path, max_multiplier=0.95)
+    names = ["d_G", "k"]
+    tune_cli._figures(args, model, _tune_result(names, {"d_G": 500.0, "k": 1e4}), names)
+    fig = drawn["tune_path.png"]
+    ax = fig.axes[0]
+    assert ax.get_xlabel() == model.label("d_G") == r"$d_G$ [N s/m]"
+    assert ax.get_ylabel() == model.label("k") == r"$k$ [N/m]"
+    assert not _axes_with_units(fig)
+    drawn.clear()
+    names = ["d_G", "k", "mu"]
+    values = {"d_G": 500.0, "k": 1e4, "mu": 0.8}
+    tune_cli._figures(args, model, _tune_result(names, values), names)
+    fig = drawn["tune_path.png"]
+    assert len(fig.axes) == 2  # the objective and its twin, the spectral radius
+    assert not _axes_with_units(fig)
+
+
+def test_basin_map_axes_carry_readable_units(monkeypatch, tmp_path):
+    """The simplest walker's `basin_map.png` as `hybrax basin` writes it: both
+    axes with a unit, the rate in radians per the model's time unit sqrt(l/g)
+    (was "rad sqrt(g/l)"), and the legend inside the canvas."""
+    import argparse
+    import types
+
+    import hybrax._cli.basin as basin_cli
+    from hybrax.models import get_model
+
+    drawn = {}
+    monkeypatch.setattr(
+        basin_cli, "write_figure", lambda path, fig: drawn.setdefault(path.name, fig)
+    )
+    model = get_model("simplest-walker")
+    axes = [
+        ("theta", np.linspace(0.1, 0.3, 5)),
+        ("theta_dot", np.linspace(-0.35, -0.05, 4)),
+    ]
+    outcome = np.zeros((5, 4), int)
+    outcome[0], outcome[-1, -1], outcome[1, 1] = 2, 1, 4
+    result = types.SimpleNamespace(
+        outcome=outcome,
+        period=np.where(outcome == 1, 2, 0),
+        orbit=np.array([0.2, -0.2]),
+    )
+    args = argparse.Namespace(model="simplest-walker", steps=20)
+    basin_cli._write_map(
+        tmp_path, model, axes, ["theta", "theta_dot"], result, True, args
+    )
+    fig = drawn["basin_map.png"]
+    ax = fig.axes[0]
+    assert not _axes_with_units(fig)
+    assert ax.get_ylabel() == r"$\dot\theta$ [rad/$\sqrt{l/g}$]"
+    assert "g/l" not in ax.get_ylabel()
+    FigureCanvasAgg(fig).draw()
+    assert _inside(fig, fig.legends[0].get_window_extent())

@@ -386,12 +386,15 @@ class ModelBundle(eqx.Module):
     def label(self, name: str) -> str:
         """A figure label for a parameter or state name: the declared one, else
         the name with the unit of its `parameters` entry ("unit, meaning"), e.g.
-        `"k [N/m]"` (the name alone for a dimensionless or derived one)."""
+        `"k [N/m]"`, `"mu_U (dimensionless)"` for a dimensionless one (unit
+        `"1"`), the name alone for a derived one or a name it does not know."""
         labels = self.presentation.labels
         if name in labels:
             return labels[name]
         unit = self.parameters.get(name, "").split(",")[0].strip()
-        return f"{name} [{unit}]" if unit not in ("", "1", "derived") else name
+        if unit == "1":
+            return f"{name} (dimensionless)"
+        return f"{name} [{unit}]" if unit not in ("", "derived") else name
 
 
 def check_form(form: str, known=("minimal",)) -> str:

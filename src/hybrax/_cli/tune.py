@@ -322,7 +322,7 @@ def _verify_and_draw(
     trajectory = None
     if args.verify_steps and result.orbit_found:
         verification, trajectory = _verify(model, system, section, result, args)
-    written = _figures(args, result, vary_names) if args.figures else []
+    written = _figures(args, model, result, vary_names) if args.figures else []
     if trajectory is not None and args.figures:
         # The tuned motion: the last steps of the verifying walk, on the orbit.
         last = min(6, len(trajectory.t_events))
@@ -654,7 +654,12 @@ def _back_on_orbit(
     return cycles, gaps, back
 
 
-def _figures(args, result, names) -> list[pathlib.Path]:
+def _figures(args, model, result, names) -> list[pathlib.Path]:
+    """Write `tune_multipliers.png` (where an evaluation found an orbit) and
+    `tune_path.png`: the path over the objective's map in the two varied
+    parameters, each axis labelled with the model's label and unit, or the
+    history of the objective and the spectral radius for more parameters;
+    returns the paths written."""
     from .. import plot
 
     args.out.mkdir(parents=True, exist_ok=True)
@@ -679,7 +684,13 @@ def _figures(args, result, names) -> list[pathlib.Path]:
         grid = np.stack(np.meshgrid(x, y, indexing="ij"), axis=-1).reshape(-1, 2)
         z = result.objective_at(grid).reshape(_GRID, _GRID)
         figure = plot.tune_path_figure(
-            x, y, z, points, xlabel=names[0], ylabel=names[1], title="tuning path"
+            x,
+            y,
+            z,
+            points,
+            xlabel=model.label(names[0]),
+            ylabel=model.label(names[1]),
+            title="tuning path",
         )
     else:
         figure = plot.tune_history_figure(

@@ -104,7 +104,11 @@ def _bundle():
         default_state=default_state,
         forms={"minimal": ModelForm(lambda: bouncing_ball()[0])},
         presentation=ModelPresentation(
-            labels={"y": r"$y$ [m]", "v": r"$\dot y$ [m/s]", "e": "$e$"},
+            labels={
+                "y": r"$y$ [m]",
+                "v": r"$\dot y$ [m/s]",
+                "e": "$e$ (dimensionless)",
+            },
             figures=FigureSpec(
                 labels=(r"$y$ [m]", r"$\dot y$ [m/s]"),
                 energy=energies,

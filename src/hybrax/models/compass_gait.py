@@ -502,8 +502,14 @@ def _bundle():
             labels={
                 "slope_deg": r"slope $\phi$ [deg]",
                 "m_H": r"$m_H$ [kg]",
-                "mu": r"$\mu = m_H/(m_H + 2m)$",
-                "a_ratio": r"$\alpha = a/(a + b)$",
+                "mu": r"$\mu = m_H/(m_H + 2m)$ (dimensionless)",
+                "a_ratio": r"$\alpha = a/(a + b)$ (dimensionless)",
+                # The section's first unknown (the others are omega_s, omega_ns).
+                "alpha": r"half inter-leg angle [rad]",
+                "theta_s": _LABELS[0],
+                "theta_ns": _LABELS[1],
+                "omega_s": _LABELS[2],
+                "omega_ns": _LABELS[3],
             },
             figures=FigureSpec(_LABELS, energies, portrait=(0, 2)),
             orbit_summary=_orbit_summary,

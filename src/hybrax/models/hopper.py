@@ -273,8 +273,8 @@ def _lower_height(t, x, params):
 
 
 def ground_multiplier(x, params):
-    r"""Ground multiplier of the minimal hopper, $\lambda_g = T - m_L g$ (eq. 62 with
-    $z_L = \dot z_L = 0$); negative while the ground pushes."""
+    r"""Ground multiplier of the minimal hopper, $\lambda_g = T - m_L g$ (Zana et al.
+    2018, eq. 62 with $z_L = \dot z_L = 0$); negative while the ground pushes."""
     return _tension(x, params, params.d_G) - params.m_L * params.g
 
 
@@ -604,9 +604,9 @@ def _bundle():
             ),
             sweep_grids=("mu=0.7:0.95:26", "D_G=-0.07:0:71"),
             labels={
-                "mu": r"$\mu = m_U / m$",
-                "D_G": r"$D_G = d_G / (2\sqrt{k m})$",
-                "D_F": r"$D_F = d_F / (2\sqrt{k m})$",
+                "mu": r"$\mu = m_U / m$ (dimensionless)",
+                "D_G": r"$D_G = d_G / (2\sqrt{k m})$ (dimensionless)",
+                "D_F": r"$D_F = d_F / (2\sqrt{k m})$ (dimensionless)",
                 "d_G": r"$d_G$ [N s/m]",
                 "d_F": r"$d_F$ [N s/m]",
                 "k": r"$k$ [N/m]",

@@ -797,7 +797,7 @@ def _bundle():
             # The default drop lands and, with plastic contact, stands: one event.
             simulate_cycles=1,
             labels={
-                "elastic": "elastic contact",
+                "elastic": "elastic contact (0: plastic, 1: elastic)",
                 **dict(zip(_STATE_NAMES, _LABELS, strict=True)),
             },
             figures=FigureSpec(

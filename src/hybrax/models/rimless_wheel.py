@@ -231,6 +231,8 @@ def _bundle():
             labels={
                 "theta": r"$\theta$ [rad]",
                 "omega": r"$\dot\theta$ [rad/s]",
+                # The section's unknown (`u0` in `hybrax basin --grid`).
+                "u0": r"$\dot\theta^+$ after heel strike [rad/s]",
                 "gamma": r"slope $\gamma$ [rad]",
                 "alpha": r"$\alpha$ [rad]",
             },

@@ -278,8 +278,8 @@ def _orbit_summary(orbit, floquet, solution, params):
     lines = [
         f"  step period             {float(orbit.period):.10f} sqrt(l/g)",
         f"  stance angle theta      {theta:.10f} rad",
-        f"  theta_dot after impact  {theta_dot:.10f} rad sqrt(g/l)",
-        f"  phi_dot after impact    {phi_dot:.10f} rad sqrt(g/l)",
+        f"  theta_dot after impact  {theta_dot:.10f} rad/sqrt(l/g)",
+        f"  phi_dot after impact    {phi_dot:.10f} rad/sqrt(l/g)",
         f"  step length             {step:.10f} l",
         f"  speed                   {step / float(orbit.period):.10f} sqrt(g l)",
         f"  T_c (lost at heel strike) {T_c:.10e} M g l",
@@ -288,11 +288,13 @@ def _orbit_summary(orbit, floquet, solution, params):
     return values, lines
 
 
+# Time is in sqrt(l/g) (the time axis's unit), so the rates are in radians per
+# sqrt(l/g).
 _LABELS = (
     r"$\theta$ [rad]",
     r"$\phi$ [rad]",
-    r"$\dot\theta$ [rad $\sqrt{g/l}$]",
-    r"$\dot\phi$ [rad $\sqrt{g/l}$]",
+    r"$\dot\theta$ [rad/$\sqrt{l/g}$]",
+    r"$\dot\phi$ [rad/$\sqrt{l/g}$]",
 )
 
 

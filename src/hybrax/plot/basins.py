@@ -4,6 +4,8 @@ import numpy as np
 from jaxtyping import Float, Int
 from matplotlib.figure import Figure
 
+from ._legend import legend_below
+
 
 # Outcome code (`hybrax.BASIN_OUTCOMES`) -> (colour, legend label).
 _OUTCOME_STYLE = {
@@ -37,7 +39,8 @@ def basin_map(
     states, one colour per class: reaches the orbit (green), settles on another
     periodic orbit (blue; its period written in the legend), falls (light grey),
     unsettled (orange), failed run (dark grey). The orbit's point is marked with
-    a star. Each legend entry gives its count.
+    a star. Each legend entry gives its count; the legend, below the map, takes
+    as many columns as fit the figure's width.
 
     **Arguments:**
 
@@ -112,5 +115,5 @@ def basin_map(
         ax.set_ylabel(ylabel or "")
     if title:
         ax.set_title(title)
-    fig.legend(handles=handles, loc="outside lower center", ncols=3, fontsize="small")
+    legend_below(fig, handles)
     return fig

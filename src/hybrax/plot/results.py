@@ -465,7 +465,11 @@ def tune_path_figure(
       values (NaN where no orbit exists: left blank).
     - `path`: the evaluated points in order, `(N, 2)`; the start is marked with a
       circle and the end with a star.
-    - `xlabel`, `ylabel`, `title`: labels.
+    - `xlabel`, `ylabel`, `title`: labels (each axis's with its unit, e.g.
+      `"k [N/m]"`). The colour bar is the $\log_{10}$ of the minimised
+      objective, dimensionless: $J/J_0$ (the objective over its scale, see
+      [`hybrax.TuneSettings`][]) plus the penalties, each a violation over
+      its tolerance.
     """
     fig = Figure(figsize=(6.4, 5.0), layout="constrained")
     ax = fig.add_subplot()
@@ -474,7 +478,7 @@ def tune_path_figure(
         # The penalties span decades: the map shows log10 of the objective.
         z = np.log10(np.maximum(np.where(finite, objective, np.nan), 1e-12))
         contours = ax.contourf(x, y, z.T, levels=25, cmap="viridis")
-        fig.colorbar(contours, ax=ax, label=r"$\log_{10}$ objective")
+        fig.colorbar(contours, ax=ax, label=r"$\log_{10}$ objective (dimensionless)")
     path = np.asarray(path, dtype=float)
     ax.plot(path[:, 0], path[:, 1], "-", color="white", lw=1.2, label="evaluations")
     ax.plot(path[:, 0], path[:, 1], ".", color="white", ms=3)
@@ -495,17 +499,18 @@ def tune_history_figure(
     title: str | None = None,
 ) -> Figure:
     r"""The objective and the spectral radius (largest nontrivial $|\nu|$) of each
-    evaluation of a tuning run, for more than two varied parameters."""
+    evaluation of a tuning run, for more than two varied parameters; both are
+    dimensionless, and the evaluations are numbered from 0."""
     fig = Figure(figsize=(6.4, 4.0), layout="constrained")
     ax = fig.add_subplot()
     steps = np.arange(len(objective))
     ax.semilogy(steps, np.abs(objective), ".-", label="objective")
-    ax.set_xlabel("evaluation")
-    ax.set_ylabel("objective")
+    ax.set_xlabel("evaluation (number)")
+    ax.set_ylabel("objective (dimensionless)")
     twin = ax.twinx()
     twin.plot(steps, spectral_radius, ".-", color="tab:orange", label=r"$\rho$")
     twin.axhline(1.0, color="0.5", lw=0.8, ls=":")
-    twin.set_ylabel(r"spectral radius $\rho$")
+    twin.set_ylabel(r"spectral radius $\rho$ (dimensionless)")
     if title:
         ax.set_title(title)
     return fig

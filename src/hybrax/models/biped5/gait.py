@@ -208,6 +208,11 @@ _LABELS = tuple(
 )
 
 
+# The labels of the section's reduced unknowns: the angles but the trailing
+# shank's (the contact gives it) and every rate.
+_SECTION_LABELS = _LABELS[:4] + _LABELS[5:]
+
+
 _DEFAULTS = Biped5Params()
 
 
@@ -294,7 +299,12 @@ def _bundle():
                 max_steps=60,
             ),
             sweep_grids=("hip_swing_ref=0.5:0.65:4", "kp_hip=350:500:4"),
-            labels=dict(zip(names, _LABELS)),
+            labels={
+                **dict(zip(names, _LABELS)),
+                # The section's unknowns (`u0`, ... in `hybrax basin --grid`):
+                # theta_1..theta_4 and the five rates.
+                **{f"u{k}": label for k, label in enumerate(_SECTION_LABELS)},
+            },
             figures=FigureSpec(_LABELS, energies, portrait=(2, 7)),
             orbit_summary=_orbit_summary,
             orbit_perturbations=((7, 0.1, r"$\dot\theta_3 + 0.1$ rad/s"),),
