@@ -5,7 +5,7 @@ transition (for the hopper: lift-off, Zana et al. 2018 section 3.4). Unknowns ar
 reduced coordinates $u$ of a chart $x = \chi(u)$ whose image lies on the section's
 fixed states by construction; shooting solves $F(u) = \pi(P(\chi(u))) - u = 0$ with
 optimistix, and $M = J + I$ with $J = \partial F/\partial u$ is the reduced Jacobian
-of eqs. (32)-(33).
+of Zana et al. (2018), eqs. (32)-(33).
 
 The monodromy matrix $\tilde\Phi$ (eq. 36) is the Jacobian of the flow over the
 fixed duration of one period, started on the section. It is computed two ways:

@@ -88,7 +88,8 @@ class PeriodicOrbit(eqx.Module):
       apex heights in `cycle.phase_observables`); `t_events`, `x_before`,
       `x_after`, `T_c`, `T_a`, `guard_at_start` read it.
     - `phase_durations`: time in each phase; `period`: their sum.
-    - `reduced_jacobian`: $M = J + I$ (eqs. 32-33), $J = \partial F/\partial u$.
+    - `reduced_jacobian`: $M = J + I$ (Zana et al. 2018, eqs. 32-33),
+      $J = \partial F/\partial u$.
     - `residual_norm`: $\max|F(u)|$ at the returned point; `n_steps`: root-finder
       iterations; `result`: a [`hybrax.RESULTS`][]: `successful` only if the solver
       converged, the residual is below tolerance, the cycle ran as declared and

@@ -195,7 +195,7 @@ def _segment_inertias(params):
 
 
 def _lever_arms(params):
-    r"""Zanchi & Cecić eqs. (1)-(5) as $G_j = r_f + \sum_k A_{jk}\,u(\theta_k)$:
+    r"""Zanchi & Cecić (1993) eqs. (1)-(5) as $G_j = r_f + \sum_k A_{jk}\,u(\theta_k)$:
     row $j$ holds the lengths along each segment from the stance foot to the centre
     $G_j$ (the centres of [`hybrax.models.biped5.points`][])."""
     p = params
@@ -212,7 +212,7 @@ def _lever_arms(params):
 
 
 def _kinetic(q, qd, params):
-    r"""Zanchi & Cecić eq. (7) in descriptor coordinates:
+    r"""Zanchi & Cecić (1993) eq. (7) in descriptor coordinates:
     $\dot G_j = \dot r_f + \sum_k A_{jk}\dot\theta_k(\cos\theta_k, -\sin\theta_k)$."""
     theta, theta_dot = q[2:], qd[2:]
     A = _lever_arms(params)
@@ -224,7 +224,7 @@ def _kinetic(q, qd, params):
 
 
 def _potential(q, params):
-    """Zanchi & Cecić eq. (6)."""
+    """Zanchi & Cecić (1993) eq. (6)."""
     heights = q[1] + _lever_arms(params) @ jnp.cos(q[2:])
     return params.g * jnp.sum(_segment_masses(params) * heights)
 

@@ -70,7 +70,7 @@ def _from_momentum(x, params):
 
 def momentum_from_minimal(x, params):
     r"""$(\theta, \dot\theta) \to (\theta, P)$ with $P = I(\theta)\dot\theta$
-    (Zanchi & Cecić eq. 17); batched on leading axes."""
+    (Zanchi & Cecić 1993, eq. 17); batched on leading axes."""
     x = jnp.asarray(x, dtype=float)
     return _to_momentum(x.reshape(-1, 10), params).reshape(x.shape)
 
@@ -84,7 +84,7 @@ def momentum_to_minimal(x, params):
 
 @jax.jit
 def _momentum_field(t, x, params):
-    r"""Zanchi & Cecić eqs. (18)-(19): $\dot\theta = I^{-1}P$,
+    r"""Zanchi & Cecić (1993) eqs. (18)-(19): $\dot\theta = I^{-1}P$,
     $\dot P = \partial T/\partial\theta - \partial V/\partial\theta + \Gamma$ (the
     partial derivative of $T$ at fixed $\dot\theta$)."""
     theta, P = x[:5], x[5:]
@@ -158,7 +158,7 @@ class HeelStrike(AbstractReset):
 
 class MomentumHeelStrike(AbstractReset):
     r"""The heel strike as a jump of the momentum, $(\theta, P^-) \to (\theta^+,
-    P^+)$ with $P^+ = I(\theta^+)\dot\theta^+$ (Zanchi & Cecić eq. 16)."""
+    P^+)$ with $P^+ = I(\theta^+)\dot\theta^+$ (Zanchi & Cecić 1993, eq. 16)."""
 
     def __call__(self, t, x, params):
         del t
@@ -322,8 +322,8 @@ def biped5() -> tuple[HybridSystem, Biped5Params]:
 
 
 def momentum() -> tuple[HybridSystem, Biped5Params]:
-    r"""Zanchi & Cecić's generalized-momentum form, $x = (\theta, P)$
-    (eqs. 17-19)."""
+    r"""The generalized-momentum form, $x = (\theta, P)$ (Zanchi & Cecić 1993,
+    eqs. 17-19)."""
     system = HybridSystem(
         (
             Mode(
