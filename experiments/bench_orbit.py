@@ -145,18 +145,15 @@ def public_against_jit(jax, hx, models, p, guess, repeats):
     one_orbit = jax.vmap(
         lambda g, q: hx.find_periodic_orbit(system, section, g, q, analyse=False).u
     )
-    rows = []
     # A sweep chunk: `hx.sweep` of one orbit solve over 8 points (one chunk),
     # against the caller's `jax.jit(jax.vmap(...))` of the same solve.
     chunk = jax.jit(one_orbit)
+
+    def element(e):  # one function object: a new one would compile anew
+        return hx.find_periodic_orbit(system, section, e[0], e[1], analyse=False).u
+
     calls["hx.sweep, one chunk of 8 orbits"] = (
-        lambda g, q: hx.sweep(
-            lambda e: (
-                hx.find_periodic_orbit(system, section, e[0], e[1], analyse=False).u
-            ),
-            (g, q),
-            chunk_size=8,
-        ),
+        lambda g, q: hx.sweep(element, (g, q), chunk_size=8),
         (guesses, batch),
     )
     rows = []
