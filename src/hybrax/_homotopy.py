@@ -216,10 +216,12 @@ def continue_to_params(
         An orbit at parameters where the model's guess fails, from the defaults:
 
         ```python
-        defaults = hybrax.canonical_params(models.hopper_params())
+        system = models.hopper.minimal()[0]
+        section = models.hopper.section("minimal")
+        defaults = hybrax.canonical_params(models.hopper.make_params())
         target = dataclasses.replace(defaults, d_G=-62.5, k=10536.0)
         start = hybrax.find_periodic_orbit(
-            system, section, models.orbit_guess(defaults), defaults
+            system, section, models.hopper.orbit_guess(defaults), defaults
         )
         homotopy = hybrax.continue_to_params(
             system, section, start.u, defaults, target

@@ -140,10 +140,11 @@ def continue_branch(
             return 2 * jnp.sqrt(p.k * p.m)
 
         D_G = hybrax.FieldParameter("d_G", damping_scale, name="D_G")
-        system, section = models.minimal_hopper(), models.hopper_section()
-        params = hybrax.canonical_params(models.hopper_params(D_G=-0.005))
+        system = models.hopper.minimal()[0]
+        section = models.hopper.section("minimal")
+        params = hybrax.canonical_params(models.hopper.make_params(D_G=-0.005))
         branch = hybrax.continue_branch(
-            system, section, models.orbit_guess(params, 0.3), params, D_G,
+            system, section, models.hopper.orbit_guess(params, 0.3), params, D_G,
             start=-0.005, stop=-0.04,
             continuation_settings=hybrax.ContinuationSettings(
                 parameter_scale=0.01, max_step=0.1

@@ -236,13 +236,16 @@ def sweep(
         before anything else touches JAX, build the *whole* batch on every
         process, and pass `distributed=True`:
 
-        ```python
+        ```py
         import jax
         jax.distributed.initialize()  # coordinator, process id/count from env
         jax.config.update("jax_enable_x64", True)
         import hybrax as hx
 
-        out = hx.sweep_orbits(system, section, guess, params, distributed=True)
+        out = hx.sweep_orbits(
+            system, section, guess, params,
+            sweep_settings=hx.SweepSettings(distributed=True),
+        )
         # every process now holds the results of the whole batch, in order
         ```
 

@@ -139,6 +139,8 @@ def tune(
         smallest nontrivial multiplier:
 
         ```python
+        params = models.hopper.make_params()
+
         def apex_error(orbit, p):
             return orbit.cycle.phase_observables["apex_upper"][0] - 1.15
 

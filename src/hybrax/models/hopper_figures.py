@@ -48,7 +48,10 @@ def phase_portraits(
     !!! example
 
         ```python
-        sol = hybrax.simulate(system, x0, params, n_events=6, t_max=50.0, n_save=200)
+        sol = hybrax.simulate(
+            system, x0, params, n_events=6, n_save=200,
+            settings=hybrax.Settings(t_max=50.0),
+        )
         traj = hybrax.plot.Trajectory.from_solution(sol, system)
         hybrax.models.hopper_figures.phase_portraits(traj, params).savefig("phase.png")
         ```
@@ -268,8 +271,10 @@ def orbit_figure(
     !!! example
 
         ```python
-        sol = hybrax.simulate(system, orbit.state, params, n_events=2,
-                              t_max=10.0, mode0="flight", n_save=400)
+        sol = hybrax.simulate(
+            system, orbit.state, params, n_events=2, mode0="flight", n_save=400,
+            settings=hybrax.Settings(t_max=10.0),
+        )
         traj = hybrax.plot.Trajectory.from_solution(sol, system)
         hybrax.models.hopper_figures.orbit_figure(traj, params).savefig("orbit.png")
         ```
