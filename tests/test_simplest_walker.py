@@ -22,6 +22,7 @@ the compiled corrector of `hybrax continue`).
 import json
 import math
 
+import jax.numpy as jnp
 import numpy as np
 import pytest
 from scipy.optimize import brentq
@@ -260,3 +261,69 @@ def test_a_walker_on_a_steep_slope_ends_on_its_fall_event():
     last = int(sol.n_events) - 1
     assert int(sol.cause_transition) == fall and int(sol.transitions[last]) == fall
     np.testing.assert_allclose(math.cos(float(sol.x_before[last, 0])), 0.5, atol=1e-9)
+
+
+@pytest.mark.slow
+def test_library_cascade_locates_the_commands_doublings(model, branch_json):
+    """`hx.continue_cascade` from a script: from the period-1 branch over the
+    command's slope range it switches at the same period doubling as `hybrax
+    continue simplest-walker --cascade 1` and finds the period-2 branch's own
+    doubling where the command does (located points: to 1e-6 whatever the step
+    control), then says why it ended; the period-2 gait has twice the period at
+    its start."""
+    system, section, params, parameter = model
+    bundle = hx.models.get_model("simplest-walker")
+    spec = bundle.presentation.continuation
+    guess = bundle.orbit_guess(parameter.set(params, jnp.asarray(spec.start)))
+    steps = hx.ContinuationSettings(parameter_scale=spec.parameter_scale)
+    branch = hx.continue_branch(
+        system,
+        section,
+        guess,
+        params,
+        parameter,
+        start=spec.start,
+        stop=spec.stop,
+        max_period=spec.max_period,
+        continuation_settings=steps,
+    )
+    cascade = hx.continue_cascade(
+        system,
+        section,
+        branch,
+        params,
+        parameter,
+        levels=1,
+        stop=spec.stop,
+        max_period=spec.max_period,
+        continuation_settings=steps,
+    )
+    assert cascade.ended == "levels_reached" and cascade.periods == (1, 2)
+    (doubling,) = branch_json["period_doublings"]
+    (level,) = branch_json["cascade"]
+    (again,) = level["period_doublings"]
+    np.testing.assert_allclose(
+        cascade.doublings[0].parameter, doubling["slope"], atol=1e-6
+    )
+    doubled = cascade.branches[1]
+    located = [p for p in doubled.period_doublings if p.located]
+    np.testing.assert_allclose(located[0].parameter, again["slope"], atol=1e-6)
+    np.testing.assert_allclose(
+        float(doubled.period[0]), 2 * doubling["period"], rtol=1e-3
+    )
+    # Asked for one level more than the branch holds doublings after the
+    # second: the cascade ends saying so, with the levels it followed.
+    short = hx.continue_cascade(
+        system,
+        section,
+        branch,
+        params,
+        parameter,
+        levels=1,
+        stop=doubling["slope"] + 1e-3,
+        max_period=spec.max_period,
+        continuation_settings=steps,
+    )
+    assert short.ended in hx.CASCADE_ENDS
+    with pytest.raises(ValueError, match="levels"):
+        hx.continue_cascade(system, section, branch, params, parameter, levels=0)

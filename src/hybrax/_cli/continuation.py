@@ -582,42 +582,30 @@ def _follow_cascade(
     args, system, section, branch, params, parameter, stop, max_period, theta
 ):
     """Switch onto the period-2 branch at the first period doubling of `branch`,
-    then of that branch, `args.cascade` times: `[(section, branch), ...]` of the
-    doubled levels."""
-    from .._continuation import (
-        continue_branch_period_doubled,
-        period_doubled_section,
+    then of that branch, `args.cascade` times ([`hybrax.continue_cascade`][]),
+    saying what each level found: `[(section, branch), ...]` of the doubled
+    levels."""
+    from .._continuation import continue_cascade
+    from .._solution import status_name
+
+    cascade = continue_cascade(
+        system,
+        section,
+        branch,
+        params,
+        parameter,
+        levels=args.cascade,
+        stop=stop,
+        max_period=max_period,
+        settings=common.solver_settings(args),
+        # The same step control as the period-1 branch (switched branches leave
+        # their doubling along the arclength).
+        continuation_settings=_continuation_settings(args, theta, "pseudo-arclength"),
     )
-    from .._solution import RESULTS, status_name
-
-    # The same step control as the period-1 branch (switched branches leave
-    # their doubling along the arclength).
-    steps = _continuation_settings(args, theta, "pseudo-arclength")
-
-    levels = []
-    for k in range(1, args.cascade + 1):
-        doublings = [p for p in branch.period_doublings if p.located]
-        if not doublings:
-            print(
-                f"cascade: no located period doubling on the period-{2 ** (k - 1)} "
-                "branch; stopped"
-            )
-            break
-        point = doublings[0]
-        began = time.perf_counter()
-        doubled = continue_branch_period_doubled(
-            system,
-            section,
-            point,
-            params,
-            parameter,
-            stop=stop,
-            max_period=(2**k) * max_period,
-            settings=common.solver_settings(args),
-            continuation_settings=steps,
-            throw=False,
-        )
-        elapsed = time.perf_counter() - began
+    switches = list(zip(cascade.doublings, cascade.branches[1:], cascade.seconds[1:]))
+    if cascade.failed_switch is not None:
+        switches.append(cascade.failed_switch)
+    for k, (point, doubled, elapsed) in enumerate(switches, start=1):
         print(
             f"cascade: period-{2**k} branch from {parameter.name} = "
             f"{point.parameter:+.10f}: {doubled.n_points} points in {elapsed:.1f} s; "
@@ -626,12 +614,13 @@ def _follow_cascade(
         )
         for p in doubled.period_doublings:
             print(f"  period doubling at {parameter.name} = {p.parameter:+.10f}")
-        if doubled.result == RESULTS.start_failed:
-            break
-        section = period_doubled_section(section)
-        branch = doubled
-        levels.append((section, branch))
-    return levels
+    if cascade.ended == "no_period_doubling":
+        level = len(cascade.branches) - 1
+        print(
+            f"cascade: no located period doubling on the period-{2**level} "
+            "branch; stopped"
+        )
+    return list(zip(cascade.sections[1:], cascade.branches[1:]))
 
 
 def _crossings(model, form, section, branch):

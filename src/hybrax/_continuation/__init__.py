@@ -22,7 +22,8 @@ solve $F(u, \lambda) = 0$) is the other `method`; it cannot pass a fold. Its cli
   [`hybrax.poincare_map`][] and $M = F_u + I$ the reduced Jacobian (Zana et al.
   2018 eqs. 32-33), whose eigenvalues are the nontrivial Floquet multipliers;
   [`hybrax.continue_branch_period_doubled`][] switches onto its period-2 orbits
-  (the return map of [`hybrax.period_doubled_section`][]) at a period doubling.
+  (the return map of [`hybrax.period_doubled_section`][]) at a period doubling,
+  and [`hybrax.continue_cascade`][] follows a cascade of such switches.
 
 Step control lives in [`hybrax.ContinuationSettings`][]; every located special point
 is a [`hybrax.SpecialPoint`][] told apart by its `kind`.
@@ -45,6 +46,11 @@ Each is located by the Illinois variant of regula falsi on its test function
 between the two points that bracket it.
 """
 
+from .cascade import (
+    CASCADE_ENDS as CASCADE_ENDS,
+    Cascade as Cascade,
+    continue_cascade as continue_cascade,
+)
 from .curves import (
     CODIM2_KINDS as CODIM2_KINDS,
     BifurcationCurve as BifurcationCurve,
