@@ -38,15 +38,27 @@ def test_models_lists_every_model_with_its_parameters():
     assert code == 0
     for name in model_names():
         assert f"{name}:" in out
-    assert "rimless-wheel" in out and "gamma" in out and "rad, slope" in out
-    assert "D_G      derived" in out
+    assert "rimless-wheel" in out and "gamma" in out
+    assert re.search(r"^    gamma +0\.08  rad +slope$", out, re.M)
+    _assert_table_is_aligned(out)
+    # A derived parameter shows its value at the defaults and its unit, not
+    # "derived" in place of either; the compass gait's ratios are dimensionless.
+    assert re.search(
+        r"^    D_G +-0\.0377124  1 +derived: dimensionless ground damping", out, re.M
+    )
+    assert re.search(r"^    mu +0\.5  1 +derived: mass ratio", out, re.M)
+    assert not re.search(r"^    \S+ +\S* +derived +", out, re.M)
+    # -q: accepted as by every command, and prints nothing (results go nowhere).
+    code, quiet, err = _run(["models", "-q"])
+    assert (code, quiet, err) == (0, "", "")
     # One model by name: its own block only; an unknown name is a usage error.
     code, one, _ = _run(["models", "rimless-wheel"])
     assert code == 0
-    assert one.startswith("rimless-wheel:") and "rad, slope" in one
+    assert one.startswith("rimless-wheel:") and re.search(r"0\.08  rad +slope", one)
     assert [name for name in model_names() if f"{name}:" in one] == ["rimless-wheel"]
     code, _, err = _run(["models", "walker"])
     assert code == 2 and "Traceback" not in err
+    assert _run(["models", "-q", "walker"])[0] == 2
     assert (
         err.strip()
         .splitlines()[-1]
@@ -56,6 +68,48 @@ def test_models_lists_every_model_with_its_parameters():
             + ")"
         )
     )
+
+
+def _assert_table_is_aligned(out):
+    """Each model's parameter table: every row's default ends, and its unit and
+    meaning start, in the column of the header's; a wrapped meaning goes on
+    under its column; no line is wider than 100 columns."""
+    assert max(map(len, out.splitlines())) <= 100
+    for block in out.strip().split("\n\n"):
+        lines = block.splitlines()
+        header = next(
+            i for i, line in enumerate(lines) if line.startswith("    parameter ")
+        )
+        end = lines[header].index("default") + len("default")
+        unit = lines[header].index("unit")
+        meaning = lines[header].index("meaning")
+        for line in lines[header + 1 :]:
+            if line.startswith("  orbit quantities"):
+                break
+            if line[4] == " ":  # a wrapped meaning
+                assert line[:meaning].strip() == "" and line[meaning] != " "
+                continue
+            assert line[end - 1] != " " and line[end] == " ", line
+            assert line[unit - 1] == " " and line[unit] != " ", line
+            assert line[meaning - 1] == " " and line[meaning] != " ", line
+
+
+def test_models_json_says_which_parameters_are_derived(capsys):
+    """`models --json` keeps `default` (`None` for a derived parameter) and adds
+    `derived` and `value`, the derived parameter's value at the defaults (the
+    hopper's D_G = d_G / (2 sqrt(k m)))."""
+    from hybrax._cli import main
+
+    assert main(["models", "--json", "hopper", "compass-gait"]) == 0
+    listing = json.loads(capsys.readouterr().out)
+    D_G = listing["hopper"]["parameters"]["D_G"]
+    assert D_G["default"] is None and D_G["derived"] and D_G["unit"] == "1"
+    assert D_G["value"] == pytest.approx(-80 / (2 * math.sqrt(15000 * 75)), rel=1e-12)
+    k = listing["hopper"]["parameters"]["k"]
+    assert not k["derived"] and k["value"] == k["default"] == 15000
+    for name in ("mu", "a_ratio"):
+        ratio = listing["compass-gait"]["parameters"][name]
+        assert ratio["unit"] == "1" and ratio["value"] == pytest.approx(0.5)
 
 
 # Slow: 15 s cold through the command line.

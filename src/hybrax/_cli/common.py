@@ -637,10 +637,21 @@ def _format_matrix(matrix, indent: str = "  ") -> list[str]:
     ]
 
 
+def _derived_value(model, params, name: str) -> float | None:
+    """A derived parameter's value at the defaults `params` (`None` where the
+    model's `parameter` cannot read it)."""
+    try:
+        return float(model.parameter(name).get(params))
+    except Exception:  # a plug-in model's reader: the table shows no value
+        return None
+
+
 def model_record(model) -> dict:
     """What `hybrax models` says of a model (and the documentation's gallery):
     description, forms, state, the commands it runs through, each parameter's unit,
-    meaning and default (`None` for a derived one), its orbit quantities."""
+    meaning, default (`None` for a derived one, which sets others), whether it is
+    derived and its value at the defaults (`value`, for a derived one too), its
+    orbit quantities."""
     commands = ["simulate"]
     if model.has_orbits:
         commands += ["orbit", "sweep", "basin"]
@@ -648,7 +659,8 @@ def model_record(model) -> dict:
         commands.append("continue")
     if model.has_orbits and model.quantities:
         commands.append("tune")
-    defaults = _params_dict(model.make_params())
+    params = model.make_params()
+    defaults = _params_dict(params)
     return {
         "description": model.description,
         "forms": list(model.forms),
@@ -659,6 +671,12 @@ def model_record(model) -> dict:
                 "unit": meaning.split(",")[0].strip(),
                 "meaning": meaning.split(",", 1)[-1].strip(),
                 "default": defaults.get(parameter),
+                "derived": parameter not in defaults,
+                "value": (
+                    defaults[parameter]
+                    if parameter in defaults
+                    else _derived_value(model, params, parameter)
+                ),
             }
             for parameter, meaning in model.parameters.items()
         },

@@ -280,11 +280,10 @@ PARAMETERS = {
     **parameter_table(CompassGaitParams),
     "slope_deg": "deg, slope angle in degrees (sets slope)",
     "mu": (
-        "derived, mass ratio m_H/(m_H + 2m) at fixed total mass "
-        "(Font-Llagunes & Kövecses)"
+        "1, mass ratio m_H/(m_H + 2m) at fixed total mass (Font-Llagunes & Kövecses)"
     ),
     "a_ratio": (
-        "derived, length ratio a/(a + b) at fixed leg length (Font-Llagunes & Kövecses)"
+        "1, length ratio a/(a + b) at fixed leg length (Font-Llagunes & Kövecses)"
     ),
 }
 
