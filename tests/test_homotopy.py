@@ -170,3 +170,45 @@ def test_a_family_that_ends_says_where():
     half = int(np.argmin(np.abs(homotopy.branch.parameter - 0.5)))
     params = homotopy.path.set(None, float(homotopy.branch.parameter[half]))
     _check_against_reference(params, float(homotopy.branch.state[half, 2]))
+
+
+def test_a_known_orbit_needs_its_parameters_too():
+    guess = hopper.orbit_guess(DEFAULTS)
+    with pytest.raises(ValueError, match="known_guess"):
+        hx.find_periodic_orbit_or_follow(
+            SYSTEM, SECTION, guess, DEFAULTS, known_guess=guess
+        )
+
+
+@pytest.mark.slow
+def test_an_orbit_the_guess_misses_is_followed_from_a_known_one():
+    """At mu = 0.709898, D_G = -0.032999 shooting from the model's guess stalls;
+    `hx.find_periodic_orbit_or_follow` from the defaults' orbit follows the family
+    through two folds to one of the SciPy reference's periodic hops (the route
+    `hybrax orbit hopper` takes), and says so: route "homotopy". At the
+    defaults the guess is enough (route "guess", no homotopy)."""
+    params = hx.canonical_params(_at(0.709898, -0.032999))
+    guess = hopper.orbit_guess(params)
+    alone = hx.find_periodic_orbit(SYSTEM, SECTION, guess, params)
+    assert not bool(alone.succeeded)
+    search = hx.find_periodic_orbit_or_follow(
+        SYSTEM,
+        SECTION,
+        guess,
+        params,
+        known_guess=hopper.orbit_guess(DEFAULTS),
+        known_params=DEFAULTS,
+    )
+    assert search.route == "homotopy" and search.known
+    assert search.homotopy.reached and bool(search.orbit.succeeded)
+    assert len(search.homotopy.branch.folds) == 2
+    _check_against_reference(params, float(search.orbit.state[2]))
+    at_defaults = hx.find_periodic_orbit_or_follow(
+        SYSTEM,
+        SECTION,
+        hopper.orbit_guess(DEFAULTS),
+        DEFAULTS,
+        known_guess=hopper.orbit_guess(DEFAULTS),
+        known_params=DEFAULTS,
+    )
+    assert at_defaults.route == "guess" and at_defaults.homotopy is None

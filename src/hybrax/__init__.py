@@ -63,8 +63,10 @@ if TYPE_CHECKING:
     )
     from ._homotopy import (
         Homotopy as Homotopy,
+        OrbitSearch as OrbitSearch,
         StraightPath as StraightPath,
         continue_to_params as continue_to_params,
+        find_periodic_orbit_or_follow as find_periodic_orbit_or_follow,
     )
     from ._hybrid import (
         AbstractReset as AbstractReset,
@@ -197,6 +199,8 @@ _EXPORTS = {
     "Homotopy": "._homotopy",
     "StraightPath": "._homotopy",
     "continue_to_params": "._homotopy",
+    "find_periodic_orbit_or_follow": "._homotopy",
+    "OrbitSearch": "._homotopy",
     "AbstractReset": "._hybrid",
     "Clearance": "._hybrid",
     "ContactForceGuard": "._hybrid",

@@ -295,3 +295,99 @@ def continue_to_params(
             f"({_changed_fields(path, end)}): {why}"
         )
     return Homotopy(None, False, result, end, message, branch, path)
+
+
+class OrbitSearch(eqx.Module):
+    """The result of [`hybrax.find_periodic_orbit_or_follow`][].
+
+    - `orbit`: the [`hybrax.PeriodicOrbit`][] at the requested parameters: the
+      one shooting from the guess found, else the homotopy's where it reached
+      them, else the failed shooting's (its `result` says why).
+    - `route`: how it was found, `"guess"` or `"homotopy"`, or `"none"`.
+    - `homotopy`: the [`hybrax.Homotopy`][] tried (`None` where shooting from the
+      guess succeeded, or no known orbit was given, or its parameters are the
+      requested ones).
+    - `known`: whether the known orbit was found again at its parameters (`None`
+      where the homotopy was not tried).
+    """
+
+    orbit: PeriodicOrbit
+    route: str = eqx.field(static=True)
+    homotopy: Homotopy | None = None
+    known: bool | None = eqx.field(static=True, default=None)
+
+
+def find_periodic_orbit_or_follow(
+    system: HybridSystem,
+    section: PoincareSection,
+    u_guess: Float[Array, " k"],
+    params: Params,
+    *,
+    known_guess: Float[Array, " k"] | None = None,
+    known_params: Params | None = None,
+    settings: Settings | None = None,
+    shooting: Shooting | None = None,
+    analyse: bool = True,
+    phase_observables: bool = True,
+) -> OrbitSearch:
+    r"""The periodic orbit at `params`: by shooting from `u_guess`
+    ([`hybrax.find_periodic_orbit`][]), and where that fails, by following the
+    orbit family from a known orbit at `known_params` to `params`
+    ([`hybrax.continue_to_params`][]: pseudo-arclength continuation along the
+    straight path $p(s) = p_0 + s\,(p_1 - p_0)$, Keller 1977), which passes the
+    folds where a guess alone stalls. This is what `hybrax orbit MODEL` does with
+    the model's defaults as the known orbit.
+
+    **Arguments:**
+
+    - `system`, `section`: the hybrid system and its Poincaré section.
+    - `u_guess`: the guess of the section's reduced unknowns at `params`.
+    - `params`: the parameters of the orbit wanted.
+    - `known_guess`: a guess of the orbit at `known_params` (shooting finds it
+      there first); `None`: no fallback.
+    - `known_params`: the parameters where an orbit is known (e.g. a model's
+      defaults); `None`: no fallback.
+    - `settings`, `shooting`, `analyse`, `phase_observables`: as for
+      [`hybrax.find_periodic_orbit`][] (every solve uses them).
+
+    **Returns:** an [`hybrax.OrbitSearch`][]: the orbit, the route that found it
+    (`"guess"`, `"homotopy"` or `"none"`), and the homotopy where one was tried.
+
+    **Raises:** `ValueError` where only one of `known_guess` and `known_params`
+    is given, and for the arguments [`hybrax.find_periodic_orbit`][] rejects.
+    """
+    if (known_guess is None) != (known_params is None):
+        raise ValueError(
+            "`known_guess` and `known_params` go together: give both (the orbit "
+            "to follow from) or neither."
+        )
+    options = dict(
+        settings=settings,
+        shooting=shooting,
+        analyse=analyse,
+        phase_observables=phase_observables,
+    )
+    orbit = find_periodic_orbit(system, section, u_guess, params, **options)
+    if bool(orbit.succeeded):
+        return OrbitSearch(orbit, "guess")
+    if known_params is None or _same_values(known_params, params):
+        return OrbitSearch(orbit, "none")
+    start = find_periodic_orbit(system, section, known_guess, known_params, **options)
+    if not bool(start.succeeded):
+        return OrbitSearch(orbit, "none", known=False)
+    homotopy = continue_to_params(
+        system, section, start.u, known_params, params, **options
+    )
+    if not homotopy.reached or not bool(homotopy.orbit.succeeded):
+        return OrbitSearch(orbit, "none", homotopy, known=True)
+    return OrbitSearch(homotopy.orbit, "homotopy", homotopy, known=True)
+
+
+def _same_values(a, b) -> bool:
+    """Whether two parameter PyTrees hold equal values (the path between them
+    would have length zero)."""
+    leaves_a, tree_a = jax.tree_util.tree_flatten(a)
+    leaves_b, tree_b = jax.tree_util.tree_flatten(b)
+    return tree_a == tree_b and all(
+        np.array_equal(np.asarray(x), np.asarray(y)) for x, y in zip(leaves_a, leaves_b)
+    )

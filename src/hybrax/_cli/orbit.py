@@ -80,39 +80,26 @@ def _add_orbit(subparsers) -> None:
     parser.set_defaults(run=_run_orbit, command_parser=parser)
 
 
-def _orbit_from_defaults(model, system, section, params, orbit, shooting):
-    """Where shooting from the model's guess failed at parameters other than the
-    model's defaults: the orbit followed from the defaults' orbit to `params`
-    ([`hybrax.continue_to_params`][]), with a record of the homotopy for the
-    JSON (`None` where none was tried: at the defaults, or without an orbit
-    there). Returns `(orbit, record)`; the orbit is the failed one unless the
-    family reached `params`."""
-    import jax
-    import jax.numpy as jnp
-
-    from .._homotopy import continue_to_params
-    from .._misc import canonical_params
-    from .._periodic import find_periodic_orbit
+def _homotopy_record(search) -> dict | None:
+    """The JSON's record of the homotopy that `search` (an
+    [`hybrax.OrbitSearch`][]) tried from the model's defaults (`None`: none
+    tried), having said on the console what it found."""
     from .._solution import status_name
 
-    defaults = canonical_params(model.make_params())
-    if _params_dict(defaults) == _params_dict(params):
-        return orbit, None
+    if search.known is None:
+        return None
     print(
-        f"no orbit from the model's guess ({orbit.describe_failure()}); following "
-        "the orbit from the model's defaults ...",
+        "no orbit from the model's guess; following the orbit from the model's "
+        "defaults ...",
         file=sys.stderr,
     )
-    guess = jnp.asarray(model.orbit_guess(jax.device_get(defaults)), dtype=float)
-    start = find_periodic_orbit(system, section, guess, defaults, **shooting)
-    if not bool(start.succeeded):
+    if not search.known:
         print("  (no orbit at the model's defaults either)", file=sys.stderr)
-        return orbit, None
-    homotopy = continue_to_params(
-        system, section, start.u, defaults, params, **shooting
-    )
+        return None
+    homotopy = search.homotopy
     message = homotopy.message.replace("`params_from`", "the model's defaults")
-    record = {
+    print(f"  {message}", file=sys.stderr if search.route != "homotopy" else None)
+    return {
         "from": "the model's defaults",
         "status": status_name(homotopy.result)[0],
         "reached": homotopy.reached,
@@ -120,11 +107,6 @@ def _orbit_from_defaults(model, system, section, params, orbit, shooting):
         "continuation_points": len(homotopy.branch.parameter),
         "message": message,
     }
-    if not homotopy.reached:
-        print(f"  {message}", file=sys.stderr)
-        return orbit, record
-    print(f"  {message}")
-    return homotopy.orbit, record
 
 
 class _OrbitProblem(NamedTuple):
@@ -267,6 +249,11 @@ def _search_orbit(args: argparse.Namespace, problem: _OrbitProblem):
     """Shoot for the orbit from the guess, and where that fails, follow it from
     the model's defaults (unless `--no-homotopy` or the model says no orbit
     exists). Returns `(orbit, homotopy record or None, the model's hint or None)`."""
+    import jax
+    import jax.numpy as jnp
+
+    from .._homotopy import find_periodic_orbit_or_follow
+    from .._misc import canonical_params
     from .._periodic import find_periodic_orbit
 
     model, system, section, params = (
@@ -280,15 +267,23 @@ def _search_orbit(args: argparse.Namespace, problem: _OrbitProblem):
     # cycle, apexes and saltation monodromy, so the program needs no further
     # pass (the smallest program, compiled once).
     shooting = dict(settings=settings, phase_observables=False)
-    orbit = find_periodic_orbit(system, section, problem.guess, params, **shooting)
-    homotopy = None
     no_orbit_hint = model.presentation.no_orbit_hint
     hint = None if no_orbit_hint is None else no_orbit_hint(params)
     # Where the model knows no orbit exists, no family leads there either.
-    if not bool(orbit.succeeded) and args.homotopy and hint is None:
-        orbit, homotopy = _orbit_from_defaults(
-            model, system, section, params, orbit, shooting
-        )
+    if not args.homotopy or hint is not None:
+        orbit = find_periodic_orbit(system, section, problem.guess, params, **shooting)
+        return orbit, None, hint
+    defaults = canonical_params(model.make_params())
+    search = find_periodic_orbit_or_follow(
+        system,
+        section,
+        problem.guess,
+        params,
+        known_guess=jnp.asarray(model.orbit_guess(jax.device_get(defaults)), float),
+        known_params=defaults,
+        **shooting,
+    )
+    orbit, homotopy = search.orbit, _homotopy_record(search)
     return orbit, homotopy, hint
 
 
