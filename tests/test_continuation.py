@@ -351,6 +351,35 @@ def test_start_failure():
     assert not failed.succeeded
 
 
+def test_several_guesses_start_from_the_first_that_starts():
+    """`continue_branch` with a list of guesses (as `hybrax continue` passes a
+    model's `branch_guesses`): a guess that starts no orbit (lift-off downwards)
+    is passed over, and the branch is the one the next guess starts alone, point
+    for point; where none starts, the last one's `start_failed`."""
+    params = hx.canonical_params(models.hopper.make_params(D_G=-0.03, mu=0.8))
+    downwards = models.hopper.orbit_guess(params, -1.0)
+    upwards = models.hopper.orbit_guess(params, 1.0)
+    steps = dict(
+        start=-0.03,
+        stop=-0.029,
+        continuation_settings=hx.ContinuationSettings(
+            parameter_scale=THETA, max_step=0.1, max_points=3
+        ),
+    )
+    alone = hx.continue_branch(SYSTEM, SECTION, downwards, params, D_G, **steps)
+    assert alone.result == hx.RESULTS.start_failed
+    both = hx.continue_branch(
+        SYSTEM, SECTION, [downwards, upwards], params, D_G, **steps
+    )
+    second = hx.continue_branch(SYSTEM, SECTION, upwards, params, D_G, **steps)
+    assert both.n_points == second.n_points == 3
+    np.testing.assert_array_equal(np.asarray(both.u), np.asarray(second.u))
+    stacked = hx.continue_branch(
+        SYSTEM, SECTION, np.stack([downwards, downwards]), params, D_G, **steps
+    )
+    assert stacked.result == hx.RESULTS.start_failed
+
+
 def test_parameter_get_set():
     params = models.hopper.make_params()
     changed = D_G.set(params, -0.03)

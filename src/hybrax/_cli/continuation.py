@@ -293,39 +293,31 @@ def _branch_from_guesses(
     args: argparse.Namespace, system, section, guesses, params, span: _Range
 ):
     """The branch followed from the first of `guesses` whose start orbit is
-    found (else the last attempt's), the partial branch where interrupted:
-    `(branch, seconds)`."""
+    found ([`hybrax.continue_branch`][] tries them in order), the partial branch
+    where interrupted: `(branch, seconds)`."""
     from .._continuation import continue_branch
-    from .._solution import RESULTS, Interrupted
+    from .._solution import Interrupted
 
     began = time.perf_counter()
-    branch = None
-    for guess in guesses:
-        try:
-            branch = continue_branch(
-                system,
-                section,
-                guess,
-                params,
-                span.parameter,
-                start=span.start,
-                stop=span.stop,
-                max_period=span.max_period,
-                continuation_settings=_continuation_settings(
-                    args, span.theta, args.method
-                ),
-                settings=common.solver_settings(args),
-                throw=False,
-            )
-        except Interrupted as stop_early:
-            if stop_early.partial is None:  # no point yet: `main`'s one line
-                raise KeyboardInterrupt from None
-            branch = stop_early.partial
-        if branch.result != RESULTS.start_failed:
-            break
-    elapsed = time.perf_counter() - began
-    assert branch is not None
-    return branch, elapsed
+    try:
+        branch = continue_branch(
+            system,
+            section,
+            list(guesses),
+            params,
+            span.parameter,
+            start=span.start,
+            stop=span.stop,
+            max_period=span.max_period,
+            continuation_settings=_continuation_settings(args, span.theta, args.method),
+            settings=common.solver_settings(args),
+            throw=False,
+        )
+    except Interrupted as stop_early:
+        if stop_early.partial is None:  # no point yet: `main`'s one line
+            raise KeyboardInterrupt from None
+        branch = stop_early.partial
+    return branch, time.perf_counter() - began
 
 
 def _continue_payload(

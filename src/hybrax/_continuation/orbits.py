@@ -6,6 +6,7 @@ from collections.abc import Callable
 import diffrax as dfx
 import equinox as eqx
 import jax.numpy as jnp
+import numpy as np
 from jaxtyping import Array, Float
 
 from .._continuation_parameter import (
@@ -39,6 +40,16 @@ from .driver import (
 from .problems import _ReturnMapResidual, clearance_names, release_names
 from .results import Branch, SpecialPoint
 from .settings import ContinuationSettings, resolve_continuation_settings
+
+
+def _several_guesses(u0) -> list | None:
+    """`u0` as a list of guesses where it holds several (a list or tuple of
+    arrays, or a 2-D array), else `None` (one guess, checked by `check_u0`)."""
+    if isinstance(u0, list | tuple) and u0 and all(np.ndim(g) >= 1 for g in u0):
+        return list(u0)
+    if np.ndim(u0) == 2:
+        return list(u0)
+    return None
 
 
 def continue_branch(
@@ -93,7 +104,9 @@ def continue_branch(
 
     - `system`, `section`: the hybrid system and its [`hybrax.PoincareSection`][].
     - `u0`: a guess of the reduced unknowns of the orbit at $\lambda$ = `start`,
-      corrected at fixed $\lambda$ first.
+      corrected at fixed $\lambda$ first; or several guesses (a list of arrays,
+      or an array of shape `(n, k)`), tried in order until one starts the branch
+      (the branch of the first that does; else the last one's, `start_failed`).
     - `params`: the parameter PyTree (its value of the continued parameter is
       replaced by `start`).
     - `parameter`: a [`hybrax.AbstractParameter`][] (e.g. a
@@ -159,6 +172,25 @@ def continue_branch(
     Bifurcation Theory, sec. 10.2.
     """
     check_float64("continue_branch")
+    guesses = _several_guesses(u0)
+    if guesses is not None:
+        options = dict(
+            start=start,
+            stop=stop,
+            bounds=bounds,
+            direction=direction,
+            max_period=max_period,
+            continuation_settings=continuation_settings,
+            settings=settings,
+            throw=throw,
+        )
+        for guess in guesses:
+            branch = continue_branch(
+                system, section, guess, params, parameter, **options
+            )
+            if branch.result != RESULTS.start_failed:
+                break
+        return branch
     parameter = as_parameter(parameter, params)
     continuation = resolve_continuation_settings(continuation_settings)
     start, low, high, direction = _resolve_range(start, stop, bounds, direction)
