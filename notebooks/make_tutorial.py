@@ -52,7 +52,7 @@ print("D_G =", float(params.D_G))""",
     (
         "md",
         """## 2. One hop
-From rest, 0.1 m above the ground: touchdown (plastic impact, $T_c$ lost),
+From rest, 0.15 m above the ground: touchdown (plastic impact, $T_c$ lost),
 ground phase with negative damping, lift-off when the ground force changes sign.""",
     ),
     (

@@ -137,6 +137,74 @@ def test_prints_event_table(cli_run, capsys, tmp_path):
     assert "T_c [J]" in out and "status: successful" in out
 
 
+def test_the_default_start_lands_with_the_ground_pushing(cli_run):
+    """The model's default start (at rest, spring at its static length, foot
+    0.15 m up) lands with the ground pushing: every ground phase starts inside
+    its mode, and the JSON says the run is admissible."""
+    _, _, data = cli_run
+    assert data["admissible"] is True and data["boundary_violations"] == []
+    touchdowns = [e for e in data["events"] if e["kind"] == "touchdown"]
+    assert all(event["guard_after"] > 0 for event in touchdowns)
+
+
+def test_a_start_where_the_ground_pulls_is_not_admissible(tmp_path, capsys):
+    """From rest with the spring at its static length 0.1 m up, the foot lands
+    while the spring is stretched: right after touchdown the ground would have
+    to pull, N = m_L g - k (z_U - L0) - d_G v_U < 0 (closed form of the flight).
+    The run goes on and keeps exit code 0, but its status line and JSON say that
+    it is not admissible, with the force."""
+    p = ReferenceParams()
+    x0 = np.array([0.1 + p.L0 - p.mu * p.m * p.g / p.k, 0.1, 0.0, 0.0])
+    z_U, _, v_U, _ = flight_state(x0, touchdown_time(x0, p), p)
+    force = (1 - p.mu) * p.m * p.g - p.k * (z_U - p.L0) - p.d_G * v_U
+    assert force < -200  # the ground pulls with about 240 N
+    code = main(
+        ["simulate", "hopper", "--hops", str(HOPS), "--no-figures"]
+        + ["--x0", ",".join(repr(float(v)) for v in x0)]
+        + ["--out", str(tmp_path), "--json", str(tmp_path / "run.json")]
+    )
+    assert code == 0
+    out = capsys.readouterr().out
+    status = out.strip().splitlines()[-2]
+    assert status.startswith("status: successful (4 of 4 events, t = ")
+    assert status.endswith(
+        f"; inadmissible after touchdown 1: the ground pulls, contact force "
+        f"{force:+.1f} N)"
+    )
+    assert "note: not admissible after touchdown 1" in out
+    data = json.loads((tmp_path / "run.json").read_text())
+    assert data["status"] == "successful" and data["admissible"] is False
+    (violation,) = data["boundary_violations"]
+    assert violation["kind"] == "force_reversal" and violation["mode"] == "ground"
+    assert (violation["event"], violation["event_kind"]) == (1, "touchdown")
+    assert violation["value"] * p.m * p.g == pytest.approx(force, rel=1e-7)
+    assert violation["value"] == data["events"][0]["guard_after"]
+
+
+def test_a_released_contact_that_stays_is_not_admissible(tmp_path, capsys):
+    """The compass gait with a short upper leg (b = 0.2, a = 1): from the
+    fourth heel strike on, the trailing foot's normal velocity after the impact
+    is negative (it would stay on the slope); the model has no words of its own
+    for it, so the status line names the observable and its value."""
+    code = main(
+        ["simulate", "compass-gait", "--set", "b=0.2", "--set", "a=1.0"]
+        + ["--no-figures", "--out", str(tmp_path)]
+        + ["--json", str(tmp_path / "run.json")]
+    )
+    assert code == 0
+    status = capsys.readouterr().out.strip().splitlines()[-2]
+    data = json.loads((tmp_path / "run.json").read_text())
+    assert data["admissible"] is False
+    first = data["boundary_violations"][0]
+    assert first["kind"] == "release_reversal" and first["value"] < 0
+    assert first["name"] == "trailing_normal_velocity"
+    assert first["event_kind"] == "heelstrike"
+    assert f"; inadmissible at heelstrike {first['event']}: the released contact" in (
+        status
+    )
+    assert f"trailing_normal_velocity = {first['value']:+.3g})" in status
+
+
 @pytest.fixture
 def in_tmp(tmp_path, monkeypatch):
     """Run in a temporary directory, so the default `--out` lands there."""

@@ -179,7 +179,7 @@ def test_grazing_contact_is_reported(one_flight, depth):
 def test_ground_mode_entered_with_the_foot_in_the_air(form):
     system = HOPPER if form == "minimal" else models.hopper.constrained()[0]
     params = hx.canonical_params(models.hopper.make_params())
-    x0 = models.hopper.default_state(params)  # foot 0.1 m above the ground
+    x0 = models.hopper.default_state(params)  # foot 0.15 m above the ground
     if form == "constrained":
         x0 = models.hopper.to_constrained(x0)
     sol = hx.simulate(system, x0, params, n_events=4, mode0="ground", settings=SETTINGS)

@@ -164,6 +164,13 @@ class ModelPresentation(eqx.Module):
       the model knows (the command then does not look further).
     - `explain(status, mode, transition, params) -> str | None`: what a failed
       simulation's status means for this model.
+    - `describe_boundary(kind, mode, value, params) -> str | None`: a declared
+      boundary that a run breaks, in the model's words, for `hybrax simulate`'s
+      admissibility: `kind` is `"force_reversal"` (the phase in `mode` starts
+      past its guard, whose signed value is `value`), `"release_reversal"` (the
+      release velocity `value` of an impact into `mode`) or `"clearance"` (the
+      clearance `value` of a phase in `mode`), e.g. `"the ground pulls, force
+      -240.1 N"` (default, or `None`: the generic words with the value).
     - `continuation_summary(system, form, branch, params, parameter, t_max) ->
       {column: values}`: the branch's columns (default: period and leading
       multiplier); `continuation_flags(summary) -> (words, mask) | None`: points
@@ -198,6 +205,9 @@ class ModelPresentation(eqx.Module):
         static=True, default=None
     )
     explain: Callable[..., str | None] | None = eqx.field(static=True, default=None)
+    describe_boundary: Callable[..., str | None] | None = eqx.field(
+        static=True, default=None
+    )
     continuation_summary: Callable[..., Mapping] | None = eqx.field(
         static=True, default=None
     )

@@ -53,7 +53,7 @@ def _add_simulate(subparsers) -> None:
         help=(
             "initial state in the model's minimal coordinates (default: the "
             "model's; for the hopper zU,zL,vU,vL with both masses at rest and the "
-            "foot 0.1 m up)"
+            "foot 0.15 m up, where it lands with the ground pushing)"
         ),
     )
     parser.add_argument(
@@ -108,6 +108,94 @@ def _explain_stop(model, system, solution, params) -> str | None:
     else:
         return None
     return text + ("" if hint is None else f"; {hint}")
+
+
+def _per_event(values: dict, name: str, n_done: int) -> np.ndarray:
+    """The scalar observable `name` of each of the first `n_done` events or
+    phases (none where `values` lacks it)."""
+    array = np.asarray(values.get(name, np.zeros(0)), dtype=float)
+    if array.size == 0:
+        return array
+    return array.reshape(array.shape[0], -1)[:n_done, 0]
+
+
+def _boundary_violations(model, system, solution, params, n_done: int) -> list[dict]:
+    """The declared boundaries that the run's `n_done` events and their phases
+    break, as `hybrax orbit` judges an orbit's (`inadmissible_orbit`): a phase
+    that starts past its own guard (`force_reversal`: for the hopper, the ground
+    pulls right after touchdown), an impact whose released contact would stay
+    (`release_reversal`, a declared release velocity below zero) and a phase
+    whose declared clearance dips below zero (`clearance`). Each is a dict with
+    its `kind`, the `event` (1-based, as the event table counts) and its
+    `event_kind`, the `mode` of the phase concerned, the observable's `name`
+    (`None` for a guard), its `value` and a `text` in the model's words where
+    it has them (`ModelPresentation.describe_boundary`)."""
+    from .._simulate import clearance_names, release_names
+
+    fired = [
+        system.transitions[int(index)]
+        for index in np.asarray(solution.transitions)[:n_done]
+    ]
+    kinds = [transition.name for transition in fired]
+    describe = model.presentation.describe_boundary
+
+    def ordinal(k: int) -> str:
+        """`touchdown 2`: the event's kind and its count among those events."""
+        return f"{kinds[k]} {kinds[: k + 1].count(kinds[k])}"
+
+    found = []
+
+    def add(kind, k, mode, name, value, generic):
+        words = None if describe is None else describe(kind, mode, value, params)
+        where = {"clearance": "before", "release_reversal": "at"}.get(kind, "after")
+        text = f"{where} {ordinal(k)}: {generic if words is None else words}"
+        found.append(
+            {
+                "kind": kind,
+                "event": k + 1,
+                "event_kind": kinds[k],
+                "mode": mode,
+                "name": name,
+                "value": float(value),
+                "text": text,
+            }
+        )
+
+    guards = np.asarray(solution.guard_at_start, dtype=float)[:n_done]
+    for k, value in enumerate(guards):
+        if np.isfinite(value) and value < -_GUARD_NOTE_TOL:
+            add(
+                "force_reversal",
+                k,
+                fired[k].target,
+                None,
+                value,
+                f"the phase starts past its guard (signed guard {value:+.3g})",
+            )
+    for name in release_names(system):
+        for k, value in enumerate(_per_event(solution.observables, name, n_done)):
+            if np.isfinite(value) and value < -_GUARD_NOTE_TOL:
+                add(
+                    "release_reversal",
+                    k,
+                    fired[k].target,
+                    name,
+                    value,
+                    f"the released contact would stay ({name} = {value:+.3g})",
+                )
+    for name in clearance_names(system):
+        phases = solution.phase_observables
+        for k, value in enumerate(_per_event(phases, name, n_done)):
+            if np.isfinite(value) and value < -_GUARD_NOTE_TOL:
+                add(
+                    "clearance",
+                    k,
+                    fired[k].source,
+                    name,
+                    value,
+                    f"{name} = {value:+.3g} < 0 in the phase",
+                )
+    return sorted(found, key=lambda violation: violation["event"])
 
 
 def _run_simulate(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
@@ -172,27 +260,34 @@ def _run_simulate(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
             print(line)
     else:
         print("no events")
-    # A phase that starts past its own guard (after a touchdown: the ground would
-    # already have to pull) runs until the guard has come back and crossed again;
-    # say so, as the trajectory then differs from a complementarity model's.
-    guards = np.asarray(solution.guard_at_start, dtype=float)[
-        : len(trajectory.t_events)
-    ]
-    for k in np.flatnonzero(guards < -_GUARD_NOTE_TOL):
-        print(
-            f"note: the phase after event {k + 1} ({trajectory.event_kinds[k]}) "
-            f"starts past its guard (signed guard {guards[k]:+.3g} < 0; on the "
-            "ground: the contact would pull); it runs until the guard re-crosses."
-        )
+    n_done = len(trajectory.t_events)
+    guards = np.asarray(solution.guard_at_start, dtype=float)[:n_done]
+    # The model's declared boundaries (as `hybrax orbit` judges an orbit): a
+    # phase that starts past its own guard (after a touchdown: the ground would
+    # already have to pull) runs until the guard has come back and crossed
+    # again, which a complementarity model would not do; such a run is not
+    # admissible, whatever its status.
+    violations = _boundary_violations(model, system, solution, params, n_done)
+    for violation in violations:
+        note = f"note: not admissible {violation['text']}"
+        if violation["kind"] == "force_reversal":
+            note += "; the phase runs until its guard re-crosses"
+        print(note)
     cause = _explain_stop(model, system, solution, params)
     if cause is not None:
         print(f"note: {cause}")
     print()
-    n_done = len(trajectory.t_events)
     summary = (
         f"status: {status} ({n_done} of {n_events} events, "
         f"t = {float(solution.t_final):.6f} s)"
     )
+    if violations:
+        more = len(violations) - 1
+        summary = (
+            summary[:-1]
+            + f"; inadmissible {violations[0]['text']}"
+            + (f"; and {more} more)" if more else ")")
+        )
     if succeeded:
         print(summary)
     else:
@@ -230,6 +325,10 @@ def _run_simulate(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
             "settings": solver_record(args),
             "status": status,
             "status_message": message,
+            # Whether the run keeps every boundary its model declares, and each
+            # one it breaks (the note lines' words, with kind, event and value).
+            "admissible": not violations,
+            "boundary_violations": violations,
             "t_final": float(solution.t_final),
             "events": events,
         }

@@ -120,6 +120,16 @@ def explain(status, mode, transition, params) -> str | None:
     return None
 
 
+def describe_boundary(kind, mode, value, params) -> str | None:
+    """A ground phase that starts past its lift-off guard: the signed guard is
+    -lambda_g / (m g) = N / (m g), so the ground's normal force right after
+    touchdown is N = guard m g, negative where the ground would have to pull."""
+    if kind == "force_reversal" and mode == "ground":
+        force = float(value) * float(params.m) * float(params.g)
+        return f"the ground pulls, contact force {force:+.1f} N"
+    return None
+
+
 # Guesses of the hopper's lift-off velocity v_U for the start of a branch: the
 # orbit near D_G = 0- hops low, those further out higher.
 _BRANCH_SPEEDS = (0.1, 0.2, 0.35, 0.5, 0.8, 1.2, 1.7, 2.5, 4.0)
