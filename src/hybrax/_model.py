@@ -183,6 +183,16 @@ class ModelPresentation(eqx.Module):
       `frame_shift(x_before, params) -> (dx, dy)`, the new frame's origin at an
       event: `simulate` and `orbit` then write `stick_figure.png` and
       `animation.gif` (see [`hybrax.plot.stick_frames`][]).
+    - `stick_names`: the legend's names of the stick figure's polylines after
+      the ground (`stick_names[0]` names polyline 1; `None`: not in the legend),
+      e.g. `("leg 1", "leg 2")`.
+    - `stick_swaps`: pairs `(i, j)` of the stick figure's polylines that trade
+      roles at every event, as a walker's stance and swing legs at heel strike:
+      the pictures draw them exchanged after every other event, so each
+      physical leg keeps one colour (and its name).
+    - `animation_note`: a simplification of the model that the animation shows,
+      written at the foot of each frame, e.g. that the swing foot passes
+      through the slope where the model ignores foot scuffing (`None`: no note).
     """
 
     labels: Mapping[str, str] = eqx.field(static=True, default_factory=dict)
@@ -222,6 +232,9 @@ class ModelPresentation(eqx.Module):
         static=True, default=None
     )
     frame_shift: Callable[[Any, Any], Any] | None = eqx.field(static=True, default=None)
+    stick_names: tuple[str | None, ...] = eqx.field(static=True, default=())
+    stick_swaps: tuple[tuple[int, int], ...] = eqx.field(static=True, default=())
+    animation_note: str | None = eqx.field(static=True, default=None)
 
     def __check_init__(self):
         if self.simulate_cycles < 1:

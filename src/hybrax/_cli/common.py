@@ -584,27 +584,35 @@ def _stick_outputs(
     """`stick_figure.png` (a strobe picture) and `animation.gif` or `.mp4`
     (`animation`; `fps` frames per unit of simulated time, shown at that rate:
     real time) of a model whose presentation declares a `stick_figure` (and, for a
-    walker, a `frame_shift`)."""
-    skeleton = model.presentation.stick_figure
+    walker, a `frame_shift`, the legs' `stick_swaps` and `stick_names`, and an
+    `animation_note`)."""
+    shown = model.presentation
+    skeleton = shown.stick_figure
     if skeleton is None:
         return []
     from .. import plot
 
-    shift = model.presentation.frame_shift
+    shift = shown.frame_shift
     frames = plot.stick_frames(
         trajectory,
         lambda x: skeleton(x, params),
         frame_shift=None if shift is None else (lambda x: shift(x, params)),
         fps=fps,
+        swaps=shown.stick_swaps,
+        names=shown.stick_names,
     )
-    units = model.presentation.units
+    units = shown.units
     strobe = plot.stick_figure(frames, units=units)
     strobe.suptitle(f"{model.name}: stick figures")
     paths = plot.save_figures({"stick_figure.png": strobe}, out)
     # Played at `fps`: real time while the frames fit their cap, faster beyond
     # (the title's clock says how fast).
     animation = plot.save_animation(
-        frames, pathlib.Path(out) / f"animation.{animation}", units=units, fps=fps
+        frames,
+        pathlib.Path(out) / f"animation.{animation}",
+        units=units,
+        fps=fps,
+        note=shown.animation_note,
     )
     return [*paths, animation]
 

@@ -240,6 +240,7 @@ def _bundle():
             no_orbit_hint=_no_orbit_hint,
             stick_figure=_stick_figure,
             frame_shift=_frame_shift,
+            stick_names=("spokes", "spoke in contact"),
             orbit_perturbations=(
                 (1, 0.1, r"$\dot\theta + 0.1$ rad/s"),
                 (1, -0.1, r"$\dot\theta - 0.1$ rad/s"),

@@ -323,6 +323,13 @@ def _stick_figure(x, params):
             _to_world(np.stack([hip, swing]), params)]  # fmt: skip
 
 
+#: The animation's note: the straight-legged walker's swing foot dips below the
+#: slope around mid-swing; the model ignores foot scuffing (it lets the foot pass).
+_ANIMATION_NOTE = (
+    "foot scuffing ignored (the swing foot passes through the slope at mid-stride)"
+)
+
+
 def _frame_shift(x_before, params):
     """At heel strike the swing foot becomes the stance foot."""
     return _to_world(_stick_points(x_before)[2], params)
@@ -385,5 +392,8 @@ def _bundle():
             orbit_perturbations=((2, -0.01, r"$\dot\theta - 0.01$"),),
             stick_figure=_stick_figure,
             frame_shift=_frame_shift,
+            stick_names=("leg 1", "leg 2"),
+            stick_swaps=((1, 2),),  # stance and swing trade at heel strike
+            animation_note=_ANIMATION_NOTE,
         ),
     )

@@ -310,5 +310,7 @@ def _bundle():
             orbit_perturbations=((7, 0.1, r"$\dot\theta_3 + 0.1$ rad/s"),),
             stick_figure=_stick_figure,
             frame_shift=_frame_shift,
+            stick_names=("leg 1", "trunk", "leg 2"),
+            stick_swaps=((1, 3),),  # stance and swing trade at heel strike
         ),
     )
