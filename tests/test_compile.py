@@ -9,6 +9,7 @@ import subprocess
 import sys
 import textwrap
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -385,3 +386,25 @@ def test_clear_caches_compiles_again(compilations):
     np.testing.assert_array_equal(first.t_events, again.t_events)
     np.testing.assert_array_equal(first.t_events, cleared.t_events)
     np.testing.assert_allclose(first.t_events[0], np.sqrt(2 / params.g), rtol=1e-10)
+
+
+def test_a_target_value_is_a_run_time_value_whatever_its_type(compilations):
+    """`hx.QuantityTarget(f, 0.955)` with a Python float holds its value as an
+    array, so that a program taking the target (as the tuning programs do)
+    compiles once for every value: 0.955, 0.96 (Python), NumPy and JAX numbers."""
+    target = hx.QuantityTarget(lambda orbit, params: orbit, 0.955)
+    assert eqx.is_array(target.value)
+
+    @eqx.filter_jit
+    def residual(target, x):
+        return target(x, None)
+
+    np.testing.assert_allclose(residual(target, 1.0), 1.0 - 0.955, rtol=1e-15)
+    values = (0.96, np.float64(0.97), jnp.asarray(0.98, dtype=float))
+    with compilations as counted:
+        out = [residual(hx.QuantityTarget(target.quantity, v), 1.0) for v in values]
+    assert counted.count == 0
+    np.testing.assert_allclose(out, 1.0 - np.array([0.96, 0.97, 0.98]), rtol=1e-15)
+    # Traced, it stays traced: a gradient with respect to the target.
+    slope = jax.grad(lambda v: residual(hx.QuantityTarget(target.quantity, v), 1.0))
+    assert float(slope(0.9)) == -1.0

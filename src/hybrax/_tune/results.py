@@ -7,6 +7,7 @@ from collections.abc import Callable
 from typing import Any, Literal
 
 import equinox as eqx
+import jax
 import jax.numpy as jnp
 import numpy as np
 import optimistix as optx
@@ -141,14 +142,30 @@ class TuneResult(eqx.Module):
         return np.asarray(_values_of(problem, orbits, params))
 
 
+def _run_time_value(value):
+    """`value` as an array (a Python or NumPy number becomes a NumPy float array;
+    a JAX array, traced or not, stays as it is): `equinox.filter_jit` keeps
+    Python numbers static, so each would compile its own program."""
+    if isinstance(value, jax.Array):
+        return value
+    return np.asarray(value, dtype=jnp.result_type(float))
+
+
 class QuantityTarget(eqx.Module):
     """The constraint `quantity(orbit, params) - value` of [`hybrax.tune`][] with
-    `value` an array: a run-time input of the compiled tuning program, so that
-    another target compiles nothing (a target captured by a lambda is a
-    constant of the program: each value compiles its own)."""
+    `value` a run-time input of the compiled tuning program, so that another
+    target compiles nothing, whether given as a Python float, a NumPy or a JAX
+    number (a target captured by a lambda is a constant of the program: each
+    value compiles its own).
+
+    **Arguments:**
+
+    - `quantity`: `(orbit, params) -> scalar`, an orbit quantity.
+    - `value`: the target value (stored as an array).
+    """
 
     quantity: Callable[[PeriodicOrbit, Params], Any]
-    value: ArrayLike
+    value: ArrayLike = eqx.field(converter=_run_time_value)
 
     def __call__(self, orbit, params):
         return self.quantity(orbit, params) - self.value
