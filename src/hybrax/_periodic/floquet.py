@@ -42,7 +42,11 @@ class FloquetAnalysis(eqx.Module):
 
     @property
     def leading_multiplier(self):
-        """The nontrivial multiplier of largest modulus (autodiff)."""
+        """The nontrivial multiplier of largest modulus (autodiff). For a model
+        without losses whose section declares no invariant, the energy's
+        multiplier 1 is among them: judge stability by the orbit's
+        `spectral_radius` then, or declare the invariant (see
+        [`hybrax.PoincareSection`][])."""
         return self.multipliers_ad[0]
 
 
