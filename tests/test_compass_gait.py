@@ -180,6 +180,13 @@ def test_continue_command_follows_the_cascade(tmp_path):
     np.testing.assert_allclose(first["period"], 2 * doubling["period"], rtol=2e-3)
     assert first["stable"]
     assert (out / "bifurcation.png").stat().st_size > 0
+    # The run ended with its cascade: the period-2 branch's own end, top-level
+    # and on the last line; the period-1 branch's kept beside.
+    assert data["ended_in"] == "cascade" and data["cascade_ended"] == "levels_reached"
+    assert data["status"] == level["status"] and data["message"] == level["message"]
+    assert data["branch_status"] == "reached_bound"
+    assert data["end"].startswith("ended: the cascade followed its 1 level(s); ")
+    assert "the period-2 branch" in data["end"]
 
 
 @pytest.mark.slow

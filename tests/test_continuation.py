@@ -514,6 +514,48 @@ def test_cli_writes_branch_and_figures(cli_run, branch):
         assert (out / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def test_cli_says_how_the_run_ended_last(cli_run, tmp_path, capsys):
+    """The JSON's top-level `status` and `message` say how the run ended, with
+    `end`, the command's last line; the branch's own in `branch_status` and
+    `branch_message`. A branch that reaches `--stop` ends there; one that uses
+    up `--max-points` says so on its last line and top-level, with how far it
+    got, and each point's progress line says the measured pace and the time
+    the rest of the budget would take (the same corrector: no compilation)."""
+    _, _, payload = cli_run
+    assert payload["status"] == payload["branch_status"] == "reached_bound"
+    assert payload["ended_in"] == "branch"
+    assert payload["end"] == (
+        f"ended: the branch reached the end of its range at D_G = "
+        f"{payload['branch'][-1]['D_G']:.8g} (left [-0.04, -0.005])"
+    )
+    capsys.readouterr()
+    code = main(
+        ["continue", "hopper", "--param", "D_G", "--set", "mu=0.8"]
+        + ["--start=-0.005", "--stop=-0.04", "--max-step", "0.1", "--tol", str(TOL)]
+        + ["--max-points", "5", "--no-figures", "--out", str(tmp_path)]
+        + ["--json", str(tmp_path / "branch.json")]
+    )
+    assert code == 0
+    out, err = capsys.readouterr()
+    data = json.loads((tmp_path / "branch.json").read_text())
+    last = data["branch"][-1]["D_G"]
+    share = (last + 0.005) / (-0.04 + 0.005)
+    message = (
+        f"reached max_points = 5 at D_G = {last:.8g}, {share:.0%} of the way from "
+        "-0.005 to -0.04"
+    )
+    assert data["status"] == data["branch_status"] == "max_points_reached"
+    assert data["message"] == data["branch_message"] == message
+    end = f"ended: the branch used up its point budget (--max-points 5): {message}"
+    assert data["end"] == end and out.strip().splitlines()[-1] == end
+    progress = [line for line in err.splitlines() if line.startswith("  point ")]
+    assert [line.split(";")[1].split(",")[0] for line in progress] == [
+        f" {n}/5 points" for n in range(2, 6)
+    ]
+    assert all(" s/point, " in line for line in progress)
+    assert progress[-1].endswith("the point budget used up")
+
+
 def test_cli_argument_errors(capsys):
     with pytest.raises(SystemExit) as error:
         main(["continue", "hopper", "--param", "E_G"])

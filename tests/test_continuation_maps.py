@@ -150,6 +150,74 @@ def test_an_interrupted_continuation_keeps_its_points(fixed, monkeypatch):
     assert partial.kind == fixed.kind[:n]
 
 
+def test_a_point_budget_says_how_far_it_got_and_each_point_its_pace(fixed, monkeypatch):
+    """A continuation that uses up `max_points` says in its message where it
+    stopped (its last parameter value and its share of the way to the bound),
+    not only that it reached the budget; each point's progress line gives
+    `n/max_points`, the measured seconds per point and the time the rest of the
+    budget would take at that pace (the last: the budget used up)."""
+    import re
+
+    import hybrax._continuation.driver
+
+    announce = hybrax._continuation.driver.announce
+    lines = []
+
+    def keep(line):
+        announce(line)
+        lines.append(line)
+
+    monkeypatch.setattr(hybrax._continuation.driver, "announce", keep)
+    settings = hx.ContinuationSettings(max_step=0.1, max_points=6)
+    short = hx.continue_fixed_points(
+        logistic, 0.6, 2.5, stop=3.6, parameter_name="r", continuation_settings=settings
+    )
+    assert short.result == hx.RESULTS.max_points_reached and short.succeeded
+    np.testing.assert_array_equal(short.parameter, fixed.parameter[:6])
+    last = short.parameter[-1]
+    share = (last - 2.5) / (3.6 - 2.5)
+    assert short.message == (
+        f"reached max_points = 6 at r = {last:.8g}, {share:.0%} of the way from "
+        "2.5 to 3.6"
+    )
+    progress = [line for line in lines if line.startswith("  point ")]
+    assert len(progress) == 5
+    for n, line in enumerate(progress, start=2):
+        match = re.fullmatch(
+            rf"  point {n - 1}: r = (\S+) \(\d+ Newton steps, step \S+\); "
+            rf"{n}/6 points, (\S+) s/point, (.*)",
+            line,
+        )
+        assert match, line
+        assert float(match.group(1)) == pytest.approx(short.parameter[n - 1], rel=1e-7)
+        assert float(match.group(2)) > 0
+        if n < 6:
+            assert re.fullmatch(
+                r"under 1 s left|about \d+ (s|min) left at most", match.group(3)
+            ), line
+        else:
+            assert match.group(3) == "the point budget used up"
+
+
+def test_the_pace_and_the_time_left_come_from_the_measured_steps(monkeypatch):
+    """The seconds per point are the mean of the last points' measured times,
+    and the time left is that pace times the points the budget has left."""
+    from hybrax._continuation import driver
+
+    clock = iter([0.0, 2.0, 4.0, 10.0])
+    monkeypatch.setattr(driver.time, "perf_counter", lambda: next(clock))
+    pace = driver._Pace(1)
+    pace.mark(2)  # 2 s
+    pace.mark(3)  # 2 s
+    assert pace.words(3, 63) == "3/63 points, 2 s/point, about 2 min left at most"
+    pace.mark(5)  # two points in 6 s: 3 s each
+    assert pace.words(5, 65) == "5/65 points, 2.5 s/point, about 2 min left at most"
+    assert pace.words(5, 5) == "5/5 points, 2.5 s/point, the point budget used up"
+    assert driver.duration_words(40) == "40 s"
+    assert driver.duration_words(4000) == "67 min"
+    assert driver.duration_words(36000) == "10.0 h"
+
+
 def test_logistic_period_doubling_at_three(fixed):
     (flip,) = fixed.period_doublings
     assert fixed.special_points == (flip,)

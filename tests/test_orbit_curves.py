@@ -269,12 +269,30 @@ def test_curve_command_and_its_curve_on_the_sweep_map(tmp_path, capsys):
         ]
     )
     assert code == 0
-    curve = json.loads(curve_json.read_text())["curve"]
+    data = json.loads(curve_json.read_text())
+    curve = data["curve"]
     assert curve["kind"] == "period_doubling" and curve["parameters"] == [
         "slope_deg",
         "m_H",
     ]
     assert curve["m_H"][0] == pytest.approx(10.0) and len(curve["slope_deg"]) >= 2
+    # The curve stops on its point budget short of m_H = 10.5: it says so with
+    # how far it got, on the last line and in the JSON's top-level status (the
+    # branch reached its bound: its own status is kept beside).
+    last = curve["m_H"][-1]
+    message = (
+        f"reached max_points = 5 at m_H = {last:.8g}, {(last - 10) / 0.5:.0%} of "
+        "the way from 10 to 10.5"
+    )
+    assert curve["status"] == data["status"] == "max_points_reached"
+    assert curve["message"] == data["message"] == message
+    assert data["branch_status"] == "reached_bound" and data["ended_in"] == "curve"
+    end = (
+        "ended: the period-doubling curve used up its point budget "
+        f"(--curve-points 5): {message}"
+    )
+    assert data["end"] == end
+    assert capsys.readouterr().out.strip().splitlines()[-1] == end
     assert (tmp_path / "continue" / "curve.png").stat().st_size > 0
     code = main(
         [

@@ -216,12 +216,17 @@ def _run_continue(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
         )
         if "curve" in payload:
             write_curve_figure(payload["curve"], model, args.out)
+    if not interrupted:
+        _finish_run(args, span, levels, payload)
     if args.json is not None:
         common._write_json(args.json, payload)
         print(f"wrote {args.json}")
     if interrupted:
         _report_interrupted(branch)
         return 130
+    # Why the run ended, last (the branch's bound, its point budget and how far
+    # it got, a failure and its cause; or its cascade's, or its curve's).
+    print(payload["end"])
     # A curve asked for and not followed (the branch has no such point).
     return 1 if payload.get("curve", {}).get("status") == "no_point" else 0
 
@@ -334,8 +339,12 @@ def _continue_payload(
         "start": span.start,
         "stop": span.stop,
         "method": args.method,
+        # How the run ended (its last stage: the branch, its cascade or its
+        # curve; `_finish_run` sets them), and how the branch itself ended.
         "status": status_name(branch.result)[0],
         "message": branch.message,
+        "branch_status": status_name(branch.result)[0],
+        "branch_message": branch.message,
         "n_points": branch.n_points,
         "n_rejected": branch.n_rejected,
         "settings": common.solver_record(args),
@@ -355,11 +364,12 @@ def _report_start_failed(
     of why, where it has one) and write the JSON with an empty branch; exit
     status 1."""
     sys.stdout.flush()
-    print(
+    end = (
         f"no periodic orbit found at {span.name} = {span.start:g} from any of "
-        f"{n_guesses} guesses: {branch.message}",
-        file=sys.stderr,
+        f"{n_guesses} guesses: {branch.message}"
     )
+    payload.update(ended_in="branch", end=f"ended: {end}")
+    print(end, file=sys.stderr)
     if hint is not None:
         print(f"note: {hint}.", file=sys.stderr)
     payload.update(
@@ -519,7 +529,7 @@ def _cascade_levels(
     if not args.cascade or interrupted:
         return levels, interrupted
     try:
-        levels += _follow_cascade(
+        doubled, cascade = _follow_cascade(
             args,
             system,
             section,
@@ -530,6 +540,10 @@ def _cascade_levels(
             span.max_period,
             span.theta,
         )
+        levels += doubled
+        payload["cascade_ended"] = cascade.ended
+        if cascade.failed_switch is not None:
+            payload["cascade_failure"] = cascade.failed_switch[1].message
     except Interrupted:  # the first branch is whole; the cascade is dropped
         payload["cascade_status"] = "interrupted"
         return levels, True
@@ -557,6 +571,92 @@ def _write_continue_figures(
         print(f"wrote {path}")
 
 
+# What a continuation's status says of how it stopped, and the option that
+# sets the limit it met (where one does).
+_STOPS = {
+    "reached_bound": ("reached the end of its range", None),
+    "max_points_reached": ("used up its point budget", "points"),
+    "max_period_reached": ("reached the longest period", "--max-period"),
+    "min_step_reached": ("failed", None),
+    "start_failed": ("could not start", None),
+}
+
+
+def _stop_words(what: str, status: str, message: str, budget: str) -> str:
+    """`the <what> <how it stopped>: <message>`, naming the option of the limit
+    it met (`budget`: the point budget's option and value) and, for a failure,
+    its possible causes (the status's own)."""
+    from .._solution import RESULTS, status_message
+
+    how, option = _STOPS.get(status, (f"stopped ({status})", None))
+    option = budget if option == "points" else option
+    words = f"the {what} {how}" + ("" if option is None else f" ({option})")
+    words += f": {message}"
+    if status == "min_step_reached" and "fold" not in message:
+        # The library's causes, after its own first sentence's colon.
+        (text,) = status_message(RESULTS.min_step_reached)
+        words += f" ({text.split(': ', 1)[-1].rstrip('.')})"
+    return words
+
+
+def _finish_run(args: argparse.Namespace, span: _Range, levels, payload) -> None:
+    """Set how the whole run ended in `payload`: `ended_in` (its last stage:
+    `branch`, `cascade` or `curve`), `status` and `message` (that stage's), and
+    `end`, the line that says so (printed last)."""
+    curve = payload.get("curve")
+    if curve is not None:
+        stage, status, message = "curve", curve["status"], curve.get("message", "")
+        what = f"{args.curve} curve"
+        if status == "no_point":
+            message = f"no located {args.curve} point on the branch to follow"
+        elif status == "empty_range":
+            message = (
+                f"--stop2 is {args.param2}'s value at the start: nothing to follow"
+            )
+        end = message
+        if status not in ("no_point", "empty_range"):
+            budget = f"--curve-points {args.curve_points}"
+            end = _stop_words(what, status, message, budget)
+            if status == "reached_bound":
+                end = _reached(what, args.param2, curve[args.param2][-1], message)
+    elif "cascade_ended" in payload:
+        stage, status = "cascade", payload["cascade_ended"]
+        last, period = levels[-1][1], 2 ** (len(levels) - 1)
+        if status == "no_period_doubling":
+            message = end = (
+                f"the cascade found no located period doubling on the "
+                f"period-{period} branch"
+            )
+        elif status == "start_failed":
+            message = payload.get("cascade_failure", "")
+            end = (
+                f"the cascade found no period-{2 * period} orbit at the period "
+                f"doubling of the period-{period} branch: {message}"
+            )
+        else:  # every level asked for: the last level's own end
+            status, message = payload["cascade"][-1]["status"], last.message
+            what = f"period-{period} branch"
+            end = _stop_words(what, status, message, f"--max-points {args.max_points}")
+            if status == "reached_bound":
+                end = _reached(what, span.name, last.parameter[-1], message)
+            end = f"the cascade followed its {len(levels) - 1} level(s); {end}"
+    else:
+        branch = levels[0][1]
+        stage, status, message = "branch", payload["branch_status"], branch.message
+        end = _stop_words("branch", status, message, f"--max-points {args.max_points}")
+        if status == "reached_bound":
+            end = _reached("branch", span.name, branch.parameter[-1], message)
+    payload.update(ended_in=stage, status=status, message=message, end=f"ended: {end}")
+
+
+def _reached(what: str, name: str, value, message: str) -> str:
+    """The words of a continuation that reached the end of its range."""
+    value = float(value)
+    return (
+        f"the {what} reached the end of its range at {name} = {value:.8g} ({message})"
+    )
+
+
 def _report_interrupted(branch) -> None:
     """Say where an interrupted continuation stopped and what was written."""
     from .._solution import RESULTS
@@ -575,8 +675,8 @@ def _follow_cascade(
 ):
     """Switch onto the period-2 branch at the first period doubling of `branch`,
     then of that branch, `args.cascade` times ([`hybrax.continue_cascade`][]),
-    saying what each level found: `[(section, branch), ...]` of the doubled
-    levels."""
+    saying what each level found: `([(section, branch), ...], cascade)`, the
+    doubled levels and the [`hybrax.Cascade`][] (why it ended)."""
     from .._continuation import continue_cascade
     from .._solution import status_name
 
@@ -612,7 +712,7 @@ def _follow_cascade(
             f"cascade: no located period doubling on the period-{2**level} "
             "branch; stopped"
         )
-    return list(zip(cascade.sections[1:], cascade.branches[1:]))
+    return list(zip(cascade.sections[1:], cascade.branches[1:])), cascade
 
 
 def _crossings(model, form, section, branch):

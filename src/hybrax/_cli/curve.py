@@ -225,13 +225,15 @@ def follow_curve(args, model, system, section, branch, params, span) -> dict:
     if not math.isfinite(start2) or start2 == args.stop2:
         print(f"curve: --stop2 must differ from {args.param2} = {start2:g}")
         return {"kind": kind, "status": "empty_range"}
-    # A bifurcation's defining test function holds the cycle's Jacobian.
+    # A bifurcation's defining test function holds the cycle's Jacobian. How
+    # long its compilation takes is announced as it happens; each point's line
+    # then says the measured pace and the time the point budget may still take.
     order = "second " if kind in ("fold", "period_doubling", "neimark_sacker") else ""
     print(
         f"curve: the {args.curve} at {span.name} = {points[0].parameter:.10g} "
-        f"followed in {args.param2} from {start2:g} towards {args.stop2:g} "
-        f"(a model's first curve compiles the cycle's {order}derivatives for a "
-        "minute or two; later runs load them from the cache)"
+        f"followed in {args.param2} from {start2:g} towards {args.stop2:g}, at "
+        f"most {args.curve_points} points (first its corrector, with the cycle's "
+        f"{order}derivatives, is compiled or loaded from the cache)"
     )
     sys.stdout.flush()
     begin = time.perf_counter()
@@ -252,10 +254,11 @@ def follow_curve(args, model, system, section, branch, params, span) -> dict:
     elapsed = time.perf_counter() - begin
     status = status_name(curve.result)[0]
     print(
-        f"curve: {curve.branch.n_points} points in {elapsed:.1f} s ({status}); "
-        f"{span.name} from {curve.lam[0]:.8g} to {curve.lam[-1]:.8g}"
+        f"curve: {curve.branch.n_points} points in {elapsed:.1f} s ({status}: "
+        f"{curve.branch.message}); {span.name} from {curve.lam[0]:.8g} to "
+        f"{curve.lam[-1]:.8g}"
         if curve.branch.n_points
-        else f"curve: no point ({status})"
+        else f"curve: no point ({status}: {curve.branch.message})"
     )
     for p in curve.special_points:
         print(
@@ -267,6 +270,9 @@ def follow_curve(args, model, system, section, branch, params, span) -> dict:
     return {
         "kind": kind,
         "status": status,
+        "message": curve.branch.message,
+        "n_points": curve.branch.n_points,
+        "max_points": args.curve_points,
         "parameters": [span.name, args.param2],
         span.name: curve.lam.tolist(),
         args.param2: curve.mu.tolist(),
@@ -296,9 +302,18 @@ def _where(point) -> str:
     return ""
 
 
+# Why a curve stopped before its range's end, as its figure says it.
+_FIGURE_STOPS = {
+    "max_points_reached": "point budget used up",
+    "min_step_reached": "no step could be corrected",
+    "max_period_reached": "longest period reached",
+}
+
+
 def write_curve_figure(record: dict, model, out) -> None:
     """`curve.png`: the curve in the plane of its two parameters, its
-    codimension-two points marked."""
+    codimension-two points marked, and its last point where it stopped before
+    the end of its range (on its point budget, say)."""
     if "parameters" not in record or not record[record["parameters"][0]]:
         return
     from matplotlib.figure import Figure
@@ -318,9 +333,24 @@ def write_curve_figure(record: dict, model, out) -> None:
             label=None if point["kind"] in marked else point["kind"].replace("_", " "),
         )
         marked.add(point["kind"])
+    # A curve that stopped before its range's end: its last point marked with
+    # why (the point budget, a failed step, ...), as the run's last line says.
+    stopped = _FIGURE_STOPS.get(record["status"], record["status"].replace("_", " "))
+    title = f"{kind} curve"
+    if record["status"] != "reached_bound":
+        ax.plot(
+            record[name2][-1],
+            record[name][-1],
+            "o",
+            markerfacecolor="none",
+            markersize=10,
+            color="tab:red",
+            label=f"stopped: {stopped} at {name2} = {record[name2][-1]:.4g}",
+        )
+        title += f" (stopped: {stopped})"
     ax.set_xlabel(model.label(name2))
     ax.set_ylabel(model.label(name))
-    ax.set_title(f"{kind} curve")
+    ax.set_title(title)
     ax.legend(fontsize="small")
     path = write_figure(out / "curve.png", fig)
     print(f"wrote {path}")

@@ -2,6 +2,7 @@
 
 import dataclasses
 import math
+import time
 from collections.abc import Callable
 
 import numpy as np
@@ -114,6 +115,65 @@ def _finish_on_bound(corrector, prev, new, low, high, scale) -> _Point | None:
     return None
 
 
+def duration_words(seconds: float) -> str:
+    """A duration for a progress line: seconds below 90 s, minutes below 90
+    min, else hours (`"40 s"`, `"3 min"`, `"1.5 h"`)."""
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 90 * 60:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+# The seconds per point of a progress line: the mean over this many of the last
+# points (the first steps may include compilations).
+_PACE_WINDOW = 10
+
+
+class _Pace:
+    """The measured seconds per accepted point of a continuation, for its
+    progress lines: `mark(n)` after the `n`-th point; `words(n, budget)` the
+    pace so far and the time left if the remaining points of the budget are
+    taken at that pace (an upper bound of the points, not of their cost)."""
+
+    def __init__(self, n: int):
+        self._last = time.perf_counter()
+        self._seconds: list[float] = []
+        self._n = n
+
+    def mark(self, n: int) -> None:
+        now = time.perf_counter()
+        new = max(n - self._n, 1)
+        self._seconds += [(now - self._last) / new] * new
+        self._last, self._n = now, n
+
+    def words(self, n: int, budget: int) -> str:
+        recent = self._seconds[-_PACE_WINDOW:]
+        pace = sum(recent) / len(recent)
+        words = f"{n}/{budget} points, {pace:.2g} s/point"
+        if n >= budget:
+            return words + ", the point budget used up"
+        left = pace * (budget - n)
+        if left < 1:
+            return words + ", under 1 s left"
+        return words + f", about {duration_words(left)} left at most"
+
+
+def _budget_message(points, settings, parameter_name, low, high, direction) -> str:
+    """How far a continuation that used up its `max_points` got: its last
+    parameter value, and the share of the way from its start to the bound in
+    its direction (where it lies in between)."""
+    start, last = points[0].lam, points[-1].lam
+    target = high if direction > 0 else low
+    message = (
+        f"reached max_points = {settings.max_points} at {parameter_name} = {last:.8g}"
+    )
+    share = (last - start) / (target - start) if target != start else math.nan
+    if 0 <= share <= 1:
+        return message + f", {share:.0%} of the way from {start:g} to {target:g}"
+    return message + f", before leaving [{low:g}, {high:g}]"
+
+
 def _follow(
     corrector: _Corrector,
     first: _Point,
@@ -125,16 +185,19 @@ def _follow(
     stop_when: Callable[[_Point], tuple[RESULTS, str] | None] | None = None,
 ) -> _Trace:
     """Pseudo-arclength (or natural) continuation from `first` (whose tangent is
-    set) until the branch leaves `[low, high]`, `max_points` are computed, the
-    step falls below `min_step`, `stop_when(point)` returns `(result,
-    message)`, or Ctrl-C interrupts it (`RESULTS.interrupted`)."""
+    set) until the branch leaves `[low, high]`, `max_points` are computed (its
+    message then says how far it got), the step falls below `min_step`,
+    `stop_when(point)` returns `(result, message)`, or Ctrl-C interrupts it
+    (`RESULTS.interrupted`). Each point is announced with the measured seconds
+    per point and the time the rest of the point budget would take."""
     scale = _scale(first.z.shape[0] - 1, settings.parameter_scale)
     first.kind = "start"
     points, specials = [first], []
     h = settings.initial_step
     n_rejected = 0
     result = RESULTS.max_points_reached
-    message = f"reached max_points = {settings.max_points}"
+    message = ""
+    pace = _Pace(len(points))
     try:
         while len(points) < settings.max_points:
             prev = points[-1]
@@ -173,10 +236,14 @@ def _follow(
             if len(points) >= settings.max_points:
                 break
             points.append(new)
-            # A line per point (the command line's progress; else the log's).
+            pace.mark(len(points))
+            # A line per point (the command line's progress; else the log's),
+            # with the pace measured so far and the time the rest of the point
+            # budget would take at it.
             announce(
                 f"  point {len(points) - 1}: {parameter_name} = {new.lam:.8g} "
-                f"({new.n_steps} Newton steps, step {h:.3g})"
+                f"({new.n_steps} Newton steps, step {h:.3g}); "
+                + pace.words(len(points), settings.max_points)
             )
             reason = None if stop_when is None else stop_when(new)
             if reason is not None:
@@ -187,6 +254,10 @@ def _follow(
         # The points accepted so far are whole (a point is appended once done).
         result = RESULTS.interrupted
         message = f"interrupted (Ctrl-C) after {len(points)} point(s)"
+    if bool(result == RESULTS.max_points_reached):
+        message = _budget_message(
+            points, settings, parameter_name, low, high, direction
+        )
     return _Trace(points, specials, result, message, n_rejected)
 
 
