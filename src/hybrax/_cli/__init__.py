@@ -2,8 +2,9 @@
 
 A thin argparse wrapper over the public API, one module per command (`simulate`,
 `orbit`, `models`, `continuation`, `sweep`, `tune`, `basin`) and what they share in
-`common`; it computes nothing the library does not. Each command module registers
-a subparser (sharing `_add_common_model_args`) and sets as its defaults
+`common` (the fields of their JSON files, with units and meanings, in
+`json_fields`); it computes nothing the library does not. Each command module
+registers a subparser (sharing `_add_common_model_args`) and sets as its defaults
 `run=_run_<command>` (`(args, parser) -> int`) and `command_parser` (itself);
 each model is a registered `hybrax.ModelBundle` (`hybrax.models.get_model`) that says
 how to build its parameters, initial state, systems, Poincaré sections and orbit

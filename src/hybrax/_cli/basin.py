@@ -287,9 +287,13 @@ def _run_basin(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
                 "orbit_status": status_name(orbit.result)[0],
                 "counts": counts,
                 "not_run": not_run,
+                # Whether the basin ran to the end; `status` says the same in
+                # the words of older files (`finished` is no library status).
+                "complete": not interrupted,
                 "status": "interrupted" if interrupted else "finished",
                 "seconds": seconds,
             },
+            "basin",
         )
         print(f"wrote {args.json}")
     if interrupted:

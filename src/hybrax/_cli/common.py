@@ -13,7 +13,7 @@ import os
 import pathlib
 import sys
 import textwrap
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -480,12 +480,24 @@ def _number(value) -> float | None:
 JSON_SCHEMA = 1
 
 
-def _write_json(path: pathlib.Path, payload: dict[str, Any]) -> pathlib.Path:
+def _write_json(
+    path: pathlib.Path,
+    payload: dict[str, Any],
+    section: str,
+    generic: Collection[str] = (),
+    records: Mapping[str, tuple[str, Collection[str]]] | None = None,
+) -> pathlib.Path:
     """`payload` as JSON at `path`, after the keys `hybrax` (the version) and
     `schema` (`JSON_SCHEMA`), written under a temporary name and renamed
     (a run killed mid-write leaves no partial file; see `hybrax._io.write_file`
-    for where it goes if that fails); returns the path written."""
+    for where it goes if that fails); returns the path written. Its keys are
+    checked against the JSON reference's `section` (`json_fields.check`: a key
+    it does not describe is a warning; `generic`: the keys that the model or the
+    run names, which its fields in angle brackets stand for), and so are those
+    of its nested `records` (payload key -> `(section, generic)`, where the key
+    holds a record); the file is written as it is."""
     from .._io import write_file
+    from .json_fields import check
 
     # Every result file says what wrote it and in which layout.
     payload = {
@@ -493,6 +505,10 @@ def _write_json(path: pathlib.Path, payload: dict[str, Any]) -> pathlib.Path:
         "schema": JSON_SCHEMA,
         **payload,
     }
+    check(section, payload, generic)
+    for key, (nested, nested_generic) in (records or {}).items():
+        if isinstance(payload.get(key), dict):
+            check(nested, payload[key], nested_generic)
     text = json.dumps(payload, indent=2, allow_nan=False) + "\n"
     with contextlib.suppress(OSError):  # (else the write's own fallback)
         if path.parent != pathlib.Path(""):

@@ -219,7 +219,9 @@ def _run_continue(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
     if not interrupted:
         _finish_run(args, span, levels, payload)
     if args.json is not None:
-        common._write_json(args.json, payload)
+        # The curve's record names its two parameters' columns.
+        curve = ("continue: curve", (span.name, args.param2))
+        common._write_json(args.json, payload, "continue", records={"curve": curve})
         print(f"wrote {args.json}")
     if interrupted:
         _report_interrupted(branch)
@@ -376,7 +378,7 @@ def _report_start_failed(
         branch=[], folds=[], period_doublings=[], neimark_sackers=[], limits={}
     )
     if args.json is not None:
-        common._write_json(args.json, payload)
+        common._write_json(args.json, payload, "continue")
         print(f"wrote {args.json}")
     return 1
 

@@ -170,7 +170,7 @@ def _run_orbit(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
             file=sys.stderr,
         )
     if args.json is not None:
-        _write_json(args.json, payload)
+        _write_json(args.json, payload, "orbit", generic=summary)
         print(f"wrote {args.json}")
     return 0
 
@@ -339,9 +339,8 @@ def _report_no_orbit(
         "conserved_multipliers_ad conserved_multipliers_saltation stable"
     ).split()
     payload.update(dict.fromkeys(keys))
-    payload.update(
-        dict.fromkeys(_model_summary(problem.model, orbit, None, problem.params)[0])
-    )
+    summary = _model_summary(problem.model, orbit, None, problem.params)[0]
+    payload.update(dict.fromkeys(summary))
     best = orbit.restart.safeguard
     payload["best_iterate"] = [_number(v) for v in np.asarray(best.best_iterate)]
     payload["best_residual_norm"] = _number(float(best.best_defect))
@@ -369,7 +368,7 @@ def _report_no_orbit(
             file=sys.stderr,
         )
     if args.json is not None:
-        _write_json(args.json, payload)
+        _write_json(args.json, payload, "orbit", generic=summary)
         print(f"wrote {args.json}")
     return 1
 

@@ -332,6 +332,6 @@ def _run_simulate(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
             "t_final": float(solution.t_final),
             "events": events,
         }
-        _write_json(args.json, payload)
+        _write_json(args.json, payload, "simulate")
         print(f"wrote {args.json}")
     return 0 if succeeded else 1

@@ -760,11 +760,16 @@ def _write_sweep_json(
             "stable": int(tally.stable.sum()),
             "failures": tally.failures,
             "not_run": int(tally.not_run.sum()),
+            # Whether the sweep ran to the end; `status` says the same in the
+            # words of older files (`finished` is no library status).
+            "complete": not interrupted,
             "status": "interrupted" if interrupted else "finished",
             problem.flag[0]: int(tally.pulling.sum()),
             "seconds": elapsed,
             "files": [str(p) for p in written],
         },
+        "sweep",
+        generic=(problem.flag[0],),
     )
     print(f"wrote {args.json}")
 

@@ -437,7 +437,8 @@ def _run_tune(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         print(f"wrote {path}")
     if args.json is not None:
         payload = _tune_record(args, problem, result, verification, final_quantities)
-        common._write_json(args.json, payload)
+        final = ("tune: final", tuple(final_quantities))
+        common._write_json(args.json, payload, "tune", records={"final": final})
         print(f"wrote {args.json}")
     verified = verification is None or verification["passed"]
     met = result.targets_met
@@ -496,7 +497,8 @@ def _keep_interrupted(args, params, vary, vary_names, steps) -> int:
         },
     }
     path = args.json if args.json is not None else args.out / "tune.json"
-    path = common._write_json(path, payload)
+    final = ("tune: final", ())
+    path = common._write_json(path, payload, "tune", records={"final": final})
     print(
         f"hybrax tune: interrupted after {len(steps)} evaluation(s); wrote the "
         f"history and the best point so far (evaluation {best.step}) to {path} "
