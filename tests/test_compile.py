@@ -262,8 +262,8 @@ def test_second_process_loads_every_program(tmp_path):
         w.split(" for ")[0] for w in whats
     }
     assert sorted(r[0] for r in second["records"]) == whats
-    assert all(not cached for _, cached, _, _ in first["records"])
-    assert all(cached for _, cached, _, _ in second["records"])
+    assert all(not cached for _, cached, _, _ in first["records"]), first["records"]
+    assert all(cached for _, cached, _, _ in second["records"]), second["records"]
     # Every XLA compilation of the second process is a hit in JAX's cache.
     assert first["hits"] < first["requests"]
     assert second["requests"] > 0 and second["hits"] == second["requests"]

@@ -211,6 +211,7 @@ _TRACE = "/jax/core/compile/jaxpr_trace_duration"
 _LOWER = "/jax/core/compile/jaxpr_to_mlir_module_duration"
 _XLA = "/jax/core/compile/backend_compile_duration"
 _CACHE_HIT = "/jax/compilation_cache/cache_hits"
+_CACHE_MISS = "/jax/compilation_cache/cache_misses"
 
 
 class _Watch:
@@ -222,7 +223,7 @@ class _Watch:
         self.on_compile = getattr(_WATCHING, "on_compile", None)
         self.announced = False
         self.trace = self.lower = self.xla = 0.0
-        self.cache_hits = 0
+        self.cache_hits = self.cache_misses = 0
 
 
 _WATCHING = threading.local()
@@ -246,6 +247,8 @@ def _on_event(event: str, **kwargs) -> None:
     watch = getattr(_WATCHING, "watch", None)
     if watch is not None and event == _CACHE_HIT:
         watch.cache_hits += 1
+    elif watch is not None and event == _CACHE_MISS:
+        watch.cache_misses += 1
 
 
 def _listen() -> None:
@@ -278,7 +281,9 @@ def _watching(what: str, label: str):
             watch.trace,
             watch.lower,
             watch.xla,
-            watch.cache_hits > 0,
+            # Loaded: every executable the call asked for came from JAX's
+            # cache (a call also compiles small programs of JAX's own).
+            watch.cache_hits > 0 and watch.cache_misses == 0,
         )
         COMPILATIONS.append(record)
         COUNTS[what] += 1
