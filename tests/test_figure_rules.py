@@ -10,7 +10,7 @@ import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 
 import hybrax.plot
-from hybrax._cli.continuation import _multiplier_figure
+from hybrax._cli.continuation_outputs import _multiplier_figure
 
 
 # A unit in brackets or parentheses at the end of an axis label, e.g. "t [s]",

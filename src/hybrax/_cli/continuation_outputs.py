@@ -1,0 +1,192 @@
+"""What `hybrax continue` writes of a branch besides its table: the JSON records of
+a cascade's levels and the figures (a cascade's bifurcation diagram, the branch's
+period and multiplier)."""
+
+import pathlib
+from typing import Any
+
+import numpy as np
+
+from . import common
+
+
+def _crossings(model, form, section, branch):
+    """Per point of `branch`, the first minimal coordinate right after each cycle
+    of the model's own section (2^k crossings on a period-2^k branch) and each
+    cycle's duration: `(values (N, c), durations (N, c))`."""
+    import jax.numpy as jnp
+
+    length = len(model.forms[model.default_form].section().sequence)
+    cycles = len(section.sequence) // length
+    ends = [(c + 1) * length - 1 for c in range(cycles)]
+    states = np.asarray(branch.x_after)[:, ends]
+    if form.to_minimal is not None:
+        states = np.asarray(form.to_minimal(jnp.asarray(states)), dtype=float)
+    durations = np.asarray(branch.phase_durations).reshape(branch.n_points, cycles, -1)
+    return states[..., 0], durations.sum(axis=-1)
+
+
+def _level_record(model, form, section, branch, parameter, period):
+    """The JSON record of one level of a cascade."""
+    from .._solution import status_name
+
+    values, durations = _crossings(model, form, section, branch)
+    name = parameter.name
+    points = []
+    for i in range(branch.n_points):
+        points.append(
+            {
+                name: float(branch.parameter[i]),
+                f"{model.state_names[0]}_per_cycle": [
+                    common._number(v) for v in values[i]
+                ],
+                "cycle_durations": [common._number(v) for v in durations[i]],
+                "period": common._number(branch.period[i]),
+                "multipliers_abs": [
+                    common._number(v) for v in np.abs(branch.multipliers[i])
+                ],
+                "stable": bool(branch.stable[i]),
+                "kind": branch.kind[i],
+            }
+        )
+    return {
+        "period": period,
+        "status": status_name(branch.result)[0],
+        "message": branch.message,
+        "branch": points,
+        "period_doublings": [
+            {name: float(p.parameter), "located": p.located}
+            for p in branch.period_doublings
+        ],
+    }
+
+
+def _bifurcation_figure(model, form, levels, parameter, args):
+    """`bifurcation.png`: the first minimal coordinate after every cycle and
+    each cycle's duration against the parameter, for every level of the cascade."""
+    from .. import plot
+
+    units = model.presentation.units
+    drawn = []
+    born = None  # (parameter, values, durations) where the next level branches off
+    for k, (section, branch) in enumerate(levels):
+        values, durations = _crossings(model, form, section, branch)
+        parameter_values, stable = branch.parameter, branch.stable
+        doublings = [p.index for p in branch.period_doublings]
+        offset = 0  # of the branch's points in the drawn arrays
+        if born is not None:
+            # Drawn from the period doubling it was born at, where its orbit is
+            # the parent's traversed twice (no gap before its first point).
+            x0, v0, d0 = born
+            repeat = values.shape[1] // v0.size
+            parameter_values = np.concatenate([[x0], parameter_values])
+            values = np.concatenate([np.tile(v0, repeat)[None], values])
+            durations = np.concatenate([np.tile(d0, repeat)[None], durations])
+            stable = np.concatenate([stable[:1], stable])
+            doublings = [i + 1 for i in doublings]
+            offset = 1
+        born = None
+        if branch.period_doublings:
+            i = branch.period_doublings[0].index  # where the cascade switched
+            born = (branch.parameter[i], values[i + offset], durations[i + offset])
+        drawn.append(
+            dict(
+                parameter=parameter_values,
+                panels=[values, durations],
+                stable=stable,
+                period_doublings=doublings,
+                label=f"period {2**k}",
+            )
+        )
+    figure = plot.bifurcation_diagram(
+        drawn,
+        xlabel=model.label(parameter.name),
+        ylabels=(
+            f"{model.label(model.state_names[0])} after each cycle",
+            f"duration of each cycle [{units.time}]",
+        ),
+        title=f"{args.model}: period-doubling cascade in {parameter.name}",
+    )
+    return plot.save_figures({"bifurcation.png": figure}, args.out)
+
+
+def _branch_figures(model, branch, summary, params, parameter, out: pathlib.Path):
+    """`branch_period.png` and `branch_multiplier.png`: period and leading
+    multiplier along the branch (any model), stable points solid, unstable
+    dashed, special points marked; the parameter with its unit, the model's name
+    in the titles. The multiplier is drawn as its modulus and its angle (see
+    `_multiplier_figure`), each one way along the whole branch."""
+    from .. import plot
+
+    del params
+    units = model.presentation.units
+    common = _branch_marks(branch)
+    period = plot.branch_figure(
+        branch.parameter,
+        curves={"period": summary["period"]},
+        ylabel=f"period [{units.time}]",
+        title=f"{model.name}: period along the branch",
+        xlabel=model.label(parameter.name),
+        **common,
+    )
+    multiplier = _multiplier_figure(
+        branch,
+        xlabel=model.label(parameter.name),
+        title=f"{model.name}: leading Floquet multiplier along the branch",
+    )
+    return plot.save_figures(
+        {"branch_period.png": period, "branch_multiplier.png": multiplier}, out
+    )
+
+
+def _branch_marks(branch) -> dict[str, Any]:
+    """The stability and the special points' indices of `branch`, as
+    `hybrax.plot.branch_figure` takes them."""
+    return dict(
+        stable=branch.stable,
+        folds=[f.index for f in branch.folds],
+        period_doublings=[p.index for p in branch.period_doublings],
+        neimark_sackers=[p.index for p in branch.neimark_sackers],
+    )
+
+
+def _multiplier_figure(branch, *, xlabel: str, title: str):
+    r"""The leading nontrivial Floquet multiplier $\nu$ along `branch` in two
+    panels sharing the parameter axis: its modulus $|\nu|$ (the line $|\nu| = 1$
+    marked) and its angle $|\arg\nu|$ in degrees, 0 to 180 (0 for a positive
+    real multiplier, 180 for a negative one, the pair's angle for a complex
+    pair; the absolute value, since the two of a conjugate pair come in either
+    order). Each quantity is drawn the same way at every point, so the curves
+    stay continuous where a complex pair turns real (the signed real value
+    would jump from $+|\nu|$ to $-|\nu|$ there)."""
+    from matplotlib.figure import Figure
+
+    from .. import plot
+
+    leading = np.asarray(branch.multipliers)[:, 0]
+    fig = Figure(figsize=(7.0, 6.4), layout="constrained")
+    top, bottom = fig.subplots(2, 1, sharex=True)
+    common = _branch_marks(branch)
+    plot.branch_figure(
+        branch.parameter,
+        curves={r"$|\nu|$": np.abs(leading)},
+        reference_lines=(1.0,),
+        xlabel="",
+        ylabel=r"modulus $|\nu|$ (dimensionless)",
+        title=title,
+        ax=top,
+        **common,
+    )
+    plot.branch_figure(
+        branch.parameter,
+        curves={r"$|\arg\nu|$": np.degrees(np.abs(np.angle(leading)))},
+        reference_lines=(0.0, 180.0),
+        xlabel=xlabel,
+        ylabel=r"angle $|\arg\nu|$ [deg]",
+        ax=bottom,
+        legend=False,
+        **common,
+    )
+    bottom.set_ylim(-10.0, 190.0)
+    bottom.set_yticks([0.0, 45.0, 90.0, 135.0, 180.0])
+    return fig
