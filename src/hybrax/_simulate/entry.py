@@ -122,9 +122,9 @@ def simulate(
     outside its mode's `domain`, or bad static arguments;
     with `throw=True`, an `equinox.EquinoxRuntimeError` carrying the status message.
     """
-    inputs = _simulation_inputs(
-        system, x0, params, n_events, settings, mode0, t0, n_save, phase_observables
-    )
+    options = dict(n_events=n_events, settings=settings, mode0=mode0, t0=t0)
+    options.update(n_save=n_save, phase_observables=phase_observables)
+    inputs = _simulation_inputs(system, x0, params, **options)
     solution = _simulate(*inputs)
     # Where a concrete start lies outside its mode, an error names the condition:
     # checked on the host after a failed eager run (a successful one pays
@@ -142,12 +142,13 @@ def _simulation_inputs(
     system,
     x0,
     params,
+    *,
     n_events,
-    settings,
-    mode0,
-    t0,
-    n_save,
-    phase_observables,
+    settings=None,
+    mode0=0,
+    t0=0.0,
+    n_save=0,
+    phase_observables=True,
 ) -> tuple:
     """The checked arguments of [`simulate`][] as the compiled program's inputs."""
     settings = resolve_settings(settings)
@@ -197,18 +198,9 @@ def compile_simulation(
     """Compile [`simulate`][]'s program for these arguments without running it
     (the command line compiles the orbit's dense simulation while the orbit
     search compiles). Only the values' shapes matter."""
-    inputs = _simulation_inputs(
-        system,
-        x0,
-        params,
-        n_events,
-        settings,
-        mode0,
-        t0,
-        n_save,
-        phase_observables,
-    )
-    _simulate.compile(*inputs)
+    options = dict(n_events=n_events, settings=settings, mode0=mode0, t0=t0)
+    options.update(n_save=n_save, phase_observables=phase_observables)
+    _simulate.compile(*_simulation_inputs(system, x0, params, **options))
 
 
 def raise_if_failed(tree, result: RESULTS):
