@@ -218,7 +218,9 @@ class _Watch:
     """The compilation of one top-level call, if it compiles: JAX's monitoring
     events of this thread while the call runs."""
 
-    def __init__(self, what: str, label: str):
+    def __init__(self, what: str, label: "str | Callable[[], str]"):
+        # `label` may be a function of no arguments: it is called only where the
+        # call compiles (most calls do not).
         self.what, self.label = what, label
         self.on_compile = getattr(_WATCHING, "on_compile", None)
         self.announced = False
@@ -255,6 +257,8 @@ def _listen() -> None:
     """Register the monitoring listeners, once per process (on the first call of
     a compiled routine, not at import)."""
     global _listening
+    if _listening:
+        return
     with _LISTENING:
         if not _listening:
             jax.monitoring.register_event_duration_secs_listener(_on_duration)
@@ -310,6 +314,8 @@ def _announce_tracing() -> None:
     if watch is None or watch.announced:
         return
     watch.announced = True
+    if callable(watch.label):
+        watch.label = watch.label()
     label = _LABEL.get()
     if label is not None:
         watch.label = f" for {label}"
@@ -360,7 +366,7 @@ class Compiled:
     def __call__(self, *args, **kwargs):
         if _traced(args, kwargs):
             return self._jitted(*args, **kwargs)
-        label = "" if self.label is None else self.label(*args, **kwargs)
+        label = "" if self.label is None else (lambda: self.label(*args, **kwargs))
         with _watching(self.what, label):
             return self._jitted(*args, **kwargs)
 
