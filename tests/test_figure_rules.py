@@ -378,3 +378,55 @@ def test_basin_map_axes_carry_readable_units(monkeypatch, tmp_path):
     assert "g/l" not in ax.get_ylabel()
     FigureCanvasAgg(fig).draw()
     assert _inside(fig, fig.legends[0].get_window_extent())
+
+
+def test_a_branch_draws_flagged_stretches_apart_and_labels_apart():
+    """Points that are not admissible are never drawn as ordinary results: their
+    stretch of the curve is grey, thinner, and named in the legend; special-point
+    labels of points that lie close together are drawn once (no two label
+    boxes overlap), their markers all kept."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    from hybrax import plot
+
+    x = np.linspace(0.0, 1.0, 401)
+    y = np.sin(3 * x)
+    flagged = (x > 0.5) & (x < 0.8)
+    folds = [100, 101, 102, 300]  # three close together
+    fig = plot.branch_figure(
+        x,
+        {"q": y},
+        stable=x < 0.6,
+        folds=folds,
+        flagged=flagged,
+        flagged_label="not admissible",
+        xlabel="p [1]",
+        ylabel="q [1]",
+    )
+    FigureCanvasAgg(fig).draw()
+    ax = fig.axes[0]
+    grey = [
+        line
+        for line in ax.get_lines()
+        if line.get_color() == "0.72" and len(line.get_xdata())
+    ]
+    # Every flagged point lies on a grey stretch, and no coloured stretch holds
+    # a flagged point inside it (only its ends touch the grey ones).
+    on_grey = np.concatenate([line.get_xdata() for line in grey])
+    assert set(x[flagged]) <= set(on_grey)
+    coloured = [
+        line
+        for line in ax.get_lines()
+        if line.get_color() not in ("0.72", "0.3", "k") and len(line.get_xdata()) > 2
+    ]
+    for line in coloured:
+        inner = np.asarray(line.get_xdata())[1:-1]
+        assert not np.any(np.isin(inner, x[flagged]))
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert "not admissible" in labels
+    texts = [t for t in ax.texts if t.get_text() == "LP"]
+    assert 2 <= len(texts) < len(folds)
+    boxes = [t.get_window_extent() for t in texts]
+    for i, a in enumerate(boxes):
+        for b in boxes[i + 1 :]:
+            assert not a.overlaps(b)

@@ -43,6 +43,22 @@ _SPECIAL_STYLES = (
 )
 
 
+# The colour of a branch's stretches that are not admissible (`flagged`).
+_FLAGGED_COLOUR = "0.72"
+
+
+def _crowded(x, values, point, labelled, share: float = 0.04) -> bool:
+    """Whether `point` lies within `share` of the plotted ranges (in both
+    directions) of a point already labelled."""
+    ys = np.concatenate([np.ravel(v) for v in values.values()]) if values else x
+    x_span = float(np.nanmax(x) - np.nanmin(x)) or 1.0
+    y_span = float(np.nanmax(ys) - np.nanmin(ys)) or 1.0
+    return any(
+        abs(point[0] - px) < share * x_span and abs(point[1] - py) < share * y_span
+        for px, py in labelled
+    )
+
+
 def branch_figure(
     parameter: Float[np.ndarray, " N"],
     curves: dict[str, Float[np.ndarray, " N"]],
@@ -75,9 +91,12 @@ def branch_figure(
       `branch.period_doublings`, `branch.neimark_sackers`); marked with circles,
       squares and diamonds on every curve and labelled LP, PD and NS (the usual
       abbreviations). The legend lists only what is drawn.
-    - `flagged`: points to mark with small grey crosses, e.g. orbits that are not
-      admissible (for the hopper: the ground pulls right after touchdown), with the
-      legend entry `flagged_label`.
+    - `flagged`: points that are not results like the others, e.g. orbits that
+      are not admissible (for the hopper: the ground pulls right after
+      touchdown): their stretches of every curve are drawn thin and light grey
+      (in the stability's line style), with the legend entry `flagged_label`.
+      Labels of special points close to one already labelled are left out (their
+      markers stay), so that no two overlap.
     - `reference_lines`: values to draw as thin horizontal lines (e.g. $\pm 1$ for
       multipliers).
     - `xlabel`, `ylabel`, `title`: axis labels and title.
@@ -118,30 +137,28 @@ def branch_figure(
     for value in reference_lines:
         ax.axhline(value, color="0.6", linewidth=0.8, zorder=0)
     runs = _stability_runs(stable) if n else []
+    # Flagged points (not admissible) are never drawn as ordinary results: their
+    # stretches of the curve are grey and thin, in the curve's line style.
+    marked = np.zeros(n, bool) if flagged is None else flagged
+    labelled: list[tuple[float, float]] = []
     for k, (label, y) in enumerate(values.items()):
         colour = _BRANCH_COLOURS[k % len(_BRANCH_COLOURS)]
         ax.plot([], [], color=colour, linewidth=1.8, label=label)
         for first, last, is_stable in runs:
-            ax.plot(
-                x[first : last + 1],
-                y[first : last + 1],
-                color=colour,
-                linewidth=1.8 if is_stable else 1.3,
-                linestyle="-" if is_stable else "--",
-            )
-        if flagged is not None and np.any(flagged):
-            ax.plot(
-                x[flagged],
-                y[flagged],
-                linestyle="none",
-                marker="x",
-                markersize=3,
-                markeredgewidth=0.6,
-                color="0.55",
-                alpha=0.5,
-                # Under the branch, whose line style (stable or not) stays seen.
-                zorder=1,
-            )
+            stretches = _stability_runs(~marked[first : last + 1])
+            for start, end, admissible in stretches:
+                # (Runs end on the next one's first point: the curve stays
+                # connected.)
+                piece = slice(first + start, first + end + 1)
+                width = 1.8 if is_stable else 1.3
+                ax.plot(
+                    x[piece],
+                    y[piece],
+                    color=colour if admissible else _FLAGGED_COLOUR,
+                    linewidth=width if admissible else 0.7 * width,
+                    linestyle="-" if is_stable else "--",
+                    zorder=2 if admissible else 1,
+                )
         for indices, (marker, short, _) in zip(specials, _SPECIAL_STYLES):
             index = np.asarray(indices, dtype=int)
             ax.plot(
@@ -156,6 +173,11 @@ def branch_figure(
                 zorder=5,
             )
             for i in index:  # the usual abbreviations, as AUTO and COCO print
+                # Labels never overlap: a point near one already labelled keeps
+                # its marker only (the legend names the marker).
+                if _crowded(x, values, (x[i], y[i]), labelled):
+                    continue
+                labelled.append((x[i], y[i]))
                 ax.annotate(
                     short,
                     (x[i], y[i]),
@@ -176,7 +198,7 @@ def branch_figure(
                 markeredgecolor="k", label=f"{name} ({short})",
             )  # fmt: skip
     if flagged is not None and np.any(flagged):
-        ax.plot([], [], linestyle="none", marker="x", color="0.45", label=flagged_label)
+        ax.plot([], [], color=_FLAGGED_COLOUR, linewidth=1.2, label=flagged_label)
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     if title:
