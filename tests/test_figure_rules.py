@@ -430,3 +430,25 @@ def test_a_branch_draws_flagged_stretches_apart_and_labels_apart():
     for i, a in enumerate(boxes):
         for b in boxes[i + 1 :]:
             assert not a.overlaps(b)
+
+
+def test_a_reference_line_can_be_named():
+    """A `(value, label)` reference line is drawn and named in the legend (the
+    hopper's fig9 drew an unnamed grey line at mu)."""
+    from hybrax import plot
+
+    x = np.linspace(0.0, 1.0, 5)
+    fig = plot.branch_figure(
+        x,
+        {"q": x},
+        stable=np.ones(5, bool),
+        reference_lines=(1.0, (0.8, "mu")),
+        xlabel="p [1]",
+        ylabel="q [1]",
+    )
+    ax = fig.axes[0]
+    assert "mu" in [t.get_text() for t in ax.get_legend().get_texts()]
+    levels = sorted(
+        line.get_ydata()[0] for line in ax.get_lines() if line.get_color() == "0.6"
+    )
+    assert levels == [0.8, 1.0]

@@ -271,7 +271,10 @@ def continuation_figures(branch, summary, params, parameter, out: pathlib.Path):
             },
             ylabel="share of kinetic energy at touchdown",
             title=f"energy split at touchdown, {title}",
-            reference_lines=(float(params.mu),),
+            # Both masses landing at one speed keep the share mu = m_U / m.
+            reference_lines=(
+                (float(params.mu), r"$\mu$: $T_a/T$ if both masses land at one speed"),
+            ),
         ),
     }
     return plot.save_figures(

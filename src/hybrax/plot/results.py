@@ -69,7 +69,7 @@ def branch_figure(
     neimark_sackers: Sequence[int] = (),
     flagged: np.ndarray | None = None,
     flagged_label: str = "flagged",
-    reference_lines: Sequence[float] = (),
+    reference_lines: Sequence[float | tuple[float, str]] = (),
     xlabel: str = r"$\lambda$",
     ylabel: str = "",
     title: str = "",
@@ -98,7 +98,7 @@ def branch_figure(
       Labels of special points close to one already labelled are left out (their
       markers stay), so that no two overlap.
     - `reference_lines`: values to draw as thin horizontal lines (e.g. $\pm 1$ for
-      multipliers).
+      multipliers); a `(value, label)` pair names its line in the legend.
     - `xlabel`, `ylabel`, `title`: axis labels and title.
     - `ax`: axes to draw into; default a new figure.
     - `legend`: whether to draw the legend (off for a second panel of a figure
@@ -134,8 +134,9 @@ def branch_figure(
         ax = fig.add_subplot(1, 1, 1)
     else:
         fig = ax.get_figure()
-    for value in reference_lines:
-        ax.axhline(value, color="0.6", linewidth=0.8, zorder=0)
+    for line in reference_lines:
+        value, label = line if isinstance(line, tuple) else (line, None)
+        ax.axhline(value, color="0.6", linewidth=0.8, zorder=0, label=label)
     runs = _stability_runs(stable) if n else []
     # Flagged points (not admissible) are never drawn as ordinary results: their
     # stretches of the curve are grey and thin, in the curve's line style.
