@@ -1,5 +1,6 @@
 """The driver."""
 
+import collections
 import dataclasses
 import math
 import time
@@ -138,18 +139,18 @@ class _Pace:
 
     def __init__(self, n: int):
         self._last = time.perf_counter()
-        self._seconds: list[float] = []
+        # Only the window is kept (a long branch keeps no list of every point).
+        self._seconds: collections.deque = collections.deque(maxlen=_PACE_WINDOW)
         self._n = n
 
     def mark(self, n: int) -> None:
         now = time.perf_counter()
         new = max(n - self._n, 1)
-        self._seconds += [(now - self._last) / new] * new
+        self._seconds.extend([(now - self._last) / new] * new)
         self._last, self._n = now, n
 
     def words(self, n: int, budget: int) -> str:
-        recent = self._seconds[-_PACE_WINDOW:]
-        pace = sum(recent) / len(recent)
+        pace = sum(self._seconds) / len(self._seconds)
         words = f"{n}/{budget} points, {pace:.2g} s/point"
         if n >= budget:
             return words + ", the point budget used up"
