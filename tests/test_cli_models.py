@@ -130,7 +130,10 @@ def test_wheel_orbit_is_the_closed_form(tmp_path):
     np.testing.assert_allclose(data["multipliers_ad"][0][0], c, atol=1e-8)
     assert data["max_discrepancy"] < 1e-7
     assert len(data["phase_durations"]) == 1
-    assert (tmp_path / "phase_portrait.png").is_file()
+    # One period in the portrait plane (the simulation's own portrait of the
+    # same plane is not written again).
+    assert (tmp_path / "orbit.png").is_file()
+    assert not (tmp_path / "phase_portrait.png").exists()
     # Its walk drawn as stick figures: at each heel strike the frame moves to the
     # next spoke's foot, which lies on the slope.
     assert (tmp_path / "stick_figure.png").is_file()

@@ -452,3 +452,27 @@ def test_a_reference_line_can_be_named():
         line.get_ydata()[0] for line in ax.get_lines() if line.get_color() == "0.6"
     )
     assert levels == [0.8, 1.0]
+
+
+def test_a_branch_marks_where_its_flag_changes():
+    """With `flag_change_label`, each place a branch passes between flagged and
+    unflagged points (the hopper's ground force at touchdown reversing) is a
+    dotted vertical line between the two points, named once in the legend; no
+    line without the label."""
+    from hybrax import plot
+
+    x = np.linspace(0.0, 1.0, 11)
+    flagged = (x > 0.25) & (x < 0.75)  # two changes: 0.2|0.3 and 0.7|0.8
+    common = dict(stable=np.ones(11, bool), flagged=flagged, xlabel="p [1]")
+    fig = plot.branch_figure(x, {"q": x}, flag_change_label="force reverses", **common)
+    ax = fig.axes[0]
+    dotted = [
+        line.get_xdata()[0]
+        for line in ax.get_lines()
+        if line.get_linestyle() == ":" and len(line.get_xdata())
+    ]
+    np.testing.assert_allclose(sorted(dotted), [0.25, 0.75])
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert labels.count("force reverses") == 1
+    plain = plot.branch_figure(x, {"q": x}, **common).axes[0]
+    assert not [line for line in plain.get_lines() if line.get_linestyle() == ":"]

@@ -5,6 +5,7 @@ Dropped from h = 1 m with e = 0.8 and g = 9.81: y(t) = h - g t^2 / 2 until
 t_1 = sqrt(2 h / g), then flights of 2 e^k v_1 / g; each impact removes
 T_c = (1 - e^2) m v^2 / 2."""
 
+import dataclasses
 import math
 import re
 import subprocess
@@ -66,6 +67,26 @@ def test_time_series_draws_each_phase_and_marks_impacts():
         hybrax.plot.time_series(trajectory, labels=["y"])
     with pytest.raises(ValueError, match="indices"):
         hybrax.plot.time_series(trajectory, indices=[2])
+
+
+def test_time_series_names_constant_entries_instead_of_flat_panels():
+    """An entry that keeps one value over the whole run (a coordinate held by a
+    constraint: the jumper drew 8 flat panels of 10) gets no panel: it is named
+    with its value above the panels. Asked for by `indices`, it is drawn."""
+    ball = _trajectory()
+    held = np.full(ball.x_phase.shape[:-1] + (1,), 0.25)
+    trajectory = dataclasses.replace(
+        ball,
+        x_phase=np.concatenate([ball.x_phase, held], axis=-1),
+        x_before=np.concatenate([ball.x_before, held[:, 0]], axis=-1),
+        x_after=np.concatenate([ball.x_after, held[:, 0]], axis=-1),
+    )
+    fig = hybrax.plot.time_series(trajectory, labels=["y", "v", "w"])
+    shown = [ax for ax in fig.axes if ax.get_visible()]
+    assert [ax.get_ylabel() for ax in shown] == ["y", "v"]
+    assert "w = 0.25" in shown[0].get_title(loc="left")
+    asked = hybrax.plot.time_series(trajectory, [2], labels=["y", "v", "w"])
+    assert [ax.get_ylabel() for ax in asked.axes] == ["w"]
 
 
 def test_phase_portrait_draws_the_switching_surface():

@@ -10,6 +10,7 @@ guard is negative, diffrax sees the sign change and root-finds the crossing as
 usual. The rate costs one vector-field evaluation per step.
 """
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -94,11 +95,40 @@ def _falling_side(h0, r0, h1, r1, dt, depth, s_min):
     return jnp.where(usable, jnp.clip(s_min - offset, 0.5 * s_min, s_min), s_min)
 
 
+def linearised_error_floor(dt, rate, error_order, rtol):
+    r"""The scaled local error that a step of length `dt` makes on the linearised
+    flow $\dot{\delta x} = J \delta x$ oscillating at `rate` $\omega$:
+    $(\Delta t\,\omega)^{q} / q!$ for an error estimate of order $q$, relative to
+    $\sqrt{\text{rtol}}$ (the derivatives' relative accuracy where the state's own
+    estimate says nothing: $10^{-5}$ at the default `rtol`. On the zoo's orbits
+    the state's estimate is the larger: their steps, periods and multipliers are
+    those of the state's control alone).
+
+    Why: diffrax controls the steps on the state's error estimate only, and
+    forward- and reverse-mode derivatives (and a variational solve's extra part)
+    follow the same steps uncontrolled. Where the state's own flow is integrated
+    exactly (a free fall with a relaxed spring is a parabola, which a fifth-order
+    Runge-Kutta step reproduces exactly), its error estimate is zero and the steps
+    grow tenfold each time, while the perturbed motion (the spring's oscillation)
+    is not resolved at all: derivatives wrong by orders of magnitude, reported as
+    successful. Floored by this estimate, no step exceeds what the linearised
+    flow allows (Hairer, Norsett & Wanner 1993, *Solving Ordinary Differential
+    Equations I*, sec. II.4: an order-$p$ method's local error on a linear problem
+    is $O((\Delta t \lambda)^{p+1})$)."""
+    if isinstance(error_order, int):  # (diffrax's solvers: a Python integer)
+        factorial = math.factorial(error_order)
+    else:
+        factorial = jnp.exp(jax.scipy.special.gammaln(error_order + 1.0))
+    return (jnp.abs(dt) * rate) ** error_order / (factorial * jnp.sqrt(rtol))
+
+
 class DipDetectingController(dfx.AbstractAdaptiveStepSizeController):
     """Wraps an adaptive diffrax step-size controller: steps are chosen by `inner` on
-    the state part of `y`, and a step inside which the guard dips below `-tol` is
-    retried, ending at the dip (see the module docstring). Its `rtol`, `atol` and
-    `norm` are the inner controller's (diffrax hands them to implicit solvers).
+    the state part of `y`, with its error estimate floored by the linearised
+    flow's (`linearised_error_floor`), and a step inside which the guard dips
+    below `-tol` is retried, ending at the dip (see the module docstring). Its
+    `rtol`, `atol` and `norm` are the inner controller's (diffrax hands them to
+    implicit solvers).
 
     - `inner`: the user's controller.
     - `guard_and_rate`: `(t, y, args) -> (h, dh/dt)` of the current event
@@ -110,28 +140,37 @@ class DipDetectingController(dfx.AbstractAdaptiveStepSizeController):
     - `tol`: how far below zero a step may start and still be checked (the
       rounding of a guard on its surface after a reset), and how far below its
       start value a minimum must lie to count.
+    - `oscillation_rate`: the rate of the fastest oscillation of the linearised
+      flow where the phase starts (`fastest_rate`), which floors the error
+      estimate.
     """
 
     inner: dfx.AbstractAdaptiveStepSizeController
     guard_and_rate: Callable[[Any, Any, Any], tuple[Any, Any]] | None
     state_of: Callable[[Any], Any] = eqx.field(static=True)
     tol: Any
+    oscillation_rate: Any
     rtol: Any
     atol: Any
     norm: Callable = eqx.field(static=True)
 
-    def __init__(self, inner, guard_and_rate, state_of, tol):
+    def __init__(self, inner, guard_and_rate, state_of, tol, oscillation_rate):
         self.inner = inner
         self.guard_and_rate = guard_and_rate
         self.state_of = state_of
         self.tol = tol
+        self.oscillation_rate = oscillation_rate
         self.rtol = inner.rtol
         self.atol = inner.atol
         self.norm = inner.norm
 
     def wrap(self, direction):
         return DipDetectingController(
-            self.inner.wrap(direction), self.guard_and_rate, self.state_of, self.tol
+            self.inner.wrap(direction),
+            self.guard_and_rate,
+            self.state_of,
+            self.tol,
+            self.oscillation_rate,
         )
 
     def init(self, terms, t0, t1, y0, dt0, args, func, error_order):
@@ -143,6 +182,25 @@ class DipDetectingController(dfx.AbstractAdaptiveStepSizeController):
         h0, r0 = self._probe(t0, y0, args)
         return t_next, (inner_state, h0, r0)
 
+    def _floored(self, t0, t1, y0, y1_candidate, y_error, error_order):
+        """The state's error estimate, raised where it lies below the linearised
+        flow's (the floor, in units of the tolerance $atol + rtol |y|$)."""
+        if y_error is None:
+            return None
+        floor = linearised_error_floor(
+            jax.lax.stop_gradient(t1 - t0),
+            self.oscillation_rate,
+            error_order,
+            self.rtol,
+        )
+
+        def raise_to_floor(error, start, end):
+            scale = self.atol + self.rtol * jnp.maximum(jnp.abs(start), jnp.abs(end))
+            bound = floor * jax.lax.stop_gradient(scale)
+            return jnp.where(jnp.abs(error) < bound, bound, error)
+
+        return jax.tree_util.tree_map(raise_to_floor, y_error, y0, y1_candidate)
+
     def _probe(self, t, y, args):
         h, r = self.guard_and_rate(
             jax.lax.stop_gradient(t), jax.lax.stop_gradient(y), args
@@ -153,17 +211,12 @@ class DipDetectingController(dfx.AbstractAdaptiveStepSizeController):
         self, t0, t1, y0, y1_candidate, args, y_error, error_order, controller_state
     ):
         inner_state, h0, r0 = controller_state
-        y_error_state = None if y_error is None else self.state_of(y_error)
+        x0, x1 = self.state_of(y0), self.state_of(y1_candidate)
+        x_error = None if y_error is None else self.state_of(y_error)
+        x_error = self._floored(t0, t1, x0, x1, x_error, error_order)
         keep, next_t0, next_t1, made_jump, new_inner, result = (
             self.inner.adapt_step_size(
-                t0,
-                t1,
-                self.state_of(y0),
-                self.state_of(y1_candidate),
-                args,
-                y_error_state,
-                error_order,
-                inner_state,
+                t0, t1, x0, x1, args, x_error, error_order, inner_state
             )
         )
         if self.guard_and_rate is None:
@@ -195,3 +248,21 @@ class DipDetectingController(dfx.AbstractAdaptiveStepSizeController):
         h = jnp.where(keep, h1, h0)
         r = jnp.where(keep, r1, r0)
         return keep, next_t0, next_t1, made_jump, (new_inner, h, r), result
+
+
+def fastest_rate(field, x, scale):
+    r"""The rate $\omega$ of the fastest oscillation of the linearised flow
+    $\dot{\delta x} = J \delta x$, $J = \partial f / \partial x$ at `x`, from two
+    Jacobian-vector products from the tolerance-scaled direction $v$ = `scale`:
+    $\omega^2 = \max(0, -\langle v, J^2 v\rangle / \langle v, v \rangle)$ in
+    the scaled norm. For a mechanical state $x = (q, \dot q)$ oscillating at
+    $\omega$, $J^2 \approx -\omega^2 I$ whatever the units of $q$ and $\dot q$.
+    Decaying or growing real modes give $J^2$ a positive quotient and no floor: a
+    stiff damped mode's local error does not accumulate (and the state's own
+    error estimate already limits its steps to the stable ones). Zero on a free
+    flight, whose linearised flow is polynomial and integrated exactly."""
+    x, scale = jax.lax.stop_gradient((x, scale))
+    jacobian_times = jax.linearize(field, x)[1]
+    quotient = jnp.mean(jacobian_times(jacobian_times(scale)) / scale)
+    rate = jnp.sqrt(jnp.maximum(-quotient, 0.0))
+    return jax.lax.stop_gradient(jnp.where(jnp.isfinite(rate), rate, 0.0))

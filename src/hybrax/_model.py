@@ -354,10 +354,10 @@ class ModelBundle(eqx.Module):
             return list(self.branch_guesses(params))
         return [self.orbit_guess(params)]
 
-    def simulate_figures(self, trajectory, params, out) -> list:
+    def simulate_figures(self, trajectory, params, out, *, portrait=True) -> list:
         """Write the figures of a simulation (the presentation's
-        `simulate_figures`, else the generic figures of its `figures`); returns
-        the paths."""
+        `simulate_figures`, else the generic figures of its `figures`, without
+        `phase_portrait.png` when `portrait` is false); returns the paths."""
         shown = self.presentation
         if shown.simulate_figures is not None:
             return shown.simulate_figures(trajectory, params, out)
@@ -375,6 +375,8 @@ class ModelBundle(eqx.Module):
             units=spec.units,
             title=self.name,
         )
+        if not portrait:
+            del figures["phase_portrait.png"]
         return plot.save_figures(figures, out)
 
     def orbit_figures(
@@ -382,7 +384,8 @@ class ModelBundle(eqx.Module):
     ) -> list:
         """Write the figures of an orbit: `orbit.png` (one period `cycle` and
         `perturbed` starts), then those of a simulation over several periods
-        (`trajectory`); the presentation's `orbit_figures` if it has one. Returns
+        (`trajectory`) but its phase portrait, which `orbit.png` already shows in
+        the same plane; the presentation's `orbit_figures` if it has one. Returns
         the paths."""
         shown = self.presentation
         if shown.orbit_figures is not None:
@@ -404,7 +407,7 @@ class ModelBundle(eqx.Module):
         )
         orbit.suptitle(f"{self.name}: one period and perturbed starts")
         paths = plot.save_figures({"orbit.png": orbit}, out)
-        return paths + self.simulate_figures(trajectory, params, out)
+        return paths + self.simulate_figures(trajectory, params, out, portrait=False)
 
     def label(self, name: str) -> str:
         """A figure label for a parameter or state name: the declared one, else

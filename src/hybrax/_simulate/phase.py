@@ -9,7 +9,7 @@ import jax.numpy as jnp
 import jax.tree_util as jtu
 from jaxtyping import Array
 
-from .._dips import DipDetectingController
+from .._dips import DipDetectingController, fastest_rate
 from .._hybrid import HybridSystem
 from .._misc import trace_once
 from .._settings import Settings
@@ -179,19 +179,24 @@ class _Stages(eqx.Module):
     solves: list
 
 
-def _stage_controller(settings, tables, augmented, detect_dips, state_of):
-    """The step-size controller of a phase's solves: the settings' own, wrapped
-    where an adaptive one must control the state alone (the variational part
-    follows) or catch guard dips inside a step."""
+def _stage_controller(settings, tables, augmented, detect_dips, state_of, start):
+    """The step-size controller of a phase's solves: an adaptive one from the
+    settings is wrapped, so that it controls the state alone (a variational part
+    follows), never takes steps the linearised flow cannot follow (the
+    derivatives take the same steps), and, with `detect_dips`, catches guard dips
+    inside a step. `start = (mode, t, x, params)`: where the phase starts, at
+    which its linearised flow's fastest oscillation is estimated."""
     controller = settings.stepsize_controller
-    if isinstance(controller, dfx.AbstractAdaptiveStepSizeController) and (
-        detect_dips or augmented
-    ):
+    if isinstance(controller, dfx.AbstractAdaptiveStepSizeController):
+        mode, t, x, params = start
+        scale = controller.atol + controller.rtol * jnp.abs(x)
+        rate = fastest_rate(lambda z: tables.field(mode, t, z, params), x, scale)
         controller = DipDetectingController(
             controller,
             _GuardRate(tables, augmented) if detect_dips else None,
             state_of,
             settings.dip_tol if detect_dips else 0.0,
+            rate,
         )
     return controller
 
@@ -226,7 +231,10 @@ def _run_stages(
         root_finder=settings.event_root_finder,
         direction=False,
     )
-    controller = _stage_controller(settings, tables, augmented, detect_dips, state_of)
+    start = (mode, t, state_of(y), params)
+    controller = _stage_controller(
+        settings, tables, augmented, detect_dips, state_of, start
+    )
     finished = jnp.logical_not(run)
     fired = jnp.zeros((), jnp.int32)
     stage_result = RESULTS.successful

@@ -234,6 +234,7 @@ def continuation_figures(branch, summary, params, parameter, out: pathlib.Path):
         period_doublings=[p.index for p in branch.period_doublings],
         flagged=summary["pulling_after_touchdown"],
         flagged_label="ground pulls after touchdown",
+        flag_change_label="ground force at touchdown reverses",
         xlabel=xlabel,
     )
     title = rf"$\mu = {float(params.mu):g}$"

@@ -69,6 +69,7 @@ def branch_figure(
     neimark_sackers: Sequence[int] = (),
     flagged: np.ndarray | None = None,
     flagged_label: str = "flagged",
+    flag_change_label: str | None = None,
     reference_lines: Sequence[float | tuple[float, str]] = (),
     xlabel: str = r"$\lambda$",
     ylabel: str = "",
@@ -97,6 +98,10 @@ def branch_figure(
       (in the stability's line style), with the legend entry `flagged_label`.
       Labels of special points close to one already labelled are left out (their
       markers stay), so that no two overlap.
+    - `flag_change_label`: where given, each place the branch passes between
+      flagged and unflagged points (for the hopper: the ground force at
+      touchdown reverses) is marked by a dotted vertical line, named so in the
+      legend.
     - `reference_lines`: values to draw as thin horizontal lines (e.g. $\pm 1$ for
       multipliers); a `(value, label)` pair names its line in the legend.
     - `xlabel`, `ylabel`, `title`: axis labels and title.
@@ -200,6 +205,18 @@ def branch_figure(
             )  # fmt: skip
     if flagged is not None and np.any(flagged):
         ax.plot([], [], color=_FLAGGED_COLOUR, linewidth=1.2, label=flagged_label)
+        changes = np.flatnonzero(flagged[1:] != flagged[:-1])
+        if flag_change_label is not None and changes.size:
+            # Between the two points (the branch's resolution there).
+            for i in changes:
+                ax.axvline(
+                    0.5 * (x[i] + x[i + 1]), color="0.35", linestyle=":",
+                    linewidth=1.0, zorder=0,
+                )  # fmt: skip
+            ax.plot(
+                [], [], color="0.35", linestyle=":", linewidth=1.0,
+                label=flag_change_label,
+            )  # fmt: skip
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     if title:

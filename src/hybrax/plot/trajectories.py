@@ -166,7 +166,7 @@ def draw_phases(ax: Axes, trajectory: Trajectory, i: int, j: int) -> None:
             marker="o" if still else None,
             markersize=7,
             linewidth=1.4,
-            label=None if name in labelled else name,
+            label=None if name in labelled else _readable(name),
             zorder=2,
         )
         labelled.add(name)
@@ -238,17 +238,29 @@ def time_series(
     **Arguments:**
 
     - `trajectory`: a [`hybrax.plot.Trajectory`][].
-    - `indices`: which state entries (default: all).
+    - `indices`: which state entries (default: all that change; in a figure of
+      its own, entries that stay constant over the whole run, such as the
+      jumper's coordinates held by its constraints, get no flat panel but one
+      line under the panels naming them and their value).
     - `labels`: a label per state entry of the trajectory (default $x_i$).
     - `axes`: draw into these (one per index) instead of a new figure.
     - `units`: the time unit of the axis (default seconds).
     """
     units = Units() if units is None else units
     n = trajectory.x_phase.shape[-1]
-    indices = list(range(n)) if indices is None else [int(i) for i in indices]
+    names = _labels(labels, n)
+    constant: list[int] = []
+    if indices is None:
+        indices = list(range(n))
+        if axes is None:
+            constant = [i for i in indices if _constant(trajectory, i)]
+            if len(constant) < n:
+                indices = [i for i in indices if i not in constant]
+            else:
+                constant = []
+    indices = [int(i) for i in indices]
     if any(not 0 <= i < n for i in indices):
         raise ValueError(f"`indices` must lie in [0, {n}); got {indices}.")
-    names = _labels(labels, n)
     own_figure = axes is None
     if axes is None:
         # Many entries (a multibody's angles and rates): two columns, the first
@@ -286,6 +298,18 @@ def time_series(
     for ax in axes:
         if ax.get_subplotspec() is None or ax.get_subplotspec().is_last_row():
             ax.set_xlabel(f"t [{units.time}]")
+    if constant:
+        entries = [
+            f"{names[i]} = {float(trajectory.x_phase[0][0, i]):.6g}" for i in constant
+        ]
+        # Four to a line, so that the note fits the figure's width.
+        held = ",\n".join(
+            ", ".join(entries[k : k + 4]) for k in range(0, len(entries), 4)
+        )
+        # Above the first panel (the layout makes room for an axes title).
+        axes[0].set_title(
+            f"constant over the run: {held}", fontsize="small", loc="left"
+        )
     handles, texts = axes[0].get_legend_handles_labels()
     if own_figure and handles:
         # One legend for the figure (the modes and events are the same in
@@ -294,6 +318,16 @@ def time_series(
     elif handles:
         _legend(axes[0])
     return fig
+
+
+def _constant(trajectory: Trajectory, i: int) -> bool:
+    """Whether state entry `i` keeps one value (to 1e-12 of its size) in every
+    sample of every phase."""
+    values = np.concatenate([np.asarray(x)[:, i] for x in trajectory.x_phase])
+    if values.size == 0 or not np.all(np.isfinite(values)):
+        return False
+    spread = float(values.max() - values.min())
+    return spread <= 1e-12 * max(1.0, float(np.abs(values).max()))
 
 
 def _readable(name: str) -> str:
@@ -312,7 +346,8 @@ def phase_portrait(
     ax: Axes | None = None,
 ) -> Figure:
     r"""The trajectory in the plane of state entries `i` (horizontal) and `j`, with
-    switching surfaces that are lines $x_i = c$ or $x_j = c$ (any model).
+    switching surfaces that are lines $x_i = c$ or $x_j = c$ and each event's jump
+    as a dashed grey segment (any model).
 
     **Arguments:**
 
@@ -338,6 +373,9 @@ def phase_portrait(
         line = ax.axvline if axis == "x" else ax.axhline
         line(value, color="k", linewidth=1.2, linestyle=":", label=label)
     draw_phases(ax, trajectory, i, j)
+    # Each event's jump (an impact's change of velocity), so the drawing of a
+    # run does not break at its events.
+    _draw_jumps(ax, trajectory, i, j, color="0.4", lw=0.9, legend=True)
     _event_marks(
         ax,
         trajectory,
