@@ -36,7 +36,8 @@ def _corrector_programs() -> int:
 R_FLIP_1 = 3.0
 R_FLIP_2 = 1.0 + math.sqrt(6.0)
 R_FLIP_4 = 3.5440903595519228536  # OEIS A086181
-SETTINGS = hx.ContinuationSettings(max_step=0.1)
+# (The scale these branches' step counts were written for: r weighs as u.)
+SETTINGS = hx.ContinuationSettings(max_step=0.1, parameter_scale=1.0)
 
 
 def logistic(x, r, args):
@@ -168,7 +169,7 @@ def test_a_point_budget_says_how_far_it_got_and_each_point_its_pace(fixed, monke
         lines.append(line)
 
     monkeypatch.setattr(hybrax._continuation.driver, "announce", keep)
-    settings = hx.ContinuationSettings(max_step=0.1, max_points=6)
+    settings = hx.ContinuationSettings(max_step=0.1, max_points=6, parameter_scale=1)
     short = hx.continue_fixed_points(
         logistic, 0.6, 2.5, stop=3.6, parameter_name="r", continuation_settings=settings
     )
@@ -489,3 +490,26 @@ def test_a_branch_is_a_pytree_of_stacked_arrays(fixed):
     assert head.special_points == fixed.special_points
     stable = fixed.select(fixed.stable)
     assert stable.n_points == int(np.sum(fixed.stable)) and all(stable.stable)
+
+
+def test_parameter_scale_defaults_to_the_parameters_magnitude():
+    """A stiffness near 2e4 N/m: with the arclength weighing lambda as 1 (the old
+    default) a 60-point budget moved it by about 12 N/m and said no more; the
+    default scale is now |lambda_0|, and the same budget covers the range. The
+    line u = lambda / 1e4 is its own closed form."""
+
+    def line(u, lam, args):
+        return u - lam * 1e-4
+
+    settings = hx.ContinuationSettings(max_points=60)
+    branch = hx.continue_zeros(line, 2.0, 2e4, stop=3e4, continuation_settings=settings)
+    assert hx.status_name(branch.result) == ["reached_bound"], branch.message
+    np.testing.assert_allclose(branch.parameter[-1], 3e4, rtol=1e-9)
+    np.testing.assert_allclose(branch.u[:, 0], branch.parameter * 1e-4, rtol=1e-9)
+    tight = hx.ContinuationSettings(max_points=60, parameter_scale=1.0)
+    short = hx.continue_zeros(line, 2.0, 2e4, stop=3e4, continuation_settings=tight)
+    assert hx.status_name(short.result) == ["max_points_reached"]
+    assert "reached max_points = 60" in short.message
+    assert short.parameter[-1] < 2.01e4
+    with pytest.raises(ValueError, match="parameter_scale"):
+        hx.ContinuationSettings(parameter_scale=0.0)

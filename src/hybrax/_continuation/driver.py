@@ -13,7 +13,7 @@ from .._solution import RESULTS, Interrupted
 from .corrector import _Corrector, _Point
 from .locate import _parameter_direction, _scale, _special_points_between, _tangent
 from .results import SpecialPoint
-from .settings import ContinuationSettings
+from .settings import ContinuationSettings, parameter_scale
 
 
 @dataclasses.dataclass
@@ -191,7 +191,7 @@ def _follow(
     `stop_when(point)` returns `(result, message)`, or Ctrl-C interrupts it
     (`RESULTS.interrupted`). Each point is announced with the measured seconds
     per point and the time the rest of the point budget would take."""
-    scale = _scale(first.z.shape[0] - 1, settings.parameter_scale)
+    scale = _scale(first.z.shape[0] - 1, parameter_scale(settings, first.lam))
     first.kind = "start"
     points, specials = [first], []
     h = settings.initial_step
@@ -270,7 +270,7 @@ def start_at_parameter(corrector, u0, start, direction, settings) -> _Point:
     first = corrector(np.concatenate([u0, [start]]), e_lam)
     if first.ok:
         first.tangent = _tangent(
-            first, direction * e_lam, _scale(k, settings.parameter_scale)
+            first, direction * e_lam, _scale(k, parameter_scale(settings, start))
         )
     return first
 
@@ -295,7 +295,8 @@ def _start_on_doubled_branch(corrector, point: SpecialPoint, amplitude, settings
     z_pred = np.concatenate([point.u + amplitude * v, [point.parameter]])
     first = corrector(z_pred, direction)
     if first.ok:
-        first.tangent = _tangent(first, direction, _scale(k, settings.parameter_scale))
+        theta = parameter_scale(settings, point.parameter)
+        first.tangent = _tangent(first, direction, _scale(k, theta))
     return first
 
 

@@ -37,7 +37,10 @@ class ContinuationSettings(eqx.Module):
     - `initial_step`, `min_step`, `max_step`: the first, smallest and largest step.
     - `max_points`: the most points of a branch (located special points included).
     - `parameter_scale`: $\theta$; about the size of the expected change of
-      $\lambda$ per unit change of $u$ balances the steps.
+      $\lambda$ per unit change of $u$ balances the steps. Default (`None`): the
+      parameter's magnitude where the branch starts, $|\lambda_0|$ (1 where
+      $\lambda_0 = 0$), so that a stiffness near 2e4 N/m moves by thousands of
+      N/m per step rather than by one.
     - `locate`: locate special points (otherwise they are not reported).
     - `locate_tol`, `max_locate_iterations`: the tolerance on the chord (scaled
       coordinates) and the iteration limit of their location.
@@ -60,7 +63,9 @@ class ContinuationSettings(eqx.Module):
     min_step: float = eqx.field(static=True, default=1e-6, converter=float)
     max_step: float = eqx.field(static=True, default=0.2, converter=float)
     max_points: int = eqx.field(static=True, default=500)
-    parameter_scale: float = eqx.field(static=True, default=1.0, converter=float)
+    parameter_scale: float | None = eqx.field(
+        static=True, default=None, converter=lambda v: None if v is None else float(v)
+    )
     locate: bool = eqx.field(static=True, default=True)
     locate_tol: float = eqx.field(static=True, default=1e-11, converter=float)
     max_locate_iterations: int = eqx.field(static=True, default=60)
@@ -89,7 +94,9 @@ class ContinuationSettings(eqx.Module):
             )
         if isinstance(self.max_points, bool) or int(self.max_points) < 1:
             raise ValueError(f"`max_points` must be positive; got {self.max_points}.")
-        if not (self.parameter_scale > 0 and math.isfinite(self.parameter_scale)):
+        if self.parameter_scale is not None and not (
+            self.parameter_scale > 0 and math.isfinite(self.parameter_scale)
+        ):
             raise ValueError(
                 f"`parameter_scale` must be positive; got {self.parameter_scale}."
             )
@@ -120,3 +127,12 @@ def resolve_continuation_settings(
     return resolve_options(
         continuation_settings, ContinuationSettings, "continuation_settings"
     )
+
+
+def parameter_scale(settings: ContinuationSettings, start: float) -> float:
+    r"""$\theta$ of `settings`, or its default where the branch starts at
+    $\lambda_0$ = `start`: $|\lambda_0|$, 1 where that is zero or not finite."""
+    if settings.parameter_scale is not None:
+        return settings.parameter_scale
+    magnitude = abs(float(start))
+    return magnitude if magnitude > 0 and math.isfinite(magnitude) else 1.0
