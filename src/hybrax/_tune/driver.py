@@ -182,7 +182,9 @@ def tune(
         first, _, _ = _evaluated(
             problem, y, (u, jnp.asarray(widths[0], y.dtype)), forward
         )
-        first_value, (_, (u_first, _, _, first_result, _, first_raw)) = first
+        first_value, (_, diagnostics) = first
+        u_first, first_result = diagnostics.u, diagnostics.result
+        first_raw = diagnostics.raw
         # The objective's output structure for the minimiser's state.
         structs = evaluated_structs((y, first[0], None, first[1]))
         history: list[TuneStep] = []
@@ -219,7 +221,7 @@ def tune(
                 (_, aux), _, _ = _evaluated(
                     problem, y, (u, jnp.asarray(widths[0], y.dtype)), forward
                 )
-                first_raw = _host(aux)[1][5]
+                first_raw = _host(aux)[1].raw
             size = abs(float(first_raw))
             problem = eqx.tree_at(
                 lambda p: p.objective_scale,
@@ -417,7 +419,9 @@ def _minimise(
             done, result = minimiser_terminate(
                 minimiser, step_fn, y_next, evaluation, state, tags
             )
-            f_value, (u_new, rho, multipliers, orbit_result, _, _) = _host(aux)
+            f_value, diagnostics = _host(aux)
+            u_new, rho = diagnostics.u, diagnostics.spectral_radius
+            multipliers, orbit_result = diagnostics.multipliers, diagnostics.result
             if history:  # (`_host` waits for the step's results)
                 run_time += time.perf_counter() - t0
             found = status_name(orbit_result)[0] == "successful"
@@ -617,9 +621,10 @@ def _seek(
         _, residual, _, (defect, cycle_result) = jax.device_get(evaluated(z))
         found = False
         if float(defect) < tol:
-            (value, (_, (u_orbit, _, _, result, _, _))), _, _ = _evaluated(
+            (value, (_, diagnostics)), _, _ = _evaluated(
                 problem, z[k:], (z[:k], width), forward
             )
+            u_orbit, result = diagnostics.u, diagnostics.result
             found = math.isfinite(float(value))
         record = TuneStep(
             step=len(history),

@@ -34,6 +34,20 @@ from .._settings import (
 from .._solution import RESULTS, masked_nan
 
 
+class OrbitDiagnostics(eqx.Module):
+    """What an evaluation of the tuning objective reports besides its value
+    (internal): the orbit's reduced unknowns `u`, `spectral_radius`,
+    `multipliers` and status `result`, the targets' and bounds' `violations`,
+    and the objective's `raw` value before its scale."""
+
+    u: Any
+    spectral_radius: Any
+    multipliers: Any
+    result: Any
+    violations: Any
+    raw: Any
+
+
 class _Problem(eqx.Module):
     """The objective of [`hybrax.tune`][] as a function `f(y, args) -> (J, aux)`
     of the scaled values `y` of the varied parameters; `args` is the warm start.
@@ -99,13 +113,13 @@ class _Problem(eqx.Module):
             analyse=False,
         )
         value, violations, raw = self.value_of(orbit, params, widen)
-        aux = (
-            orbit.u,
-            orbit.spectral_radius,
-            orbit.multipliers,
-            orbit.result,
-            violations,
-            raw,
+        aux = OrbitDiagnostics(
+            u=orbit.u,
+            spectral_radius=orbit.spectral_radius,
+            multipliers=orbit.multipliers,
+            result=orbit.result,
+            violations=violations,
+            raw=raw,
         )
         return value, aux, orbit
 
@@ -229,18 +243,17 @@ def _values_of(problem, orbits, params):
     return jax.vmap(one)(orbits, params)
 
 
-def _host(aux):
-    f, (u, rho, multipliers, result, violations, raw) = aux
-    return (
-        np.asarray(f),
-        (
-            np.asarray(u),
-            np.asarray(rho),
-            np.asarray(multipliers),
-            result,
-            np.asarray(violations),
-            np.asarray(raw),
-        ),
+def _host(aux) -> tuple[np.ndarray, "OrbitDiagnostics"]:
+    """`(f, diagnostics)` of an evaluation's auxiliary output, on the host (the
+    status stays a `RESULTS` item)."""
+    f, diagnostics = aux
+    return np.asarray(f), OrbitDiagnostics(
+        u=np.asarray(diagnostics.u),
+        spectral_radius=np.asarray(diagnostics.spectral_radius),
+        multipliers=np.asarray(diagnostics.multipliers),
+        result=diagnostics.result,
+        violations=np.asarray(diagnostics.violations),
+        raw=np.asarray(diagnostics.raw),
     )
 
 
