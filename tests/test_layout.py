@@ -75,3 +75,59 @@ def test_every_result_reads_the_same_way():
             continue  # a record of one evaluation, not an outcome
         assert isinstance(getattr(cls, "succeeded", None), property), cls
         assert "result" in fields or isinstance(cls.result, property), cls
+
+
+def _module_name(path: pathlib.Path) -> str:
+    parts = _package_of(path)
+    return ".".join(parts if path.name == "__init__.py" else (*parts, path.stem))
+
+
+def _runtime_imports(path: pathlib.Path):
+    """The relative imports of a file that run (at import or in a function):
+    those under `if TYPE_CHECKING:` are annotations only and left out."""
+    tree = ast.parse(path.read_text())
+    skipped = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            skipped.update(id(child) for child in ast.walk(node))
+    package = _package_of(path)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level and id(node) not in skipped:
+            base = package[: len(package) - node.level + 1]
+            module = ".".join([*base, *([node.module] if node.module else [])])
+            yield module, [alias.name for alias in node.names]
+
+
+def test_no_module_imports_in_a_circle():
+    """The modules' import graph (every import that runs, at import time or in a
+    function; a package's `__init__` only re-exports and is left out) has no
+    circle: the hopper's model module imported its presentation, which imported
+    the model back."""
+    paths = {_module_name(p): p for p in ROOT.rglob("*.py")}
+    packages = {name for name, p in paths.items() if p.name == "__init__.py"}
+    graph = {name: set() for name in paths if name not in packages}
+    for name in graph:
+        for module, names in _runtime_imports(paths[name]):
+            for alias in names:
+                target = f"{module}.{alias}"
+                target = target if target in paths else module
+                if target in graph and target != name:
+                    graph[name].add(target)
+    # Depth-first search for a back edge, reporting the circle it closes.
+    state, trail, circles = {}, [], []
+
+    def visit(node):
+        state[node] = "open"
+        trail.append(node)
+        for target in sorted(graph[node]):
+            if state.get(target) == "open":
+                circles.append(trail[trail.index(target) :] + [target])
+            elif target not in state:
+                visit(target)
+        trail.pop()
+        state[node] = "done"
+
+    for node in sorted(graph):
+        if node not in state:
+            visit(node)
+    assert not circles, "\n".join(" -> ".join(c) for c in circles)

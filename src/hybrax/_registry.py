@@ -23,6 +23,11 @@ REGISTRY = {
     "simplest-walker": "simplest_walker",
 }
 
+#: Where a model's bundle is assembled, if not in its module: the hopper's module
+#: is its mathematics alone, and its presentation module (which imports it) puts
+#: the two together, so that no import runs in a circle.
+_BUNDLE_MODULES = {"hopper": "_hopper_presentation"}
+
 #: The entry-point group through which other packages register models.
 ENTRY_POINT_GROUP = "hybrax.models"
 
@@ -48,7 +53,8 @@ def get_model(name: str):
     naming the known ones otherwise, or saying what a package's entry point gave
     instead of a bundle of that name."""
     if name in REGISTRY:
-        module = importlib.import_module(f"hybrax.models.{REGISTRY[name]}")
+        where = _BUNDLE_MODULES.get(name, REGISTRY[name])
+        module = importlib.import_module(f"hybrax.models.{where}")
         return module._bundle()
     entry = plugin_models().get(name)
     if entry is None:

@@ -132,14 +132,6 @@ def describe_boundary(kind, mode, value, params) -> str | None:
 
 # Guesses of the hopper's lift-off velocity v_U for the start of a branch: the
 # orbit near D_G = 0- hops low, those further out higher.
-_BRANCH_SPEEDS = (0.1, 0.2, 0.35, 0.5, 0.8, 1.2, 1.7, 2.5, 4.0)
-
-
-def branch_guesses(params) -> list:
-    r"""Guesses of $(z_U, \dot z_U)$ on the lift-off surface, slow ones first."""
-    return [hopper.orbit_guess(params, v) for v in _BRANCH_SPEEDS]
-
-
 @eqx.filter_jit
 def _flights(system, states, params, parameter, values, t_max):
     """The flight phase from each lift-off state (batched), with its apexes."""
@@ -284,4 +276,76 @@ def continuation_figures(branch, summary, params, parameter, out: pathlib.Path):
             for name, spec in figures.items()
         },
         out,
+    )
+
+
+def _bundle():
+    """The hopper as the commands read it: [`hybrax.models.hopper`][]'s
+    mathematics with this module's presentation."""
+    from .._model import (
+        ContinuationDefaults,
+        ModelBundle,
+        ModelForm,
+        ModelPresentation,
+    )
+
+    return ModelBundle(
+        name="hopper",
+        description="two-mass vertical hopper (Zana et al. 2018, Math. Comput. Appl.)",
+        parameters=hopper.PARAMETERS,
+        make_params=hopper.make_params,
+        parameter=hopper.parameter,
+        state_names=("z_U", "z_L", "v_U", "v_L"),
+        default_state=hopper.default_state,
+        forms={
+            "minimal": ModelForm(
+                lambda: hopper.minimal()[0], lambda: hopper.section("minimal")
+            ),
+            "constrained": ModelForm(
+                lambda: hopper.constrained()[0],
+                lambda: hopper.section("constrained"),
+                hopper.to_constrained,
+                hopper.to_minimal,
+            ),
+        },
+        orbit_guess=hopper.orbit_guess,
+        branch_guesses=hopper.branch_guesses,
+        unknown_names=("z_U", "v_U"),
+        quantities=hopper.ORBIT_QUANTITIES,
+        scan_guess=hopper.scan_orbit_guess,
+        presentation=ModelPresentation(
+            continuation=ContinuationDefaults(
+                "D_G", start=-0.001, stop=-0.08, parameter_scale=0.01, max_period=1.5
+            ),
+            sweep_grids=("mu=0.7:0.95:26", "D_G=-0.07:0:71"),
+            labels={
+                "mu": r"$\mu = m_U / m$ (dimensionless)",
+                "D_G": r"$D_G = d_G / (2\sqrt{k m})$ (dimensionless)",
+                "D_F": r"$D_F = d_F / (2\sqrt{k m})$ (dimensionless)",
+                "d_G": r"$d_G$ [N s/m]",
+                "d_F": r"$d_F$ [N s/m]",
+                "k": r"$k$ [N/m]",
+                "z_U": r"$z_U$ [m]",
+                "z_L": r"$z_L$ [m]",
+                "v_U": r"$\dot z_U$ [m/s]",
+                "v_L": r"$\dot z_L$ [m/s]",
+            },
+            simulate_figures=simulate_figures,
+            orbit_summary=orbit_summary,
+            orbit_figures=orbit_figures,
+            orbit_perturbations=ORBIT_PERTURBATIONS,
+            no_orbit_hint=no_orbit_hint,
+            explain=explain,
+            describe_boundary=describe_boundary,
+            sweep_flag=(
+                "pulling_after_touchdown",
+                "orbit(s) need a pulling ground right after touchdown (not "
+                "admissible; flagged)",
+                "ground pulls after touchdown",
+            ),
+            continuation_summary=continuation_summary,
+            continuation_flags=continuation_flags,
+            continuation_limits=continuation_limits,
+            continuation_figures=continuation_figures,
+        ),
     )

@@ -575,70 +575,12 @@ ORBIT_QUANTITIES = {
 }
 
 
-def _bundle():
-    from .._model import (
-        ContinuationDefaults,
-        ModelBundle,
-        ModelForm,
-        ModelPresentation,
-    )
-    from . import _hopper_presentation as shown
+#: Upper-mass speeds at lift-off of the guesses that start a branch, slow first.
+BRANCH_SPEEDS = (0.1, 0.2, 0.35, 0.5, 0.8, 1.2, 1.7, 2.5, 4.0)
 
-    return ModelBundle(
-        name="hopper",
-        description="two-mass vertical hopper (Zana et al. 2018, Math. Comput. Appl.)",
-        parameters=PARAMETERS,
-        make_params=make_params,
-        parameter=parameter,
-        state_names=("z_U", "z_L", "v_U", "v_L"),
-        default_state=default_state,
-        forms={
-            "minimal": ModelForm(lambda: minimal()[0], lambda: section("minimal")),
-            "constrained": ModelForm(
-                lambda: constrained()[0],
-                lambda: section("constrained"),
-                to_constrained,
-                to_minimal,
-            ),
-        },
-        orbit_guess=orbit_guess,
-        branch_guesses=shown.branch_guesses,
-        unknown_names=("z_U", "v_U"),
-        quantities=ORBIT_QUANTITIES,
-        scan_guess=scan_orbit_guess,
-        presentation=ModelPresentation(
-            continuation=ContinuationDefaults(
-                "D_G", start=-0.001, stop=-0.08, parameter_scale=0.01, max_period=1.5
-            ),
-            sweep_grids=("mu=0.7:0.95:26", "D_G=-0.07:0:71"),
-            labels={
-                "mu": r"$\mu = m_U / m$ (dimensionless)",
-                "D_G": r"$D_G = d_G / (2\sqrt{k m})$ (dimensionless)",
-                "D_F": r"$D_F = d_F / (2\sqrt{k m})$ (dimensionless)",
-                "d_G": r"$d_G$ [N s/m]",
-                "d_F": r"$d_F$ [N s/m]",
-                "k": r"$k$ [N/m]",
-                "z_U": r"$z_U$ [m]",
-                "z_L": r"$z_L$ [m]",
-                "v_U": r"$\dot z_U$ [m/s]",
-                "v_L": r"$\dot z_L$ [m/s]",
-            },
-            simulate_figures=shown.simulate_figures,
-            orbit_summary=shown.orbit_summary,
-            orbit_figures=shown.orbit_figures,
-            orbit_perturbations=shown.ORBIT_PERTURBATIONS,
-            no_orbit_hint=shown.no_orbit_hint,
-            explain=shown.explain,
-            describe_boundary=shown.describe_boundary,
-            sweep_flag=(
-                "pulling_after_touchdown",
-                "orbit(s) need a pulling ground right after touchdown (not "
-                "admissible; flagged)",
-                "ground pulls after touchdown",
-            ),
-            continuation_summary=shown.continuation_summary,
-            continuation_flags=shown.continuation_flags,
-            continuation_limits=shown.continuation_limits,
-            continuation_figures=shown.continuation_figures,
-        ),
-    )
+
+def branch_guesses(params) -> list:
+    r"""Guesses of $(z_U, \dot z_U)$ on the lift-off surface where a branch starts
+    (one per speed of `BRANCH_SPEEDS`, slow ones first): where the default
+    guess finds no orbit, a faster or slower hop may."""
+    return [orbit_guess(params, v) for v in BRANCH_SPEEDS]
