@@ -476,3 +476,24 @@ def test_a_branch_marks_where_its_flag_changes():
     assert labels.count("force reverses") == 1
     plain = plot.branch_figure(x, {"q": x}, **common).axes[0]
     assert not [line for line in plain.get_lines() if line.get_linestyle() == ":"]
+
+
+def test_curves_over_a_heat_map_are_drawn_above_its_contour():
+    """A period-doubling curve lies on the |nu| = 1 contour (nu = -1 there):
+    drawn black beneath it (the biped5 gallery map), it could not be seen. The
+    curves are drawn above the contour, in colour, with a white edge."""
+    from hybrax import plot
+    from hybrax._cli.sweep import draw_curves
+
+    x, y = np.linspace(0.0, 1.0, 11), np.linspace(0.0, 1.0, 9)
+    values = 0.5 + np.add.outer(x, y)  # |nu| = 1 on x + y = 0.5
+    fig = plot.sweep_heatmap(x, y, values, xlabel="a [1]", ylabel="b [1]")
+    ax = fig.axes[0]
+    contour_top = max(c.get_zorder() for c in ax.collections)
+    on_contour = np.linspace(0.0, 0.5, 6)
+    draw_curves(ax, [("period_doubling", on_contour, 0.5 - on_contour, [])])
+    (curve,) = [line for line in ax.get_lines() if len(line.get_xdata()) == 6]
+    assert curve.get_zorder() > contour_top
+    assert curve.get_color() not in ("k", "black", "#000000")
+    assert curve.get_path_effects()
+    assert curve.get_label() == "period doubling curve"

@@ -657,34 +657,54 @@ def _write_heatmap(
         ),
     )
     if curves:
-        from .curve import curve_marker
-
         ax = fig.axes[0]
         limits = ax.get_xlim(), ax.get_ylim()
-        styles: dict[str, str] = {}
-        marked: set[str] = set()
-        for kind, cx, cy, points in curves:
-            # One line style and one legend entry per kind (a curve followed in
-            # both directions is two files).
-            label = None if kind in styles else f"{kind.replace('_', ' ')} curve"
-            styles.setdefault(kind, ("--", ":", "-.", "-")[len(styles) % 4])
-            ax.plot(cx, cy, styles[kind], color="k", linewidth=1.6, label=label)
-            for point_kind, px, py in points:
-                ax.plot(
-                    px,
-                    py,
-                    curve_marker(point_kind),
-                    color="k",
-                    markersize=7,
-                    label=None
-                    if point_kind in marked
-                    else point_kind.replace("_", " "),
-                )
-                marked.add(point_kind)
+        draw_curves(ax, curves)
         ax.set_xlim(limits[0])
         ax.set_ylim(limits[1])
         ax.legend(loc="best", fontsize="small")
     return write_figure(args.out / "sweep_heatmap.png", fig)
+
+
+def draw_curves(ax, curves) -> None:
+    """Draw `--curves`' `(kind, x, y, points)` over a heat map's axes: one line
+    style, colour and legend entry per kind, each special point marked."""
+    from matplotlib import patheffects
+
+    from .curve import curve_marker
+
+    styles: dict[str, tuple[str, str]] = {}
+    marked: set[str] = set()
+    # Above the |nu| = 1 contour, in colour with a white edge: a
+    # period-doubling curve lies on that contour (nu = -1 there) and, drawn
+    # black beneath it, could not be seen.
+    halo = [patheffects.withStroke(linewidth=3.6, foreground="white")]
+    colours = ("tab:red", "tab:purple", "tab:orange", "tab:cyan")
+    for kind, cx, cy, points in curves:
+        # One style and one legend entry per kind (a curve followed in both
+        # directions is two files).
+        label = None if kind in styles else f"{kind.replace('_', ' ')} curve"
+        styles.setdefault(
+            kind,
+            (("--", ":", "-.", "-")[len(styles) % 4], colours[len(styles) % 4]),
+        )
+        line_style, colour = styles[kind]
+        ax.plot(
+            cx, cy, line_style, color=colour, linewidth=1.8, label=label,
+            zorder=6, path_effects=halo,
+        )  # fmt: skip
+        for point_kind, px, py in points:
+            ax.plot(
+                px,
+                py,
+                curve_marker(point_kind),
+                color=colour,
+                markeredgecolor="k",
+                markersize=7,
+                zorder=7,
+                label=None if point_kind in marked else point_kind.replace("_", " "),
+            )
+            marked.add(point_kind)
 
 
 def _read_curves(args, parser, axes) -> list[tuple]:
