@@ -483,7 +483,7 @@ def test_curves_over_a_heat_map_are_drawn_above_its_contour():
     drawn black beneath it (the biped5 gallery map), it could not be seen. The
     curves are drawn above the contour, in colour, with a white edge."""
     from hybrax import plot
-    from hybrax._cli.sweep import draw_curves
+    from hybrax._cli.sweep_map import draw_curves
 
     x, y = np.linspace(0.0, 1.0, 11), np.linspace(0.0, 1.0, 9)
     values = 0.5 + np.add.outer(x, y)  # |nu| = 1 on x + y = 0.5
