@@ -305,3 +305,18 @@ def test_a_body_in_place_keeps_a_still_camera_and_a_bare_ground():
     followed = _Animation(moving, fps=FPS)
     assert followed.follow
     np.testing.assert_allclose(followed.centres, 1.5 * times + 0.15, atol=1e-9)
+
+
+def test_the_strobe_picture_has_no_blank_bands(walk):
+    """The strobe picture's height follows its drawing (equal axes): a sheet of
+    snapshots, wide and low, left about 55% of a fixed-height figure blank.
+    Drawn, everything on it (axes, labels, legend, title) spans at least 80%
+    of the figure's height."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    *_, frames = walk
+    strobe = hx.plot.stick_figure(frames)
+    canvas = FigureCanvasAgg(strobe)
+    canvas.draw()
+    used = strobe.get_tightbbox(canvas.get_renderer())  # inches
+    assert used.height >= 0.8 * strobe.get_size_inches()[1]

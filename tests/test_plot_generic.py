@@ -357,3 +357,31 @@ def test_the_rimless_wheel_is_drawn_as_one_wheel_with_its_contact_spoke():
     np.testing.assert_allclose(marked, [hub, [0.0, 0.0]], atol=1e-12)
     slope = ground[1] - ground[0]
     assert abs(slope[1] / slope[0] + np.tan(params.gamma)) < 1e-12
+
+
+def test_portrait_tick_labels_do_not_run_into_each_other():
+    """A narrow range of long tick labels (the five-link biped's trunk angle,
+    -0.175 to 0.025 rad) ran together on the orbit figure's horizontal axis:
+    the portraits keep about six ticks, and no two labels overlap."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    ball = _trajectory()
+
+    def narrow(x):
+        return np.concatenate([0.2 * x[..., :1] - 0.175, x[..., 1:]], axis=-1)
+
+    trajectory = dataclasses.replace(
+        ball,
+        x_phase=narrow(ball.x_phase),
+        x_before=narrow(ball.x_before),
+        x_after=narrow(ball.x_after),
+    )
+    for fig in (
+        hybrax.plot.orbit_portrait(trajectory, 0, 1, ["angle [rad]", "rate"]),
+        hybrax.plot.phase_portrait(trajectory, 0, 1, ["angle [rad]", "rate"]),
+    ):
+        FigureCanvasAgg(fig).draw()
+        labels = [t for t in fig.axes[0].get_xticklabels() if t.get_text()]
+        assert len(labels) <= 7
+        boxes = [t.get_window_extent() for t in labels]
+        assert not any(a.overlaps(b) for a, b in zip(boxes, boxes[1:]))

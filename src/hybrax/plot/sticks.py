@@ -220,6 +220,7 @@ def stick_figure(
     on top of each other. The polylines that `frames.names` names are in a
     legend."""
     units = Units() if units is None else units
+    own_figure = ax is None
     if ax is None:
         fig = Figure(figsize=(8, 3.8), layout="constrained")
         ax = fig.add_subplot()
@@ -267,6 +268,15 @@ def stick_figure(
         ax.set_xticks([])
     _stick_legend(ax, body, frames.names, outside=True)  # off the snapshots
     ax.set_title(f"t = {frames.times[0]:.2f} to {frames.times[-1]:.2f} {units.time}")
+    if own_figure:
+        # The figure's height follows the drawing's (equal axes, limited by the
+        # width): a sheet of snapshots is wide and low, and a fixed height left
+        # about half of the figure blank above and below it. Laid out once,
+        # the figure keeps the height its content spans, and 0.4 in more for a
+        # title the caller may add above.
+        fig.draw_without_rendering()
+        used = fig.get_tightbbox().height
+        fig.set_size_inches(8, float(np.clip(used + 0.4, 1.5, 8.0)))
     return fig
 
 

@@ -330,6 +330,14 @@ def _constant(trajectory: Trajectory, i: int) -> bool:
     return spread <= 1e-12 * max(1.0, float(np.abs(values).max()))
 
 
+def _few_ticks(ax: Axes) -> None:
+    """At most about six ticks on the horizontal axis: long labels of a narrow
+    range (a trunk angle of -0.175 to 0.025 rad) ran into each other."""
+    from matplotlib.ticker import MaxNLocator
+
+    ax.xaxis.set_major_locator(MaxNLocator(nbins=6))
+
+
 def _readable(name: str) -> str:
     """A mode or transition name for a legend (`single_support` as "single
     support")."""
@@ -383,6 +391,7 @@ def phase_portrait(
     )
     ax.set_xlabel(names[i])
     ax.set_ylabel(names[j])
+    _few_ticks(ax)
     _legend(ax)
     return fig
 
@@ -531,6 +540,7 @@ def orbit_portrait(
     _draw_jumps(ax, cycle, i, j, color="k", lw=1.4, legend=True)
     ax.set_xlabel(names[i])
     ax.set_ylabel(names[j])
+    _few_ticks(ax)
     _legend(ax)
     return fig
 
