@@ -237,7 +237,7 @@ def page() -> str:
 
 def _hybrax(arguments) -> None:
     subprocess.run(
-        [sys.executable, "-m", "hybrax", *arguments, "--dpi", "70", "-q"], check=True
+        [sys.executable, "-m", "hybrax", *arguments, "--dpi", "110", "-q"], check=True
     )
 
 

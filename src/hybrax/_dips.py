@@ -1,4 +1,5 @@
-r"""A step-size controller that finds guard dips inside one integrator step.
+r"""The step-size controller of a phase: it keeps steps that the linearised flow
+can follow (`linearised_error_floor`), and finds guard dips inside one step.
 
 diffrax tests the sign of an event condition at step ends only, so a guard that
 dips below zero and comes back within one step (a shallow crossing) goes unnoticed.
@@ -122,7 +123,7 @@ def linearised_error_floor(dt, rate, error_order, rtol):
     return (jnp.abs(dt) * rate) ** error_order / (factorial * jnp.sqrt(rtol))
 
 
-class DipDetectingController(dfx.AbstractAdaptiveStepSizeController):
+class PhaseStepController(dfx.AbstractAdaptiveStepSizeController):
     """Wraps an adaptive diffrax step-size controller: steps are chosen by `inner` on
     the state part of `y`, with its error estimate floored by the linearised
     flow's (`linearised_error_floor`), and a step inside which the guard dips
@@ -165,7 +166,7 @@ class DipDetectingController(dfx.AbstractAdaptiveStepSizeController):
         self.norm = inner.norm
 
     def wrap(self, direction):
-        return DipDetectingController(
+        return PhaseStepController(
             self.inner.wrap(direction),
             self.guard_and_rate,
             self.state_of,

@@ -9,7 +9,7 @@ import jax.numpy as jnp
 import jax.tree_util as jtu
 from jaxtyping import Array
 
-from .._dips import DipDetectingController, fastest_rate
+from .._dips import PhaseStepController, fastest_rate
 from .._hybrid import HybridSystem
 from .._misc import trace_once
 from .._settings import Settings
@@ -191,7 +191,7 @@ def _stage_controller(settings, tables, augmented, detect_dips, state_of, start)
         mode, t, x, params = start
         scale = controller.atol + controller.rtol * jnp.abs(x)
         rate = fastest_rate(lambda z: tables.field(mode, t, z, params), x, scale)
-        controller = DipDetectingController(
+        controller = PhaseStepController(
             controller,
             _GuardRate(tables, augmented) if detect_dips else None,
             state_of,
