@@ -1,9 +1,22 @@
-"""The documentation's code runs as written: each page's Python blocks
-(` ```python `; ` ```py ` marks an illustration, such as a multi-host recipe),
-in order, in one namespace per page (the tutorial's own checks compare with
-closed forms, central differences and the second route to the multipliers);
-and the concepts page explains every status."""
+"""The documentation's code runs as written, and prints what the page shows: each
+page's Python blocks (` ```python `; ` ```py ` marks an illustration, such as a
+multi-host recipe), in order, in one namespace per page (the tutorial's own checks
+compare with closed forms, central differences and the second route to the
+multipliers); and the concepts page explains every status.
 
+A block that prints is followed on its page (after blank lines only) by its output,
+a ` ```text title="Output" ` block. The tests compare it with what the block prints,
+line by line: numbers (integers and floats, also in scientific notation) agree to
+a relative 1e-6 (an absolute 1e-9 near zero); all other text must be the same,
+except that `...` in a shown line stands for any text (wall-clock times, paths,
+anything that varies from run to run), and trailing spaces are ignored. A block that
+prints without an output block, or an output block under a block that prints
+nothing, fails with the page's name and the block's number (its place among the
+page's Python blocks, from 1)."""
+
+import contextlib
+import io
+import math
 import pathlib
 import re
 
@@ -13,19 +26,117 @@ import pytest
 PAGES = pathlib.Path(__file__).parent.parent / "docs" / "pages"
 
 
+# A Python block and, after blank lines only, its shown output.
+_BLOCK = re.compile(
+    r"^```python\n(?P<code>.*?)^```[ \t]*(?:\n|\Z)"
+    r'(?:(?:[ \t]*\n)*^```text title="Output"\n(?P<output>.*?)^```[ \t]*$)?',
+    re.S | re.M,
+)
+
+
+def _blocks(page: pathlib.Path) -> list[tuple[str, str | None]]:
+    """The page's Python blocks, each with the output shown under it (or `None`)."""
+    return [
+        (match["code"], match["output"]) for match in _BLOCK.finditer(page.read_text())
+    ]
+
+
 def _python_blocks(page: pathlib.Path) -> list[str]:
-    return re.findall(r"^```python\n(.*?)^```", page.read_text(), re.S | re.M)
+    return [code for code, _ in _blocks(page)]
+
+
+_NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
+
+
+def _line_matches(shown: str, printed: str) -> bool:
+    """Whether a printed line is the shown one (the rule of the module's
+    docstring)."""
+    pattern, numbers = [], []
+    for k, piece in enumerate(shown.rstrip().split("...")):
+        if k:
+            pattern.append(".*")
+        end = 0
+        for number in re.finditer(_NUMBER, piece):
+            pattern += [re.escape(piece[end : number.start()]), f"({_NUMBER})"]
+            numbers.append(float(number.group()))
+            end = number.end()
+        pattern.append(re.escape(piece[end:]))
+    match = re.fullmatch("".join(pattern), printed.rstrip())
+    return match is not None and all(
+        math.isclose(float(value), number, rel_tol=1e-6, abs_tol=1e-9)
+        for value, number in zip(match.groups(), numbers)
+    )
+
+
+def _check_output(where: str, printed: str, shown: str | None) -> None:
+    if shown is None:
+        assert not printed, f"{where} prints, but the page shows no output:\n{printed}"
+        return
+    assert printed, f"{where} prints nothing, but the page shows an output"
+    lines, expected = printed.rstrip("\n").split("\n"), shown.rstrip("\n").split("\n")
+    assert len(lines) == len(expected), (
+        f"{where} prints {len(lines)} lines, the page shows {len(expected)}:\n{printed}"
+    )
+    for k, (line, shown_line) in enumerate(zip(lines, expected), 1):
+        assert _line_matches(shown_line, line), (
+            f"{where}, line {k}: the page shows\n{shown_line}\nthe block prints\n"
+            f"{line}\n(all it prints:\n{printed})"
+        )
+
+
+def _run_page(name: str, namespace: dict) -> list[str]:
+    """Run the page's Python blocks in `namespace`, each one's printed output
+    checked against the output shown under it; returns what each printed."""
+    outputs = []
+    for k, (code, shown) in enumerate(_blocks(PAGES / name), 1):
+        printed = io.StringIO()
+        with contextlib.redirect_stdout(printed):
+            exec(compile(code, name, "exec"), namespace)
+        _check_output(f"{name}, block {k}", printed.getvalue(), shown)
+        outputs.append(printed.getvalue())
+    return outputs
+
+
+def test_the_output_comparison_rule():
+    assert _line_matches("[0.25 -1.5e-03] ok", "[0.2500001 -0.0015] ok")
+    assert not _line_matches("[0.25 -1.5e-03] ok", "[0.2501 -0.0015] ok")
+    assert not _line_matches("0.25 ok", "0.25 OK")
+    assert not _line_matches("0.25", "-0.25")
+    assert _line_matches("3.0e-12", "8.1e-11")  # near zero: absolute 1e-9
+    assert _line_matches("took ... s, 3 points", "took 12.5 s, 3.0 points")
+    assert not _line_matches("took ... s, 3 points", "took 12.5 s, 4 points")
+    with pytest.raises(AssertionError, match="page.md, block 2 prints nothing"):
+        _check_output("page.md, block 2", "", "1\n")
+    with pytest.raises(
+        AssertionError, match="page.md, block 2 prints, but the page shows no"
+    ):
+        _check_output("page.md, block 2", "1\n", None)
+    with pytest.raises(AssertionError, match="prints 2 lines, the page shows 1"):
+        _check_output("page.md, block 2", "1\n2\n", "1\n")
+
+
+def test_every_output_block_follows_a_python_block():
+    """An output block anywhere else would be compared with nothing."""
+    for path in PAGES.rglob("*.md"):
+        shown = path.read_text().count('```text title="Output"\n')
+        assert shown == sum(output is not None for _, output in _blocks(path)), path
 
 
 @pytest.mark.slow  # it compiles a new model's orbit, gradient and sweep (~2 min)
-def test_the_own_model_tutorial_runs(capsys):
-    blocks = _python_blocks(PAGES / "tutorials" / "own-model.md")
-    assert len(blocks) >= 8
+def test_the_own_model_tutorial_runs(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # (it saves its figure)
+    assert len(_python_blocks(PAGES / "tutorials" / "own-model.md")) >= 8
     namespace: dict = {}
-    for block in blocks:
-        exec(compile(block, "own-model.md", "exec"), namespace)
+    outputs = _run_page("tutorials/own-model.md", namespace)
     assert namespace["orbit"].succeeded
-    assert "successful" in capsys.readouterr().out
+    assert "successful" in "".join(outputs)
+    # Its last block draws the orbit, with units on every axis.
+    axes = [ax for ax in namespace["fig"].axes if ax.get_visible()]
+    assert axes
+    for ax in axes:
+        for label in (ax.get_xlabel(), ax.get_ylabel()):
+            assert re.search(r"\[.+\]", label), label
+    assert (tmp_path / "own-model-orbit.png").is_file()
 
 
 # Pages whose code runs after another's, in its namespace (the gradients page
@@ -52,8 +163,7 @@ def test_the_how_to_pages_run(page, tmp_path, monkeypatch):
     namespace: dict = {}
     pages = [_AFTER[page], page] if page in _AFTER else [page]
     for name in pages:
-        for block in _python_blocks(PAGES / name):
-            exec(compile(block, name, "exec"), namespace)
+        _run_page(name, namespace)
 
 
 def test_every_page_block_is_python_or_marked_illustration():
