@@ -223,14 +223,11 @@ def test_sweep_equals_loop_of_single_solves(swept, single_solves):
         assert hx.status_name(orbit.result)[0] == swept.status_names[i]
         if i >= N_ORBITS:
             continue
-        # Equal to 1e-12 of their size: M's entries reach 4.07 (1/s), where
-        # the vectorised and the single program's rounding differ by 3e-13 of
-        # the value under the lowest declared JAX release.
         for name in ("u", "period", "phase_durations", "reduced_jacobian"):
             np.testing.assert_allclose(
                 getattr(swept.orbit, name)[i],
                 getattr(orbit, name),
-                rtol=EQUAL_TOL,
+                rtol=0,
                 atol=EQUAL_TOL,
                 err_msg=f"element {i}: {name}",
             )

@@ -184,8 +184,13 @@ class PhaseStepController(dfx.AbstractAdaptiveStepSizeController):
         return t_next, (inner_state, h0, r0)
 
     def _floored(self, t0, t1, y0, y1_candidate, y_error, error_order):
-        """The state's error estimate, raised where it lies below the linearised
-        flow's (the floor, in units of the tolerance $atol + rtol |y|$)."""
+        """The state's error estimate, or where its scaled norm lies below the
+        linearised flow's (`linearised_error_floor`), that floor spread evenly
+        over the state in units of the tolerance $atol + rtol |y|$. The estimate
+        is replaced whole, never raised entry by entry: where it is the larger,
+        the steps are exactly those of the state's control alone (an entry held
+        by a constraint, with an error of exactly zero, would otherwise always
+        take the floor)."""
         if y_error is None:
             return None
         floor = linearised_error_floor(
@@ -194,13 +199,18 @@ class PhaseStepController(dfx.AbstractAdaptiveStepSizeController):
             error_order,
             self.rtol,
         )
-
-        def raise_to_floor(error, start, end):
-            scale = self.atol + self.rtol * jnp.maximum(jnp.abs(start), jnp.abs(end))
-            bound = floor * jax.lax.stop_gradient(scale)
-            return jnp.where(jnp.abs(error) < bound, bound, error)
-
-        return jax.tree_util.tree_map(raise_to_floor, y_error, y0, y1_candidate)
+        scale = jax.tree_util.tree_map(
+            lambda start, end: jax.lax.stop_gradient(
+                self.atol + self.rtol * jnp.maximum(jnp.abs(start), jnp.abs(end))
+            ),
+            y0,
+            y1_candidate,
+        )
+        scaled = jax.tree_util.tree_map(lambda e, s: e / s, y_error, scale)
+        below = jax.lax.stop_gradient(self.norm(scaled)) < floor
+        return jax.tree_util.tree_map(
+            lambda e, s: jnp.where(below, floor * s, e), y_error, scale
+        )
 
     def _probe(self, t, y, args):
         h, r = self.guard_and_rate(
