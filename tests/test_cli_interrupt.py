@@ -96,3 +96,67 @@ def test_no_advice_to_raise_a_limit_where_the_model_says_no_orbit_exists():
     assert _for_command(steps, options, advise=False) == (
         "The maximum number of solver steps was reached."
     )
+
+
+def test_an_interrupt_swallowed_on_its_way_is_still_honoured(
+    monkeypatch, capsys, tmp_path
+):
+    """A Ctrl-C whose `KeyboardInterrupt` is caught by code the command does not
+    own (here a stand-in that swallows it and returns 0; under load, something
+    inside JAX's compile did) ends the run with the one line and exit 130, not
+    with exit 0 as if no Ctrl-C had come."""
+    import hybrax._cli.models as models_command
+
+    def swallowing(args, parser):
+        try:
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.5)  # the handler runs here
+        except KeyboardInterrupt:
+            pass
+        return 0
+
+    monkeypatch.setattr(models_command, "_run_models", swallowing)
+    assert main(["models"]) == 130
+    assert capsys.readouterr().err.strip().splitlines()[-1] == (
+        "hybrax models: interrupted; no output of this run was written"
+    )
+    # Without a Ctrl-C the same run ends as it says.
+    monkeypatch.setattr(models_command, "_run_models", lambda args, parser: 0)
+    assert main(["models"]) == 0
+
+
+_SWALLOW_AND_GO_ON = """
+import os, signal, time
+import hybrax._cli.models as models_command
+from hybrax._cli import main
+
+def swallowing(args, parser):
+    try:
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(0.5)
+    except KeyboardInterrupt:
+        pass
+    time.sleep(30)  # runs on as if no Ctrl-C had come
+    return 0
+
+models_command._run_models = swallowing
+raise SystemExit(main(["models"]))
+"""
+
+
+def test_a_command_that_writes_nothing_ends_within_seconds_of_a_swallowed_interrupt():
+    """`models`, `simulate` and `orbit` write nothing when interrupted: a Ctrl-C
+    whose `KeyboardInterrupt` was swallowed ends them within seconds (exit 130,
+    the one line), not after the rest of their run."""
+    began = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, "-c", _SWALLOW_AND_GO_ON],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 130, done.stderr
+    assert time.monotonic() - began < 20
+    assert "hybrax models: interrupted; no output of this run was written" in (
+        done.stderr.splitlines()
+    )

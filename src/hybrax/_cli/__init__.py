@@ -194,7 +194,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     quiet = getattr(args, "quiet", False)
     try:
-        with honour_interrupts(args.command), contextlib.ExitStack() as stack:
+        with honour_interrupts(args.command) as watch, contextlib.ExitStack() as stack:
             if quiet:  # results and progress go nowhere; warnings still print
                 stack.enter_context(contextlib.redirect_stdout(io.StringIO()))
             elif getattr(args, "verbose", False):
@@ -206,6 +206,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             else:
                 stack.enter_context(announcing(label=getattr(args, "model", None)))
             code = args.run(args, args.command_parser)
+            if watch is not None and watch.lost(code):
+                # Ctrl-C swallowed on its way to the command: honoured here.
+                raise KeyboardInterrupt
         return _finish_outputs(args, argv, code)
     except KeyboardInterrupt:
         # Outputs are written whole at the end (under temporary names): an

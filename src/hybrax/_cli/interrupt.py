@@ -14,7 +14,13 @@ reaches the command as a `KeyboardInterrupt`: one swallowed (seen by
 delivered within `GRACE_S` seconds, or a second Ctrl-C, ends the process with
 the command line's one line and exit status 130. A `KeyboardInterrupt` that
 reached the command lets it finish as documented (`sweep` and `continue` write
-what finished).
+what finished, and return 130). One swallowed where no hook sees it (caught by
+code that the command does not own, as once inside JAX's compile under load)
+would leave a run that goes on as if there had been no Ctrl-C: a command that
+writes nothing when interrupted (`models`, `simulate`, `orbit`) ends within
+`GRACE_S` seconds of the signal whatever happened to its `KeyboardInterrupt`,
+and for the others `honour_interrupts` yields its watch, whose `lost(code)`
+tells the command line to end with the one line and 130 all the same.
 """
 
 import _thread
@@ -30,6 +36,10 @@ import time
 # Seconds an interrupt may take to reach the command as a `KeyboardInterrupt`.
 GRACE_S = 3.0
 
+# The commands that write nothing when interrupted: once Ctrl-C came they have
+# nothing left to do but end.
+_WRITE_NOTHING = ("models", "simulate", "orbit")
+
 
 def interrupted_line(command: str) -> str:
     return f"hybrax {command}: interrupted; no output of this run was written"
@@ -38,6 +48,7 @@ def interrupted_line(command: str) -> str:
 class _Watch:
     def __init__(self, command: str):
         self.command = command
+        self.ends_at_once = command in _WRITE_NOTHING
         self.arrived = 0  # SIGINTs signalled (the watcher counts them)
         self.delivered = 0  # SIGINTs raised as KeyboardInterrupt and not lost
         self.closed = False
@@ -57,6 +68,13 @@ class _Watch:
         else:
             previous(unraisable)
 
+    def lost(self, code: int) -> bool:
+        """Whether a Ctrl-C came during the run and the run ended as if none had
+        (an exit status other than the 130 of a command that handled it)."""
+        with contextlib.suppress(BlockingIOError, OSError):
+            self.arrived += self.reader.recv(64).count(signal.SIGINT.value)
+        return code != 130 and (self.arrived > 0 or self.delivered > 0)
+
     def end(self) -> None:
         with contextlib.suppress(Exception):
             sys.stdout.flush()
@@ -72,7 +90,7 @@ class _Watch:
                 self.arrived += data.count(signal.SIGINT.value)
             if self.arrived >= 2:  # Ctrl-C again: the user insists
                 self.end()
-            if self.delivered < self.arrived:
+            if self.delivered < self.arrived or (self.ends_at_once and self.arrived):
                 since = time.monotonic() if since is None else since
                 if time.monotonic() - since > GRACE_S:
                     self.end()
@@ -85,13 +103,14 @@ class _Watch:
 def honour_interrupts(command: str):
     """Within: Ctrl-C reaches the command as a `KeyboardInterrupt` within
     `GRACE_S` seconds, or ends the process with exit status 130 and one line.
-    Does nothing outside the main thread or where SIGINT has a handler other
-    than Python's default."""
+    Yields the watch (see `_Watch.lost`), or `None` where it does nothing:
+    outside the main thread, or where SIGINT has a handler other than Python's
+    default."""
     if (
         threading.current_thread() is not threading.main_thread()
         or signal.getsignal(signal.SIGINT) is not signal.default_int_handler
     ):
-        yield
+        yield None
         return
     watch = _Watch(command)
     previous_hook = sys.unraisablehook
@@ -103,7 +122,7 @@ def honour_interrupts(command: str):
     )
     thread.start()
     try:
-        yield
+        yield watch
     finally:
         signal.signal(signal.SIGINT, signal.default_int_handler)
         signal.set_wakeup_fd(previous_fd)
