@@ -10,7 +10,7 @@ written with the public API alone) and each program:
   to one parameter (a user's own transformation of the library's orbit);
 - `tune`: one `hybrax.tune` step (its objective's value and gradient programs);
 - `sweep`: one `hybrax.sweep_orbits` chunk;
-- `continue`: `hybrax.continue_branch` to its first points;
+- `continue`: `hybrax.continue_orbits` to its first points;
 
 it runs the program in a fresh process with an empty cache directory
 (`hybrax.enable_compilation_cache`), then in a second fresh process with that
@@ -171,14 +171,14 @@ def _program(model_name, program):
         )
     if program == "continue":
         value = float(handle.get(params))
-        return lambda: hx.continue_branch(
+        return lambda: hx.continue_orbits(
             system,
             section,
             guess,
             params,
             handle,
             start=value,
-            bounds=(value - 0.5 * abs(value) - 0.1, value + 0.5 * abs(value) + 0.1),
+            stop=(value - 0.5 * abs(value) - 0.1, value + 0.5 * abs(value) + 0.1),
             direction=1,
             continuation_settings=hx.ContinuationSettings(max_points=3),
             throw=False,

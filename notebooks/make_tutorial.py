@@ -111,11 +111,13 @@ with stability along the branch and folds located.""",
         "code",
         """minimal, section_min = models.hopper.minimal()[0], models.hopper.section("minimal")
 # The start is corrected onto the branch first: the plain guess will do.
-branch = hx.continue_branch(
+branch = hx.continue_orbits(
     minimal, section_min, models.hopper.orbit_guess(params), params,
-    models.hopper.parameter("D_G"), start=float(params.D_G), bounds=(-0.06, -0.0005),
-    direction=-1, max_period=1.2,
-    continuation_settings=hx.ContinuationSettings(max_points=120, parameter_scale=0.01),
+    models.hopper.parameter("D_G"), start=float(params.D_G), stop=(-0.06, -0.0005),
+    direction=-1,
+    continuation_settings=hx.ContinuationSettings(
+        max_points=120, parameter_scale=0.01, max_period=1.2
+    ),
     settings=hx.Settings(rtol=1e-12, atol=1e-12),
 )
 print(branch.n_points, "orbits; folds at D_G =", [round(f.parameter, 6) for f in branch.folds])

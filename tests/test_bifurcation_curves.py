@@ -150,7 +150,7 @@ def test_curve_argument_errors(henon_points):
             lambda u, a, b, args: u[:1], doubling, B0, stop=1.0
         )
     with pytest.raises(ValueError, match="mu0"):
-        hx.continue_bifurcation_curve(henon, doubling, B0, bounds=(0.5, 1.0))
+        hx.continue_bifurcation_curve(henon, doubling, B0, stop=(0.5, 1.0))
     with pytest.raises(ValueError, match="parameter_names"):
         hx.continue_bifurcation_curve(
             henon, doubling, B0, stop=1.0, parameter_names=("a",)

@@ -78,7 +78,7 @@ def test_biped5_grazing_on_the_knee_branch(tmp_path):
     model, system, section = _biped5()
     params = hx.canonical_params(model.make_params())
     knee = model.parameter("knee_swing_ref")
-    branch = hx.continue_branch(
+    branch = hx.continue_orbits(
         system, section, model.orbit_guess(params), params, knee, start=0.6, stop=0.35
     )
     assert branch.succeeded and branch.clearance_names == ("swing_clearance",)
@@ -119,7 +119,7 @@ def test_biped5_grazing_curve_matches_fixed_hip_branches():
     model, system, section = _biped5()
     params = hx.canonical_params(model.make_params())
     knee, hip = model.parameter("knee_swing_ref"), model.parameter("hip_swing_ref")
-    branch = hx.continue_branch(
+    branch = hx.continue_orbits(
         system, section, model.orbit_guess(params), params, knee, start=0.6, stop=0.4
     )
     (grazing,) = branch.grazings
@@ -220,7 +220,7 @@ def test_compass_gait_release_reversal_and_its_curve():
     system, section = form.system(), form.section()
     params = hx.canonical_params(model.make_params(b=0.2))
     a, mass = model.parameter("a"), model.parameter("m_H")
-    branch = hx.continue_branch(
+    branch = hx.continue_orbits(
         system, section, model.orbit_guess(params), params, a, start=0.8, stop=1.0
     )
     assert branch.release_names == ("trailing_normal_velocity",)

@@ -123,7 +123,7 @@ def test_library_arguments_are_value_errors_naming_them():
     with pytest.raises(ValueError, match="`vary`: .*'foo'.*d_G"):
         hx.tune(system, section, guess, params, lambda o, p: o.period, vary=["foo"])
     with pytest.raises(ValueError, match="`parameter`: .*'foo'"):
-        hx.continue_branch(system, section, guess, params, "foo", start=0, stop=1)
+        hx.continue_orbits(system, section, guess, params, "foo", start=0, stop=1)
     with pytest.raises(ValueError, match="`u_guess` must be finite"):
         hx.find_periodic_orbit(system, section, jnp.array([np.nan, 1.0]), params)
     empty = hx.canonical_params(hopper.HopperParams(mu=np.zeros(0), d_G=np.zeros(0)))

@@ -205,7 +205,7 @@ _SCRIPT = textwrap.dedent(
         constraints=[(hx.QuantityTarget(lambda o, p: o.u[0], jnp.asarray(1.2)), 1e-6)],
         tune_settings=hx.TuneSettings(max_steps=8),
     )
-    branch = hx.continue_branch(
+    branch = hx.continue_orbits(
         system, section, jnp.array([1.0]), params, "gamma",
         start=0.08, stop=0.09,
         continuation_settings=hx.ContinuationSettings(max_points=3),

@@ -51,7 +51,7 @@ def _continue(mu, start, stop, v_guess, throw=False, **steps):
     """The branch with the `ContinuationSettings` fields `steps` (by default
     `parameter_scale=THETA, max_step=0.1`)."""
     params = hx.canonical_params(models.hopper.make_params(D_G=start, mu=mu))
-    return hx.continue_branch(
+    return hx.continue_orbits(
         SYSTEM,
         SECTION,
         models.hopper.orbit_guess(params, v_guess),
@@ -352,7 +352,7 @@ def test_start_failure():
 
 
 def test_several_guesses_start_from_the_first_that_starts():
-    """`continue_branch` with a list of guesses (as `hybrax continue` passes a
+    """`continue_orbits` with a list of guesses (as `hybrax continue` passes a
     model's `branch_guesses`): a guess that starts no orbit (lift-off downwards)
     is passed over, and the branch is the one the next guess starts alone, point
     for point; where none starts, the last one's `start_failed`."""
@@ -366,15 +366,15 @@ def test_several_guesses_start_from_the_first_that_starts():
             parameter_scale=THETA, max_step=0.1, max_points=3
         ),
     )
-    alone = hx.continue_branch(SYSTEM, SECTION, downwards, params, D_G, **steps)
+    alone = hx.continue_orbits(SYSTEM, SECTION, downwards, params, D_G, **steps)
     assert alone.result == hx.RESULTS.start_failed
-    both = hx.continue_branch(
+    both = hx.continue_orbits(
         SYSTEM, SECTION, [downwards, upwards], params, D_G, **steps
     )
-    second = hx.continue_branch(SYSTEM, SECTION, upwards, params, D_G, **steps)
+    second = hx.continue_orbits(SYSTEM, SECTION, upwards, params, D_G, **steps)
     assert both.n_points == second.n_points == 3
     np.testing.assert_array_equal(np.asarray(both.u), np.asarray(second.u))
-    stacked = hx.continue_branch(
+    stacked = hx.continue_orbits(
         SYSTEM, SECTION, np.stack([downwards, downwards]), params, D_G, **steps
     )
     assert stacked.result == hx.RESULTS.start_failed
@@ -400,9 +400,10 @@ def test_parameter_get_set():
 @pytest.mark.parametrize(
     "kwargs, match",
     [
-        (dict(stop=None), "`stop` or `bounds`"),
-        (dict(bounds=(0.0, -1.0)), "`bounds`"),
-        (dict(stop=-0.02, bounds=(-0.02, -0.01)), "`start`"),
+        (dict(stop=None), "Give `stop`"),
+        (dict(stop=(0.0, -1.0)), "`stop` must be finite"),
+        (dict(stop=(-0.02, -0.01), direction=1), "`start`"),
+        (dict(stop=(-0.02, 0.0)), "`direction`"),
         (dict(direction=2), "`direction`"),
         (dict(continuation_settings=dict(max_step=0.1)), "`continuation_settings`"),
     ],
@@ -412,7 +413,7 @@ def test_argument_errors(kwargs, match):
     arguments = dict(start=-0.005, stop=-0.02)
     arguments.update(kwargs)
     with pytest.raises(ValueError, match=match):
-        hx.continue_branch(
+        hx.continue_orbits(
             SYSTEM,
             SECTION,
             models.hopper.orbit_guess(params, 0.3),
@@ -421,8 +422,13 @@ def test_argument_errors(kwargs, match):
             **arguments,
         )
     with pytest.raises(ValueError, match="`parameter`"):
-        hx.continue_branch(
+        hx.continue_orbits(
             SYSTEM, SECTION, jnp.zeros(2), params, 3, start=-0.005, stop=-0.02
+        )
+    # Without `start`, the parameter's value in `params`: a scalar.
+    with pytest.raises(ValueError, match="`start`.*not a scalar"):
+        hx.continue_orbits(
+            SYSTEM, SECTION, jnp.zeros(2), {"r": jnp.ones(2)}, "r", stop=1.0
         )
     with pytest.raises(ValueError, match="`field`"):
         hx.FieldParameter("")

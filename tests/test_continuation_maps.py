@@ -17,6 +17,7 @@ Each map compiles one corrector per iterate count (small programs): the fixtures
 module-scoped and the maps module-level functions.
 """
 
+import inspect
 import math
 
 import jax.numpy as jnp
@@ -77,24 +78,26 @@ def fixed():
 
 @pytest.fixture(scope="module")
 def period_2(fixed):
-    return hx.continue_period_doubled(
-        logistic, fixed, stop=3.6, continuation_settings=SETTINGS
+    return hx.continue_fixed_points(
+        logistic, fixed.period_doublings[0], stop=3.6, continuation_settings=SETTINGS
     )
 
 
 @pytest.fixture(scope="module")
 def period_4(period_2):
-    return hx.continue_period_doubled(
-        logistic, period_2, stop=3.6, continuation_settings=SETTINGS
+    return hx.continue_fixed_points(
+        logistic,
+        period_2.period_doublings[0],
+        iterates=2,
+        stop=3.6,
+        continuation_settings=SETTINGS,
     )
 
 
 @pytest.fixture(scope="module")
 def folded():
     """From x = 1 at lambda = 1 down through the fold and back up to lambda = 1."""
-    return hx.continue_fixed_points(
-        fold_map, 1.0, 1.0, bounds=(-1.0, 1.0), direction=-1
-    )
+    return hx.continue_fixed_points(fold_map, 1.0, 1.0, stop=(-1.0, 1.0), direction=-1)
 
 
 @pytest.fixture(scope="module")
@@ -322,7 +325,7 @@ def test_neutral_saddle_is_not_a_torus_point():
 
 
 def test_continue_zeros_without_multipliers():
-    branch = hx.continue_zeros(parabola, 1.0, 1.0, bounds=(-1.0, 1.0), direction=-1)
+    branch = hx.continue_zeros(parabola, 1.0, 1.0, stop=(-1.0, 1.0), direction=-1)
     assert branch.multipliers is None and branch.stable is None
     assert branch.iterates is None
     (fold,) = branch.folds
@@ -374,21 +377,31 @@ def test_argument_errors(fixed, folded):
     with pytest.raises(ValueError, match="`fn`"):
         hx.continue_fixed_points(delayed_logistic, 0.6, 2.5, stop=3.0)
     with pytest.raises(ValueError, match="`lam0`"):
-        hx.continue_fixed_points(logistic, 0.6, 2.5, bounds=(3.0, 4.0))
-    with pytest.raises(ValueError, match="`stop` or `bounds`"):
+        hx.continue_fixed_points(logistic, 0.6, 2.5, stop=(3.0, 4.0))
+    with pytest.raises(ValueError, match="Give `stop`"):
         hx.continue_fixed_points(logistic, 0.6, 2.5)
+    with pytest.raises(ValueError, match="`direction`"):
+        hx.continue_fixed_points(logistic, 0.6, 2.5, stop=(2.0, 3.0))
+    with pytest.raises(ValueError, match="`stop` as a range"):
+        hx.continue_fixed_points(logistic, 0.6, 2.5, stop=(2.0, 2.7, 3.0))
+    with pytest.raises(ValueError, match="Give `lam0`"):
+        hx.continue_fixed_points(logistic, 0.6, stop=3.0)
     with pytest.raises(ValueError, match="`continuation_settings`"):
         hx.continue_fixed_points(
             logistic, 0.6, 2.5, stop=3.0, continuation_settings=dict(max_step=0.1)
         )
     with pytest.raises(ValueError, match="`multiplier_matrix`"):
         hx.continue_zeros(parabola, 1.0, 1.0, stop=0.5, multiplier_matrix=parabola)
-    with pytest.raises(ValueError, match="`point`"):
-        hx.continue_period_doubled(fold_map, folded, stop=1.0)
-    with pytest.raises(ValueError, match="`amplitude`"):
-        hx.continue_period_doubled(logistic, fixed, stop=3.6, amplitude=-1.0)
-    with pytest.raises(ValueError, match="`branch`"):
-        hx.continue_period_doubled(logistic, fixed.special_points, stop=3.6)
+    with pytest.raises(ValueError, match="period doubling; got a fold"):
+        hx.continue_fixed_points(fold_map, folded.folds[0], stop=1.0)
+    with pytest.raises(ValueError, match="`switch_amplitude`"):
+        hx.ContinuationSettings(switch_amplitude=-1.0)
+    with pytest.raises(ValueError, match="`max_period`"):
+        hx.ContinuationSettings(max_period=0.0)
+    with pytest.raises(ValueError, match="`lam0`"):
+        hx.continue_fixed_points(logistic, fixed.period_doublings[0], 3.0, stop=3.6)
+    with pytest.raises(ValueError, match="`u0` must be an array"):
+        hx.continue_fixed_points(logistic, fixed.special_points, 2.5, stop=3.6)
     with pytest.raises(RuntimeError, match="no solution"):
         hx.continue_zeros(parabola, 1.0, -1.0, stop=-0.5, throw=True)
     failed = hx.continue_zeros(parabola, 1.0, -1.0, stop=-0.5)
@@ -433,17 +446,16 @@ def kicked():
     )
     section = hx.PoincareSection(("kick",), kick_chart, kick_coordinates)
     params = {"r": jnp.asarray(2.8)}
-    branch = hx.continue_branch(
+    branch = hx.continue_orbits(
         system,
         section,
         jnp.array([0.6]),
         params,
-        "r",
-        start=2.8,
+        "r",  # starts at its value in `params`, 2.8
         stop=3.5,
         continuation_settings=hx.ContinuationSettings(max_step=0.1),
     )
-    doubled = hx.continue_branch_period_doubled(
+    doubled = hx.continue_orbits(
         system,
         section,
         branch.period_doublings[0],
@@ -513,3 +525,32 @@ def test_parameter_scale_defaults_to_the_parameters_magnitude():
     assert short.parameter[-1] < 2.01e4
     with pytest.raises(ValueError, match="parameter_scale"):
         hx.ContinuationSettings(parameter_scale=0.0)
+
+
+def test_one_continuation_family():
+    """Continuation is a small family, one entry point per kind of object
+    continued, each with at most 11 parameters; the removed names say what
+    replaces them rather than failing with a bare `AttributeError`."""
+    family = {
+        "continue_zeros",
+        "continue_fixed_points",
+        "continue_orbits",
+        "continue_bifurcation_curve",
+        "continue_orbit_curve",
+        "continue_to_params",
+        "continue_cascade",
+    }
+    public = {name for name in dir(hx) if name.startswith("continue_")}
+    assert public == family
+    for name in family:
+        assert len(inspect.signature(getattr(hx, name)).parameters) <= 11, name
+    replacements = {
+        "continue_branch": "continue_orbits",
+        "continue_branch_period_doubled": "continue_orbits",
+        "continue_period_doubled": "continue_fixed_points",
+    }
+    for removed, replacement in replacements.items():
+        with pytest.raises(AttributeError, match=f"hybrax.{replacement}"):
+            getattr(hx, removed)
+    with pytest.raises(AttributeError, match="no attribute 'continue_nothing'"):
+        hx.continue_nothing  # noqa: B018

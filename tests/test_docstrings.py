@@ -277,7 +277,7 @@ def _example_id(example) -> str:
 
 def test_the_examples_are_found():
     owners = {owner for owner, *_ in EXAMPLES}
-    assert {"continue_branch", "continue_to_params", "tune", "sweep"} <= owners
+    assert {"continue_orbits", "continue_to_params", "tune", "sweep"} <= owners
 
 
 @pytest.mark.parametrize("example", EXAMPLES, ids=_example_id)
@@ -336,7 +336,6 @@ params = models.hopper.make_params()
 guess = models.hopper.orbit_guess(params)
 """
 _CONTEXT = {
-    "continue_period_doubled": _LOGISTIC,
     "Interrupted": _HOPPER
     + "batch = jax.tree_util.tree_map(lambda a: jnp.stack([a, a]), params)\n",
     "save": _HOPPER,
@@ -353,7 +352,6 @@ _CHEAP = {
     "LagrangianModel",
     "PoincareSection",
     "continue_fixed_points",
-    "continue_period_doubled",
     "continue_bifurcation_curve",
     "parameter_field",
     "sweep",

@@ -82,7 +82,7 @@ def test_random_parameter_sets_inside_the_existence_region():
             SYSTEM, SECTION, hopper.orbit_guess(start), start
         )
         assert bool(orbit.succeeded), orbit.describe_failure()
-        branch = hx.continue_branch(
+        branch = hx.continue_orbits(
             SYSTEM,
             SECTION,
             orbit.u,

@@ -32,7 +32,7 @@ def test_compass_gait_period_doubling_curve_matches_fixed_mass_branches():
     slope, mass = model.parameter("slope_deg"), model.parameter("m_H")
 
     def doubling_at(p):
-        branch = hx.continue_branch(
+        branch = hx.continue_orbits(
             system,
             section,
             model.orbit_guess(p),
@@ -40,7 +40,7 @@ def test_compass_gait_period_doubling_curve_matches_fixed_mass_branches():
             slope,
             start=3.0,
             stop=5.5,
-            max_period=5.0,
+            continuation_settings=hx.ContinuationSettings(max_period=5.0),
         )
         (point,) = branch.period_doublings
         return point
@@ -129,7 +129,7 @@ def _hopper_branch_and_curve(params, start, point_of, stop2):
     curve in mu towards `stop2` of the point `point_of(branch)`."""
     model, system, section, _ = _model("hopper")
     d_g, mu = model.parameter("D_G"), model.parameter("mu")
-    branch = hx.continue_branch(
+    branch = hx.continue_orbits(
         system,
         section,
         hx.models.hopper.orbit_guess(params, 0.3),

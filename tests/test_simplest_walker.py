@@ -87,7 +87,7 @@ def _gait(model, slope, gait):
     """The long- or short-period gait at `slope`: the first point of a continuation
     (corrected at fixed slope), from the small-slope guess."""
     system, section, params, parameter = model
-    branch = hx.continue_branch(
+    branch = hx.continue_orbits(
         system,
         section,
         sw.asymptotic_start(slope, gait),
@@ -275,8 +275,10 @@ def test_library_cascade_locates_the_commands_doublings(model, branch_json):
     bundle = hx.models.get_model("simplest-walker")
     spec = bundle.presentation.continuation
     guess = bundle.orbit_guess(parameter.set(params, jnp.asarray(spec.start)))
-    steps = hx.ContinuationSettings(parameter_scale=spec.parameter_scale)
-    branch = hx.continue_branch(
+    steps = hx.ContinuationSettings(
+        parameter_scale=spec.parameter_scale, max_period=spec.max_period
+    )
+    branch = hx.continue_orbits(
         system,
         section,
         guess,
@@ -284,7 +286,6 @@ def test_library_cascade_locates_the_commands_doublings(model, branch_json):
         parameter,
         start=spec.start,
         stop=spec.stop,
-        max_period=spec.max_period,
         continuation_settings=steps,
     )
     cascade = hx.continue_cascade(
@@ -295,7 +296,6 @@ def test_library_cascade_locates_the_commands_doublings(model, branch_json):
         parameter,
         levels=1,
         stop=spec.stop,
-        max_period=spec.max_period,
         continuation_settings=steps,
     )
     assert cascade.ended == "levels_reached" and cascade.periods == (1, 2)
@@ -321,9 +321,10 @@ def test_library_cascade_locates_the_commands_doublings(model, branch_json):
         parameter,
         levels=1,
         stop=doubling["slope"] + 1e-3,
-        max_period=spec.max_period,
         continuation_settings=steps,
     )
     assert short.ended in hx.CASCADE_ENDS
     with pytest.raises(ValueError, match="levels"):
-        hx.continue_cascade(system, section, branch, params, parameter, levels=0)
+        hx.continue_cascade(
+            system, section, branch, params, parameter, levels=0, stop=spec.stop
+        )

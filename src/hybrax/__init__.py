@@ -29,6 +29,12 @@ if TYPE_CHECKING:
         Basin as Basin,
         basin as basin,
     )
+    from ._choices import (
+        ContinuationMethod as ContinuationMethod,
+        GradientMode as GradientMode,
+        ShootingJacobian as ShootingJacobian,
+        SweepOrder as SweepOrder,
+    )
     from ._compile import (
         clear_caches as clear_caches,
         enable_compilation_cache as enable_compilation_cache,
@@ -42,12 +48,10 @@ if TYPE_CHECKING:
         SolutionBranch as SolutionBranch,
         SpecialPoint as SpecialPoint,
         continue_bifurcation_curve as continue_bifurcation_curve,
-        continue_branch as continue_branch,
-        continue_branch_period_doubled as continue_branch_period_doubled,
         continue_cascade as continue_cascade,
         continue_fixed_points as continue_fixed_points,
         continue_orbit_curve as continue_orbit_curve,
-        continue_period_doubled as continue_period_doubled,
+        continue_orbits as continue_orbits,
         continue_zeros as continue_zeros,
         period_doubled_section as period_doubled_section,
     )
@@ -172,6 +176,10 @@ if TYPE_CHECKING:
 
 # Public name -> the module that defines it.
 _EXPORTS = {
+    "ContinuationMethod": "._choices",
+    "GradientMode": "._choices",
+    "ShootingJacobian": "._choices",
+    "SweepOrder": "._choices",
     "load": "._archive",
     "save": "._archive",
     "AbstractParameter": "._continuation_parameter",
@@ -187,13 +195,11 @@ _EXPORTS = {
     "FunctionParameter": "._continuation_parameter",
     "SolutionBranch": "._continuation",
     "SpecialPoint": "._continuation",
-    "continue_branch": "._continuation",
-    "continue_branch_period_doubled": "._continuation",
+    "continue_orbits": "._continuation",
     "continue_cascade": "._continuation",
     "Cascade": "._continuation",
     "CASCADE_ENDS": "._continuation",
     "continue_fixed_points": "._continuation",
-    "continue_period_doubled": "._continuation",
     "continue_zeros": "._continuation",
     "period_doubled_section": "._continuation",
     "Homotopy": "._homotopy",
@@ -285,7 +291,25 @@ _EXPORTS = {
 _SUBMODULES = ("models", "plot")
 
 
+# Removed public names -> what replaces them (see the migration page).
+_REMOVED = {
+    "continue_branch": "hybrax.continue_orbits (same arguments; `bounds=(a, b)` "
+    "is `stop=(a, b)`, `max_period` a field of ContinuationSettings)",
+    "continue_branch_period_doubled": "hybrax.continue_orbits(system, section, "
+    "point, params, parameter, stop=...) with the period doubling as `u0` "
+    "(`amplitude` is ContinuationSettings.switch_amplitude)",
+    "continue_period_doubled": "hybrax.continue_fixed_points(fn, point, "
+    "args=args, iterates=branch.iterates, stop=...) with the period doubling as "
+    "`u0` (`amplitude` is ContinuationSettings.switch_amplitude)",
+}
+
+
 def __getattr__(name: str):
+    if name in _REMOVED:
+        raise AttributeError(
+            f"hybrax.{name} was removed: use {_REMOVED[name]}. The "
+            "documentation's migration page maps every removed call."
+        )
     if name in _EXPORTS:
         value = getattr(importlib.import_module(_EXPORTS[name], __name__), name)
         globals()[name] = value

@@ -1,5 +1,5 @@
 r"""The continuation parameter: the scalar $\lambda$ of a parameter PyTree that
-[`hybrax.continue_branch`][] and [`hybrax.tune`][] vary, read by `get(params)` and
+[`hybrax.continue_orbits`][] and [`hybrax.tune`][] vary, read by `get(params)` and
 written by `set(params, value)` (pure and traceable, so that it can run inside a
 compiled corrector with a traced value)."""
 

@@ -7,7 +7,7 @@ $u_0$ is continued in the path parameter $s$ of
 
 $$p(s) = p_0 + s\,(p_1 - p_0),\qquad s \in [0, 1],$$
 
-by the pseudo-arclength continuation of [`hybrax.continue_branch`][] (Keller
+by the pseudo-arclength continuation of [`hybrax.continue_orbits`][] (Keller
 1977), which passes folds: where the family turns back before $s = 1$, the fold is
 located and reported, which is the honest answer "the family from $p_0$ does not
 reach $p_1$" rather than a guess that failed.
@@ -25,7 +25,7 @@ from ._continuation import (
     Branch,
     ContinuationSettings,
     check_u0,
-    continue_orbits,
+    follow_orbits,
     resolve_continuation_settings,
     start_at_parameter,
 )
@@ -181,7 +181,7 @@ def continue_to_params(
     Pseudo-arclength continuation (Keller 1977) of the orbit family through
     `u_from` in the path parameter $s$ of $p(s) = p_0 + s\,(p_1 - p_0)$, $p_0$ =
     `params_from`, $p_1$ = `params`, from $s = 0$ to $s = 1$ (the corrector and
-    step control of [`hybrax.continue_branch`][]); at $s = 1$ the orbit is solved
+    step control of [`hybrax.continue_orbits`][]); at $s = 1$ the orbit is solved
     with [`hybrax.find_periodic_orbit`][] from the family's end point (a warm
     start: one or two Newton steps), and analysed. Where the family turns back at
     a fold before $s = 1$, or stops where its cycle changes (a grazing, a phase
@@ -237,7 +237,7 @@ def continue_to_params(
     path = StraightPath(canonical_params(params_from), canonical_params(params))
     continuation = resolve_continuation_settings(continuation_settings)
     u_from = check_u0(u_from)
-    branch = continue_orbits(
+    branch = follow_orbits(
         system,
         section,
         path.end,
@@ -247,7 +247,6 @@ def continue_to_params(
         low=0.0,
         high=1.0,
         direction=1,
-        max_period=None,
         settings=settings,
         continuation=continuation,
         throw=False,

@@ -69,7 +69,7 @@ class Clearance(eqx.Module):
     zero tangentially inside the phase, $g = \dot g = 0$ at one instant
     (M. di Bernardo, C. J. Budd, A. R. Champneys and P. Kowalczyk 2008,
     *Piecewise-smooth Dynamical Systems: Theory and Applications*).
-    [`hybrax.continue_branch`][] locates such a point as a special point of
+    [`hybrax.continue_orbits`][] locates such a point as a special point of
     kind `"grazing"`, and [`hybrax.continue_orbit_curve`][] follows it in a
     second parameter. The ends of the phase, where $g$ may sit on zero by
     construction (a foot that lifts off, a heel strike), are not interior

@@ -10,6 +10,8 @@ import numpy as np
 import optimistix as optx
 from jaxtyping import ArrayLike
 
+from ._choices import ShootingJacobian, as_choice
+
 
 class Settings(eqx.Module):
     r"""How each phase of a hybrid system is integrated and its events found.
@@ -17,7 +19,7 @@ class Settings(eqx.Module):
     One object accepted by [`hybrax.simulate`][], [`hybrax.poincare_map`][],
     [`hybrax.find_periodic_orbit`][], [`hybrax.monodromy`][],
     [`hybrax.phase_fundamental_matrix`][], [`hybrax.sweep_orbits`][] and
-    [`hybrax.continue_branch`][], in the manner of diffrax's solver and controller
+    [`hybrax.continue_orbits`][], in the manner of diffrax's solver and controller
     objects: every numerical choice lives here, none is silently dropped.
 
     **Arguments:**
@@ -229,12 +231,12 @@ class Shooting(eqx.Module):
       same compiled program.
     - `residual_tol`: the largest $\max|F|$ accepted as an orbit (default `1e-8`;
       some solvers report success off a root).
-    - `jacobian`: how Newton differentiates the return map. `"variational"`
-      (default): the first variational equation integrated with the state and the
-      saltation matrices at the events (one augmented solve per iteration, whose
-      last one also holds the orbit's analysis). `"autodiff"`: forward-mode AD
-      through diffrax, then a variational pass at the solution. The orbit and its
-      derivatives do not depend on this choice.
+    - `jacobian`: how Newton differentiates the return map, a
+      [`hybrax.ShootingJacobian`][] (or its value). `"variational"` (default): the first
+      variational equation integrated with the state and the saltation matrices at the
+      events (one augmented solve per iteration, whose last one also holds the orbit's
+      analysis). `"autodiff"`: forward-mode AD through diffrax, then a variational pass
+      at the solution. The orbit and its derivatives do not depend on this choice.
     - `return_map_iterations`: iterate the return map this many times from the
       guess before the Newton steps (default 0): cheap forward cycles that pull
       the guess towards a stable orbit (an iteration whose cycle fails is not
@@ -255,7 +257,7 @@ class Shooting(eqx.Module):
     root_finder: optx.AbstractRootFinder | optx.AbstractLeastSquaresSolver
     max_iterations: int = eqx.field(static=True)
     residual_tol: ArrayLike
-    jacobian: str = eqx.field(static=True)
+    jacobian: ShootingJacobian = eqx.field(static=True)
     return_map_iterations: ArrayLike
     fallback: optx.AbstractRootFinder | optx.AbstractLeastSquaresSolver | None
 
@@ -267,7 +269,7 @@ class Shooting(eqx.Module):
         *,
         max_iterations: int = 40,
         residual_tol: float = 1e-8,
-        jacobian: str = "variational",
+        jacobian: ShootingJacobian | str = ShootingJacobian.VARIATIONAL,
         return_map_iterations: int = 0,
         fallback: optx.AbstractRootFinder
         | optx.AbstractLeastSquaresSolver
@@ -284,11 +286,7 @@ class Shooting(eqx.Module):
                 )
             residual_tol = _run_time(residual_tol)
         self.residual_tol = residual_tol
-        if jacobian not in ("variational", "autodiff"):
-            raise ValueError(
-                f"`jacobian` must be 'variational' or 'autodiff'; got {jacobian!r}."
-            )
-        self.jacobian = jacobian
+        self.jacobian = as_choice(ShootingJacobian, jacobian, "jacobian")
         if not isinstance(return_map_iterations, jax.core.Tracer):
             value = np.asarray(return_map_iterations)
             if (

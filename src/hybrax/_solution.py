@@ -298,7 +298,7 @@ def status_message(result: RESULTS) -> list[str]:
 
 class Interrupted(KeyboardInterrupt):
     """Ctrl-C (a `KeyboardInterrupt`) stopped [`hybrax.sweep_orbits`][] or a
-    continuation ([`hybrax.continue_branch`][] and its siblings); `partial` holds
+    continuation ([`hybrax.continue_orbits`][] and its siblings); `partial` holds
     the work that had finished.
 
     It is a `KeyboardInterrupt`, so a script that does not catch it stops as

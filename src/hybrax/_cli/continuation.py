@@ -131,9 +131,9 @@ def add_parser(subparsers) -> None:
     parser.set_defaults(run=_run_continue, command_parser=parser)
 
 
-def _continuation_settings(args: argparse.Namespace, theta: float, method: str):
-    """The command's `ContinuationSettings`: its step options and the parameter
-    scale `theta`."""
+def _continuation_settings(args: argparse.Namespace, span, method: str):
+    """The command's `ContinuationSettings`: its step options, the parameter
+    scale and the period bound of `span`."""
     from .._continuation import ContinuationSettings
 
     return ContinuationSettings(
@@ -141,7 +141,8 @@ def _continuation_settings(args: argparse.Namespace, theta: float, method: str):
         initial_step=min(0.02, args.max_step),
         max_step=args.max_step,
         max_points=args.max_points,
-        parameter_scale=theta,
+        parameter_scale=span.theta,
+        max_period=span.max_period,
     )
 
 
@@ -300,14 +301,14 @@ def _branch_from_guesses(
     args: argparse.Namespace, system, section, guesses, params, span: _Range
 ):
     """The branch followed from the first of `guesses` whose start orbit is
-    found ([`hybrax.continue_branch`][] tries them in order), the partial branch
+    found ([`hybrax.continue_orbits`][] tries them in order), the partial branch
     where interrupted: `(branch, seconds)`."""
-    from .._continuation import continue_branch
+    from .._continuation import continue_orbits
     from .._solution import Interrupted
 
     began = time.perf_counter()
     try:
-        branch = continue_branch(
+        branch = continue_orbits(
             system,
             section,
             list(guesses),
@@ -315,8 +316,7 @@ def _branch_from_guesses(
             span.parameter,
             start=span.start,
             stop=span.stop,
-            max_period=span.max_period,
-            continuation_settings=_continuation_settings(args, span.theta, args.method),
+            continuation_settings=_continuation_settings(args, span, args.method),
             settings=common.solver_settings(args),
             throw=False,
         )
@@ -537,10 +537,7 @@ def _cascade_levels(
             section,
             branch,
             params,
-            span.parameter,
-            span.stop,
-            span.max_period,
-            span.theta,
+            span,
         )
         levels += doubled
         payload["cascade_ended"] = cascade.ended
@@ -672,9 +669,7 @@ def _report_interrupted(branch) -> None:
     print(f"hybrax continue: interrupted {what}", file=sys.stderr)
 
 
-def _follow_cascade(
-    args, system, section, branch, params, parameter, stop, max_period, theta
-):
+def _follow_cascade(args, system, section, branch, params, span):
     """Switch onto the period-2 branch at the first period doubling of `branch`,
     then of that branch, `args.cascade` times ([`hybrax.continue_cascade`][]),
     saying what each level found: `([(section, branch), ...], cascade)`, the
@@ -687,27 +682,26 @@ def _follow_cascade(
         section,
         branch,
         params,
-        parameter,
+        span.parameter,
         levels=args.cascade,
-        stop=stop,
-        max_period=max_period,
+        stop=span.stop,
         settings=common.solver_settings(args),
         # The same step control as the period-1 branch (switched branches leave
         # their doubling along the arclength).
-        continuation_settings=_continuation_settings(args, theta, "pseudo-arclength"),
+        continuation_settings=_continuation_settings(args, span, "pseudo-arclength"),
     )
     switches = list(zip(cascade.doublings, cascade.branches[1:], cascade.seconds[1:]))
     if cascade.failed_switch is not None:
         switches.append(cascade.failed_switch)
     for k, (point, doubled, elapsed) in enumerate(switches, start=1):
         print(
-            f"cascade: period-{2**k} branch from {parameter.name} = "
+            f"cascade: period-{2**k} branch from {span.parameter.name} = "
             f"{point.parameter:+.10f}: {doubled.n_points} points in {elapsed:.1f} s; "
             f"stopped: {status_name(doubled.result)[0]} ({doubled.message}); "
             f"{len(doubled.period_doublings)} period doubling(s)"
         )
         for p in doubled.period_doublings:
-            print(f"  period doubling at {parameter.name} = {p.parameter:+.10f}")
+            print(f"  period doubling at {span.parameter.name} = {p.parameter:+.10f}")
     if cascade.ended == "no_period_doubling":
         level = len(cascade.branches) - 1
         print(

@@ -14,16 +14,19 @@ solve $F(u, \lambda) = 0$) is the other `method`; it cannot pass a fold. Its cli
 
 - [`hybrax.continue_zeros`][]: any $F$, with an optional multiplier matrix $M$;
 - [`hybrax.continue_fixed_points`][]: fixed points of a map, $F = g^m(u) - u$ with
-  $M = D_u g^m$ ($m = 1$: fixed points, $m > 1$: period-$m$ orbits), and
-  [`hybrax.continue_period_doubled`][], which switches onto the period-$2m$ branch
-  at a period doubling;
-- [`hybrax.continue_branch`][]: periodic orbits of a hybrid system,
+  $M = D_u g^m$ ($m = 1$: fixed points, $m > 1$: period-$m$ orbits); started
+  from a period doubling, it switches onto the period-$2m$ branch;
+- [`hybrax.continue_orbits`][]: periodic orbits of a hybrid system,
   $F(u, \lambda) = \pi(P(\chi(u); p(\lambda))) - u$ with the return map $P$ of
   [`hybrax.poincare_map`][] and $M = F_u + I$ the reduced Jacobian (Zana et al.
   2018 eqs. 32-33), whose eigenvalues are the nontrivial Floquet multipliers;
-  [`hybrax.continue_branch_period_doubled`][] switches onto its period-2 orbits
-  (the return map of [`hybrax.period_doubled_section`][]) at a period doubling,
-  and [`hybrax.continue_cascade`][] follows a cascade of such switches.
+  started from a period doubling, it switches onto its period-2 orbits (the
+  return map of [`hybrax.period_doubled_section`][]), and
+  [`hybrax.continue_cascade`][] follows a cascade of such switches;
+- [`hybrax.continue_bifurcation_curve`][] and [`hybrax.continue_orbit_curve`][]:
+  special points of a map or of periodic orbits in two parameters;
+- [`hybrax.continue_to_params`][]: periodic orbits along a path between two
+  parameter sets.
 
 Step control lives in [`hybrax.ContinuationSettings`][]; every located special point
 is a [`hybrax.SpecialPoint`][] told apart by its `kind`.
@@ -63,13 +66,11 @@ from .driver import (
 )
 from .maps import (
     continue_fixed_points as continue_fixed_points,
-    continue_period_doubled as continue_period_doubled,
     continue_zeros as continue_zeros,
 )
 from .orbits import (
-    continue_branch as continue_branch,
-    continue_branch_period_doubled as continue_branch_period_doubled,
     continue_orbits as continue_orbits,
+    follow_orbits as follow_orbits,
     period_doubled_section as period_doubled_section,
     start_cycle_failure as start_cycle_failure,
 )

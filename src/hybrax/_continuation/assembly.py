@@ -51,7 +51,7 @@ def _solution_branch(
     multipliers = None if M is None else np.stack([_multipliers(m) for m in M])
     return SolutionBranch(
         parameter_name=parameter_name,
-        method=method,
+        method=str(method),
         iterates=iterates,
         parameter=np.array([p.lam for p in points]),
         u=np.stack([p.u for p in points]),
@@ -76,7 +76,7 @@ def _solution_branch(
 def _empty_solution_branch(parameter_name, method, iterates, k, message):
     return SolutionBranch(
         parameter_name=parameter_name,
-        method=method,
+        method=str(method),
         iterates=iterates,
         parameter=np.zeros(0),
         u=np.zeros((0, k)),
@@ -130,7 +130,7 @@ def _orbit_branch(
     )
     return Branch(
         parameter_name=parameter_name,
-        method=method,
+        method=str(method),
         parameter=np.array([p.lam for p in points]),
         u=np.stack([p.u for p in points]),
         state=stacked("state"),
@@ -167,7 +167,7 @@ def _empty_orbit_branch(parameter_name, method, result, message) -> Branch:
 
     return Branch(
         parameter_name=parameter_name,
-        method=method,
+        method=str(method),
         parameter=empty(),
         u=empty(0),
         state=empty(0),

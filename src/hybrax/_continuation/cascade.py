@@ -1,6 +1,7 @@
 r"""A period-doubling cascade of periodic orbits: the branch, then the branch of
 twice the period at its first period doubling, and so on."""
 
+import dataclasses
 import time
 
 import equinox as eqx
@@ -11,9 +12,9 @@ from .._hybrid import HybridSystem
 from .._periodic import PoincareSection
 from .._settings import Settings
 from .._solution import RESULTS
-from .orbits import continue_branch_period_doubled, period_doubled_section
+from .orbits import continue_orbits, period_doubled_section
 from .results import Branch, SpecialPoint
-from .settings import ContinuationSettings
+from .settings import ContinuationSettings, resolve_continuation_settings
 
 
 #: Why a cascade ended: every level asked for was followed; a branch had no
@@ -59,14 +60,13 @@ def continue_cascade(
     parameter: AbstractParameter | str,
     *,
     levels: int,
-    stop: float | None = None,
-    max_period: float | None = None,
+    stop: float | tuple[float, float],
     settings: Settings | None = None,
     continuation_settings: ContinuationSettings | None = None,
 ) -> Cascade:
     r"""Follow a period-doubling cascade from a branch of periodic orbits: switch
     onto the period-2 branch at the first located period doubling of `branch`
-    ([`hybrax.continue_branch_period_doubled`][]), then onto the period-4 branch
+    ([`hybrax.continue_orbits`][] from the doubling), then onto the period-4 branch
     at the first doubling of that one, `levels` times, or until a branch has no
     located doubling or the switch finds no orbit.
 
@@ -82,27 +82,27 @@ def continue_cascade(
     **Arguments:**
 
     - `system`, `section`: the hybrid system and the section of `branch`.
-    - `branch`: a branch of [`hybrax.continue_branch`][] (the period-1 level).
-    - `params`, `parameter`, `settings`: as for [`hybrax.continue_branch`][].
+    - `branch`: a branch of [`hybrax.continue_orbits`][] (the period-1 level).
+    - `params`, `parameter`, `settings`: as for [`hybrax.continue_orbits`][].
     - `levels`: how many doublings to switch at (a positive integer).
-    - `stop`: the end of the parameter's range for every level (default: the
-      continuation settings' bounds).
-    - `max_period`: the period bound of the first level; level $k$ gets $2^k$
-      times it (default: none).
+    - `stop`: the end of the parameter's range for every level, or its range
+      `(low, high)`.
     - `continuation_settings`: the step control of every level after the first
       (pseudo-arclength, as switched branches leave their doubling along the
-      arclength).
+      arclength); its `max_period` bounds the first level's period, and level
+      $k$ gets $2^k$ times it.
 
     **Returns:** a [`hybrax.Cascade`][] with the branches followed, their
     sections, the doublings switched at, each level's seconds, and why it ended.
 
     **Raises:** `ValueError` for `levels` that is not a positive integer; Ctrl-C
     as `hybrax.Interrupted` from the level being followed (the levels before it
-    are lost: follow a cascade level by level with
-    [`hybrax.continue_branch_period_doubled`][] to keep them).
+    are lost: follow a cascade level by level with [`hybrax.continue_orbits`][]
+    from each doubling to keep them).
     """
     if isinstance(levels, bool) or not isinstance(levels, int) or levels < 1:
         raise ValueError(f"`levels` must be a positive integer; got {levels!r}.")
+    continuation = resolve_continuation_settings(continuation_settings)
     branches, sections, doublings, seconds = [branch], [section], [], [0.0]
     ended, failed_switch = "levels_reached", None
     for k in range(1, levels + 1):
@@ -112,16 +112,20 @@ def continue_cascade(
             break
         point = located[0]
         began = time.perf_counter()
-        doubled = continue_branch_period_doubled(
+        level = continuation
+        if continuation.max_period is not None:
+            level = dataclasses.replace(
+                continuation, max_period=(2**k) * continuation.max_period
+            )
+        doubled = continue_orbits(
             system,
             section,
             point,
             params,
             parameter,
             stop=stop,
-            max_period=None if max_period is None else (2**k) * max_period,
             settings=settings,
-            continuation_settings=continuation_settings,
+            continuation_settings=level,
             throw=False,
         )
         elapsed = time.perf_counter() - began

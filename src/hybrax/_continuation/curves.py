@@ -237,8 +237,7 @@ def continue_bifurcation_curve(
     args: PyTree = None,
     *,
     iterates: int = 1,
-    stop: float | None = None,
-    bounds: tuple[float, float] | None = None,
+    stop: float | tuple[float, float] | None = None,
     direction: int | None = None,
     parameter_names: tuple[str, str] = ("lambda", "mu"),
     continuation_settings: ContinuationSettings | None = None,
@@ -282,7 +281,7 @@ def continue_bifurcation_curve(
     - `mu0`: the second parameter's value at `point`.
     - `args`: any PyTree passed to `fn`.
     - `iterates`: $m$ (the branch's `iterates`).
-    - `stop`, `bounds`, `direction`: the range of $\mu$, as for
+    - `stop`, `direction`: the range of $\mu$, as for
       [`hybrax.continue_zeros`][].
     - `parameter_names`: the labels of $(\lambda, \mu)$.
     - `continuation_settings`: a [`hybrax.ContinuationSettings`][] (its
@@ -331,7 +330,7 @@ def continue_bifurcation_curve(
             f"`parameter_names` must name (lambda, mu); got {parameter_names!r}."
         )
     settings = resolve_continuation_settings(continuation_settings)
-    mu0, low, high, direction = _resolve_range(mu0, stop, bounds, direction, "mu0")
+    mu0, low, high, direction = _resolve_range(mu0, stop, direction, "mu0")
     u_start = np.concatenate([np.asarray(point.u, float), [float(point.parameter)]])
     k = u_start.shape[0] - 1
     if point.kind == "neimark_sacker" and k < 2:
@@ -500,8 +499,7 @@ def continue_orbit_curve(
     parameter: AbstractParameter | str,
     parameter2: AbstractParameter | str,
     *,
-    stop: float | None = None,
-    bounds: tuple[float, float] | None = None,
+    stop: float | tuple[float, float] | None = None,
     direction: int | None = None,
     settings: Settings | None = None,
     continuation_settings: ContinuationSettings | None = None,
@@ -541,13 +539,14 @@ def continue_orbit_curve(
 
     - `system`, `section`: the hybrid system and its Poincaré section.
     - `point`: a special point of a [`hybrax.Branch`][] followed in
-      `parameter` by [`hybrax.continue_branch`][] at `params`: a fold, period
+      `parameter` by [`hybrax.continue_orbits`][] at `params`: a fold, period
       doubling, Neimark-Sacker point, force reversal, grazing or release
       reversal.
     - `params`: the parameter PyTree of that branch (its value of `parameter2`
       is where the curve starts).
     - `parameter`, `parameter2`: [`hybrax.AbstractParameter`][]s or field names.
-    - `stop`, `bounds`, `direction`: the range of `parameter2`.
+    - `stop`, `direction`: the range of `parameter2`: the value it is followed
+      towards, or `(low, high)` around its value in `params` with `direction`.
     - `settings`: a [`hybrax.Settings`][] for each cycle (forward mode).
     - `continuation_settings`, `throw`: as for
       [`hybrax.continue_bifurcation_curve`][].
@@ -593,9 +592,7 @@ def continue_orbit_curve(
                 f"observable {point.observable!r}."
             )
     settings = _forward_mode_settings(settings)
-    span = _resolve_range(
-        float(parameter2.get(params)), stop, bounds, direction, "parameter2"
-    )
+    span = _resolve_range(float(parameter2.get(params)), stop, direction, "parameter2")
     u_start = np.concatenate([np.asarray(point.u, float), [float(point.parameter)]])
     if point.kind == "neimark_sacker" and u_start.shape[0] < 3:
         raise ValueError("A Neimark-Sacker curve needs at least two unknowns.")

@@ -28,26 +28,37 @@ class _Trace:
     n_rejected: int
 
 
-def _resolve_range(start, stop, bounds, direction, start_name="start"):
-    """`(start, low, high, direction)` from the continuation's range arguments."""
+def _resolve_range(start, stop, direction, start_name="start"):
+    """`(start, low, high, direction)` from the continuation's range arguments:
+    `stop` is the value the branch is followed towards (the range runs from
+    `start` to it) or a pair `(low, high)` around `start` (then `direction`
+    says which way the branch leaves)."""
     start = float(start)
     if not math.isfinite(start):
         raise ValueError(f"`{start_name}` must be finite; got {start}.")
-    if bounds is None:
-        if stop is None:
-            raise ValueError("Give `stop` or `bounds`.")
-        bounds = (min(start, float(stop)), max(start, float(stop)))
-    low, high = (float(b) for b in bounds)
+    if stop is None:
+        raise ValueError("Give `stop`: a value, or a range `(low, high)`.")
+    if isinstance(stop, tuple | list):
+        if len(stop) != 2:
+            raise ValueError(f"`stop` as a range must be `(low, high)`; got {stop}.")
+        low, high = (float(b) for b in stop)
+        towards = None
+    else:
+        towards = float(stop)
+        low, high = min(start, towards), max(start, towards)
     if not (math.isfinite(low) and math.isfinite(high) and low < high):
-        raise ValueError(f"`bounds` must be finite with low < high; got {bounds}.")
+        raise ValueError(
+            f"`stop` must be finite and differ from `{start_name}` (a range: "
+            f"low < high); got {stop}."
+        )
     if not low <= start <= high:
         raise ValueError(
-            f"`{start_name}` = {start} must lie within `bounds` {tuple(bounds)}."
+            f"`{start_name}` = {start} must lie within `stop` = {tuple(stop)}."
         )
     if direction is None:
-        if stop is None or float(stop) == start:
-            raise ValueError("Give `direction` (+1 or -1) when `stop` does not.")
-        direction = 1 if float(stop) > start else -1
+        if towards is None:
+            raise ValueError("Give `direction` (+1 or -1) when `stop` is a range.")
+        direction = 1 if towards > start else -1
     if direction not in (1, -1):
         raise ValueError(f"`direction` must be +1 or -1; got {direction}.")
     return start, low, high, direction
@@ -301,7 +312,13 @@ def _start_on_doubled_branch(corrector, point: SpecialPoint, amplitude, settings
 
 
 def check_u0(u0) -> np.ndarray:
-    u0 = np.atleast_1d(np.asarray(u0, dtype=float))
+    try:
+        u0 = np.atleast_1d(np.asarray(u0, dtype=float))
+    except (TypeError, ValueError):
+        raise ValueError(
+            "`u0` must be an array of numbers (or, to switch branches, a period "
+            f"doubling); got {type(u0).__name__}."
+        ) from None
     if u0.ndim != 1:
         raise ValueError(f"`u0` must be 1-D; got shape {u0.shape}.")
     return u0

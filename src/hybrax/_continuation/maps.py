@@ -1,6 +1,5 @@
 """Clients: zeros and fixed points of maps."""
 
-import math
 from collections.abc import Callable
 
 import equinox as eqx
@@ -90,8 +89,7 @@ def continue_zeros(
         [Float[Array, " k"], Float[Array, ""], PyTree], Float[Array, "k k"]
     ]
     | None = None,
-    stop: float | None = None,
-    bounds: tuple[float, float] | None = None,
+    stop: float | tuple[float, float] | None = None,
     direction: int | None = None,
     parameter_name: str = "lambda",
     continuation_settings: ContinuationSettings | None = None,
@@ -122,11 +120,11 @@ def continue_zeros(
     - `lam0`: the initial value of $\lambda$.
     - `args`: any PyTree passed to `fn` (traced: changing it does not recompile).
     - `multiplier_matrix`: `multiplier_matrix(u, lam, args) -> M`, or `None`.
-    - `stop`: the branch is followed from `lam0` towards `stop`, and ends where it
-      leaves `[min(lam0, stop), max(lam0, stop)]` (a last point on the bound).
-    - `bounds`: `(low, high)` instead of the range given by `stop`.
+    - `stop`: the value the branch is followed towards from `lam0`; it ends where
+      it leaves `[min(lam0, stop), max(lam0, stop)]` (a last point on the bound).
+      Or a range `(low, high)` around `lam0`, with `direction`.
     - `direction`: `+1` or `-1`, the initial sign of $d\lambda$; default the sign
-      of `stop - lam0` (required without `stop`).
+      of `stop - lam0` (required where `stop` is a range).
     - `parameter_name`: the label of $\lambda$.
     - `continuation_settings`: a [`hybrax.ContinuationSettings`][] (method, steps,
       location, the corrector); default `ContinuationSettings()`.
@@ -155,7 +153,7 @@ def continue_zeros(
     if multiplier_matrix is not None and not callable(multiplier_matrix):
         raise ValueError("`multiplier_matrix` must be callable or None.")
     settings = resolve_continuation_settings(continuation_settings)
-    lam0, low, high, direction = _resolve_range(lam0, stop, bounds, direction, "lam0")
+    lam0, low, high, direction = _resolve_range(lam0, stop, direction, "lam0")
     u0 = check_u0(u0)
     k = u0.shape[0]
     u_spec = jax.ShapeDtypeStruct((k,), jnp.result_type(float))
@@ -192,13 +190,12 @@ def _check_iterates(iterates) -> int:
 
 def continue_fixed_points(
     fn: Callable[[Float[Array, " k"], Float[Array, ""], PyTree], Float[Array, " k"]],
-    u0: Float[Array, " k"],
-    lam0: float,
+    u0: Float[Array, " k"] | SpecialPoint,
+    lam0: float | None = None,
     args: PyTree = None,
     *,
     iterates: int = 1,
-    stop: float | None = None,
-    bounds: tuple[float, float] | None = None,
+    stop: float | tuple[float, float] | None = None,
     direction: int | None = None,
     parameter_name: str = "lambda",
     continuation_settings: ContinuationSettings | None = None,
@@ -215,32 +212,51 @@ def continue_fixed_points(
     1977): the branch's stability ($|\nu_i| < 1$) and its folds ($\det(M - I)$),
     period doublings ($\det(M + I)$) and Neimark-Sacker points
     ($\det(M \odot M - I) = \prod_{i<j}(\nu_i\nu_j - 1)$) come with it
-    (Kuznetsov 2004, sec. 10.2). [`hybrax.continue_period_doubled`][] switches onto
-    the period-$2m$ branch at a period doubling.
+    (Kuznetsov 2004, sec. 10.2).
+
+    Started from a period doubling of such a branch, it switches onto the branch
+    of period-$2m$ orbits that bifurcates there and follows it. At the doubling
+    $(u^*, \lambda^*)$ of $g^m$ (a multiplier $-1$ with eigenvector $v$),
+    $F_2(u, \lambda) = g^{2m}(u, \lambda) - u$ has a pitchfork: besides the
+    period-$m$ branch, a branch of period-$2m$ orbits leaves $(u^*, \lambda^*)$
+    tangent to $(v, 0)$, with $\lambda - \lambda^* = O(a^2)$ at amplitude $a$
+    (Kuznetsov 2004, sec. 4.4). Its first point solves $F_2 = 0$ on the hyperplane
+    $(v, 0)\cdot(z - z_p) = 0$ through $z_p = (u^* + a v, \lambda^*)$; the
+    continuation of $F_2$ follows it away from the doubling. One call per level of
+    a period-doubling cascade.
 
     **Arguments:**
 
     - `fn`: the map, `fn(u, lam, args) -> u_next`, a JAX function.
     - `u0`: a guess of a point of the orbit at $\lambda$ = `lam0` (for $m > 1$:
-      any of its $m$ points), corrected at fixed $\lambda$.
-    - `lam0`: the initial value of $\lambda$.
+      any of its $m$ points), corrected at fixed $\lambda$; or a period doubling
+      ([`hybrax.SpecialPoint`][] of kind `"period_doubling"`) of a branch of
+      period-$m$ orbits, to switch onto the period-$2m$ branch there (its
+      distance from the doubling is `continuation_settings.switch_amplitude`).
+    - `lam0`: the initial value of $\lambda$ (none where `u0` is a period
+      doubling: it starts at the doubling's parameter, and the side the new
+      branch leaves on is found, not given).
     - `args`: any PyTree passed to `fn` (traced: changing it does not recompile).
-    - `iterates`: $m$.
-    - `stop`: the branch is followed from `lam0` towards `stop`, and ends where it
-      leaves `[min(lam0, stop), max(lam0, stop)]` (a last point on the bound).
-    - `bounds`: `(low, high)` instead of the range given by `stop`.
+    - `iterates`: $m$: the period of the branch (from a period doubling: of the
+      branch it lies on; the new branch has $2m$).
+    - `stop`: the value the branch is followed towards from `lam0`; it ends where
+      it leaves `[min(lam0, stop), max(lam0, stop)]` (a last point on the bound).
+      Or a range `(low, high)` around `lam0`, with `direction`.
     - `direction`: `+1` or `-1`, the initial sign of $d\lambda$; default the sign
-      of `stop - lam0` (required without `stop`).
+      of `stop - lam0` (required where `stop` is a range).
     - `parameter_name`: the label of $\lambda$.
     - `continuation_settings`: a [`hybrax.ContinuationSettings`][] (method, steps,
       location, the corrector); default `ContinuationSettings()`.
     - `throw`: raise if no fixed point is found at the start; by default
       (`False`) return an empty branch whose result is `RESULTS.start_failed`.
 
-    **Returns:** a [`hybrax.SolutionBranch`][] (its `iterates` is $m$).
+    **Returns:** a [`hybrax.SolutionBranch`][] (its `iterates` is $m$, or $2m$ from
+    a period doubling; its `u` is one point of each orbit).
 
     **Raises:** `ValueError` for bad arguments; with `throw=True`, an
-    `equinox.EquinoxRuntimeError` (a `RuntimeError`) if the start fails.
+    `equinox.EquinoxRuntimeError` (a `RuntimeError`) if the start fails (from a
+    period doubling also where the corrector falls back onto the period-$m$
+    branch, or the new branch leaves on the side outside the range).
 
     !!! example
 
@@ -251,20 +267,40 @@ def continue_fixed_points(
         def logistic(x, r, args):
             return r * x * (1 - x)
 
-        branch = hybrax.continue_fixed_points(logistic, 0.6, 2.5, stop=3.2)
+        branch = hybrax.continue_fixed_points(logistic, 0.6, 2.5, stop=3.6)
         branch.period_doublings[0].parameter  # 3.0
+
+        # Its cascade: r = 3, then 1 + sqrt(6), ...
+        doubling = branch.period_doublings[0]
+        period_2 = hybrax.continue_fixed_points(logistic, doubling, stop=3.6)
+        period_4 = hybrax.continue_fixed_points(
+            logistic, period_2.period_doublings[0], iterates=2, stop=3.6
+        )
+        period_2.period_doublings[0].parameter  # 1 + sqrt(6) = 3.449490
         ```
 
     **References:** H. B. Keller (1977); Yu. A. Kuznetsov (2004), Elements of
-    Applied Bifurcation Theory, ch. 4 and sec. 10.2; R. Seydel (2010), Practical
-    Bifurcation and Stability Analysis, ch. 5 and 7.
+    Applied Bifurcation Theory, ch. 4 (sec. 4.4, branch switching) and sec. 10.2;
+    R. Seydel (2010), Practical Bifurcation and Stability Analysis, ch. 5 (sec.
+    5.6, branch switching) and ch. 7.
     """
     check_float64("continue_fixed_points")
     if not callable(fn):
         raise ValueError("`fn` must be callable as fn(u, lam, args).")
     iterates = _check_iterates(iterates)
     settings = resolve_continuation_settings(continuation_settings)
-    lam0, low, high, direction = _resolve_range(lam0, stop, bounds, direction, "lam0")
+    if isinstance(u0, SpecialPoint):
+        if lam0 is not None:
+            raise ValueError(
+                "`lam0`: a branch switched at a period doubling starts at the "
+                "doubling's parameter; give no `lam0`."
+            )
+        return _switch_at_doubling(
+            fn, u0, args, iterates, stop, parameter_name, settings, throw
+        )
+    if lam0 is None:
+        raise ValueError("Give `lam0`, the parameter's value at `u0`.")
+    lam0, low, high, direction = _resolve_range(lam0, stop, direction, "lam0")
     u0 = check_u0(u0)
     k = u0.shape[0]
     _check_map(fn, args, k)
@@ -288,112 +324,33 @@ def _check_map(fn, args, k):
     _check_shape("fn", lambda u, lam: fn(u, lam, args), (k,), u_spec, lam_spec)
 
 
-def _period_doubling_of(branch, point) -> SpecialPoint:
-    if isinstance(point, SpecialPoint):
-        if point.kind != "period_doubling":
-            raise ValueError(f"`point` must be a period doubling; got a {point.kind}.")
-        special = point
-    else:
-        doublings = branch.period_doublings
-        if isinstance(point, bool) or not isinstance(point, int):
-            raise ValueError(
-                f"`point` must be an int or a hybrax.SpecialPoint; got {point!r}."
-            )
-        if not -len(doublings) <= point < len(doublings):
-            raise ValueError(
-                f"`point` = {point}: the branch has {len(doublings)} period doublings."
-            )
-        special = doublings[point]
-    if special.multiplier_matrix is None:
-        raise ValueError("`point` has no multiplier matrix to switch branches with.")
-    return special
-
-
-def continue_period_doubled(
-    fn: Callable[[Float[Array, " k"], Float[Array, ""], PyTree], Float[Array, " k"]],
-    branch: SolutionBranch,
-    args: PyTree = None,
-    *,
-    point: int | SpecialPoint = 0,
-    amplitude: float | None = None,
-    stop: float | None = None,
-    bounds: tuple[float, float] | None = None,
-    parameter_name: str | None = None,
-    continuation_settings: ContinuationSettings | None = None,
-    throw: bool = False,
-) -> SolutionBranch:
-    r"""Switch onto the period-$2m$ branch that bifurcates at a period doubling of
-    a branch of period-$m$ orbits of $g$, and follow it.
-
-    At a period doubling $(u^*, \lambda^*)$ of $g^m$ (a multiplier $-1$ with
-    eigenvector $v$), $F_2(u, \lambda) = g^{2m}(u, \lambda) - u$ has a pitchfork:
-    besides the period-$m$ branch, a branch of period-$2m$ orbits leaves
-    $(u^*, \lambda^*)$ tangent to $(v, 0)$, with $\lambda - \lambda^* = O(a^2)$ at
-    amplitude $a$ (Kuznetsov 2004, sec. 4.4). Its first point is $F_2 = 0$ on the
-    hyperplane $(v, 0)\cdot(z - z_p) = 0$ through $z_p = (u^* + a v, \lambda^*)$,
-    then pseudo-arclength continuation of $F_2$ ([`hybrax.continue_fixed_points`][]
-    with `iterates` $= 2m$) follows it, away from the period doubling. One call per
-    level of a period-doubling cascade.
-
-    **Arguments:**
-
-    - `fn`: the map of `branch`, `fn(u, lam, args) -> u_next`.
-    - `branch`: a [`hybrax.SolutionBranch`][] of [`hybrax.continue_fixed_points`][]
-      (or of this function) with a located period doubling.
-    - `args`: as for `branch`.
-    - `point`: which of `branch.period_doublings` (an index), or the
-      [`hybrax.SpecialPoint`][] itself.
-    - `amplitude`: $a$, the distance from $u^*$ of the first point along $v$;
-      default `continuation_settings.initial_step`.
-    - `stop`, `bounds`: the range of $\lambda$ as for
-      [`hybrax.continue_zeros`][], with $\lambda^*$ as the start; the side the
-      new branch leaves on is found, not given.
-    - `parameter_name`: default `branch.parameter_name`.
-    - `continuation_settings`, `throw`: as for [`hybrax.continue_zeros`][].
-
-    **Returns:** a [`hybrax.SolutionBranch`][] with `iterates` $= 2m$; its `u` is
-    one point of each period-$2m$ orbit.
-
-    **Raises:** `ValueError` for bad arguments; with `throw=True`, an
-    `equinox.EquinoxRuntimeError` (a `RuntimeError`) if no period-$2m$
-    orbit is found near the period doubling (or the corrector falls back onto the
-    period-$m$ branch, or the new branch leaves on the side outside the range).
-
-    !!! example
-
-        The logistic map's cascade: $r = 3$, then $1 + \sqrt 6$, ...
-
-        ```python
-        fixed = hybrax.continue_fixed_points(logistic, 0.6, 2.5, stop=3.6)
-        period_2 = hybrax.continue_period_doubled(logistic, fixed, stop=3.6)
-        period_4 = hybrax.continue_period_doubled(logistic, period_2, stop=3.6)
-        period_2.period_doublings[0].parameter  # 1 + sqrt(6) = 3.449490
-        ```
-
-    **References:** Yu. A. Kuznetsov (2004), Elements of Applied Bifurcation
-    Theory, sec. 4.4 and 10.2; R. Seydel (2010), Practical Bifurcation and
-    Stability Analysis, sec. 5.6 (branch switching) and ch. 7.
-    """
-    check_float64("continue_period_doubled")
-    if not isinstance(branch, SolutionBranch) or branch.iterates is None:
+def check_doubling(point: SpecialPoint) -> SpecialPoint:
+    """`point`, checked to be a period doubling that a branch can be switched at."""
+    if point.kind != "period_doubling":
         raise ValueError(
-            "`branch` must be a hybrax.SolutionBranch of continue_fixed_points."
+            f"`u0` must be a guess or a period doubling; got a {point.kind}."
         )
-    if not callable(fn):
-        raise ValueError("`fn` must be callable as fn(u, lam, args).")
-    special = _period_doubling_of(branch, point)
-    settings = resolve_continuation_settings(continuation_settings)
-    if amplitude is None:
-        amplitude = settings.initial_step
-    amplitude = float(amplitude)
-    if not (math.isfinite(amplitude) and amplitude > 0):
-        raise ValueError(f"`amplitude` must be positive; got {amplitude}.")
+    if point.multiplier_matrix is None:
+        raise ValueError("`u0` has no multiplier matrix to switch branches with.")
+    return point
+
+
+def _switch_at_doubling(
+    fn, point, args, iterates, stop, parameter_name, settings, throw
+) -> SolutionBranch:
+    """The period-$2m$ branch of `fn` that leaves the period doubling `point` of
+    its period-$m$ branch (see `continue_fixed_points`)."""
+    special = check_doubling(point)
+    amplitude = (
+        settings.initial_step
+        if settings.switch_amplitude is None
+        else settings.switch_amplitude
+    )
     # The direction in lambda is found by the first point; a placeholder here.
-    lam0, low, high, _ = _resolve_range(special.parameter, stop, bounds, 1, "point")
+    lam0, low, high, _ = _resolve_range(special.parameter, stop, 1, "u0.parameter")
     k = special.u.shape[0]
     _check_map(fn, args, k)
-    iterates = 2 * branch.iterates
-    period_m = _FixedPointResidual(fn, args, branch.iterates)
+    period_m = _FixedPointResidual(fn, args, iterates)
 
     def check_start(first: _Point) -> str | None:
         # Both branches solve F_2 = 0: a first point that g^m leaves in place is
@@ -401,22 +358,20 @@ def continue_period_doubled(
         F_m = _residual_only(period_m, jnp.asarray(first.z))
         if not float(jnp.max(jnp.abs(F_m))) >= 0.05 * amplitude:
             return (
-                f"the corrector fell back onto the period-{branch.iterates} branch; "
-                "try a smaller `amplitude`"
+                f"the corrector fell back onto the period-{iterates} branch; try "
+                "a smaller `switch_amplitude`"
             )
         return None
 
     return _continue_solutions(
-        _FixedPointResidual(fn, args, iterates),
+        _FixedPointResidual(fn, args, 2 * iterates),
         lambda corrector, s: _start_on_doubled_branch(corrector, special, amplitude, s),
         k=k,
         low=low,
         high=high,
         direction=None,
-        parameter_name=branch.parameter_name
-        if parameter_name is None
-        else parameter_name,
-        iterates=iterates,
+        parameter_name=parameter_name,
+        iterates=2 * iterates,
         continuation_settings=settings,
         throw=throw,
         check_start=check_start,

@@ -1,6 +1,5 @@
 """Client: periodic orbits of a hybrid system."""
 
-import math
 from collections.abc import Callable
 
 import diffrax as dfx
@@ -37,6 +36,7 @@ from .driver import (
     check_u0,
     start_at_parameter,
 )
+from .maps import check_doubling
 from .problems import _ReturnMapResidual, clearance_names, release_names
 from .results import Branch, SpecialPoint
 from .settings import ContinuationSettings, resolve_continuation_settings
@@ -52,23 +52,22 @@ def _several_guesses(u0) -> list | None:
     return None
 
 
-def continue_branch(
+def continue_orbits(
     system: HybridSystem,
     section: PoincareSection,
-    u0: Float[Array, " k"],
+    u0: Float[Array, " k"] | list | SpecialPoint,
     params: Params,
     parameter: AbstractParameter | str,
     *,
-    start: float,
-    stop: float | None = None,
-    bounds: tuple[float, float] | None = None,
+    start: float | None = None,
+    stop: float | tuple[float, float] | None = None,
     direction: int | None = None,
-    max_period: float | None = None,
     continuation_settings: ContinuationSettings | None = None,
     settings: Settings | None = None,
     throw: bool = False,
 ) -> Branch:
-    r"""Follow a branch of periodic orbits in one scalar parameter.
+    r"""Follow a branch of periodic orbits in one scalar parameter, from a guess or
+    from a period doubling of another branch.
 
     Pseudo-arclength continuation (Keller 1977): with $z = (u, \lambda)$ and
     $F(u, \lambda) = \pi(P(\chi(u); p(\lambda))) - u$ (see
@@ -89,6 +88,15 @@ def continue_branch(
     degrees); below `min_step` the continuation stops. The hybrid-orbit client of
     the generic core of [`hybrax.continue_zeros`][].
 
+    Started from a period doubling of a branch, it switches onto the branch of
+    period-2 orbits (two cycles of `section`), the zeros of
+    $F_2(u, \lambda) = \pi(P^2(\chi(u); p(\lambda))) - u$ (the return map of
+    [`hybrax.period_doubled_section`][]). Where $M$ has the multiplier $-1$ with
+    eigenvector $v$, the new branch leaves tangent to $(v, 0)$ (Kuznetsov 2004,
+    sec. 4.4): its first point solves $F_2 = 0$ on the hyperplane
+    $(v, 0)\cdot(z - z_p) = 0$ through $z_p = (u^* + a v, \lambda^*)$, $a$ the
+    settings' `switch_amplitude`.
+
     With `method="natural"`, $\lambda$ advances by $h$ (tangent predictor) and
     $F(u, \lambda) = 0$ is solved at fixed $\lambda$; it stops at a fold.
 
@@ -106,21 +114,26 @@ def continue_branch(
     - `u0`: a guess of the reduced unknowns of the orbit at $\lambda$ = `start`,
       corrected at fixed $\lambda$ first; or several guesses (a list of arrays,
       or an array of shape `(n, k)`), tried in order until one starts the branch
-      (the branch of the first that does; else the last one's, `start_failed`).
+      (the branch of the first that does; else the last one's, `start_failed`);
+      or a period doubling ([`hybrax.SpecialPoint`][] of kind
+      `"period_doubling"`) of a branch of this `section` (for the next level of
+      a cascade, the doubled section), to switch onto its period-2 branch.
     - `params`: the parameter PyTree (its value of the continued parameter is
       replaced by `start`).
     - `parameter`: a [`hybrax.AbstractParameter`][] (e.g. a
       [`hybrax.FieldParameter`][] for a field in scaled units) or a field name.
-    - `start`: the initial value of $\lambda$.
-    - `stop`: the branch is followed from `start` towards `stop`, and ends where
-      it leaves `[min(start, stop), max(start, stop)]` (a last point is placed on
-      the bound).
-    - `bounds`: `(low, high)` instead of the range given by `stop`.
+    - `start`: the initial value of $\lambda$; default its value in `params`.
+      None from a period doubling: the branch starts at the doubling, and the
+      side it leaves on is found, not given.
+    - `stop`: the value the branch is followed towards from `start`; it ends
+      where it leaves `[min(start, stop), max(start, stop)]` (a last point is
+      placed on the bound). Or a range `(low, high)` around `start`, with
+      `direction`.
     - `direction`: `+1` or `-1`, the initial sign of $d\lambda$; default the sign
-      of `stop - start` (required without `stop`).
-    - `max_period`: stop once an orbit's period exceeds this.
+      of `stop - start` (required where `stop` is a range).
     - `continuation_settings`: a [`hybrax.ContinuationSettings`][]: the method,
-      its steps, the location of special points and the corrector; default
+      its steps, the location of special points, the corrector, the period
+      bound `max_period` and the `switch_amplitude`; default
       `ContinuationSettings()`.
     - `settings`: a [`hybrax.Settings`][] for each cycle (see
       [`hybrax.poincare_map`][]); its `guard_tol` is also how far past a guard a
@@ -129,10 +142,12 @@ def continue_branch(
       return an empty branch whose result is `RESULTS.start_failed`, as every
       routine reports a failure by its result.
 
-    **Returns:** a [`hybrax.Branch`][].
+    **Returns:** a [`hybrax.Branch`][] (from a period doubling, of period-2
+    orbits: `E` twice the events of `section`).
 
     **Raises:** `ValueError` for bad arguments; with `throw=True`, an
-    `equinox.EquinoxRuntimeError` (a `RuntimeError`) if the start fails.
+    `equinox.EquinoxRuntimeError` (a `RuntimeError`) if the start fails (from a
+    period doubling: no period-2 orbit is found near it).
 
     !!! note
 
@@ -156,7 +171,7 @@ def continue_branch(
         system = models.hopper.minimal()[0]
         section = models.hopper.section("minimal")
         params = hybrax.canonical_params(models.hopper.make_params(D_G=-0.005))
-        branch = hybrax.continue_branch(
+        branch = hybrax.continue_orbits(
             system, section, models.hopper.orbit_guess(params, 0.3), params, D_G,
             start=-0.005, stop=-0.04,
             continuation_settings=hybrax.ContinuationSettings(
@@ -169,33 +184,44 @@ def continue_branch(
     **References:** H. B. Keller (1977), Numerical solution of bifurcation and
     nonlinear eigenvalue problems; R. Seydel (2010), Practical Bifurcation and
     Stability Analysis, ch. 4-5; Yu. A. Kuznetsov (2004), Elements of Applied
-    Bifurcation Theory, sec. 10.2.
+    Bifurcation Theory, sec. 4.4 and 10.2.
     """
-    check_float64("continue_branch")
+    check_float64("continue_orbits")
+    parameter = as_parameter(parameter, params)
+    continuation = resolve_continuation_settings(continuation_settings)
+    if isinstance(u0, SpecialPoint):
+        if start is not None:
+            raise ValueError(
+                "`start`: a branch switched at a period doubling starts at the "
+                "doubling's parameter; give no `start`."
+            )
+        return _switch_at_doubling(
+            system, section, u0, params, parameter, stop, settings, continuation, throw
+        )
+    if start is None:
+        start = _value_in(parameter, params)
     guesses = _several_guesses(u0)
     if guesses is not None:
-        options = dict(
-            start=start,
-            stop=stop,
-            bounds=bounds,
-            direction=direction,
-            max_period=max_period,
-            continuation_settings=continuation_settings,
-            settings=settings,
-            throw=throw,
-        )
         for guess in guesses:
-            branch = continue_branch(
-                system, section, guess, params, parameter, **options
+            branch = continue_orbits(
+                system,
+                section,
+                guess,
+                params,
+                parameter,
+                start=start,
+                stop=stop,
+                direction=direction,
+                continuation_settings=continuation,
+                settings=settings,
+                throw=throw,
             )
             if branch.result != RESULTS.start_failed:
                 break
         return branch
-    parameter = as_parameter(parameter, params)
-    continuation = resolve_continuation_settings(continuation_settings)
-    start, low, high, direction = _resolve_range(start, stop, bounds, direction)
+    start, low, high, direction = _resolve_range(start, stop, direction)
     u0 = check_u0(u0)
-    return continue_orbits(
+    return follow_orbits(
         system,
         section,
         params,
@@ -207,14 +233,30 @@ def continue_branch(
         low=low,
         high=high,
         direction=direction,
-        max_period=max_period,
         settings=settings,
         continuation=continuation,
         throw=throw,
     )
 
 
-def continue_orbits(
+def _value_in(parameter: AbstractParameter, params) -> float:
+    """The continued parameter's value in `params`, as the default start."""
+    try:
+        value = np.asarray(parameter.get(params), dtype=float)
+    except Exception as error:
+        raise ValueError(
+            f"`start`: give the start value; {parameter.name} could not be read "
+            f"from `params` ({error})."
+        ) from None
+    if value.shape != ():
+        raise ValueError(
+            f"`start`: give the start value; {parameter.name} in `params` is not "
+            f"a scalar (shape {value.shape})."
+        )
+    return float(value)
+
+
+def follow_orbits(
     system,
     section,
     params,
@@ -225,14 +267,14 @@ def continue_orbits(
     low,
     high,
     direction,
-    max_period,
     settings,
     continuation: ContinuationSettings,
     throw,
     check_start: Callable[[_Point], str | None] | None = None,
 ) -> Branch:
     """The driver of the hybrid-orbit clients: the first point from
-    `start_point`, then [`_follow`][] with the `max_period` stop."""
+    `start_point`, then [`_follow`][] with the `max_period` stop of
+    `continuation`."""
     settings = _forward_mode_settings(settings)
     resolve_sequence(system, section)
     residual = _ReturnMapResidual(
@@ -264,6 +306,8 @@ def continue_orbits(
         )
     if direction is None:  # a switched branch: natural steps go where it leaves
         direction = 1 if first.tangent[-1] >= 0 else -1
+
+    max_period = continuation.max_period
 
     def beyond_max_period(point: _Point) -> tuple[RESULTS, str] | None:
         period = float(point.aux.t_events[-1])
@@ -318,7 +362,7 @@ def start_cycle_failure(
     system, section, parameter, params, u0, start, settings=None
 ) -> tuple[str, str | None, str | None] | None:
     """[`cycle_failure`][] of `u0` at `parameter` = `start`, the cycle that
-    [`hybrax.continue_branch`][] corrects first (`None` where it runs): for a
+    [`hybrax.continue_orbits`][] corrects first (`None` where it runs): for a
     caller that explains a start that failed in its own words."""
     residual = _ReturnMapResidual(
         system,
@@ -364,76 +408,20 @@ def period_doubled_section(section: PoincareSection) -> PoincareSection:
     )
 
 
-def continue_branch_period_doubled(
-    system: HybridSystem,
-    section: PoincareSection,
-    point: SpecialPoint,
-    params: Params,
-    parameter: AbstractParameter | str,
-    *,
-    stop: float | None = None,
-    bounds: tuple[float, float] | None = None,
-    amplitude: float | None = None,
-    max_period: float | None = None,
-    settings: Settings | None = None,
-    continuation_settings: ContinuationSettings | None = None,
-    throw: bool = False,
+def _switch_at_doubling(
+    system, section, point, params, parameter, stop, settings, continuation, throw
 ) -> Branch:
-    r"""Switch onto the branch of period-2 orbits (two cycles of `section`) that
-    bifurcates at a period doubling of a [`hybrax.continue_branch`][] branch, and
-    follow it.
-
-    With $P$ the return map of `section`, the period-2 orbits are the zeros of
-    $F_2(u, \lambda) = \pi(P^2(\chi(u); p(\lambda))) - u$, the return map of
-    [`hybrax.period_doubled_section`][]. At the period doubling $(u^*,
-    \lambda^*)$, where $M = \partial P/\partial u$ has the multiplier $-1$ with
-    eigenvector $v$, the new branch leaves tangent to $(v, 0)$ (Kuznetsov 2004,
-    sec. 4.4): its first point solves $F_2 = 0$ on the hyperplane
-    $(v, 0)\cdot(z - z_p) = 0$ through $z_p = (u^* + a v, \lambda^*)$, then
-    pseudo-arclength continuation (Keller 1977) follows it, as
-    [`hybrax.continue_period_doubled`][] does for maps.
-
-    **Arguments:**
-
-    - `system`, `section`: the hybrid system and the section of the branch that
-      holds `point` (for the next level of a cascade, the doubled section).
-    - `point`: a period doubling ([`hybrax.SpecialPoint`][] of kind
-      `"period_doubling"`) of that branch.
-    - `params`, `parameter`, `max_period`, `settings`, `throw`: as for
-      [`hybrax.continue_branch`][].
-    - `stop`, `bounds`: the range of $\lambda$, with `point.parameter` as start;
-      the side the new branch leaves on is found, not given.
-    - `amplitude`: $a$; default `continuation_settings.initial_step`, then a third,
-      a tenth and a thirtieth of it where the corrector falls back onto the
-      period-1 branch or the first period-2 orbit already lies past the bound.
-    - `continuation_settings`: a [`hybrax.ContinuationSettings`][].
-
-    **Returns:** a [`hybrax.Branch`][] of period-2 orbits (`E` = twice the events
-    of `section`).
-
-    **Raises:** `ValueError` for bad arguments; with `throw=True`, an
-    `equinox.EquinoxRuntimeError` (a `RuntimeError`) if no period-2 orbit
-    is found near the period doubling.
-
-    **References:** Yu. A. Kuznetsov (2004), Elements of Applied Bifurcation
-    Theory, sec. 4.4; R. Seydel (2010), Practical Bifurcation and Stability
-    Analysis, sec. 5.6.
-    """
-    check_float64("continue_branch_period_doubled")
-    parameter = as_parameter(parameter, params)
-    if not isinstance(point, SpecialPoint) or point.kind != "period_doubling":
-        raise ValueError("`point` must be a hybrax.SpecialPoint of a period doubling.")
-    continuation = resolve_continuation_settings(continuation_settings)
-    if amplitude is None:
+    """The branch of period-2 orbits that leaves the period doubling `point` (see
+    `continue_orbits`)."""
+    check_doubling(point)
+    if continuation.switch_amplitude is None:
         # The period-2 branch leaves the bifurcation like a parabola in the
         # parameter; when the first amplitude lands the corrector back on the
         # period-1 branch, smaller ones are tried before giving up.
         amplitudes = [continuation.initial_step * f for f in (1, 1 / 3, 1 / 10, 1 / 30)]
     else:
-        amplitudes = [float(amplitude)]
-        if not (math.isfinite(amplitudes[0]) and amplitudes[0] > 0):
-            raise ValueError(f"`amplitude` must be positive; got {amplitude}.")
-    _, low, high, _ = _resolve_range(point.parameter, stop, bounds, 1, "point")
+        amplitudes = [continuation.switch_amplitude]
+    _, low, high, _ = _resolve_range(point.parameter, stop, 1, "u0.parameter")
     resolve_sequence(system, section)
     params = canonical_params(params)
     once = _ReturnMapResidual(
@@ -452,7 +440,7 @@ def continue_branch_period_doubled(
             return None
 
         last = k == len(amplitudes) - 1
-        branch = continue_orbits(
+        branch = follow_orbits(
             system,
             period_doubled_section(section),
             params,
@@ -465,7 +453,6 @@ def continue_branch_period_doubled(
             low=low,
             high=high,
             direction=None,
-            max_period=max_period,
             settings=settings,
             continuation=continuation,
             throw=throw and last,

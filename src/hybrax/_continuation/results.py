@@ -57,7 +57,7 @@ class SpecialPoint(eqx.Module):
     - `observable`: for a `"grazing"`, the name of the clearance; for a
       `"release_reversal"`, of the release velocity; `None` otherwise.
     - `state`, `phase_durations`, `period`: for periodic orbits of a hybrid system
-      ([`hybrax.continue_branch`][]): the section state, the durations of the
+      ([`hybrax.continue_orbits`][]): the section state, the durations of the
       phases of one cycle and their sum; `None` otherwise.
     """
 
@@ -165,8 +165,8 @@ class _SpecialPointViews(eqx.Module):
 
 
 class SolutionBranch(_SpecialPointViews):
-    r"""The result of [`hybrax.continue_zeros`][], [`hybrax.continue_fixed_points`][]
-    and [`hybrax.continue_period_doubled`][]: $N$ points of a branch of zeros of
+    r"""The result of [`hybrax.continue_zeros`][] and
+    [`hybrax.continue_fixed_points`][]: $N$ points of a branch of zeros of
     $F(u, \lambda)$, in the order followed, as NumPy arrays.
 
     Per point (leading axis $N$): `parameter` ($\lambda$), `u` `(N, k)`,
@@ -212,7 +212,7 @@ class SolutionBranch(_SpecialPointViews):
 
 
 class Branch(_SpecialPointViews):
-    r"""The result of [`hybrax.continue_branch`][]: $N$ periodic orbits along a
+    r"""The result of [`hybrax.continue_orbits`][]: $N$ periodic orbits along a
     branch, in the order followed, as NumPy arrays (stable and unstable ones).
 
     Per point (leading axis $N$):

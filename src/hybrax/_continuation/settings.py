@@ -1,19 +1,16 @@
 """Step control."""
 
 import math
-from typing import Literal
 
 import equinox as eqx
 import optimistix as optx
 
+from .._choices import ContinuationMethod, as_choice
 from .._settings import (
     check_iterations,
     resolve_options,
     resolve_root_finder,
 )
-
-
-_METHODS = ("pseudo-arclength", "natural")
 
 
 class ContinuationSettings(eqx.Module):
@@ -32,10 +29,18 @@ class ContinuationSettings(eqx.Module):
 
     **Arguments:**
 
-    - `method`: `"pseudo-arclength"` (Keller 1977) or `"natural"` (fixed
-      $\lambda$; stops at a fold).
+    - `method`: a [`hybrax.ContinuationMethod`][] (or its value):
+      `"pseudo-arclength"` (Keller 1977) or `"natural"` (fixed $\lambda$; stops
+      at a fold).
     - `initial_step`, `min_step`, `max_step`: the first, smallest and largest step.
     - `max_points`: the most points of a branch (located special points included).
+    - `max_period`: for periodic orbits of a hybrid system, stop once an orbit's
+      period exceeds this (default: no bound).
+    - `switch_amplitude`: where a branch is switched at a period doubling, the
+      distance $a$ of the first point from the doubling along the critical
+      eigenvector; default `initial_step` (for periodic orbits of a hybrid
+      system, then a third, a tenth and a thirtieth of it where the first
+      corrected point falls back onto the original branch).
     - `parameter_scale`: $\theta$; about the size of the expected change of
       $\lambda$ per unit change of $u$ balances the steps. Default (`None`): the
       parameter's magnitude where the branch starts, $|\lambda_0|$ (1 where
@@ -56,13 +61,21 @@ class ContinuationSettings(eqx.Module):
     sec. 4.6 (step control).
     """
 
-    method: Literal["pseudo-arclength", "natural"] = eqx.field(
-        static=True, default="pseudo-arclength"
+    method: ContinuationMethod = eqx.field(
+        static=True,
+        default=ContinuationMethod.PSEUDO_ARCLENGTH,
+        converter=lambda value: as_choice(ContinuationMethod, value, "method"),
     )
     initial_step: float = eqx.field(static=True, default=0.02, converter=float)
     min_step: float = eqx.field(static=True, default=1e-6, converter=float)
     max_step: float = eqx.field(static=True, default=0.2, converter=float)
     max_points: int = eqx.field(static=True, default=500)
+    max_period: float | None = eqx.field(
+        static=True, default=None, converter=lambda v: None if v is None else float(v)
+    )
+    switch_amplitude: float | None = eqx.field(
+        static=True, default=None, converter=lambda v: None if v is None else float(v)
+    )
     parameter_scale: float | None = eqx.field(
         static=True, default=None, converter=lambda v: None if v is None else float(v)
     )
@@ -82,11 +95,6 @@ class ContinuationSettings(eqx.Module):
     max_correction: float = eqx.field(static=True, default=1.0, converter=float)
 
     def __check_init__(self):
-        if self.method not in _METHODS:
-            raise ValueError(
-                "`method` must be 'pseudo-arclength' or 'natural'; got "
-                f"{self.method!r}."
-            )
         if not 0 < self.min_step <= self.initial_step <= self.max_step:
             raise ValueError(
                 "Need 0 < `min_step` <= `initial_step` <= `max_step`; got "
@@ -100,6 +108,10 @@ class ContinuationSettings(eqx.Module):
             raise ValueError(
                 f"`parameter_scale` must be positive; got {self.parameter_scale}."
             )
+        for name in ("max_period", "switch_amplitude"):
+            value = getattr(self, name)
+            if value is not None and not (value > 0 and math.isfinite(value)):
+                raise ValueError(f"`{name}` must be positive; got {value}.")
         check_iterations(self.max_iterations)
         if int(self.max_locate_iterations) < 1:
             raise ValueError(

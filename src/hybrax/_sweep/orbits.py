@@ -12,6 +12,7 @@ import jax.tree_util as jtu
 import numpy as np
 from jaxtyping import Array, Complex, Int
 
+from .._choices import SweepOrder, as_choice
 from .._compile import announcing_progress
 from .._custom_types import Params
 from .._hybrid import HybridSystem
@@ -334,15 +335,14 @@ class SweepSettings(eqx.Module):
       iterations, a few need 8) sends the few that need more to that smaller
       chunk: on an accelerator rounds of 5 ran faster than rounds of 8; on a
       CPU the two ran alike.
-    - `order`: the order in which elements take lanes when the batch is larger
-      than a chunk. `"defect"` (default): by the return-map defect
-      $\max_i |P(u_0) - u_0|_i$ at each element's start, largest first (one
-      forward cycle per element, in chunks, before the solves): the elements
-      that need many iterations or have no orbit start first, and their last
-      rounds do not hold chunks of idle lanes at the end (the extra cycle costs
-      a small part of a clean batch's time).
-      `None`: batch order. The results do not depend on it (lanes are
-      independent); only the time does.
+    - `order`: the order in which elements take lanes when the batch is larger than a
+      chunk, a [`hybrax.SweepOrder`][] (or its value). `"defect"` (default): by the
+      return-map defect $\max_i |P(u_0) - u_0|_i$ at each element's start, largest first
+      (one forward cycle per element, in chunks, before the solves): the elements that
+      need many iterations or have no orbit start first, and their last rounds do not
+      hold chunks of idle lanes at the end (the extra cycle costs a small part of a
+      clean batch's time). `"batch"` (or `None`): batch order. The results do not depend
+      on it (lanes are independent); only the time does.
     - `warm_start`: each element that takes a lane after some orbits have
       converged starts from the orbit of the converged element nearest to it in
       parameters (float leaves, each scaled to unit spread over the batch; among
@@ -375,7 +375,13 @@ class SweepSettings(eqx.Module):
     )
     distributed: bool = eqx.field(static=True, default=False)
     round_iterations: int | None | str = eqx.field(static=True, default="auto")
-    order: str | None = eqx.field(static=True, default="defect")
+    order: SweepOrder = eqx.field(
+        static=True,
+        default=SweepOrder.DEFECT,
+        converter=lambda value: as_choice(
+            SweepOrder, SweepOrder.BATCH if value is None else value, "order"
+        ),
+    )
     warm_start: bool = eqx.field(static=True, default=False)
     neighbours: int = eqx.field(static=True, default=SWEEP_NEIGHBOURS)
 
@@ -390,8 +396,6 @@ class SweepSettings(eqx.Module):
                 )
         elif self.round_iterations is not None:
             check_iterations(self.round_iterations, "round_iterations")
-        if self.order not in ("defect", None):
-            raise ValueError(f"`order` must be 'defect' or None; got {self.order!r}.")
         if (
             isinstance(self.neighbours, bool)
             or not isinstance(self.neighbours, int | np.integer)

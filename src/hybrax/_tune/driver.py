@@ -530,7 +530,7 @@ def _tuned(
         wall_time=wall_time,
         compile_time=wall_time - run_time,
         minimiser_result=result_name,
-        mode=mode,
+        mode=str(mode),
         problem=problem,
         rule=broken,
     )

@@ -13,6 +13,7 @@ import numpy as np
 import optimistix as optx
 from jaxtyping import ArrayLike
 
+from .._choices import GradientMode, as_choice
 from .._custom_types import Params
 from .._periodic import (
     PeriodicOrbit,
@@ -185,8 +186,8 @@ class TuneSettings(eqx.Module):
       evaluates the objective inside its own step, a second program with the
       orbit's solve to compile.
     - `max_steps`: the most evaluations, all stages together (default 100).
-    - `mode`: `"auto"` (default), `"reverse"` or `"forward"`: the gradient's mode
-      (see [`hybrax.tune`][]).
+    - `mode`: the gradient's mode, a [`hybrax.GradientMode`][] (or its value):
+      `"auto"` (default), `"reverse"` or `"forward"` (see [`hybrax.tune`][]).
     - `stability_weight`: $w$, the weight of the stability penalty (default
       1e3; see [`hybrax.tune`][]).
     - `objective_scale`: $J_0$, a typical size of the objective, so that it
@@ -206,17 +207,17 @@ class TuneSettings(eqx.Module):
 
     minimiser: optx.AbstractMinimiser | None = eqx.field(static=True, default=None)
     max_steps: int = eqx.field(static=True, default=100)
-    mode: str = eqx.field(static=True, default="auto")
+    mode: GradientMode = eqx.field(
+        static=True,
+        default=GradientMode.AUTO,
+        converter=lambda value: as_choice(GradientMode, value, "mode"),
+    )
     stability_weight: float = eqx.field(static=True, default=1e3)
     objective_scale: float | Literal["start"] = eqx.field(static=True, default=1.0)
     seek_steps: int = eqx.field(static=True, default=0)
     seek_tol: float = eqx.field(static=True, default=0.1)
 
     def __check_init__(self):
-        if self.mode not in ("auto", "reverse", "forward"):
-            raise ValueError(
-                f"`mode` must be 'auto', 'reverse' or 'forward'; got {self.mode!r}."
-            )
         if isinstance(self.max_steps, bool) or int(self.max_steps) < 1:
             raise ValueError(
                 f"`max_steps` must be a positive integer; got {self.max_steps}."

@@ -522,7 +522,7 @@ def _damping_scale(params):
 
 def parameter(name: str):
     r"""The continuation parameter of the hopper called `name` (for
-    [`hybrax.continue_branch`][]): a field of `HopperParams`, or the dimensionless
+    [`hybrax.continue_orbits`][]): a field of `HopperParams`, or the dimensionless
     $D_G$, $D_F$ (stored as $d = 2D\sqrt{k m}$)."""
     from .._continuation_parameter import FieldParameter
 
