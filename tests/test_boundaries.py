@@ -90,7 +90,7 @@ def test_biped5_grazing_on_the_knee_branch(tmp_path):
     np.testing.assert_allclose(grazing.parameter, declared, atol=1e-9)
     np.testing.assert_allclose(grazing.parameter, sampled, atol=1e-8)
 
-    clearance = branch.clearance[:, 0, 0]
+    clearance = branch.phase_observables["swing_clearance"][:, 0]
     above = branch.parameter > grazing.parameter + 1e-6
     below = branch.parameter < grazing.parameter - 1e-6
     assert np.all(clearance[above] > 0) and np.all(clearance[below] < 0)
@@ -229,7 +229,7 @@ def test_compass_gait_release_reversal_and_its_curve():
     assert point.observable == "trailing_normal_velocity"
     reference = _release_root(model, system, section, params, 0.8, 1.0)
     np.testing.assert_allclose(point.parameter, reference, atol=1e-9)
-    velocity = branch.release_velocity[:, 0, 0]
+    velocity = branch.observables["trailing_normal_velocity"][:, 0]
     below = branch.parameter < point.parameter - 1e-6
     above = branch.parameter > point.parameter + 1e-6
     assert np.all(velocity[below] > 0) and np.all(velocity[above] < 0)

@@ -163,7 +163,8 @@ def test_branch_matches_reference_orbits(branch):
         )
         assert abs(branch.multipliers[i, 1]) < MULTIPLIER_TOL  # M has rank one
         assert branch.stable[i] == (abs(orbit["multiplier"]) < 1)
-        T_c, T_a = branch.T_c[i, 0], branch.T_a[i, 0]
+        T_c = branch.observables["T_c"][i, 0]
+        T_a = branch.observables["T_a"][i, 0]
         np.testing.assert_allclose(T_c / (T_c + T_a), orbit["Tc_over_T"], atol=1e-10)
 
 
@@ -624,7 +625,7 @@ def test_a_hybrid_branch_round_trips_through_a_file(branch, tmp_path):
     assert [f.parameter for f in again.folds] == [f.parameter for f in branch.folds]
 
 
-def test_a_hybrid_branch_is_a_pytree_of_stacked_arrays(branch):
+def test_a_hybrid_branch_is_a_pytree_of_stacked_arrays(branch, tmp_path):
     import dataclasses
 
     import jax
@@ -636,8 +637,25 @@ def test_a_hybrid_branch_is_a_pytree_of_stacked_arrays(branch):
         if not field.metadata.get("static")
         and field.name not in ("special_points", "result")
     ]
-    # clearance and release_velocity among them: (N, E, 0) for the hopper
-    assert len(per_point) == 20
-    assert all(np.shape(array)[0] == branch.n_points for array in per_point)
-    assert all(id(array) in leaves for array in per_point)
+    # The named quantities are dicts of per-point arrays: the hopper's impact
+    # reports T_c, T_a and its impulse; it declares no clearance.
+    assert set(branch.observables) >= {"T_c", "T_a"} and branch.phase_observables == {}
+    arrays = [
+        array
+        for value in per_point
+        for array in (value.values() if isinstance(value, dict) else [value])
+    ]
+    assert len(per_point) == 18
+    assert all(np.shape(array)[0] == branch.n_points for array in arrays)
+    assert all(id(array) in leaves for array in arrays)
     assert all(id(point.u) in leaves for point in branch.special_points)
+    # Picking points picks them in every named quantity too.
+    some = branch.select(np.array([0, 2]))
+    np.testing.assert_array_equal(
+        some.observables["T_c"], branch.observables["T_c"][[0, 2]]
+    )
+    # And an archive keeps them bit for bit.
+    loaded = hx.load(hx.save(tmp_path / "branch.npz", branch))
+    assert set(loaded.observables) == set(branch.observables)
+    for name, values in branch.observables.items():
+        np.testing.assert_array_equal(loaded.observables[name], values)

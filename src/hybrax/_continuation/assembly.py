@@ -140,11 +140,14 @@ def _orbit_branch(
         period=t_events[:, -1].copy(),
         x_before=stacked("x_before"),
         x_after=stacked("x_after"),
-        T_c=stacked("T_c"),
-        T_a=stacked("T_a"),
+        observables={
+            name: np.stack([np.asarray(r.observables[name], float) for r in records])
+            for name in records[0].observables
+        },
         guard_at_start=guard,
-        clearance=clearance,
-        release_velocity=release,
+        phase_observables={
+            name: clearance[:, :, i].copy() for i, name in enumerate(clearance_names)
+        },
         admissible=np.asarray(cycle_admissible(guard, clearance, release, guard_tol)),
         reduced_jacobian=M,
         multipliers=multipliers,
@@ -177,11 +180,9 @@ def _empty_orbit_branch(parameter_name, method, result, message) -> Branch:
         period=empty(),
         x_before=empty(0, 0),
         x_after=empty(0, 0),
-        T_c=empty(0),
-        T_a=empty(0),
+        observables={},
         guard_at_start=empty(0),
-        clearance=empty(0, 0),
-        release_velocity=empty(0, 0),
+        phase_observables={},
         admissible=empty(dtype=bool),
         reduced_jacobian=empty(0, 0),
         multipliers=empty(0, dtype=complex),

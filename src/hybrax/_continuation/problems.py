@@ -140,8 +140,7 @@ class _CycleRecord(eqx.Module):
     t_events: Float[Array, " E"]
     x_before: Float[Array, "E n"]
     x_after: Float[Array, "E n"]
-    T_c: Float[Array, " E"]
-    T_a: Float[Array, " E"]
+    observables: dict[str, Float[Array, "E ..."]]
     guard_at_start: Float[Array, " E"]
     clearance: Float[Array, "E C"]
     release: Float[Array, "E R"]
@@ -195,8 +194,7 @@ class _ReturnMapResidual(_AbstractResidual):
             t_events=sol.t_events,
             x_before=sol.x_before,
             x_after=sol.x_after,
-            T_c=sol.T_c,
-            T_a=sol.T_a,
+            observables=sol.observables,
             guard_at_start=sol.guard_at_start,
             clearance=clearance,
             release=release,

@@ -124,9 +124,15 @@ class _SpecialPointViews(eqx.Module):
             and getattr(self, field.name) is not None
         ]
         picked = np.arange(self.n_points)[index]
+
+        def pick(value):
+            if isinstance(value, dict):  # named quantities, each per point
+                return {key: np.asarray(v)[picked] for key, v in value.items()}
+            return np.asarray(value)[picked]
+
         return dataclasses.replace(
             self,
-            **{name: np.asarray(getattr(self, name))[picked] for name in names},
+            **{name: pick(getattr(self, name)) for name in names},
             kind=tuple(self.kind[i] for i in np.atleast_1d(picked)),
         )
 
@@ -223,24 +229,26 @@ class Branch(_SpecialPointViews):
       scaled coordinates `(N, k + 1)` (its last entry changes sign at folds).
     - `t_events`, `phase_durations`: event times and phase durations of one cycle
       `(N, E)` (the phase that starts at the section first); `period`: their sum.
-    - `x_before`, `x_after`: the states at each event `(N, E, n)`; `T_c`, `T_a`:
-      energy lost and kept at each event `(N, E)` (NaN where the reset reports
-      none).
+    - `x_before`, `x_after`: the states at each event `(N, E, n)`.
+    - `observables`: the event observables that the model's transitions declare
+      (`Transition(observe=...)`), by name, each `(N, E, ...)` (NaN at an event
+      whose transition does not report it), as in
+      [`hybrax.HybridSolution`][]`.observables`: for a mechanical impact the
+      energy lost and kept, `"T_c"` and `"T_a"`, and its impulse; for an impact
+      that releases a contact ([`hybrax.ImpactRelabel`][]`(release=...)`) the
+      release velocity, named in `release_names`. A model without impacts has
+      none of these. Where a release velocity is below `-guard_tol` the released
+      contact would stay and `admissible` is `False`; where it crosses zero the
+      branch has a `"release_reversal"` special point.
     - `guard_at_start`: the sign-normalised guard of each phase's mode right after
       its event `(N, E)`. Negative means the orbit enters that phase already past
       one of its guards (for the hopper, `guard_at_start[:, 0] < 0`: the ground
       would have to pull right after touchdown); `admissible` is `False` there.
-    - `clearance`: the model's declared [`hybrax.Clearance`][]s over each phase
-      `(N, E, C)`, named by `clearance_names` (NaN where a phase has no interior
-      minimum of it; `C = 0` without any). Where one is below `-guard_tol` the
-      orbit passes through its obstacle and `admissible` is `False`; where it
-      crosses zero the branch has a `"grazing"` special point.
-    - `release_velocity`: the release velocities that the model's impacts
-      declare ([`hybrax.ImpactRelabel`][]`(release=...)`), at each event
-      `(N, E, R)`, named by `release_names` (NaN at an event that does not
-      define one). Where one is below `-guard_tol` the released contact would
-      stay and `admissible` is `False`; where it crosses zero the branch has a
-      `"release_reversal"` special point.
+    - `phase_observables`: the model's declared [`hybrax.Clearance`][]s, by the
+      names in `clearance_names`, each `(N, E)`: its minimum over each phase (NaN
+      where a phase has no interior minimum of it). Where one is below
+      `-guard_tol` the orbit passes through its obstacle and `admissible` is
+      `False`; where it crosses zero the branch has a `"grazing"` special point.
     - `reduced_jacobian`: $M = \partial P/\partial u$ `(N, k, k)`; `multipliers`:
       its eigenvalues (the nontrivial Floquet multipliers) by decreasing modulus
       `(N, k)`; `stable`: all $|\nu_i| < 1$.
@@ -277,11 +285,9 @@ class Branch(_SpecialPointViews):
     period: Float[np.ndarray, " N"]
     x_before: Float[np.ndarray, "N E n"]
     x_after: Float[np.ndarray, "N E n"]
-    T_c: Float[np.ndarray, "N E"]
-    T_a: Float[np.ndarray, "N E"]
+    observables: dict[str, Float[np.ndarray, "N E ..."]]
     guard_at_start: Float[np.ndarray, "N E"]
-    clearance: Float[np.ndarray, "N E C"]
-    release_velocity: Float[np.ndarray, "N E R"]
+    phase_observables: dict[str, Float[np.ndarray, "N E"]]
     admissible: Bool[np.ndarray, " N"]
     reduced_jacobian: Float[np.ndarray, "N k k"]
     multipliers: Complex[np.ndarray, "N k"]

@@ -79,8 +79,8 @@ def phase_observable_keys(
 
 
 def clearance_names(system: HybridSystem) -> tuple[str, ...]:
-    """The names of the system's [`hybrax.Clearance`][] observables, in the
-    order of `Branch.clearance`'s last axis."""
+    """The names of the system's [`hybrax.Clearance`][] observables (the
+    `phase_observables` of a [`hybrax.Branch`][]), in declaration order."""
     return phase_observable_keys(system, "clearance")
 
 
@@ -88,7 +88,8 @@ def release_names(system: HybridSystem) -> tuple[str, ...]:
     """The names of the release velocities the system's resets declare
     (`AbstractReset.released`, e.g. [`hybrax.ImpactRelabel`][]`(release=...)`:
     the normal velocity of the contact an impact releases, positive where it
-    leaves), in the order of `Branch.release_velocity`'s last axis."""
+    leaves), in declaration order: event observables that a
+    [`hybrax.Branch`][] watches as boundaries."""
     names: list[str] = []
     for transition in system.transitions:
         if isinstance(transition.reset, AbstractReset):

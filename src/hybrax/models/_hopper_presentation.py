@@ -165,7 +165,7 @@ def continuation_summary(system, form, branch, params, parameter, t_max):
     )
     apex_upper = np.asarray(sol.phase_observables["apex_upper"][:, 0], dtype=float)
     apex_lower = np.asarray(sol.phase_observables["apex_lower"][:, 0], dtype=float)
-    T_c, T_a = branch.T_c[:, 0], branch.T_a[:, 0]
+    T_c, T_a = branch.observables["T_c"][:, 0], branch.observables["T_a"][:, 0]
     # The signed guard of the ground mode is -lambda_g / (m g): negative right
     # after touchdown means lambda_g > 0, the ground would have to pull.
     guard = branch.guard_at_start[:, 0]
