@@ -23,10 +23,10 @@ REGISTRY = {
     "simplest-walker": "simplest_walker",
 }
 
-#: Where a model's bundle is assembled, if not in its module: the hopper's module
-#: is its mathematics alone, and its presentation module (which imports it) puts
-#: the two together, so that no import runs in a circle.
-_BUNDLE_MODULES = {"hopper": "_hopper_presentation"}
+#: Where a model's bundle is assembled, if not in its module: the hopper's and the
+#: jumper's modules are their mathematics alone, and their presentation modules
+#: (which import them) put the two together, so that no import runs in a circle.
+_BUNDLE_MODULES = {"hopper": "_hopper_presentation", "jumper": "_jumper_presentation"}
 
 #: The entry-point group through which other packages register models.
 ENTRY_POINT_GROUP = "hybrax.models"
