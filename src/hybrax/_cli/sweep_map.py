@@ -56,16 +56,26 @@ def write_heatmap(
         # A numerical failure, apart from no orbit found.
         failed=np.isin(columns["status"], sorted(NUMERICAL_FAILURES)).reshape(shape),
         colorbar_label=(
-            r"leading nontrivial $|\nu|$" if args.quantity is None else args.quantity
+            r"leading nontrivial $|\nu|$ (dimensionless)"
+            if args.quantity is None
+            else args.quantity
         ),
     )
     if curves:
         ax = fig.axes[0]
         limits = ax.get_xlim(), ax.get_ylim()
+        drawn = len(ax.get_lines())
         draw_curves(ax, curves)
         ax.set_xlim(limits[0])
         ax.set_ylim(limits[1])
-        ax.legend(loc="best", fontsize="small")
+        # The curves and their points only: the cells not run (a labelled
+        # collection) are named in the legend below the map already.
+        named = [
+            line
+            for line in ax.get_lines()[drawn:]
+            if not line.get_label().startswith("_")
+        ]
+        ax.legend(handles=named, loc="best", fontsize="small")
     return write_figure(args.out / "sweep_heatmap.png", fig)
 
 

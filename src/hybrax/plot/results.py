@@ -311,7 +311,7 @@ def sweep_heatmap(
     *,
     xlabel: str,
     ylabel: str,
-    colorbar_label: str = r"leading nontrivial $|\nu|$",
+    colorbar_label: str = r"leading nontrivial $|\nu|$ (dimensionless)",
     flagged: np.ndarray | None = None,
     flagged_label: str = "flagged",
     no_orbit_label: str = "no orbit found",
@@ -601,8 +601,8 @@ def multiplier_history_figure(
             label="result",
         )
     ax.set_aspect("equal")
-    ax.set_xlabel(r"Re $\nu$")
-    ax.set_ylabel(r"Im $\nu$")
+    ax.set_xlabel(r"Re $\nu$ (dimensionless)")
+    ax.set_ylabel(r"Im $\nu$ (dimensionless)")
     ax.legend(loc="upper right", fontsize="small")
     if title:
         ax.set_title(title)
