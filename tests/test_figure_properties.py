@@ -499,6 +499,74 @@ def _animation_frame():
     return [animation.fig]
 
 
+def _hopper_trajectory(cycles=2, samples=60):
+    """Flights and ground phases of the hopper in its minimal coordinates
+    $[z_U, z_L, \\dot z_U, \\dot z_L]$, drawn by hand (a parabola in flight, a
+    half cosine on the ground): the paper figures' inputs, no solve."""
+    from hybrax.models import hopper
+
+    params = hopper.make_params()
+    L0, g = float(params.L0), float(params.g)
+    t0, t_phase, x_phase, modes, t_events, kinds = 0.0, [], [], [], [], []
+    before, after, lost, kept = [], [], [], []
+    for _ in range(cycles):
+        # Flight: both masses on one parabola, the leg at rest length.
+        duration = 0.3
+        t = np.linspace(0.0, duration, samples)
+        z_L = 1.5 * t - 0.5 * g * t**2 + 0.05
+        v = 1.5 - g * t
+        x_phase.append(np.stack([z_L + L0, z_L, v, v], axis=1))
+        t_phase.append(t0 + t)
+        modes.append("flight")
+        t0 += duration
+        t_events.append(t0)
+        kinds.append("touchdown")
+        before.append(x_phase[-1][-1])
+        after.append(x_phase[-1][-1] * np.array([1.0, 0.0, 1.0, 0.0]))
+        lost.append(0.5 * float(params.m) * 0.1 * v[-1] ** 2)
+        kept.append(0.5 * float(params.m) * 0.9 * v[-1] ** 2)
+        # Ground: the foot at rest, the upper mass down and up again.
+        t = np.linspace(0.0, 0.25, samples)
+        z_U = L0 - 0.05 * np.sin(np.pi * t / 0.25)
+        v_U = -0.05 * np.pi / 0.25 * np.cos(np.pi * t / 0.25)
+        zero = np.zeros_like(t)
+        x_phase.append(np.stack([z_U, zero, v_U, zero], axis=1))
+        t_phase.append(t0 + t)
+        modes.append("ground")
+        t0 += 0.25
+        t_events.append(t0)
+        kinds.append("liftoff")
+        before.append(x_phase[-1][-1])
+        after.append(x_phase[-1][-1])
+        lost.append(np.nan)
+        kept.append(np.nan)
+    trajectory = hybrax.plot.Trajectory(
+        t_phase=np.array(t_phase),
+        x_phase=np.array(x_phase),
+        phase_modes=tuple(modes),
+        t_events=np.array(t_events),
+        event_kinds=tuple(kinds),
+        x_before=np.array(before),
+        x_after=np.array(after),
+        T_c=np.array(lost),
+        T_a=np.array(kept),
+    )
+    return trajectory, params
+
+
+def _hopper_paper_figures():
+    from hybrax.models import hopper_figures
+
+    trajectory, params = _hopper_trajectory()
+    return [
+        hopper_figures.phase_portraits(trajectory, params),
+        hopper_figures.energy_history(trajectory, params),
+        hopper_figures.orbit_figure(
+            trajectory, params, perturbed=[_hopper_trajectory(1)[0]]
+        ),
+    ]
+
+
 FIGURES = {
     "time series": _time_series,
     "time series, two columns": _time_series_many_entries,
@@ -516,6 +584,7 @@ FIGURES = {
     "strobe in place": _strobe_in_place,
     "strobe travelling": _strobe_travelling,
     "animation frame": _animation_frame,
+    "the hopper's paper figures": _hopper_paper_figures,
 }
 
 

@@ -14,10 +14,15 @@ from ..plot import Trajectory, draw_event_points, draw_phases
 from . import hopper
 
 
+# Legends at the body font: these figures are 10-12 in wide, so at 80% of a
+# documentation page a "small" (8.3 pt) legend would read below 7 px.
+_LEGEND_FONT = "medium"
+
+
 def _legend(ax: Axes) -> None:
     # An empty panel has nothing to list (matplotlib would warn).
     if ax.get_legend_handles_labels()[0]:
-        ax.legend(loc="best", fontsize="small")
+        ax.legend(loc="best", fontsize=_LEGEND_FONT)
 
 
 def phase_portraits(
@@ -366,10 +371,11 @@ def orbit_figure(
             label="perturbed start",
         )
 
-    ax3.set_xlabel(r"$z_U$ [m]")
-    ax3.set_ylabel(r"$\dot z_U$ [m/s]")
+    # Labels padded clear of the 3-D view's slanted tick labels.
+    ax3.set_xlabel(r"$z_U$ [m]", labelpad=14)
+    ax3.set_ylabel(r"$\dot z_U$ [m/s]", labelpad=18)
     ax3.zaxis.set_rotate_label(False)
-    ax3.set_zlabel(r"$z_L$ [m]", rotation=90)
+    ax3.set_zlabel(r"$z_L$ [m]", rotation=90, labelpad=10)
     ax3.set_xlim(*z_range)
     ax3.set_ylim(*v_range)
     ax3.set_zlim(0.0, high[1] + pad[1])
@@ -384,7 +390,9 @@ def orbit_figure(
     ax2.set_title(r"projection onto $(z_U, \dot z_U)$, seen from above")
     ax2.grid(True, alpha=0.3)
     handles, names = ax2.get_legend_handles_labels()
-    fig.legend(handles, names, loc="outside lower center", ncols=4, fontsize="small")
+    fig.legend(
+        handles, names, loc="outside lower center", ncols=4, fontsize=_LEGEND_FONT
+    )
     return fig
 
 
