@@ -636,3 +636,13 @@ def test_the_checker_finds_what_breaks_the_rules():
     ax.set(xlabel="time [s]", ylabel="height [m]", title="fine")
     ax.legend()
     check_figure(clean)
+
+
+def test_the_cascade_figure_keeps_the_unit_last():
+    """`hybrax continue --cascade` labels its bifurcation diagram with the first
+    state after each cycle: the unit stays at the end, where the rule reads it."""
+    from hybrax._cli.continuation_outputs import _after_each_cycle
+
+    label = _after_each_cycle(r"$z_U$ [m]")
+    assert label == r"$z_U$ after each cycle [m]" and _UNIT.search(label)
+    assert _after_each_cycle("phase") == "phase after each cycle"

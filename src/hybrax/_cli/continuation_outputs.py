@@ -10,6 +10,15 @@ import numpy as np
 from . import common
 
 
+def _after_each_cycle(label: str) -> str:
+    """`label` (a quantity and its unit, `"$y$ [m]"`) read after each cycle, the
+    unit kept last: `"$y$ after each cycle [m]"`."""
+    name, bracket, unit = label.rpartition(" [")
+    if bracket and unit.endswith("]"):
+        return f"{name} after each cycle [{unit}"
+    return f"{label} after each cycle"
+
+
 def _crossings(model, form, section, branch):
     """Per point of `branch`, the first minimal coordinate right after each cycle
     of the model's own section (2^k crossings on a period-2^k branch) and each
@@ -102,7 +111,7 @@ def _bifurcation_figure(model, form, levels, parameter, args):
         drawn,
         xlabel=model.label(parameter.name),
         ylabels=(
-            f"{model.label(model.state_names[0])} after each cycle",
+            _after_each_cycle(model.label(model.state_names[0])),
             f"duration of each cycle [{units.time}]",
         ),
         title=f"{args.model}: period-doubling cascade in {parameter.name}",
