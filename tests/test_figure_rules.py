@@ -250,13 +250,14 @@ def _axes_with_units(fig):
 
 
 def _labels_of_every_model():
-    """`(model, name, label)` of every parameter, state entry and section unknown
-    of every model: the axes of sweeps, continuations, tunings and basin maps."""
+    """`(model, name, label)` of every parameter, state entry, section unknown and
+    orbit quantity of every model: the axes of sweeps, continuations, tunings and
+    basin maps, and the colour bar of `sweep --quantity`."""
     from hybrax._registry import get_model, model_names
 
     for name in model_names():
         model = get_model(name)
-        names = [*model.parameters, *model.state_names]
+        names = [*model.parameters, *model.state_names, *(model.quantities or {})]
         if model.has_orbits:
             k = len(model.orbit_guess(model.make_params()))
             names += model.section_unknowns(k)
@@ -265,9 +266,10 @@ def _labels_of_every_model():
 
 
 def test_every_axis_label_of_every_model_has_a_unit():
-    """What a figure's parameter or state axis reads (`ModelBundle.label`):
-    with a unit in brackets or parentheses for every model's parameters, state
-    entries and section unknowns ("(dimensionless)" for a ratio)."""
+    """What a figure's parameter, state or quantity axis reads
+    (`ModelBundle.label`): with a unit in brackets or parentheses for every
+    model's parameters, state entries, section unknowns and orbit quantities
+    ("(dimensionless)" for a ratio)."""
     missing = [item for item in _labels_of_every_model() if not _UNIT.search(item[2])]
     assert not missing
     # The simplest walker's rates: radians per its time unit sqrt(l/g), as its

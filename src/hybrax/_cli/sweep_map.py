@@ -58,7 +58,7 @@ def write_heatmap(
         colorbar_label=(
             r"leading nontrivial $|\nu|$ (dimensionless)"
             if args.quantity is None
-            else args.quantity
+            else problem.model.label(args.quantity)
         ),
     )
     if curves:

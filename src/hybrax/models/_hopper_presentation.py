@@ -320,6 +320,15 @@ def _bundle():
             sweep_grids=("mu=0.7:0.95:26", "D_G=-0.07:0:71"),
             labels={
                 "mu": r"$\mu = m_U / m$ (dimensionless)",
+                # Its orbit quantities (`sweep --quantity`, `tune --target`).
+                "period": "period [s]",
+                "t_flight": r"flight time $t_F$ [s]",
+                "t_ground": r"ground time $t_G$ [s]",
+                "apex_upper": r"upper apex $z_U$ [m]",
+                "apex_lower": r"lower apex $z_L$ [m]",
+                "Tc_over_T": r"$T_c / T^-$ at touchdown (dimensionless)",
+                "min_ground_force": "least ground force [N]",
+                "multiplier": r"spectral radius $\max|\nu|$ (dimensionless)",
                 "D_G": r"$D_G = d_G / (2\sqrt{k m})$ (dimensionless)",
                 "D_F": r"$D_F = d_F / (2\sqrt{k m})$ (dimensionless)",
                 "d_G": r"$d_G$ [N s/m]",

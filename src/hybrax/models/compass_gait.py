@@ -507,6 +507,12 @@ def _bundle():
             sweep_grids=("slope_deg=1:5:9", "m_H=5:20:7"),
             labels={
                 "slope_deg": r"slope $\phi$ [deg]",
+                # Its orbit quantities (`sweep --quantity`, `tune --target`).
+                "period": "step period [s]",
+                "speed": "speed along the slope [m/s]",
+                "Tc_over_T": r"$T_c / T^-$ at heel strike (dimensionless)",
+                "energy_lost": "energy lost at heel strike [J]",
+                "multiplier": r"spectral radius $\max|\nu|$ (dimensionless)",
                 "m_H": r"$m_H$ [kg]",
                 "mu": r"$\mu = m_H/(m_H + 2m)$ (dimensionless)",
                 "a_ratio": r"$\alpha = a/(a + b)$ (dimensionless)",

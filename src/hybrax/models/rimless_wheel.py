@@ -230,6 +230,10 @@ def _bundle():
             sweep_grids=("gamma=0.02:0.2:10", "alpha=0.2:0.6:9"),
             labels={
                 "theta": r"$\theta$ [rad]",
+                # Its orbit quantities (`sweep --quantity`, `tune --target`).
+                "period": "step period [s]",
+                "speed": r"$\dot\theta^+$ after heel strike [rad/s]",
+                "multiplier": r"spectral radius $\max|\nu|$ (dimensionless)",
                 "omega": r"$\dot\theta$ [rad/s]",
                 # The section's unknown (`u0` in `hybrax basin --grid`).
                 "u0": r"$\dot\theta^+$ after heel strike [rad/s]",

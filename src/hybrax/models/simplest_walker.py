@@ -376,6 +376,11 @@ def _bundle():
             basin_grids=("theta=0.1:0.3:100", "theta_dot=-0.35:-0.05:100"),
             labels={
                 "slope": r"slope $\gamma$ [rad]",
+                # Its orbit quantities, in the model's units ($l$, $\sqrt{l/g}$).
+                "period": r"step period [$\sqrt{l/g}$]",
+                "step_length": "step length [$l$]",
+                "speed": r"speed along the slope [$\sqrt{g l}$]",
+                "multiplier": r"spectral radius $\max|\nu|$ (dimensionless)",
                 "theta": _LABELS[0],
                 "phi": _LABELS[1],
                 "theta_dot": _LABELS[2],

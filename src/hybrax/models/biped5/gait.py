@@ -301,6 +301,17 @@ def _bundle():
             sweep_grids=("hip_swing_ref=0.5:0.65:4", "kp_hip=350:500:4"),
             labels={
                 **dict(zip(names, _LABELS)),
+                # Its orbit quantities (`sweep --quantity`, `tune --target`).
+                "period": "step period [s]",
+                "step_length": "step length [m]",
+                "speed": "walking speed [m/s]",
+                "energy_lost": "energy lost at heel strike [J]",
+                "Tc_over_T": r"$T_c / T^-$ at heel strike (dimensionless)",
+                "cost_of_transport": "cost of transport (dimensionless)",
+                "effort": r"effort $\int\sum\tau_j^2 dt$ [N$^2$ m$^2$ s]",
+                "work": "net work of the torques [J]",
+                "positive_work": "positive work of the torques [J]",
+                "multiplier": r"spectral radius $\max|\nu|$ (dimensionless)",
                 # The section's unknowns (`u0`, ... in `hybrax basin --grid`):
                 # theta_1..theta_4 and the five rates.
                 **{f"u{k}": label for k, label in enumerate(_SECTION_LABELS)},
