@@ -68,6 +68,7 @@ _FILE_SECONDS = {
     "test_compile.py": 15,
     "test_resume_records.py": 1,
     "test_basin.py": 6,
+    "test_figure_properties.py": 12,
     "test_docstrings.py": 6,
     "test_cli_interrupt.py": 4,
     "test_admissible.py": 3,

@@ -140,7 +140,8 @@ class ModelPresentation(eqx.Module):
     - `simulate_cycles`: the default `--cycles` of `hybrax simulate` (5; fewer for
       a model whose default run ends, such as a jumper that lands and stands).
     - `continuation`: a [`hybrax.ContinuationDefaults`][], what `hybrax continue
-      MODEL` follows without `--param`.
+      MODEL` follows without `--param` (without it, `--param`, `--start` and
+      `--stop` are required, and the period has no bound).
     - `tune`: a [`hybrax.TuneDefaults`][], what `hybrax tune MODEL` does without
       `--vary`.
     - `sweep_grids`: the default grids of `hybrax sweep` (`"NAME=START:STOP:N"`).

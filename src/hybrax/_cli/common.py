@@ -678,9 +678,7 @@ def model_record(model) -> dict:
     orbit quantities."""
     commands = ["simulate"]
     if model.has_orbits:
-        commands += ["orbit", "sweep", "basin"]
-    if model.has_orbits and model.presentation.continuation is not None:
-        commands.append("continue")
+        commands += ["orbit", "sweep", "basin", "continue"]
     if model.has_orbits and model.quantities:
         commands.append("tune")
     params = model.make_params()

@@ -155,7 +155,7 @@ class _Range(NamedTuple):
     parameter: Any
     start: float
     stop: float
-    max_period: float
+    max_period: float | None
     theta: float
 
 
@@ -163,9 +163,12 @@ def _run_continue(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
     from .._solution import RESULTS
 
     model = common._load_model(parser, args.model)
-    spec = model.presentation.continuation
-    if spec is None or not model.has_orbits:
-        parser.error(f"argument model: no continuation for {args.model!r}")
+    if not model.has_orbits:
+        parser.error(
+            f"argument model: no continuation for {args.model!r} (it has no "
+            "periodic orbits)"
+        )
+    spec = model.presentation.continuation  # the model's defaults, or None
     form_name = common._form_name(parser, model, args)
     form = model.forms[form_name]
     if form.section is None:
@@ -239,14 +242,23 @@ def _continuation_range(
 ) -> _Range:
     """The parameter, range, longest period and parameter scale from the command
     line, each defaulting to the model's `spec` (a usage error where one is
-    invalid, or where only one end of another parameter's range is given)."""
+    invalid, or where only one end of another parameter's range is given).
+    Without a `spec`, `--param`, `--start` and `--stop` are required and the
+    period has no bound unless `--max-period` gives one."""
+    if spec is None and args.param is None:
+        parser.error(
+            f"argument --param: required for {args.model!r} (it has no "
+            "continuation defaults); give --param, --start and --stop"
+        )
     name = spec.parameter if args.param is None else args.param
     try:
         parameter = model.parameter(name)
     except ValueError as error:
         parser.error(f"argument --param: {error}")
-    default_range = name == spec.parameter
-    max_period = spec.max_period if args.max_period is None else args.max_period
+    default_range = spec is not None and name == spec.parameter
+    max_period = args.max_period
+    if max_period is None and spec is not None:
+        max_period = spec.max_period
     start = args.start
     stop = args.stop
     if start is None or stop is None:
@@ -260,7 +272,7 @@ def _continuation_range(
         ("--max-period", max_period),
         ("--max-step", args.max_step),
     ):
-        if not (math.isfinite(value) and value > 0):
+        if value is not None and not (math.isfinite(value) and value > 0):
             parser.error(f"argument {label}: must be positive, got {value}")
     if not 0 <= args.cascade <= 6:
         parser.error(f"argument --cascade: must be in 0..6, got {args.cascade}")
