@@ -253,3 +253,48 @@ def test_tune(plugin):
     assert alpha == pytest.approx(angle, abs=5e-5)
     assert final["multipliers"][0][0] == pytest.approx(multiplier, abs=5e-3)
     assert {"tune_path.png", "tune_multipliers.png"} <= _png(out)
+
+
+@pytest.mark.parametrize(
+    "words, argument",
+    [
+        (
+            [
+                "continue",
+                "runner",
+                "--param",
+                "alhpa",
+                "--start",
+                "0.38",
+                "--stop",
+                "0.36",
+            ],
+            "--param",
+        ),
+        (["tune", "runner", "--vary", "alhpa", "--target", "apex=0.94"], "--vary"),
+    ],
+)
+def test_a_misspelt_parameter_is_one_line_before_any_compile(plugin, words, argument):
+    """The runner's `parameter` is `hx.FieldParameter`, which builds any name: a
+    misspelt one is caught where the arguments are read (exit 2, one line naming
+    the argument and the name), not as a traceback after the compile."""
+    root, _ = plugin
+    env = dict(
+        os.environ,
+        PYTHONPATH=os.pathsep.join(
+            [str(root), *filter(None, [os.environ.get("PYTHONPATH")])]
+        ),
+    )
+    result = subprocess.run(
+        [sys.executable, "-m", "hybrax", *words, "--out", str(root / "typo")],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=root,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 2, result.stderr
+    (line,) = result.stderr.strip().splitlines()[-1:]
+    assert f"argument {argument}: 'alhpa' is not a parameter of 'runner'" in line
+    assert "Traceback" not in result.stderr and "compiling" not in result.stderr

@@ -661,6 +661,30 @@ def _format_matrix(matrix, indent: str = "  ") -> list[str]:
     ]
 
 
+def model_parameter(parser, model, name: str, argument: str):
+    """The model's parameter `name` (what `--param`, `--param2` and `--vary`
+    name), checked to read a number from the model's defaults: a usage error
+    naming `argument` where it does not (a misspelt field of a plug-in model
+    whose `parameter` builds any name), before anything is compiled."""
+    try:
+        parameter = model.parameter(name)
+    except ValueError as error:  # the model's own message names what it knows
+        parser.error(f"argument {argument}: {error}")
+    try:
+        value = np.asarray(parameter.get(model.make_params()), dtype=float)
+    except Exception as error:  # a plug-in's reader: any failure is the name's
+        parser.error(
+            f"argument {argument}: {name!r} is not a parameter of {model.name!r} "
+            f"({type(error).__name__}: {error})"
+        )
+    if value.shape != ():
+        parser.error(
+            f"argument {argument}: {name!r} is not a scalar parameter of "
+            f"{model.name!r} (shape {value.shape})"
+        )
+    return parameter
+
+
 def _derived_value(model, params, name: str) -> float | None:
     """A derived parameter's value at the defaults `params` (`None` where the
     model's `parameter` cannot read it)."""

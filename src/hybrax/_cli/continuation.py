@@ -251,10 +251,7 @@ def _continuation_range(
             "continuation defaults); give --param, --start and --stop"
         )
     name = spec.parameter if args.param is None else args.param
-    try:
-        parameter = model.parameter(name)
-    except ValueError as error:
-        parser.error(f"argument --param: {error}")
+    parameter = common.model_parameter(parser, model, name, "--param")
     default_range = spec is not None and name == spec.parameter
     max_period = args.max_period
     if max_period is None and spec is not None:

@@ -89,10 +89,7 @@ def check_curve_args(args: argparse.Namespace, parser, model, span) -> None:
         parser.error("argument --curve: give --curve, --param2 and --stop2 together")
     if args.curve is None:
         return
-    try:
-        parameter2 = model.parameter(args.param2)
-    except ValueError as error:
-        parser.error(f"argument --param2: {error}")
+    parameter2 = common.model_parameter(parser, model, args.param2, "--param2")
     # The same parameter twice (named, or the model's default `--param`), or
     # one field under two names (the hopper's d_G and its scaled D_G): a curve
     # in one parameter is no codimension-two curve.

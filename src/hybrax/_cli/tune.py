@@ -204,10 +204,9 @@ def _tune_problem(args: argparse.Namespace, parser) -> _TuneProblem:
     vary_names = [n.strip() for n in args.vary.split(",") if n.strip()]
     if not vary_names or len(set(vary_names)) != len(vary_names):
         parser.error(f"argument --vary: expected distinct names, got {args.vary!r}")
-    try:
-        vary = [model.parameter(name) for name in vary_names]
-    except ValueError as error:
-        parser.error(f"argument --vary: {error}")
+    vary = [
+        common.model_parameter(parser, model, name, "--vary") for name in vary_names
+    ]
     values = common._parse_sets(parser, model, args.set, args.params)
     start = dict(defaults.start) if own else {}
     params = common._make_params(parser, model, {**start, **values})
