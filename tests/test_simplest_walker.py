@@ -324,6 +324,14 @@ def test_library_cascade_locates_the_commands_doublings(model, branch_json):
         continuation_settings=steps,
     )
     assert short.ended in hx.CASCADE_ENDS
+    # A switch that found no orbit is a named record of its doubling, its empty
+    # branch (whose message says why) and its seconds; any other end has none.
+    failed = short.failed_switch
+    if short.ended == "start_failed":
+        assert isinstance(failed, hx.CascadeSwitch) and failed.branch.message
+        assert failed.doubling.kind == "period_doubling" and failed.seconds > 0
+    else:
+        assert failed is None
     with pytest.raises(ValueError, match="levels"):
         hx.continue_cascade(
             system, section, branch, params, parameter, levels=0, stop=spec.stop

@@ -551,7 +551,7 @@ def _cascade_levels(
         levels += doubled
         payload["cascade_ended"] = cascade.ended
         if cascade.failed_switch is not None:
-            payload["cascade_failure"] = cascade.failed_switch[1].message
+            payload["cascade_failure"] = cascade.failed_switch.branch.message
     except Interrupted:  # the first branch is whole; the cascade is dropped
         payload["cascade_status"] = "interrupted"
         return levels, True
@@ -700,8 +700,9 @@ def _follow_cascade(args, system, section, branch, params, span):
         continuation_settings=_continuation_settings(args, span, "pseudo-arclength"),
     )
     switches = list(zip(cascade.doublings, cascade.branches[1:], cascade.seconds[1:]))
-    if cascade.failed_switch is not None:
-        switches.append(cascade.failed_switch)
+    failed = cascade.failed_switch
+    if failed is not None:
+        switches.append((failed.doubling, failed.branch, failed.seconds))
     for k, (point, doubled, elapsed) in enumerate(switches, start=1):
         print(
             f"cascade: period-{2**k} branch from {span.parameter.name} = "

@@ -52,6 +52,7 @@ between the two points that bracket it.
 from .cascade import (
     CASCADE_ENDS as CASCADE_ENDS,
     Cascade as Cascade,
+    CascadeSwitch as CascadeSwitch,
     continue_cascade as continue_cascade,
 )
 from .curves import (

@@ -23,6 +23,16 @@ from .settings import ContinuationSettings, resolve_continuation_settings
 CASCADE_ENDS = ("levels_reached", "no_period_doubling", "start_failed")
 
 
+class CascadeSwitch(eqx.Module):
+    """A switch of a cascade onto the next level (see [`hybrax.Cascade`][]):
+    the period doubling switched at, the branch it gave (for a failed switch,
+    empty, its `message` saying why) and the switch's wall time."""
+
+    doubling: SpecialPoint
+    branch: Branch
+    seconds: float
+
+
 class Cascade(eqx.Module):
     """The levels of a period-doubling cascade (see [`hybrax.continue_cascade`][]).
 
@@ -34,8 +44,8 @@ class Cascade(eqx.Module):
       (one fewer than `branches`).
     - `seconds`: the wall time of each level's continuation (0 for the first).
     - `ended`: why the cascade ended, one of `hybrax.CASCADE_ENDS`.
-    - `failed_switch`: where `ended` is `"start_failed"`, `(doubling, branch,
-      seconds)` of the switch that found no orbit (its branch's `message` says
+    - `failed_switch`: where `ended` is `"start_failed"`, the
+      [`hybrax.CascadeSwitch`][] that found no orbit (its `branch.message` says
       why); else `None`.
     """
 
@@ -44,7 +54,7 @@ class Cascade(eqx.Module):
     doublings: tuple[SpecialPoint, ...]
     seconds: tuple[float, ...]
     ended: str = eqx.field(static=True)
-    failed_switch: tuple | None = None
+    failed_switch: CascadeSwitch | None = None
 
     @property
     def periods(self) -> tuple[int, ...]:
@@ -130,7 +140,8 @@ def continue_cascade(
         )
         elapsed = time.perf_counter() - began
         if doubled.result == RESULTS.start_failed:
-            ended, failed_switch = "start_failed", (point, doubled, elapsed)
+            ended = "start_failed"
+            failed_switch = CascadeSwitch(point, doubled, elapsed)
             break
         section = period_doubled_section(section)
         branch = doubled
