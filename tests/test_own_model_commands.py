@@ -117,24 +117,18 @@ def plugin(tmp_path_factory):
     return root, name
 
 
-def _run(plugin, command: str):
-    """Run the page's `command` in a process of its own: `(JSON record, the
-    figures' folder)`, once it exited 0 and wrote its figures as PNG files."""
-    root, name = plugin
-    words = _commands()[command]
-    assert words[2] == name
-    out, record = root / command, root / f"{command}.json"
+def _hybrax(root, words: list[str]) -> subprocess.CompletedProcess:
+    """`hybrax WORDS` in a process of its own, in the package's folder with it on
+    the path and the suite's compilation cache (conftest.py)."""
     env = dict(
         os.environ,
         PYTHONPATH=os.pathsep.join(
             [str(root), *filter(None, [os.environ.get("PYTHONPATH")])]
         ),
-        # The suite's compilation cache (conftest.py).
         HYBRAX_CACHE_DIR=jax.config.jax_compilation_cache_dir,
     )
-    result = subprocess.run(
-        [sys.executable, "-m", "hybrax", *words[1:], "--out", str(out)]
-        + ["--json", str(record)],
+    return subprocess.run(
+        [sys.executable, "-m", "hybrax", *words],
         capture_output=True,
         text=True,
         env=env,
@@ -142,6 +136,16 @@ def _run(plugin, command: str):
         timeout=900,
         check=False,
     )
+
+
+def _run(plugin, command: str):
+    """Run the page's `command` in a process of its own: `(JSON record, the
+    figures' folder)`, once it exited 0 and wrote its figures as PNG files."""
+    root, name = plugin
+    words = _commands()[command]
+    assert words[2] == name
+    out, record = root / command, root / f"{command}.json"
+    result = _hybrax(root, [*words[1:], "--out", str(out), "--json", str(record)])
     assert result.returncode == 0, f"{' '.join(words)}:\n{result.stderr[-4000:]}"
     figures = sorted(out.glob("*.png"))
     assert figures, f"{' '.join(words)} wrote no figure"
@@ -279,21 +283,7 @@ def test_a_misspelt_parameter_is_one_line_before_any_compile(plugin, words, argu
     misspelt one is caught where the arguments are read (exit 2, one line naming
     the argument and the name), not as a traceback after the compile."""
     root, _ = plugin
-    env = dict(
-        os.environ,
-        PYTHONPATH=os.pathsep.join(
-            [str(root), *filter(None, [os.environ.get("PYTHONPATH")])]
-        ),
-    )
-    result = subprocess.run(
-        [sys.executable, "-m", "hybrax", *words, "--out", str(root / "typo")],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=root,
-        timeout=120,
-        check=False,
-    )
+    result = _hybrax(root, [*words, "--out", str(root / "typo")])
     assert result.returncode == 2, result.stderr
     (line,) = result.stderr.strip().splitlines()[-1:]
     assert f"argument {argument}: 'alhpa' is not a parameter of 'runner'" in line

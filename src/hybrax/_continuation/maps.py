@@ -290,11 +290,7 @@ def continue_fixed_points(
     iterates = _check_iterates(iterates)
     settings = resolve_continuation_settings(continuation_settings)
     if isinstance(u0, SpecialPoint):
-        if lam0 is not None:
-            raise ValueError(
-                "`lam0`: a branch switched at a period doubling starts at the "
-                "doubling's parameter; give no `lam0`."
-            )
+        check_switch_start(lam0, "lam0")
         return _switch_at_doubling(
             fn, u0, args, iterates, stop, parameter_name, settings, throw
         )
@@ -322,6 +318,16 @@ def _check_map(fn, args, k):
     u_spec = jax.ShapeDtypeStruct((k,), jnp.result_type(float))
     lam_spec = jax.ShapeDtypeStruct((), jnp.result_type(float))
     _check_shape("fn", lambda u, lam: fn(u, lam, args), (k,), u_spec, lam_spec)
+
+
+def check_switch_start(start, name: str) -> None:
+    """A branch switched at a period doubling starts at the doubling's
+    parameter: a `ValueError` naming `name` where a start was given too."""
+    if start is not None:
+        raise ValueError(
+            f"`{name}`: a branch switched at a period doubling starts at the "
+            f"doubling's parameter; give no `{name}`."
+        )
 
 
 def check_doubling(point: SpecialPoint) -> SpecialPoint:

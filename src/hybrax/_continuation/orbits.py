@@ -36,7 +36,7 @@ from .driver import (
     check_u0,
     start_at_parameter,
 )
-from .maps import check_doubling
+from .maps import check_doubling, check_switch_start
 from .problems import _ReturnMapResidual, clearance_names, release_names
 from .results import Branch, SpecialPoint
 from .settings import ContinuationSettings, resolve_continuation_settings
@@ -190,11 +190,7 @@ def continue_orbits(
     parameter = as_parameter(parameter, params)
     continuation = resolve_continuation_settings(continuation_settings)
     if isinstance(u0, SpecialPoint):
-        if start is not None:
-            raise ValueError(
-                "`start`: a branch switched at a period doubling starts at the "
-                "doubling's parameter; give no `start`."
-            )
+        check_switch_start(start, "start")
         return _switch_at_doubling(
             system, section, u0, params, parameter, stop, settings, continuation, throw
         )
