@@ -129,16 +129,17 @@ MORE_FIGURES = {
             (
                 ("grazing", "0.65"),
                 ("grazing", "0.45"),
-                ("period-doubling", "0.65"),
-                ("period-doubling", "0.45"),
             ),
             "hip_swing_ref",
             "the leading multiplier over the swing hip's and swing knee's set "
             "points, with the two boundaries of the usable gait that `hybrax "
-            "continue biped5 --param knee_swing_ref` finds and `--curve` follows "
-            "in the hip's set point: the period-doubling curve (the gait is "
-            "stable above it) and the grazing curve (below it the swing foot, "
-            "passing the stance foot with its knee bent, dips into the ground)",
+            "continue biped5 --param knee_swing_ref` finds: the period doubling "
+            "(the gait is stable above it), which the map's |nu| = 1 contour "
+            "traces (its `--curve period-doubling` stops after three points, its "
+            "step below `min_step` at hip_swing_ref = 0.5003), and the grazing, "
+            "which `--curve grazing` follows in the hip's set point (below it the "
+            "swing foot, passing the stance foot with its knee bent, dips into "
+            "the ground)",
             "biped5-grazing-curve",
             branch=("--param", "knee_swing_ref", "--start", "0.6", "--stop", "0.3"),
             grid=(
