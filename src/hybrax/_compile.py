@@ -1,14 +1,18 @@
-r"""How hybrax compiles its programs: `equinox.filter_jit`, JAX's persistent
-compilation cache, and a line for each compilation.
+r"""How hybrax compiles its programs: `jax.jit` with the model static, JAX's
+persistent compilation cache, and a line for each compilation.
 
 Every routine that runs a compiled computation (simulation, orbit search, sweep
 chunk, tuning step, continuation corrector) is a function decorated with
-[`compiled`][]: `equinox.filter_jit` splits its arguments (arrays are run-time
-inputs; the model's functions, flags and structure are static), so a second call
-with other array values (parameters, tolerances, `t_max`, iteration counts,
-tuning targets) compiles nothing. Called with traced arguments (inside a user's
-`jax.jit`, `jax.grad` or `jax.vmap`, or inside another of hybrax's programs), it
-is part of the caller's program.
+[`compiled`][]. Its arguments are split as `equinox.filter_jit` splits them
+(arrays are run-time inputs; the model's functions, flags and structure are
+static), so a second call with other array values (parameters, tolerances,
+`t_max`, iteration counts, tuning targets) compiles nothing; the static parts go
+to `jax.jit` as one hashable static argument, and the split of an equinox Module
+(a model's system and section, settings, parameters) is kept by identity for
+its next call (the last [`SPLIT_MEMO_SIZE`][] Modules), so that a call costs
+about what its program costs under the caller's own `jax.jit`. Called with
+traced arguments (inside a user's `jax.jit`, `jax.grad` or `jax.vmap`, or inside
+another of hybrax's programs), it is part of the caller's program.
 
 Between processes, JAX's own persistent compilation cache keeps the executables
 ([`enable_compilation_cache`][]); a later process traces each program again (a
@@ -29,7 +33,7 @@ Each compilation is logged on the `"hybrax"` logger (level INFO) as it starts
 XLA); inside [`announcing`][] (the command line, routines called with
 `progress=True`) the same lines go to stderr. The records are kept in a bounded
 list ([`COMPILATIONS`][], the last 256; read by `experiments/`), which
-[`hybrax.clear_caches`][] empties with JAX's own caches.
+[`hybrax.clear_caches`][] empties with JAX's own caches and the kept splits.
 """
 
 import collections
@@ -37,10 +41,12 @@ import contextlib
 import contextvars
 import dataclasses
 import functools
+import inspect
 import logging
 import os
 import sys
 import threading
+import typing
 from collections.abc import Callable
 
 import equinox as eqx
@@ -195,12 +201,15 @@ def enable_compilation_cache(path: str | os.PathLike | None = None) -> str | Non
 def clear_caches() -> None:
     """Empty every cache of compiled programs in this process: JAX's
     (`jax.clear_caches`, which holds every program hybrax compiled, each bounded
-    by JAX) and hybrax's
-    records of compilations. The persistent cache on disk stays; a later call
-    traces and compiles (or loads) its program again."""
+    by JAX), hybrax's records of compilations and its kept argument splits (the
+    last [`SPLIT_MEMO_SIZE`][] Modules passed to a compiled routine, held until
+    then). The persistent cache on disk stays; a later call traces and compiles
+    (or loads) its program again."""
     jax.clear_caches()
     COMPILATIONS.clear()
     COUNTS.clear()
+    with _SPLITS_LOCK:
+        _SPLITS.clear()
 
 
 # ---------------------------------------------------------------------------
@@ -337,46 +346,155 @@ def when_compiling(callback: Callable[[], None]):
         _WATCHING.on_compile = before
 
 
-def _traced(args, kwargs) -> bool:
-    return any(
-        isinstance(leaf, jax.core.Tracer) for leaf in jtu.tree_leaves((args, kwargs))
-    )
-
-
 # ---------------------------------------------------------------------------
 # Compiled routines
 # ---------------------------------------------------------------------------
 
 
+class _StaticOut(eqx.Module):
+    """A program's non-array outputs, carried out of `jax.jit` in the output's
+    tree structure (a pytree without leaves)."""
+
+    value: object = eqx.field(static=True)
+
+
+class _Key:
+    """An argument's tree structure and static leaves: hashable (the hash
+    computed once), compared by value; it selects the program."""
+
+    __slots__ = ("treedef", "static", "_hash")
+
+    def __init__(self, treedef, static: tuple):
+        self.treedef, self.static = treedef, static
+        self._hash = hash((treedef, static))
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other) -> bool:
+        return self is other or (
+            isinstance(other, _Key)
+            and self._hash == other._hash
+            and self.treedef == other.treedef
+            and self.static == other.static
+        )
+
+
+class _Split(typing.NamedTuple):
+    """One argument split as `equinox.filter_jit` splits it: its array leaves
+    (run-time inputs; `None` where a leaf is static) and its [`_Key`][]."""
+
+    arrays: tuple
+    key: _Key
+    traced: bool
+
+
+#: The splits of the last `SPLIT_MEMO_SIZE` Module arguments, by identity.
+SPLIT_MEMO_SIZE = 64
+_SPLITS: collections.OrderedDict = collections.OrderedDict()
+_SPLITS_LOCK = threading.Lock()
+
+
+def _split(value) -> _Split:
+    leaves, treedef = jtu.tree_flatten(value)
+    arrays = tuple(leaf if eqx.is_array(leaf) else None for leaf in leaves)
+    static = tuple(None if eqx.is_array(leaf) else leaf for leaf in leaves)
+    traced = any(isinstance(leaf, jax.core.Tracer) for leaf in arrays)
+    return _Split(arrays, _Key(treedef, static), traced)
+
+
+def _split_argument(value) -> _Split:
+    """[`_split`][] of `value`, memoized for equinox Modules (frozen: the same
+    object splits the same way): a model's system and section, settings and
+    parameters are passed again and again, and splitting them on every call
+    cost more than the smaller programs run (the hopper's return map: 0.2 ms of
+    0.5 ms). The memo holds the Module itself, so its identity cannot be reused
+    while it is kept; a Module holding tracers is not kept."""
+    if not isinstance(value, eqx.Module):
+        return _split(value)
+    kept = _SPLITS.get(id(value))
+    if kept is not None and kept[0] is value:
+        return kept[1]
+    split = _split(value)
+    if not split.traced:
+        with _SPLITS_LOCK:
+            _SPLITS[id(value)] = (value, split)
+            while len(_SPLITS) > SPLIT_MEMO_SIZE:
+                _SPLITS.popitem(last=False)
+    return split
+
+
+def _merge(treedef, static: tuple, arrays):
+    """The tree of `treedef` with its `arrays` where they are not `None`, else
+    its `static` leaves."""
+    leaves = [s if a is None else a for a, s in zip(arrays, static)]
+    return jtu.tree_unflatten(treedef, leaves)
+
+
 class Compiled:
-    """A function compiled with `equinox.filter_jit`, announced as `what` (see the
-    module docstring). Call it as the function."""
+    """A function compiled with `jax.jit`, announced as `what` (see the module
+    docstring). Call it as the function.
+
+    Its arguments are split as `equinox.filter_jit` splits them: array leaves
+    (JAX and NumPy) are run-time inputs, every other leaf is static and selects
+    the program (functions by identity, numbers and strings by value). The
+    split of a Module argument is memoized by identity ([`SPLIT_MEMO_SIZE`][]
+    Modules, emptied by [`clear_caches`][]), and the static parts go to
+    `jax.jit` as one hashable static argument, so that a call runs through JAX's
+    own dispatch: a public routine costs about what its program does under the
+    caller's `jax.jit`."""
 
     def __init__(self, fn: Callable, what: str, label: Callable[..., str] | None):
         self.what, self.label = what, label
         self.__wrapped__ = fn
         functools.update_wrapper(self, fn)
+        self._signature = inspect.signature(fn)
 
-        def body(*args, **kwargs):
+        def body(keys, arrays):
             _announce_tracing()
-            return fn(*args, **kwargs)
+            values = [
+                _merge(key.treedef, key.static, part)
+                for key, part in zip(keys[0], arrays)
+            ]
+            n_positional = len(values) - len(keys[1])
+            kwargs = dict(zip(keys[1], values[n_positional:]))
+            out = fn(*values[:n_positional], **kwargs)
+            leaves, treedef = jtu.tree_flatten(out)
+            arrays = [leaf if eqx.is_array(leaf) else None for leaf in leaves]
+            static = tuple(None if eqx.is_array(leaf) else leaf for leaf in leaves)
+            return arrays, _StaticOut((treedef, static))
 
-        self._jitted = eqx.filter_jit(body)
+        body.__name__ = body.__qualname__ = getattr(fn, "__name__", "program")
+        self._jitted = jax.jit(body, static_argnums=0)
+
+    def _inputs(self, args, kwargs):
+        """`(static key, run-time arrays, traced)` of a call."""
+        if kwargs:
+            bound = self._signature.bind(*args, **kwargs)
+            args, kwargs = bound.args, bound.kwargs
+        splits = [_split_argument(value) for value in (*args, *kwargs.values())]
+        keys = (tuple(split.key for split in splits), tuple(kwargs))
+        arrays = tuple(split.arrays for split in splits)
+        return keys, arrays, any(split.traced for split in splits)
 
     def __call__(self, *args, **kwargs):
-        if _traced(args, kwargs):
-            return self._jitted(*args, **kwargs)
-        label = "" if self.label is None else (lambda: self.label(*args, **kwargs))
-        with _watching(self.what, label):
-            return self._jitted(*args, **kwargs)
+        keys, arrays, traced = self._inputs(args, kwargs)
+        if traced:
+            out, static = self._jitted(keys, arrays)
+        else:
+            label = "" if self.label is None else (lambda: self.label(*args, **kwargs))
+            with _watching(self.what, label):
+                out, static = self._jitted(keys, arrays)
+        return _merge(*static.value, out)
 
     def compile(self, *args, **kwargs) -> None:
         """Trace and compile the program for these arguments now, without running
         it (a later call with arguments of the same structure, static parts,
         shapes and dtypes runs it at once). The arguments' values are not used."""
+        keys, arrays, _ = self._inputs(args, kwargs)
         label = "" if self.label is None else self.label(*args, **kwargs)
         with _watching(self.what, label):
-            self._jitted.lower(*args, **kwargs).compile()
+            self._jitted.lower(keys, arrays).compile()
 
     def compile_in_background(self, *args, **kwargs) -> threading.Thread:
         """[`compile`][] in a thread of its own (XLA leaves the interpreter free

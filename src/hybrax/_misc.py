@@ -44,10 +44,15 @@ def canonical_params(params):
             return jnp.asarray(leaf, dtype=dtype)
         return leaf
 
+    leaves, treedef = jax.tree_util.tree_flatten(params)
+    if all(convert(leaf) is leaf for leaf in leaves):
+        # Canonical already (as a second call's are): the same object, so that a
+        # compiled routine finds its split kept (`hybrax._compile`).
+        return params
     # Concrete leaves stay concrete inside a caller's trace (`jax.jit` closing
     # over them), so that the eager checks can still read them.
     with jax.ensure_compile_time_eval():
-        return jax.tree_util.tree_map(convert, params)
+        return jax.tree_util.tree_unflatten(treedef, [convert(leaf) for leaf in leaves])
 
 
 def array_module(*values):
@@ -79,6 +84,8 @@ def real_array(value, name: str):
     dtype is static, so this holds under `jax.jit` too): a cast would drop an
     imaginary part without a word."""
     dtype = jnp.result_type(float)
+    if isinstance(value, jax.Array) and value.dtype == dtype:
+        return value  # already so (as most calls' are): nothing to check
     on_device = any(isinstance(leaf, jax.Array) for leaf in jax.tree.leaves(value))
     module = jnp if on_device else np
     try:
