@@ -581,14 +581,7 @@ class HybridSystem(eqx.Module):
 
     def mode_index(self, mode: int | str) -> int:
         """The index of a mode given by index or name."""
-        names = [m.name for m in self.modes]
-        if isinstance(mode, str):
-            if mode not in names:
-                raise ValueError(f"`mode` {mode!r} is not a mode; modes are {names}")
-            return names.index(mode)
-        if not 0 <= int(mode) < len(self.modes):
-            raise ValueError(f"`mode` {mode} is out of range 0..{len(self.modes) - 1}")
-        return int(mode)
+        return mode_index(self, mode)
 
     def transition_index(self, transition: int | str) -> int:
         """The index of a transition given by index or name."""
@@ -654,3 +647,17 @@ def signed_guard(
     crossing from positive to negative when the transition fires."""
     value = jnp.asarray(trace_once(transition.guard)(t, x, params))
     return -value if transition.direction else value
+
+
+def mode_index(system: HybridSystem, mode: int | str) -> int:
+    """`system.mode_index(mode)` as a function: equinox binds a Module's method
+    anew at each access, which flattens the whole system (a tenth of a
+    millisecond for the hopper); the routines' entry points call this instead."""
+    names = [m.name for m in system.modes]
+    if isinstance(mode, str):
+        if mode not in names:
+            raise ValueError(f"`mode` {mode!r} is not a mode; modes are {names}")
+        return names.index(mode)
+    if not 0 <= int(mode) < len(system.modes):
+        raise ValueError(f"`mode` {mode} is out of range 0..{len(system.modes) - 1}")
+    return int(mode)

@@ -8,7 +8,7 @@ from jaxtyping import Array, Float
 
 from .._compile import compiled, system_label
 from .._custom_types import ModeIndex, Params
-from .._hybrid import HybridSystem
+from .._hybrid import HybridSystem, mode_index
 from .._misc import canonical_params, concrete_value, is_concrete, real_array
 from .._settings import Settings, resolve_settings, simulation_adjoint
 from .._solution import RESULTS, HybridSolution, status_message, status_name
@@ -163,7 +163,7 @@ def _simulation_inputs(
                 f"`settings.t_max` must exceed `t0`; got t0={float(t0)}, "
                 f"t_max={float(settings.t_max)}."
             )
-    mode0 = system.mode_index(mode0) if isinstance(mode0, str | int) else mode0
+    mode0 = mode_index(system, mode0) if isinstance(mode0, str | int) else mode0
     if params is None:
         raise ValueError("`params` must be the model's parameters; got None.")
     params = canonical_params(params)

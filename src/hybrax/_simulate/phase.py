@@ -182,11 +182,14 @@ class _Stages(eqx.Module):
 def _stage_controller(settings, tables, augmented, detect_dips, state_of, start):
     """The step-size controller of a phase's solves: an adaptive one from the
     settings is wrapped, so that it controls the state alone (a variational part
-    follows), never takes steps the linearised flow cannot follow (the
-    derivatives take the same steps), and, with `detect_dips`, catches guard dips
-    inside a step. `start = (mode, t, x, params)`: where the phase starts, at
-    which its linearised flow's fastest oscillation is estimated."""
+    follows, unless `settings.control_tangents`), never takes steps the
+    linearised flow cannot follow (the derivatives take the same steps), and,
+    with `detect_dips`, catches guard dips inside a step. `start = (mode, t, x,
+    params)`: where the phase starts, at which its linearised flow's fastest
+    oscillation is estimated."""
     controller = settings.stepsize_controller
+    if augmented and settings.control_tangents:
+        state_of = _identity  # the variational part's error is controlled too
     if isinstance(controller, dfx.AbstractAdaptiveStepSizeController):
         mode, t, x, params = start
         scale = controller.atol + controller.rtol * jnp.abs(x)
