@@ -1,7 +1,8 @@
 """The model zoo: one module per model, each with its equations, parameters and
 references, and a [`hybrax.ModelBundle`][] that the command line and generic tools
-read (`get_model(name)`; a new model is one module here and one line in
-`REGISTRY`).
+read (`get_model(name)`). A model of your own reaches the command line through
+the `hybrax.models` entry point group of its own package, with no change to
+hybrax (how-to "Add a model to the command line").
 
 - `hybrax.models.hopper`: the two-mass vertical hopper (Zana et al. 2018), with
   `hybrax.models.hopper_figures` (the paper's figures).
