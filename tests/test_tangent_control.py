@@ -58,6 +58,7 @@ def test_controlled_tangents_follow_a_fast_decaying_mode():
     assert float(floquet.max_discrepancy) > 1.0
 
 
+@pytest.mark.slow
 def test_controlled_tangents_keep_a_resolved_flow_unchanged():
     """Away from the fast mode's rest point the state's steps resolve it, and
     both settings give the closed form $e^{-300 t}$ of the flow to 1e-8."""
