@@ -704,3 +704,55 @@ def test_parameters_are_checked():
     # Winter's segment masses add up to the body's 70 kg.
     p = model.make_params()
     np.testing.assert_allclose(p.m_trunk + 2 * (p.m_thigh + p.m_shank), 70.0)
+
+
+@pytest.mark.slow
+def test_period_doubling_curve_goes_on_past_its_first_points():
+    """The period-doubling curve in the swing knee's and hip's set points, from the
+    doubling at knee_swing_ref = 0.50245 (hip_swing_ref 0.5): its test function
+    $\\det(M + I)$ comes from the variational equation under error control, so
+    that it is smooth to the corrector's tolerance. Through the state's steps
+    alone it jumped by about 3e-5 where the step sequence changed, and the curve
+    stopped after three points with its step below `min_step`. Each point is
+    checked by an independent orbit solve at its two parameters: a multiplier
+    at -1 (to the AD monodromy's accuracy on this model, about 1e-5)."""
+    system, section = SYSTEM, b5.section()
+    params = hx.canonical_params(dataclasses.replace(PARAMS, knee_swing_ref=0.50245))
+    orbit = hx.find_periodic_orbit(system, section, b5.orbit_guess(params), params)
+    assert orbit.succeeded
+    doubling = hx.SpecialPoint(
+        kind="period_doubling",
+        index=0,
+        parameter=0.50245,
+        u=np.asarray(orbit.u),
+        multipliers=None,
+        multiplier_matrix=None,
+        test_value=0.0,
+        located=True,
+    )
+    curve = hx.continue_orbit_curve(
+        system,
+        section,
+        doubling,
+        params,
+        "knee_swing_ref",
+        "hip_swing_ref",
+        stop=0.65,
+        continuation_settings=hx.ContinuationSettings(
+            max_points=8, initial_step=0.02, parameter_scale=1.0
+        ),
+    )
+    assert curve.result == hx.RESULTS.max_points_reached, curve.branch.message
+    # Eight points without a rejected step: hip_swing_ref 0.5 to 0.525 (it
+    # stopped at 0.50033 before).
+    assert len(curve.mu) == 8 and curve.mu[-1] > 0.52
+    for knee, hip, u in zip(curve.lam[::3], curve.mu[::3], curve.u[::3]):
+        p = hx.canonical_params(
+            dataclasses.replace(
+                PARAMS, knee_swing_ref=float(knee), hip_swing_ref=float(hip)
+            )
+        )
+        check = hx.find_periodic_orbit(system, section, jnp.asarray(u), p)
+        assert check.succeeded
+        nu = np.asarray(check.floquet.multipliers_ad)
+        assert np.min(np.abs(nu + 1)) < 1e-4
