@@ -135,8 +135,8 @@ MORE_FIGURES = {
             "points, with the two boundaries of the usable gait that `hybrax "
             "continue biped5 --param knee_swing_ref` finds: the period doubling "
             "(the gait is stable above it), which the map's |nu| = 1 contour "
-            "traces (its `--curve period-doubling` stops after three points, its "
-            "step below `min_step` at hip_swing_ref = 0.5003), and the grazing, "
+            "traces (not drawn here: `--curve period-doubling` follows it, 40 "
+            "points by default from hip_swing_ref = 0.5 to 0.579), and the grazing, "
             "which `--curve grazing` follows in the hip's set point (below it the "
             "swing foot, passing the stance foot with its knee bent, dips into "
             "the ground)",
