@@ -9,7 +9,6 @@ import math
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 import pytest
 
 import hybrax as hx

@@ -14,8 +14,7 @@ from .._continuation_parameter import AbstractParameter, as_parameter
 from .._custom_types import Params
 from .._hybrid import HybridSystem
 from .._misc import canonical_params, check_float64
-from .._periodic import PoincareSection, resolve_sequence
-from .._periodic.cycle import _variational_map as variational_map
+from .._periodic import PoincareSection, resolve_sequence, variational_map
 from .._settings import Settings, with_controlled_tangents
 from .._simulate import Tables
 from .._solution import RESULTS

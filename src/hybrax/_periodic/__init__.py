@@ -22,6 +22,7 @@ from .cycle import (
     constraint_tangent_basis as constraint_tangent_basis,
     cycle as cycle,
     resolve_sequence as resolve_sequence,
+    variational_map as variational_map,
 )
 from .floquet import (
     FloquetAnalysis as FloquetAnalysis,

@@ -190,7 +190,7 @@ def _monodromy_from_jacobian(system, dx_dx0, dt_dx0, sol, sequence, params):
     return dx_dx0 - jnp.outer(f_plus, dt_dx0)
 
 
-def _variational_map(
+def variational_map(
     system,
     section,
     sequence,
@@ -257,7 +257,7 @@ def _variational_return_map(
     again would take as long as the first trace, a large part of the compile."""
 
     def trace(u, params, t_max, loosen):
-        u_next, M, sol, monodromy = _variational_map(
+        u_next, M, sol, monodromy = variational_map(
             system,
             section,
             sequence,

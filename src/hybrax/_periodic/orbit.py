@@ -27,9 +27,9 @@ from .cycle import (
     _check_adjoint,
     _cycle_jacobian,
     _monodromy_from_jacobian,
-    _variational_map,
     cycle,
     resolve_sequence,
+    variational_map,
 )
 from .derivative import _orbit
 from .floquet import FloquetAnalysis, _floquet
@@ -358,7 +358,7 @@ def _analyse_state(system, section, state, params, settings):
     dx_dx0, dt_dx0, sol = _cycle_jacobian(system, state, params, sequence, settings)
     mono_ad = _monodromy_from_jacobian(system, dx_dx0, dt_dx0, sol, sequence, params)
     u = section.coordinates(state, params)
-    _, _, sol_s, mono_s = _variational_map(
+    _, _, sol_s, mono_s = variational_map(
         system, section, sequence, settings, u, params
     )
     ok = (sol.result == RESULTS.successful) & (sol_s.result == RESULTS.successful)

@@ -15,10 +15,10 @@ from .._simulate import cycle_admissible, release_names, stacked_observables
 from .._solution import RESULTS, masked_nan
 from .cycle import (
     _ad_monodromy,
-    _variational_map,
     _variational_return_map,
     cycle,
     resolve_sequence,
+    variational_map,
 )
 from .floquet import _floquet
 from .newton import (
@@ -187,7 +187,7 @@ def _solve(
         # Jacobian M = J + I (eqs. 32-33), the saltation-product monodromy (eq. 36)
         # and the cycle with its observables at once.
         _, u_eval = _finite_or(root.value, u_guess)
-        u_next, M, sol, mono_s = _variational_map(
+        u_next, M, sol, mono_s = variational_map(
             system,
             section,
             sequence,
@@ -418,7 +418,7 @@ class _Shooting(eqx.Module):
         # diagnosed pass catches), its derivatives would belong to another cycle:
         # they are NaN then.
         if monodromy:
-            u_next, M, sol, mono_s = _variational_map(
+            u_next, M, sol, mono_s = variational_map(
                 self.system,
                 self.section,
                 self.sequence,
