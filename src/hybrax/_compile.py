@@ -9,7 +9,7 @@ static), so a second call with other array values (parameters, tolerances,
 `t_max`, iteration counts, tuning targets) compiles nothing; the static parts go
 to `jax.jit` as one hashable static argument, and the split of an equinox Module
 (a model's system and section, settings, parameters) is kept by identity for
-its next call (the last [`SPLIT_MEMO_SIZE`][] Modules), so that a call costs
+its next call (the last `SPLIT_MEMO_SIZE` (64) Modules), so that a call costs
 about what its program costs under the caller's own `jax.jit`. Called with
 traced arguments (inside a user's `jax.jit`, `jax.grad` or `jax.vmap`, or inside
 another of hybrax's programs), it is part of the caller's program.
@@ -202,7 +202,7 @@ def clear_caches() -> None:
     """Empty every cache of compiled programs in this process: JAX's
     (`jax.clear_caches`, which holds every program hybrax compiled, each bounded
     by JAX), hybrax's records of compilations and its kept argument splits (the
-    last [`SPLIT_MEMO_SIZE`][] Modules passed to a compiled routine, held until
+    last `SPLIT_MEMO_SIZE` (64) Modules passed to a compiled routine, held until
     then). The persistent cache on disk stays; a later call traces and compiles
     (or loads) its program again."""
     jax.clear_caches()
@@ -382,7 +382,7 @@ class _Key:
 
 class _Split(typing.NamedTuple):
     """One argument split as `equinox.filter_jit` splits it: its array leaves
-    (run-time inputs; `None` where a leaf is static) and its [`_Key`][]."""
+    (run-time inputs; `None` where a leaf is static) and its `_Key`."""
 
     arrays: tuple
     key: _Key
@@ -404,7 +404,7 @@ def _split(value) -> _Split:
 
 
 def _split_argument(value) -> _Split:
-    """[`_split`][] of `value`, memoized for equinox Modules (frozen: the same
+    """`_split` of `value`, memoized for equinox Modules (frozen: the same
     object splits the same way): a model's system and section, settings and
     parameters are passed again and again, and splitting them on every call
     cost more than the smaller programs run (the hopper's return map: 0.2 ms of
@@ -438,8 +438,8 @@ class Compiled:
     Its arguments are split as `equinox.filter_jit` splits them: array leaves
     (JAX and NumPy) are run-time inputs, every other leaf is static and selects
     the program (functions by identity, numbers and strings by value). The
-    split of a Module argument is memoized by identity ([`SPLIT_MEMO_SIZE`][]
-    Modules, emptied by [`clear_caches`][]), and the static parts go to
+    split of a Module argument is memoized by identity (`SPLIT_MEMO_SIZE` (64)
+    Modules, emptied by `clear_caches`), and the static parts go to
     `jax.jit` as one hashable static argument, so that a call runs through JAX's
     own dispatch: a public routine costs about what its program does under the
     caller's `jax.jit`."""
