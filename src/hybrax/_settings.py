@@ -70,12 +70,14 @@ class Settings(eqx.Module):
       error, so that the fundamental matrices are accurate to the tolerances and
       smooth in the unknowns. By default (`False`) it controls the state alone
       and the variational part follows its steps (the AD route follows the same
-      steps, so the two monodromies agree closely): on a model with fast decaying
-      modes (the five-link biped's joints, -270/s) the monodromy is then accurate
-      to about 1e-5 and jumps by that much where the step sequence changes. The
-      curves of folds, period doublings and Neimark-Sacker points
-      ([`hybrax.continue_orbit_curve`][]) compute their test functions with it
-      on. Costs more steps on such models; changing it compiles a new program.
+      steps, so the two monodromies agree closely): with fast decaying modes
+      (the five-link biped's joints, -270/s) its $\det(M + I)$ near a period
+      doubling jumps by up to 3e-5 where the step sequence changes, and a state
+      resting on such a mode can get a fundamental matrix wrong by any amount,
+      both routes agreeing. The curves of folds, period doublings and
+      Neimark-Sacker points ([`hybrax.continue_orbit_curve`][]) compute their
+      test functions with it on. Costs more steps on such models; changing it
+      compiles a new program.
 
     **Compiling.** The numbers here are run-time values of the compiled programs:
     another `rtol`/`atol`, `t_max`, `guard_tol`, `constraint_tol`, `dip_tol` or
