@@ -127,6 +127,7 @@ MORE_FIGURES = {
         _curve_over_map(
             "biped5",
             (
+                ("period-doubling", "0.65"),
                 ("grazing", "0.65"),
                 ("grazing", "0.45"),
             ),
@@ -134,13 +135,14 @@ MORE_FIGURES = {
             "the leading multiplier over the swing hip's and swing knee's set "
             "points, with the two boundaries of the usable gait that `hybrax "
             "continue biped5 --param knee_swing_ref` finds: the period doubling "
-            "(the gait is stable above it), which the map's |nu| = 1 contour "
-            "traces (not drawn here: `--curve period-doubling` follows it, 40 "
-            "points by default from hip_swing_ref = 0.5 to 0.579), and the grazing, "
+            "(the gait is stable above it), which `--curve period-doubling` "
+            "follows along the map's |nu| = 1 contour (at most 150 points; here "
+            "hip_swing_ref = 0.5 to about 0.6), and the grazing, "
             "which `--curve grazing` follows in the hip's set point (below it the "
             "swing foot, passing the stance foot with its knee bent, dips into "
             "the ground)",
             "biped5-grazing-curve",
+            points=150,
             branch=("--param", "knee_swing_ref", "--start", "0.6", "--stop", "0.3"),
             grid=(
                 "--grid",
