@@ -5,6 +5,7 @@ zero, so its steps grow without bound and a tangent that only follows them is
 not integrated at all; under control, the saltation route's fundamental matrix
 equals its closed form $e^{-300}$ to the tolerance."""
 
+import dataclasses
 import math
 
 import jax
@@ -72,3 +73,41 @@ def test_controlled_tangents_keep_a_resolved_flow_unchanged():
 def test_control_tangents_must_be_a_bool(value):
     with pytest.raises(ValueError, match="control_tangents"):
         hx.Settings(control_tangents=value)
+
+
+def test_curves_tangent_settings_keep_every_other_field():
+    """The settings a curve's tangent pass runs with: `control_tangents` on and
+    the controller's tolerances tightened, every other field as given (the
+    settings are built again, so a field left out would fall back to its
+    default without a word)."""
+    import diffrax as dfx
+    import optimistix as optx
+
+    from hybrax._settings import with_controlled_tangents
+
+    given = hx.Settings(
+        solver=dfx.Dopri5(),
+        rtol=1e-9,
+        atol=1e-8,
+        event_root_finder=optx.Newton(rtol=1e-11, atol=1e-11),
+        adjoint=dfx.ForwardMode(),
+        max_steps=777,
+        t_max=7.0,
+        guard_tol=1e-7,
+        constraint_tol=1e-6,
+        dip_tol=None,
+    )
+    tangent = with_controlled_tangents(given, 0.01)
+    assert tangent.control_tangents and not given.control_tangents
+    assert float(tangent.stepsize_controller.rtol) == pytest.approx(1e-11)
+    assert float(tangent.stepsize_controller.atol) == pytest.approx(1e-10)
+    for field in dataclasses.fields(hx.Settings):
+        if field.name in ("control_tangents", "stepsize_controller"):
+            continue
+        a, b = getattr(given, field.name), getattr(tangent, field.name)
+        assert jax.tree_util.tree_structure(a) == jax.tree_util.tree_structure(b)
+        for x, y in zip(jax.tree_util.tree_leaves(a), jax.tree_util.tree_leaves(b)):
+            if hasattr(x, "shape"):
+                assert float(x) == float(y), field.name
+            else:
+                assert x is y, field.name

@@ -395,10 +395,17 @@ _SPLITS: collections.OrderedDict = collections.OrderedDict()
 _SPLITS_LOCK = threading.Lock()
 
 
-def _split(value) -> _Split:
-    leaves, treedef = jtu.tree_flatten(value)
+def _partition(tree) -> tuple:
+    """`(array leaves, static leaves, treedef)` of `tree`: each leaf in one of the
+    two tuples, `None` in the other."""
+    leaves, treedef = jtu.tree_flatten(tree)
     arrays = tuple(leaf if eqx.is_array(leaf) else None for leaf in leaves)
     static = tuple(None if eqx.is_array(leaf) else leaf for leaf in leaves)
+    return arrays, static, treedef
+
+
+def _split(value) -> _Split:
+    arrays, static, treedef = _partition(value)
     traced = any(isinstance(leaf, jax.core.Tracer) for leaf in arrays)
     return _Split(arrays, _Key(treedef, static), traced)
 
@@ -458,10 +465,7 @@ class Compiled:
             ]
             n_positional = len(values) - len(keys[1])
             kwargs = dict(zip(keys[1], values[n_positional:]))
-            out = fn(*values[:n_positional], **kwargs)
-            leaves, treedef = jtu.tree_flatten(out)
-            arrays = [leaf if eqx.is_array(leaf) else None for leaf in leaves]
-            static = tuple(None if eqx.is_array(leaf) else leaf for leaf in leaves)
+            arrays, static, treedef = _partition(fn(*values[:n_positional], **kwargs))
             return arrays, _StaticOut((treedef, static))
 
         body.__name__ = body.__qualname__ = getattr(fn, "__name__", "program")

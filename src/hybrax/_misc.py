@@ -45,14 +45,15 @@ def canonical_params(params):
         return leaf
 
     leaves, treedef = jax.tree_util.tree_flatten(params)
-    if all(convert(leaf) is leaf for leaf in leaves):
-        # Canonical already (as a second call's are): the same object, so that a
-        # compiled routine finds its split kept (`hybrax._compile`).
-        return params
     # Concrete leaves stay concrete inside a caller's trace (`jax.jit` closing
     # over them), so that the eager checks can still read them.
     with jax.ensure_compile_time_eval():
-        return jax.tree_util.tree_unflatten(treedef, [convert(leaf) for leaf in leaves])
+        converted = [convert(leaf) for leaf in leaves]
+    if all(new is old for new, old in zip(converted, leaves)):
+        # Canonical already (as a second call's are): the same object, so that a
+        # compiled routine finds its split kept (`hybrax._compile`).
+        return params
+    return jax.tree_util.tree_unflatten(treedef, converted)
 
 
 def array_module(*values):
