@@ -52,6 +52,7 @@ from collections.abc import Callable
 import equinox as eqx
 import jax
 import jax.tree_util as jtu
+import numpy as np
 
 
 _LOGGER = logging.getLogger("hybrax")
@@ -410,13 +411,23 @@ def _split(value) -> _Split:
     return _Split(arrays, _Key(treedef, static), traced)
 
 
+#: The keys of an argument that is one array, and of `None`.
+_ARRAY_KEY = _Key(jtu.tree_structure(0), (None,))
+_NONE_SPLIT = _Split((), _Key(jtu.tree_structure(None), ()), False)
+
+
 def _split_argument(value) -> _Split:
     """`_split` of `value`, memoized for equinox Modules (frozen: the same
     object splits the same way): a model's system and section, settings and
     parameters are passed again and again, and splitting them on every call
     cost more than the smaller programs run (the hopper's return map: 0.2 ms of
     0.5 ms). The memo holds the Module itself, so its identity cannot be reused
-    while it is kept; a Module holding tracers is not kept."""
+    while it is kept; a Module holding tracers is not kept. An array and `None`
+    split without a tree walk."""
+    if isinstance(value, jax.Array | np.ndarray):
+        return _Split((value,), _ARRAY_KEY, isinstance(value, jax.core.Tracer))
+    if value is None:
+        return _NONE_SPLIT
     if not isinstance(value, eqx.Module):
         return _split(value)
     kept = _SPLITS.get(id(value))

@@ -174,21 +174,28 @@ class ShootingSafeguard(eqx.Module):
     def fresh(cls, u):
         """The memory of a solve starting at `u`: nothing evaluated yet (NumPy
         arrays where `u` is concrete: nothing dispatched for an eager call)."""
+        return cls(*cls.fresh_fields(u))
+
+    @staticmethod
+    def fresh_fields(u) -> tuple:
+        """[`fresh`][]'s fields in their order, as a tuple (an eager orbit passes
+        them to its program so: building a Module costs more per call than the
+        tuple)."""
         xp = jnp if isinstance(u, jax.core.Tracer) else np
         u = xp.asarray(u)
-        return cls(
-            best_iterate=u,
-            best_image=u,
-            best_step=xp.zeros_like(u),
-            best_jacobian=xp.full(u.shape * 2, np.nan, u.dtype),
-            best_defect=xp.full((), np.inf, u.dtype),
-            trial=xp.asarray(_NEWTON, np.int32),
-            least_defect=xp.full((), np.inf, u.dtype),
-            stale=xp.asarray(0, np.int32),
-            strict=xp.asarray(False),
-            start=u,
-            rejected=xp.asarray(False),
-            dead=xp.asarray(False),
+        return (
+            u,  # best_iterate
+            u,  # best_image
+            xp.zeros_like(u),  # best_step
+            xp.full(u.shape * 2, np.nan, u.dtype),  # best_jacobian
+            xp.full((), np.inf, u.dtype),  # best_defect
+            xp.asarray(_NEWTON, np.int32),  # trial
+            xp.full((), np.inf, u.dtype),  # least_defect
+            xp.asarray(0, np.int32),  # stale
+            xp.asarray(False),  # strict
+            u,  # start
+            xp.asarray(False),  # rejected
+            xp.asarray(False),  # dead
         )
 
 

@@ -1,9 +1,9 @@
 """The public orbit routines: find_periodic_orbit, monodromy, poincare_map."""
 
 import dataclasses
+import typing
 
 import diffrax as dfx
-import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -12,7 +12,14 @@ from jaxtyping import Array, ArrayLike, Float, Int
 from .._compile import compiled, system_label, when_compiling
 from .._custom_types import Params
 from .._hybrid import HybridSystem
-from .._misc import canonical_params, check_float64, is_concrete, real_array
+from .._misc import (
+    canonical_params,
+    check_float64,
+    float_dtype,
+    int_dtype,
+    is_concrete,
+    real_array,
+)
 from .._settings import (
     Settings,
     Shooting,
@@ -38,37 +45,85 @@ from .section import PeriodicOrbit, PoincareSection
 from .solve import _Shooting, iteration_cap
 
 
-def _shoot(shooting, u_guess, params):
-    _check_guess_shape(shooting.system, shooting.section, u_guess, params)
-    # The orbit does not depend on the guess, nor on where a resumed solve
-    # stood (derivatives flow through params).
-    shooting = eqx.tree_at(
-        lambda s: s.safeguard, shooting, jax.lax.stop_gradient(shooting.safeguard)
+class _ShootingOptions(typing.NamedTuple):
+    """The structure of an orbit program: [`_Shooting`][]'s static fields (every
+    leaf static, so the tuple selects the program)."""
+
+    analyse: bool
+    jacobian: str
+    phase_observables: bool
+    iteration_cap: int
+    least_squares_iterations: int
+    ad_monodromy: bool
+
+
+class _ShootingInputs(typing.NamedTuple):
+    """The run-time values of an orbit program: one compiled program serves
+    every value. The safeguard travels as its fields (a fresh one is built per
+    call, and a tuple costs less to build and to split than a Module)."""
+
+    max_iterations: Int[ArrayLike, ""]
+    residual_tol: Float[ArrayLike, ""]
+    return_map_iterations: Int[ArrayLike, ""]
+    first_loosening: Float[ArrayLike, ""]
+    iterations_used: Int[ArrayLike, ""]
+    safeguard: tuple
+
+
+def _shooting(system, section, settings, root_finder, fallback, options, inputs):
+    """The shooting problem of an orbit program, built when the program is traced
+    from the parts a call passes (the model's Modules are split once and kept by
+    `hybrax._compile`; a problem Module built on every call was split anew, its
+    system and section with it, and cost more than a small program runs)."""
+    *values, safeguard = inputs
+    return _Shooting(
+        system,
+        section,
+        settings,
+        root_finder,
+        *values,
+        # The orbit does not depend on where a resumed solve stood.
+        safeguard=ShootingSafeguard(*jax.lax.stop_gradient(safeguard)),
+        fallback=fallback,
+        **options._asdict(),
     )
+
+
+def _shoot(
+    system, section, settings, root_finder, fallback, options, inputs, u_guess, params
+):
+    _check_guess_shape(system, section, u_guess, params)
+    shooting = _shooting(
+        system, section, settings, root_finder, fallback, options, inputs
+    )
+    # The orbit does not depend on the guess (derivatives flow through params).
     return _orbit(params, jax.lax.stop_gradient(u_guess), shooting=shooting)
 
 
-def _shoot_analysed(shooting, u_guess, params):
+def _shoot_analysed(*args):
     """The orbit with its Floquet analysis (`None` without) in its `floquet`."""
-    orbit, floquet = _shoot(shooting, u_guess, params)
+    orbit, floquet = _shoot(*args)
     return dataclasses.replace(orbit, floquet=floquet)
 
 
-def _solve_label(shooting, *args):
-    return system_label(shooting.system)
-
-
-def _analysis_label(system, *args):
+def _system_label(system, *args):
     return system_label(system)
 
 
-_search = compiled("the orbit search", label=_solve_label)(_shoot_analysed)
+_search = compiled("the orbit search", label=_system_label)(_shoot_analysed)
 _analysed_search = compiled(
-    "the orbit search with its Floquet analysis", label=_solve_label
+    "the orbit search with its Floquet analysis", label=_system_label
 )(_shoot_analysed)
 _saltation_search = compiled(
-    "the orbit search with its saltation monodromy", label=_solve_label
+    "the orbit search with its saltation monodromy", label=_system_label
 )(_shoot)
+
+#: What a plain guess array stands for: `ShootingStart`'s defaults.
+_START_DEFAULTS = {
+    field.name: field.default
+    for field in dataclasses.fields(ShootingStart)
+    if field.name != "u"
+}
 
 
 def find_periodic_orbit(
@@ -172,8 +227,12 @@ def find_periodic_orbit(
     _check_adjoint(settings)
     shooting = resolve_shooting(shooting)
     resolve_sequence(system, section)
-    start = u_guess if isinstance(u_guess, ShootingStart) else ShootingStart(u_guess)
-    u_guess = real_array(start.u, "u_guess")
+    # (A plain guess is `ShootingStart(u_guess)`, read without building one.)
+    if isinstance(u_guess, ShootingStart):
+        start = {f.name: getattr(u_guess, f.name) for f in dataclasses.fields(u_guess)}
+    else:
+        start = dict(_START_DEFAULTS, u=u_guess)
+    u_guess = real_array(start["u"], "u_guess")
     if u_guess.ndim == 0:
         u_guess = u_guess.reshape(1)
     if u_guess.ndim != 1:
@@ -182,57 +241,67 @@ def find_periodic_orbit(
         raise ValueError(f"`u_guess` must be finite; got {np.asarray(u_guess)}.")
     # (The guess's size against the section's chart is checked when the
     # program is traced, once: `_shoot`.)
-    safeguard = start.safeguard
+    safeguard = start["safeguard"]
     if safeguard is None:
-        safeguard = ShootingSafeguard.fresh(u_guess)
-    elif not isinstance(safeguard, ShootingSafeguard):
+        safeguard = ShootingSafeguard.fresh_fields(u_guess)
+    elif isinstance(safeguard, ShootingSafeguard):
+        safeguard = tuple(
+            getattr(safeguard, field.name) for field in dataclasses.fields(safeguard)
+        )
+    else:
         raise ValueError(
             "`u_guess.safeguard` must be a solve's `orbit.restart.safeguard` or "
             f"None; got {type(safeguard).__name__}."
         )
     max_iterations = shooting.max_iterations
-    iterations_used = _check_used(start.iterations_used, max_iterations)
+    iterations_used = _check_used(start["iterations_used"], max_iterations)
     # The return-map iterations come first: a resumed solve has taken them.
-    map_iterations = _as_input(shooting.return_map_iterations, int)
-    map_iterations = (
-        np.where(iterations_used > 0, 0, map_iterations)
-        if is_concrete(iterations_used) and is_concrete(map_iterations)
-        else jnp.where(iterations_used > 0, 0, map_iterations)
-    )
+    map_iterations = _as_input(shooting.return_map_iterations, int_dtype())
+    if is_concrete(iterations_used) and is_concrete(map_iterations):
+        map_iterations = map_iterations * (iterations_used == 0)
+    else:
+        map_iterations = jnp.where(iterations_used > 0, 0, map_iterations)
     params = canonical_params(params)
-    # An eager analysed orbit runs as two programs (see `_solve_then_analyse`).
-    inputs = (u_guess, params, settings, shooting, start, safeguard)
-    split = analyse and all(map(is_concrete, jax.tree.leaves(inputs)))
-    solve = _Shooting(
-        system,
-        section,
-        settings,
-        shooting.root_finder,
-        max_iterations=_as_input(max_iterations, int),
-        residual_tol=_as_input(shooting.residual_tol, float),
+    inputs = _ShootingInputs(
+        max_iterations=_as_input(max_iterations, int_dtype()),
+        residual_tol=_as_input(shooting.residual_tol, float_dtype()),
         return_map_iterations=map_iterations,
-        first_loosening=_check_loosening(start.loosening),
+        first_loosening=_check_loosening(start["loosening"]),
         iterations_used=iterations_used,
         safeguard=safeguard,
+    )
+    # An eager analysed orbit runs as two programs (see `_solve_then_analyse`).
+    split = analyse and all(
+        map(is_concrete, jax.tree.leaves((u_guess, params, settings, inputs)))
+    )
+    options = _ShootingOptions(
         analyse=bool(analyse),
         jacobian=shooting.jacobian,
         phase_observables=bool(phase_observables),
-        fallback=shooting.fallback,
         iteration_cap=iteration_cap(max_iterations),
         least_squares_iterations=max_iterations if shooting.least_squares else 0,
         ad_monodromy=not split,
     )
+    parts = (
+        system,
+        section,
+        settings,
+        shooting.root_finder,
+        shooting.fallback,
+        options,
+        inputs,
+    )
     if split:
-        orbit, floquet = _solve_then_analyse(solve, u_guess, params)
+        orbit, floquet = _solve_then_analyse(parts, u_guess, params)
         orbit = dataclasses.replace(orbit, floquet=floquet)
     else:
-        orbit = (_analysed_search if analyse else _search)(solve, u_guess, params)
+        orbit = (_analysed_search if analyse else _search)(*parts, u_guess, params)
     if throw:
         orbit = raise_if_failed(orbit, orbit.result)
     return orbit
 
 
-@compiled("the AD monodromy and Floquet analysis", label=_analysis_label)
+@compiled("the AD monodromy and Floquet analysis", label=_system_label)
 def _floquet_analysis(system, section, settings, state, params, mono_s, result):
     """The analysis's second half at a found orbit's state: the AD monodromy
     (forward mode through one cycle) and the multipliers of both routes, NaN
@@ -245,16 +314,16 @@ def _floquet_analysis(system, section, settings, state, params, mono_s, result):
     return masked_nan(floquet, converged)
 
 
-def _solve_then_analyse(shooting, u_guess, params):
+def _solve_then_analyse(parts, u_guess, params):
     """An eager analysed orbit as two programs: the solve with the saltation
-    monodromy (`shooting.ad_monodromy` false), then the AD monodromy with the
+    monodromy (`options.ad_monodromy` false), then the AD monodromy with the
     Floquet analysis. Where the solve compiles, the analysis compiles meanwhile in
     a thread of its own (XLA compiles a program on one core and leaves the
     interpreter free for the other's tracing). The values are those of the single
     program that a traced call (under `jax.jit`, `vmap` or a derivative) runs."""
     # The analysis's inputs by their shapes (NumPy: nothing to dispatch).
-    n, dtype = shooting.system.n_states, u_guess.dtype
-    fixed = (shooting.system, shooting.section, shooting.settings)
+    system, section, settings = fixed = parts[:3]
+    n, dtype = system.n_states, u_guess.dtype
     state, monodromy = np.zeros(n, dtype), np.zeros((n, n), dtype)
     analysis_args = (*fixed, state, params, monodromy, RESULTS.successful)
     threads = []
@@ -263,7 +332,7 @@ def _solve_then_analyse(shooting, u_guess, params):
         threads.append(_floquet_analysis.compile_in_background(*analysis_args))
 
     with when_compiling(compile_analysis):
-        orbit, mono_s = _saltation_search(shooting, u_guess, params)
+        orbit, mono_s = _saltation_search(*parts, u_guess, params)
     for thread in threads:
         thread.join()
     floquet = _floquet_analysis(*fixed, orbit.state, params, mono_s, orbit.result)
@@ -294,11 +363,9 @@ def _check_guess_shape(system, section, u_guess, params, name="u_guess") -> None
         )
 
 
-def _as_input(value, kind):
-    """`value` as a run-time input of the compiled program (an array of the
-    default `kind` dtype: NumPy where concrete, so that no device array is built
-    per call)."""
-    dtype = jnp.result_type(kind)
+def _as_input(value, dtype):
+    """`value` as a run-time input of the compiled program (an array of `dtype`:
+    NumPy where concrete, so that no device array is built per call)."""
     if isinstance(value, jax.core.Tracer):
         return jnp.asarray(value, dtype)
     return np.asarray(value, dtype)
@@ -330,13 +397,13 @@ def _check_used(iterations_used, max_iterations: int) -> Int[ArrayLike, ""]:
             "max_iterations); got "
             f"{iterations_used!r} (max_iterations {max_iterations})."
         )
-    return value.astype(jnp.result_type(int))
+    return value.astype(int_dtype())
 
 
 def _check_loosening(first_loosening) -> Float[ArrayLike, ""]:
     """`first_loosening` as a float array (one compilation for every value), NumPy
     where concrete (as `_check_used`)."""
-    dtype = jnp.result_type(float)
+    dtype = float_dtype()
     if isinstance(first_loosening, jax.core.Tracer):
         if jnp.shape(first_loosening) != ():
             raise ValueError(
@@ -352,7 +419,7 @@ def _check_loosening(first_loosening) -> Float[ArrayLike, ""]:
     return value.astype(dtype)
 
 
-@compiled("the monodromy", label=lambda system, *args: system_label(system))
+@compiled("the monodromy", label=_system_label)
 def _analyse_state(system, section, state, params, settings):
     sequence, mode0 = resolve_sequence(system, section)
     dx_dx0, dt_dx0, sol = _cycle_jacobian(system, state, params, sequence, settings)
@@ -413,7 +480,7 @@ def monodromy(
     return _analyse_state(system, section, state, canonical_params(params), settings)
 
 
-@compiled("the return map", label=lambda system, *args: system_label(system))
+@compiled("the return map", label=_system_label)
 def poincare_map_with(
     system, section, u, params, settings, adjoint, phase_observables=False
 ):
@@ -478,7 +545,7 @@ def poincare_map(
     )
 
 
-@compiled("the return map", label=lambda system, *args: system_label(system))
+@compiled("the return map", label=_system_label)
 def _checked_poincare_map(system, section, u, params, settings, adjoint):
     # The size of `u` against the section's chart: at trace time, once.
     _check_guess_shape(system, section, u, params, name="u")

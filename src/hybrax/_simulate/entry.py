@@ -9,7 +9,13 @@ from jaxtyping import Array, Float
 from .._compile import compiled, system_label
 from .._custom_types import ModeIndex, Params
 from .._hybrid import HybridSystem, mode_index
-from .._misc import canonical_params, concrete_value, is_concrete, real_array
+from .._misc import (
+    canonical_params,
+    concrete_value,
+    float_dtype,
+    is_concrete,
+    real_array,
+)
 from .._settings import Settings, resolve_settings, simulation_adjoint
 from .._solution import RESULTS, HybridSolution, status_message, status_name
 from .events import run_events
@@ -168,7 +174,7 @@ def _simulation_inputs(
         raise ValueError("`params` must be the model's parameters; got None.")
     params = canonical_params(params)
     adjoint = simulation_adjoint(settings)
-    dtype = jnp.result_type(float)
+    dtype = float_dtype()
     return (
         system,
         x0,
