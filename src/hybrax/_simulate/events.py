@@ -10,7 +10,7 @@ from .._params import params_in_domain
 from .._settings import Settings
 from .._solution import RESULTS, HybridSolution
 from .observables import _event_observable_shapes, phase_observable_keys
-from .phase import run_phase
+from .phase import PhaseEntry, PhaseSpec, run_phase
 
 
 def _params_finite(params):
@@ -91,6 +91,7 @@ def run_events(
     t_max = jnp.asarray(settings.t_max, dtype)
     observable_shapes = _event_observable_shapes(system, x0, params)
     phase_keys = phase_observable_keys(system, phase_observables)
+    spec = PhaseSpec(augmentation, n_save, observable_shapes, phase_keys, diagnose)
 
     # The parameters' declared domain, for traced values (concrete ones were
     # checked when built; `eqx.tree_at` and a continuation's setter bypass that).
@@ -130,22 +131,15 @@ def run_events(
         active = jnp.logical_not(carry["done"])
         phase = run_phase(
             system,
-            static_mode,
-            mode,
-            carry["t"],
-            carry["x"],
-            carry["extra"],
+            spec,
+            PhaseEntry(mode, carry["t"], carry["x"], carry["extra"]),
             params,
             settings,
             adjoint,
+            static_mode=static_mode,
             active=active,
             initial=initial,
             expected=expected,
-            augmentation=augmentation,
-            n_save=n_save,
-            observable_shapes=observable_shapes,
-            phase_keys=phase_keys,
-            diagnose=diagnose,
         )
         # Zeno: the mode cannot start again after events whose spacing shrinks.
         history = carry["history"]

@@ -1,6 +1,6 @@
 """One phase: the mode's flow until its first armed guard crossing."""
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import diffrax as dfx
 import equinox as eqx
@@ -49,36 +49,57 @@ class PhaseOutcome(eqx.Module):
     phase_observables: dict
 
 
+class PhaseSpec(NamedTuple):
+    """What every phase of one event loop shares (internal; static): the
+    augmentation carried beside the state (`None`: none), the samples to record
+    per phase (`n_save`), the shapes of the event observables and the names of
+    the phase observables to record, and whether to `diagnose` (see
+    [`run_phase`][])."""
+
+    augmentation: Any
+    n_save: int
+    observable_shapes: dict
+    phase_keys: tuple[str, ...]
+    diagnose: bool
+
+
+class PhaseEntry(NamedTuple):
+    """Where a phase starts (internal): its `mode` (traced, or the index known
+    when tracing), time `t`, state `x` and the augmentation's state `extra`
+    (`None` without one)."""
+
+    mode: Any
+    t: Array
+    x: Array
+    extra: Any
+
+
 def run_phase(
     system: HybridSystem,
-    static_mode: int | None,
-    mode,
-    t,
-    x,
-    extra,
+    spec: PhaseSpec,
+    entry: PhaseEntry,
     params,
     settings: Settings,
     adjoint,
     *,
+    static_mode: int | None,
     active,
     initial,
     expected: int | None = None,
-    augmentation=None,
-    n_save: int = 0,
-    observable_shapes: dict,
-    phase_keys: tuple[str, ...],
-    diagnose: bool = True,
 ) -> PhaseOutcome:
-    """Run one phase of `mode` from `(t, x)`: start checks, one diffrax solve per
+    """Run one phase from `entry`: start checks, one diffrax solve per
     stage (`_run_stages`), the event and its reset (`_reset`), the crossing's
     classification (`_classify_crossing`), the phase's status (`_phase_result`)
-    and its records (`_samples`). Lanes with `active`
-    false do no work (their solves run from `t` to `t`). With `diagnose` false the
-    checks (constraints and viability at the start, dips inside steps, grazing at
-    the event) and the guards at the next start and crossing rates are skipped:
-    for the inner iterations of a solver whose result a final diagnosed pass
-    checks (under forward-mode AD the dip check makes a cycle much costlier, and
-    all of it costs compile time)."""
+    and its records (`_samples`). `static_mode` is the mode where it is known
+    when tracing (else `None`); `expected` the transition a declared sequence
+    expects. Lanes with `active` false do no work (their solves run from `t` to
+    `t`). With `spec.diagnose` false the checks (constraints and viability at
+    the start, dips inside steps, grazing at the event) and the guards at the
+    next start and crossing rates are skipped: for the inner iterations of a
+    solver whose result a final diagnosed pass checks (under forward-mode AD the
+    dip check makes a cycle much costlier, and all of it costs compile time)."""
+    mode, t, x, extra = entry
+    augmentation, n_save, observable_shapes, phase_keys, diagnose = spec
     tables = Tables(system, static_mode)
     augmented = augmentation is not None
     state_of = _state_of_augmented if augmented else _identity
