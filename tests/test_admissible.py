@@ -25,9 +25,7 @@ def hopper():
 def _ground_force(orbit, params):
     """The ground force right after touchdown, from the state after it (closed
     form, see the module docstring)."""
-    z_U, z_L, v_U, v_L = np.asarray(orbit.cycle.x_after[0], dtype=float)
-    tension = params.k * (z_U - z_L - params.L0) + params.d_G * (v_U - v_L)
-    return params.m_L * params.g - tension
+    return _ground_force_after(orbit.cycle, 0, params)
 
 
 def _solve(system, section, **values):
@@ -65,6 +63,54 @@ def test_the_papers_orbit_is_admissible(hopper):
     assert bool(orbit.succeeded)
     assert _ground_force(orbit, params) > 0
     assert orbit.boundary_violations(system) == []
+
+
+def test_a_simulation_is_judged_against_the_same_boundaries(hopper):
+    """`hx.boundary_violations` judges a run as the status judges an orbit.
+    From rest with the spring at its static length, dropped from 0.1 m, the
+    foot lands while the spring is stretched and the ground would pull right
+    after touchdown (the closed form above, from the state after it); dropped
+    from 0.15 m it pushes at every touchdown. The orbit's own list is the same
+    judgement."""
+    system, section = hopper
+    params = hx.canonical_params(models.hopper.make_params())
+    m_g = float(params.m * params.g)
+
+    def run(height):
+        z_U = height + float(params.L0 - params.mu * m_g / params.k)
+        x0 = np.array([z_U, height, 0.0, 0.0])
+        solution = hx.simulate(system, x0, params, n_events=6, mode0="flight")
+        assert bool(solution.succeeded)
+        touchdowns = range(0, 6, 2)
+        forces = [_ground_force_after(solution, k, params) for k in touchdowns]
+        return solution, forces
+
+    solution, forces = run(0.1)
+    assert forces[0] < -200 and min(forces[1:]) > 0  # the ground pulls, once
+    violation = hx.BoundaryViolation(
+        "force_reversal", 0, "ground", None, forces[0] / m_g
+    )
+    (found,) = hx.boundary_violations(system, solution)
+    assert found[:4] == violation[:4]
+    np.testing.assert_allclose(found.value, violation.value, rtol=1e-9)
+
+    solution, forces = run(0.15)
+    assert min(forces) > 0
+    assert hx.boundary_violations(system, solution) == []
+
+    orbit, params = _solve(system, section, mu=0.72, D_G=-0.035)
+    (found,) = hx.boundary_violations(system, orbit.cycle)
+    assert (found.kind, found.event, found.mode) == ("force_reversal", 0, "ground")
+    assert orbit.boundary_violations(system) == [
+        f"force_reversal@0: the guard of phase 0 starts at {found.value:.6g}"
+    ]
+
+
+def _ground_force_after(solution, k, params):
+    """The ground force right after the touchdown that is event `k`."""
+    z_U, z_L, v_U, v_L = np.asarray(solution.x_after[k], dtype=float)
+    tension = params.k * (z_U - z_L - params.L0) + params.d_G * (v_U - v_L)
+    return float(params.m_L * params.g - tension)
 
 
 def test_the_command_line_names_the_boundary(hopper):

@@ -148,6 +148,8 @@ if TYPE_CHECKING:
         Shooting as Shooting,
     )
     from ._simulate import (
+        BoundaryViolation as BoundaryViolation,
+        boundary_violations as boundary_violations,
         simulate as simulate,
     )
     from ._solution import (
@@ -271,6 +273,8 @@ _EXPORTS = {
     "Settings": "._settings",
     "Shooting": "._settings",
     "simulate": "._simulate",
+    "BoundaryViolation": "._simulate",
+    "boundary_violations": "._simulate",
     "RESULTS": "._solution",
     "STATUS_NAMES": "._solution",
     "HybridSolution": "._solution",

@@ -18,7 +18,7 @@ def float_dtype() -> np.dtype:
 
 
 def int_dtype() -> np.dtype:
-    """The default integer dtype, as [`float_dtype`][]."""
+    """The default integer dtype, as `float_dtype`."""
     return jax.dtypes.canonicalize_dtype(np.int64)
 
 

@@ -110,45 +110,37 @@ def _explain_stop(model, system, solution, params) -> str | None:
     return text + ("" if hint is None else f"; {hint}")
 
 
-def _per_event(values: dict, name: str, n_done: int) -> np.ndarray:
-    """The scalar observable `name` of each of the first `n_done` events or
-    phases (none where `values` lacks it)."""
-    array = np.asarray(values.get(name, np.zeros(0)), dtype=float)
-    if array.size == 0:
-        return array
-    return array.reshape(array.shape[0], -1)[:n_done, 0]
-
-
 def _boundary_violations(model, system, solution, params, n_done: int) -> list[dict]:
     """The declared boundaries that the run's `n_done` events and their phases
-    break, as `hybrax orbit` judges an orbit's (`inadmissible_orbit`): a phase
-    that starts past its own guard (`force_reversal`: for the hopper, the ground
-    pulls right after touchdown), an impact whose released contact would stay
-    (`release_reversal`, a declared release velocity below zero) and a phase
-    whose declared clearance dips below zero (`clearance`). Each is a dict with
-    its `kind`, the `event` (1-based, as the event table counts) and its
+    break ([`hybrax.boundary_violations`][], the library's judgement, as
+    `hybrax orbit` judges an orbit's), for the JSON and the notes: each a dict
+    with its `kind`, the `event` (1-based, as the event table counts) and its
     `event_kind`, the `mode` of the phase concerned, the observable's `name`
     (`None` for a guard), its `value` and a `text` in the model's words where
     it has them (`ModelPresentation.describe_boundary`)."""
-    from .._simulate import clearance_names, release_names
+    from .._simulate import boundary_violations
 
-    fired = [
-        system.transitions[int(index)]
+    kinds = [
+        system.transitions[int(index)].name
         for index in np.asarray(solution.transitions)[:n_done]
     ]
-    kinds = [transition.name for transition in fired]
     describe = model.presentation.describe_boundary
-
-    def ordinal(k: int) -> str:
-        """`touchdown 2`: the event's kind and its count among those events."""
-        return f"{kinds[k]} {kinds[: k + 1].count(kinds[k])}"
-
+    generic = {
+        "force_reversal": "the phase starts past its guard (signed guard {:+.3g})",
+        "release_reversal": "the released contact would stay ({name} = {:+.3g})",
+        "clearance": "{name} = {:+.3g} < 0 in the phase",
+    }
+    where = {"clearance": "before", "release_reversal": "at"}
     found = []
-
-    def add(kind, k, mode, name, value, generic):
+    for violation in boundary_violations(system, solution, _GUARD_NOTE_TOL):
+        kind, k, mode, name, value = violation
+        if k >= n_done:
+            continue
         words = None if describe is None else describe(kind, mode, value, params)
-        where = {"clearance": "before", "release_reversal": "at"}.get(kind, "after")
-        text = f"{where} {ordinal(k)}: {generic if words is None else words}"
+        if words is None:
+            words = generic[kind].format(value, name=name)
+        # `touchdown 2`: the event's kind and its count among those events.
+        ordinal = f"{kinds[k]} {kinds[: k + 1].count(kinds[k])}"
         found.append(
             {
                 "kind": kind,
@@ -156,46 +148,11 @@ def _boundary_violations(model, system, solution, params, n_done: int) -> list[d
                 "event_kind": kinds[k],
                 "mode": mode,
                 "name": name,
-                "value": float(value),
-                "text": text,
+                "value": value,
+                "text": f"{where.get(kind, 'after')} {ordinal}: {words}",
             }
         )
-
-    guards = np.asarray(solution.guard_at_start, dtype=float)[:n_done]
-    for k, value in enumerate(guards):
-        if np.isfinite(value) and value < -_GUARD_NOTE_TOL:
-            add(
-                "force_reversal",
-                k,
-                fired[k].target,
-                None,
-                value,
-                f"the phase starts past its guard (signed guard {value:+.3g})",
-            )
-    for name in release_names(system):
-        for k, value in enumerate(_per_event(solution.observables, name, n_done)):
-            if np.isfinite(value) and value < -_GUARD_NOTE_TOL:
-                add(
-                    "release_reversal",
-                    k,
-                    fired[k].target,
-                    name,
-                    value,
-                    f"the released contact would stay ({name} = {value:+.3g})",
-                )
-    for name in clearance_names(system):
-        phases = solution.phase_observables
-        for k, value in enumerate(_per_event(phases, name, n_done)):
-            if np.isfinite(value) and value < -_GUARD_NOTE_TOL:
-                add(
-                    "clearance",
-                    k,
-                    fired[k].source,
-                    name,
-                    value,
-                    f"{name} = {value:+.3g} < 0 in the phase",
-                )
-    return sorted(found, key=lambda violation: violation["event"])
+    return found
 
 
 def _run_simulate(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:

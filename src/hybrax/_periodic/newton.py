@@ -174,11 +174,11 @@ class ShootingSafeguard(eqx.Module):
     def fresh(cls, u):
         """The memory of a solve starting at `u`: nothing evaluated yet (NumPy
         arrays where `u` is concrete: nothing dispatched for an eager call)."""
-        return cls(*cls.fresh_fields(u))
+        return cls(*cls._fresh_fields(u))
 
     @staticmethod
-    def fresh_fields(u) -> tuple:
-        """[`fresh`][]'s fields in their order, as a tuple (an eager orbit passes
+    def _fresh_fields(u) -> tuple:
+        """`fresh`'s fields in their order, as a tuple (an eager orbit passes
         them to its program so: building a Module costs more per call than the
         tuple)."""
         xp = jnp if isinstance(u, jax.core.Tracer) else np

@@ -243,7 +243,7 @@ def find_periodic_orbit(
     # program is traced, once: `_shoot`.)
     safeguard = start["safeguard"]
     if safeguard is None:
-        safeguard = ShootingSafeguard.fresh_fields(u_guess)
+        safeguard = ShootingSafeguard._fresh_fields(u_guess)
     elif isinstance(safeguard, ShootingSafeguard):
         safeguard = tuple(
             getattr(safeguard, field.name) for field in dataclasses.fields(safeguard)

@@ -9,7 +9,7 @@ import numpy as np
 from jaxtyping import Array, Complex, Float, Int
 
 from .._custom_types import Params
-from .._simulate import release_names
+from .._simulate import boundary_violations
 from .._solution import RESULTS, HybridSolution
 from .newton import ShootingStart
 from .spectrum import sorted_multipliers
@@ -148,22 +148,19 @@ class PeriodicOrbit(eqx.Module):
         is below `-tol` (the contact that impact releases would stay). `tol` is
         `Settings.guard_tol`'s default; the status `inadmissible_orbit` uses the
         solve's."""
-        violations = []
-        cycle = self.cycle
-        for k, value in enumerate(np.asarray(cycle.guard_at_start, dtype=float)):
-            if np.isfinite(value) and value < -tol:
-                violations.append(
-                    f"force_reversal@{k}: the guard of phase {k} starts at {value:.6g}"
-                )
-        for name in release_names(system):
-            values = np.asarray(cycle.observables.get(name, ()), dtype=float)
-            for k, value in enumerate(values.reshape(-1)):
-                if np.isfinite(value) and value < -tol:
-                    violations.append(
-                        f"release_reversal@{k}@{name}: {name} = {value:.6g} after "
-                        f"event {k}"
-                    )
-        return violations
+        # (The status reads guards and release velocities, not clearances: those
+        # are recorded only with phase observables.)
+        words = {
+            "force_reversal": "force_reversal@{0.event}: the guard of phase "
+            "{0.event} starts at {0.value:.6g}",
+            "release_reversal": "release_reversal@{0.event}@{0.name}: {0.name} = "
+            "{0.value:.6g} after event {0.event}",
+        }
+        return [
+            words[violation.kind].format(violation)
+            for violation in boundary_violations(system, self.cycle, tol)
+            if violation.kind in words
+        ]
 
     def describe_failure(self) -> str:
         """What stopped a solve that found no orbit, in one line (host-side, for

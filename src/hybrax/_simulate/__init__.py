@@ -34,6 +34,8 @@ from .events import (
     run_events as run_events,
 )
 from .observables import (
+    BoundaryViolation as BoundaryViolation,
+    boundary_violations as boundary_violations,
     clearance_names as clearance_names,
     cycle_admissible as cycle_admissible,
     phase_observable_keys as phase_observable_keys,

@@ -1,4 +1,7 @@
-"""Observables of events and phases (integrals, extrema)."""
+"""Observables of events and phases (integrals, extrema), and the declared
+boundaries a run keeps or breaks."""
+
+import typing
 
 import jax
 import jax.numpy as jnp
@@ -122,6 +125,81 @@ def cycle_admissible(guard_at_start, clearance, release, tol):
         & ~jnp.any(clearance < -tol, axis=(-2, -1))
         & ~jnp.any(release < -tol, axis=(-2, -1))
     )
+
+
+class BoundaryViolation(typing.NamedTuple):
+    """One declared boundary a run breaks (see [`hybrax.boundary_violations`][]).
+
+    - `kind`: `"force_reversal"` (a phase starts past its guard),
+      `"release_reversal"` (a released contact would stay) or `"clearance"` (a
+      declared clearance below zero).
+    - `event`: the event concerned, counted from 0: the one before the phase for
+      `force_reversal`, the impact for `release_reversal`, the one that ends
+      the phase for `clearance`.
+    - `mode`: the name of the mode of the phase concerned.
+    - `name`: the observable's name (`None` for a guard).
+    - `value`: the guard's or the observable's value, in the model's units.
+    """
+
+    kind: str
+    event: int
+    mode: int
+    name: str | None
+    value: float
+
+
+def boundary_violations(
+    system: HybridSystem, solution, tol: float = 1e-9
+) -> list[BoundaryViolation]:
+    r"""The boundaries `system` declares that the run `solution` (a
+    [`hybrax.HybridSolution`][]) breaks, host-side, for one unbatched solution.
+    A run can integrate its modes' equations without fault and still leave the
+    model: `hybrax simulate` prints this judgement, and a periodic orbit that
+    breaks a guard or release boundary has the status `inadmissible_orbit`
+    (its compiled program tests the same boundaries with the same `tol`).
+
+    - `force_reversal`: the phase after event $k$ starts past its guard by more
+      than `tol` (`guard_at_start` $< -$`tol`; for the hopper's ground phase,
+      the ground would have to pull). It runs until the guard comes back and
+      crosses again, which a complementarity model would not do.
+    - `release_reversal`: at event $k$ a declared release velocity
+      (`AbstractReset.released`, e.g. `hybrax.ImpactRelabel(release=...)`) is
+      below `-tol`: the contact the impact releases would stay.
+    - `clearance`: in the phase that ends at event $k$, a declared
+      [`hybrax.Clearance`][] dips below `-tol` (recorded only where the run
+      records phase observables).
+
+    **Arguments:**
+
+    - `system`: the [`hybrax.HybridSystem`][] that ran.
+    - `solution`: its [`hybrax.HybridSolution`][] (of [`hybrax.simulate`][], or
+      an orbit's `cycle`).
+    - `tol`: how far past a boundary counts (`Settings.guard_tol`'s default).
+
+    **Returns:** a list of [`hybrax.BoundaryViolation`][] ordered by event;
+    `[]` where the run keeps every boundary.
+    """
+    transitions = np.asarray(solution.transitions)
+    found = []
+
+    def add(kind, values, name, modes):
+        # `modes`: the system's sources (the phase before an event) or targets
+        # (the phase after it), by transition.
+        values = np.asarray(values, dtype=float)
+        values = values.reshape(values.shape[0], -1)[:, 0] if values.size else ()
+        for k, value in enumerate(values):
+            if np.isfinite(value) and value < -tol:
+                mode = system.modes[modes[int(transitions[k])]].name
+                found.append(BoundaryViolation(kind, k, mode, name, float(value)))
+
+    add("force_reversal", solution.guard_at_start, None, system.targets)
+    for name in release_names(system):
+        values = solution.observables.get(name, ())
+        add("release_reversal", values, name, system.targets)
+    for name in clearance_names(system):
+        values = solution.phase_observables.get(name, ())
+        add("clearance", values, name, system.sources)
+    return sorted(found, key=lambda violation: violation.event)
 
 
 # Gauss-Legendre's 4 nodes on [0, 1] and their weights (exact for degree 7).
