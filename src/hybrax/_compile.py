@@ -51,6 +51,7 @@ from collections.abc import Callable
 
 import equinox as eqx
 import jax
+import jax.numpy as jnp
 import jax.tree_util as jtu
 import numpy as np
 
@@ -202,15 +203,18 @@ def enable_compilation_cache(path: str | os.PathLike | None = None) -> str | Non
 def clear_caches() -> None:
     """Empty every cache of compiled programs in this process: JAX's
     (`jax.clear_caches`, which holds every program hybrax compiled, each bounded
-    by JAX), hybrax's records of compilations and its kept argument splits (the
+    by JAX), hybrax's records of compilations, its kept argument splits (the
     last `SPLIT_MEMO_SIZE` (64) Modules passed to a compiled routine, held until
-    then). The persistent cache on disk stays; a later call traces and compiles
-    (or loads) its program again."""
+    then) and its device copies of small NumPy inputs (the last
+    `DEVICE_CONSTANTS_SIZE` (256)). The persistent cache on disk stays; a later
+    call traces and compiles (or loads) its program again."""
     jax.clear_caches()
     COMPILATIONS.clear()
     COUNTS.clear()
     with _SPLITS_LOCK:
         _SPLITS.clear()
+    with _CONSTANTS_LOCK:
+        _CONSTANTS.clear()
 
 
 # ---------------------------------------------------------------------------
@@ -396,6 +400,51 @@ _SPLITS: collections.OrderedDict = collections.OrderedDict()
 _SPLITS_LOCK = threading.Lock()
 
 
+#: Device arrays kept by a key of their value (the last
+#: `DEVICE_CONSTANTS_SIZE`): JAX copies a NumPy argument to the device on every
+#: call (about 3 us each), a device array it takes as it is. They hold the small
+#: NumPy leaves of kept Modules (an orbit's settings and root finder hold ten)
+#: and the run-time inputs a routine builds alike on every call (see
+#: `device_constant`).
+DEVICE_CONSTANTS_SIZE = 256
+_SMALL_INPUT = 64  # elements
+_CONSTANTS: collections.OrderedDict = collections.OrderedDict()
+_CONSTANTS_LOCK = threading.Lock()
+
+
+def device_constant(key, build: Callable[[], typing.Any]):
+    """The device copy of `build()` (a pytree of NumPy arrays), kept under the
+    hashable `key`, which must determine the value: a routine whose run-time
+    inputs are the same call after call (its defaults) passes them without a
+    copy. Built eagerly, even where a caller's trace is active (a constant, not
+    a tracer); `clear_caches` empties the store."""
+    kept = _CONSTANTS.get(key)
+    if kept is not None:
+        return kept
+    with jax.ensure_compile_time_eval():
+        value = jtu.tree_map(jnp.asarray, build())
+    with _CONSTANTS_LOCK:
+        _CONSTANTS[key] = value
+        while len(_CONSTANTS) > DEVICE_CONSTANTS_SIZE:
+            _CONSTANTS.popitem(last=False)
+    return value
+
+
+def _on_device(leaf):
+    """A small concrete NumPy input as its kept device copy; anything else as
+    it is."""
+    if isinstance(leaf, np.generic):
+        leaf = np.asarray(leaf)
+    if (
+        type(leaf) is np.ndarray
+        and leaf.size <= _SMALL_INPUT
+        and leaf.dtype.kind in "biuf"
+    ):
+        key = ("leaf", leaf.dtype.str, leaf.shape, leaf.tobytes())
+        return device_constant(key, lambda: leaf)
+    return leaf
+
+
 def _partition(tree) -> tuple:
     """`(array leaves, static leaves, treedef)` of `tree`: each leaf in one of the
     two tuples, `None` in the other."""
@@ -412,7 +461,8 @@ def _split(value) -> _Split:
 
 
 #: The keys of an argument that is one array, and of `None`.
-_ARRAY_KEY = _Key(jtu.tree_structure(0), (None,))
+_LEAF = jtu.tree_structure(0)
+_ARRAY_KEY = _Key(_LEAF, (None,))
 _NONE_SPLIT = _Split((), _Key(jtu.tree_structure(None), ()), False)
 
 
@@ -424,10 +474,14 @@ def _split_argument(value) -> _Split:
     0.5 ms). The memo holds the Module itself, so its identity cannot be reused
     while it is kept; a Module holding tracers is not kept. An array and `None`
     split without a tree walk."""
-    if isinstance(value, jax.Array | np.ndarray):
+    if isinstance(value, jax.Array):
         return _Split((value,), _ARRAY_KEY, isinstance(value, jax.core.Tracer))
+    if isinstance(value, np.ndarray):
+        return _Split((value,), _ARRAY_KEY, False)
     if value is None:
         return _NONE_SPLIT
+    if type(value) in (bool, int, str):
+        return _Split((None,), _Key(_LEAF, (value,)), False)
     if not isinstance(value, eqx.Module):
         return _split(value)
     kept = _SPLITS.get(id(value))
@@ -435,6 +489,8 @@ def _split_argument(value) -> _Split:
         return kept[1]
     split = _split(value)
     if not split.traced:
+        # Kept: its small NumPy leaves as device arrays, copied once.
+        split = split._replace(arrays=tuple(map(_on_device, split.arrays)))
         with _SPLITS_LOCK:
             _SPLITS[id(value)] = (value, split)
             while len(_SPLITS) > SPLIT_MEMO_SIZE:
@@ -476,7 +532,11 @@ class Compiled:
             ]
             n_positional = len(values) - len(keys[1])
             kwargs = dict(zip(keys[1], values[n_positional:]))
-            arrays, static, treedef = _partition(fn(*values[:n_positional], **kwargs))
+            out = fn(*values[:n_positional], **kwargs)
+            arrays, static, treedef = _partition(out)
+            if all(leaf is None for leaf in static):
+                # Arrays only (as most programs'): JAX rebuilds the output.
+                return out, None
             return arrays, _StaticOut((treedef, static))
 
         body.__name__ = body.__qualname__ = getattr(fn, "__name__", "program")
@@ -500,7 +560,7 @@ class Compiled:
             label = "" if self.label is None else (lambda: self.label(*args, **kwargs))
             with _watching(self.what, label):
                 out, static = self._jitted(keys, arrays)
-        return _merge(*static.value, out)
+        return out if static is None else _merge(*static.value, out)
 
     def compile(self, *args, **kwargs) -> None:
         """Trace and compile the program for these arguments now, without running

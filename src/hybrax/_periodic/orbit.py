@@ -1,6 +1,7 @@
 """The public orbit routines: find_periodic_orbit, monodromy, poincare_map."""
 
 import dataclasses
+import math
 import typing
 
 import diffrax as dfx
@@ -9,7 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Float, Int
 
-from .._compile import compiled, system_label, when_compiling
+from .._compile import compiled, device_constant, system_label, when_compiling
 from .._custom_types import Params
 from .._hybrid import HybridSystem
 from .._misc import (
@@ -58,24 +59,123 @@ class _ShootingOptions(typing.NamedTuple):
 
 
 class _ShootingInputs(typing.NamedTuple):
-    """The run-time values of an orbit program: one compiled program serves
-    every value. The safeguard travels as its fields (a fresh one is built per
-    call, and a tuple costs less to build and to split than a Module)."""
+    """The run-time values of an orbit program (one compiled program serves
+    every value), packed into two vectors: each argument of a call is a
+    transfer of its own, and these were 17 scalars and small arrays.
 
-    max_iterations: Int[ArrayLike, ""]
-    residual_tol: Float[ArrayLike, ""]
-    return_map_iterations: Int[ArrayLike, ""]
-    first_loosening: Float[ArrayLike, ""]
-    iterations_used: Int[ArrayLike, ""]
-    safeguard: tuple
+    - `reals`: `residual_tol`, `first_loosening`, then the safeguard's
+      floating fields, raveled in their order;
+    - `integers`: `max_iterations`, `return_map_iterations`,
+      `iterations_used`, then the safeguard's integer and boolean fields.
+    """
+
+    reals: Float[ArrayLike, " r"]
+    integers: Int[ArrayLike, " i"]
+
+    @classmethod
+    def pack(
+        cls,
+        *,
+        max_iterations,
+        residual_tol,
+        return_map_iterations,
+        first_loosening,
+        iterations_used,
+        safeguard: "ShootingSafeguard | None",
+        u_guess,
+    ) -> "_ShootingInputs":
+        """The vectors of these values for a guess like `u_guess`: NumPy where
+        every value is concrete, else `jax.numpy`.
+
+        A fresh start (`safeguard` `None`) packs the memory of nothing
+        evaluated: its defect `inf` is what the root finder reads (it starts a
+        fresh memory at its first iterate, `_ShootingRootFinder.init`), so the
+        vectors depend on the scalars and the guess's size alone, and are kept
+        on the device under them (`hybrax._compile.device_constant`): a call
+        with the shooting's defaults copies nothing."""
+        scalars = (
+            max_iterations,
+            residual_tol,
+            return_map_iterations,
+            first_loosening,
+            iterations_used,
+        )
+        if safeguard is not None:
+            fields = [getattr(safeguard, f.name) for f in dataclasses.fields(safeguard)]
+            return cls._vectors(scalars, fields)
+        placeholder = jnp.zeros if _is_tracer(u_guess) else np.zeros
+        fields = ShootingSafeguard._fresh_fields(
+            placeholder(u_guess.shape, u_guess.dtype)
+        )
+        if any(map(_is_tracer, scalars)):
+            return cls._vectors(scalars, fields)
+        key = (
+            "fresh shooting inputs",
+            *(np.asarray(value).item() for value in scalars),
+            u_guess.shape,
+            u_guess.dtype.str,
+            int_dtype().str,
+        )
+        return device_constant(key, lambda: cls._vectors(scalars, fields))
+
+    @classmethod
+    def _vectors(cls, scalars, fields) -> "_ShootingInputs":
+        max_iterations, residual_tol, map_iterations, loosening, used = scalars
+        reals = [residual_tol, loosening]
+        integers = [max_iterations, map_iterations, used]
+        for field in fields:
+            (reals if field.dtype.kind == "f" else integers).append(field)
+        traced = any(map(_is_tracer, (*reals, *integers)))
+        xp = jnp if traced else np
+
+        def vector(values, dtype):
+            return xp.concatenate([xp.ravel(xp.asarray(v, dtype)) for v in values])
+
+        return cls(vector(reals, float_dtype()), vector(integers, int_dtype()))
+
+    def unpack(self, u_guess) -> tuple:
+        """`(max_iterations, residual_tol, return_map_iterations,
+        first_loosening, iterations_used, safeguard)` for a guess like
+        `u_guess`, the safeguard a [`hybrax.ShootingSafeguard`][]."""
+        template = jax.eval_shape(ShootingSafeguard._fresh_fields, u_guess)
+        # Where the safeguard's fields start in each vector (after the scalars).
+        offsets = {"reals": 2, "integers": 3}
+        fields = []
+        for like in template:
+            floating = jnp.issubdtype(like.dtype, jnp.floating)
+            kind = "reals" if floating else "integers"
+            start, size = offsets[kind], math.prod(like.shape)
+            offsets[kind] = start + size
+            values = getattr(self, kind)[start : start + size]
+            fields.append(values.reshape(like.shape).astype(like.dtype))
+        sizes = {"reals": self.reals.shape[0], "integers": self.integers.shape[0]}
+        if offsets != sizes:
+            raise ValueError(
+                "`u_guess.safeguard` does not belong to a guess of shape "
+                f"{u_guess.shape}."
+            )
+        return (
+            self.integers[0],
+            self.reals[0],
+            self.integers[1],
+            self.reals[1],
+            self.integers[2],
+            ShootingSafeguard(*fields),
+        )
 
 
-def _shooting(system, section, settings, root_finder, fallback, options, inputs):
+def _is_tracer(value) -> bool:
+    return isinstance(value, jax.core.Tracer)
+
+
+def _shooting(
+    system, section, settings, root_finder, fallback, options, inputs, u_guess
+):
     """The shooting problem of an orbit program, built when the program is traced
     from the parts a call passes (the model's Modules are split once and kept by
     `hybrax._compile`; a problem Module built on every call was split anew, its
     system and section with it, and cost more than a small program runs)."""
-    *values, safeguard = inputs
+    *values, safeguard = inputs.unpack(u_guess)
     return _Shooting(
         system,
         section,
@@ -83,7 +183,7 @@ def _shooting(system, section, settings, root_finder, fallback, options, inputs)
         root_finder,
         *values,
         # The orbit does not depend on where a resumed solve stood.
-        safeguard=ShootingSafeguard(*jax.lax.stop_gradient(safeguard)),
+        safeguard=jax.lax.stop_gradient(safeguard),
         fallback=fallback,
         **options._asdict(),
     )
@@ -94,7 +194,7 @@ def _shoot(
 ):
     _check_guess_shape(system, section, u_guess, params)
     shooting = _shooting(
-        system, section, settings, root_finder, fallback, options, inputs
+        system, section, settings, root_finder, fallback, options, inputs, u_guess
     )
     # The orbit does not depend on the guess (derivatives flow through params).
     return _orbit(params, jax.lax.stop_gradient(u_guess), shooting=shooting)
@@ -242,13 +342,7 @@ def find_periodic_orbit(
     # (The guess's size against the section's chart is checked when the
     # program is traced, once: `_shoot`.)
     safeguard = start["safeguard"]
-    if safeguard is None:
-        safeguard = ShootingSafeguard._fresh_fields(u_guess)
-    elif isinstance(safeguard, ShootingSafeguard):
-        safeguard = tuple(
-            getattr(safeguard, field.name) for field in dataclasses.fields(safeguard)
-        )
-    else:
+    if safeguard is not None and not isinstance(safeguard, ShootingSafeguard):
         raise ValueError(
             "`u_guess.safeguard` must be a solve's `orbit.restart.safeguard` or "
             f"None; got {type(safeguard).__name__}."
@@ -262,13 +356,14 @@ def find_periodic_orbit(
     else:
         map_iterations = jnp.where(iterations_used > 0, 0, map_iterations)
     params = canonical_params(params)
-    inputs = _ShootingInputs(
+    inputs = _ShootingInputs.pack(
         max_iterations=_as_input(max_iterations, int_dtype()),
         residual_tol=_as_input(shooting.residual_tol, float_dtype()),
         return_map_iterations=map_iterations,
         first_loosening=_check_loosening(start["loosening"]),
         iterations_used=iterations_used,
         safeguard=safeguard,
+        u_guess=u_guess,
     )
     # An eager analysed orbit runs as two programs (see `_solve_then_analyse`).
     split = analyse and all(
