@@ -408,3 +408,77 @@ def test_a_target_value_is_a_run_time_value_whatever_its_type(compilations):
     # Traced, it stays traced: a gradient with respect to the target.
     slope = jax.grad(lambda v: residual(hx.QuantityTarget(target.quantity, v), 1.0))
     assert float(slope(0.9)) == -1.0
+
+
+def test_device_constants_are_kept_by_value_bounded_and_cleared():
+    """`device_constant` keeps a built value under its key (a second call builds
+    nothing and gives the same array), holds at most `DEVICE_CONSTANTS_SIZE`
+    values (the oldest go first), gives device arrays even while a caller's
+    trace is active, and `hx.clear_caches()` empties it."""
+    hx.clear_caches()
+    built = []
+
+    def build(value):
+        built.append(value)
+        return np.full((2,), value)
+
+    first = _compile.device_constant(("test", 1.5), lambda: build(1.5))
+    again = _compile.device_constant(("test", 1.5), lambda: build(1.5))
+    assert again is first and built == [1.5]
+    assert isinstance(first, jax.Array)
+    np.testing.assert_array_equal(first, [1.5, 1.5])
+    size = _compile.DEVICE_CONSTANTS_SIZE
+    for k in range(size):
+        _compile.device_constant(("fill", k), lambda: np.zeros(1))
+    assert len(_compile._CONSTANTS) == size
+    assert ("test", 1.5) not in _compile._CONSTANTS
+
+    @jax.jit
+    def inside(x):
+        kept = _compile.device_constant(("inside", 2.0), lambda: np.asarray(2.0))
+        assert not isinstance(kept, jax.core.Tracer)
+        return x * kept
+
+    assert float(inside(3.0)) == 6.0
+    hx.clear_caches()
+    assert len(_compile._CONSTANTS) == 0
+
+
+def test_a_public_orbit_call_copies_only_its_guess_and_parameters():
+    """An orbit call with the shooting's defaults, repeated, hands its program
+    device arrays only, but for what the caller passes as NumPy (here the
+    guess): its settings' and root finder's numbers and the packed run-time
+    values are kept on the device. The orbit is the one the first call found."""
+    system, section, params = _wheel()
+    guess = np.array([1.0])
+    seen = []
+    search = _compile.Compiled.__call__
+
+    def spy(self, *args, **kwargs):
+        seen.append(self._inputs(args, kwargs)[1])
+        return search(self, *args, **kwargs)
+
+    first = hx.find_periodic_orbit(system, section, guess, params, analyse=False)
+    try:
+        _compile.Compiled.__call__ = spy
+        again = hx.find_periodic_orbit(system, section, guess, params, analyse=False)
+    finally:
+        _compile.Compiled.__call__ = search
+    (arrays,) = seen
+    leaves = [leaf for part in arrays for leaf in part if leaf is not None]
+    copied = [leaf for leaf in leaves if not isinstance(leaf, jax.Array)]
+    assert len(copied) == 1 and copied[0] is guess
+    np.testing.assert_array_equal(again.u, first.u)
+    assert bool(again.succeeded)
+
+
+@pytest.mark.parametrize("analyse", [False, True])
+def test_a_safeguard_of_another_guess_is_refused(analyse):
+    """A resumed solve whose safeguard belongs to a guess of another size is a
+    `ValueError` naming it (the run-time values travel packed, so a size that
+    does not fit would otherwise be read across fields)."""
+    system, section, params = _wheel()
+    memory = hx.ShootingSafeguard.fresh(np.zeros(2))
+    start = hx.ShootingStart(np.array([1.0]), safeguard=memory)
+    with pytest.raises(ValueError, match="safeguard"):
+        hx.find_periodic_orbit(system, section, start, params, analyse=analyse)
