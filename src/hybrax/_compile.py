@@ -280,45 +280,63 @@ def _listen() -> None:
             _listening = True
 
 
-@contextlib.contextmanager
-def _watching(what: str, label: str):
-    _listen()
-    outer = getattr(_WATCHING, "watch", None)
-    if outer is not None:  # a hybrax routine called eagerly inside another's body
-        yield outer
-        return
-    watch = _WATCHING.watch = _Watch(what, label)
-    try:
-        yield watch
-    finally:
-        _WATCHING.watch = None
-    if watch.announced:
-        record = CompileRecord(
-            what,
-            watch.label,
-            watch.trace,
-            watch.lower,
-            watch.xla,
-            # Loaded: every executable the call asked for came from JAX's
-            # cache (a call also compiles small programs of JAX's own).
-            watch.cache_hits > 0 and watch.cache_misses == 0,
-        )
-        COMPILATIONS.append(record)
-        COUNTS[what] += 1
-        for records in list(_RECORDERS):
-            records.append(record)
-        if record.cached:
-            announce(
-                f"compiled {what}{record.label} in {record.total:.1f} s, its "
-                f"executable from the cache (trace {record.trace:.1f} s, lowering "
-                f"{record.lower:.1f} s, loading {record.xla:.1f} s)"
-            )
+class _watching:
+    """While a top-level call runs: its `_Watch` in this thread, recorded and
+    announced afterwards where the call compiled (a class, not a generator: it
+    is entered on every call)."""
+
+    __slots__ = ("watch",)
+
+    def __init__(self, what: str, label: "str | Callable[[], str]"):
+        if not _listening:
+            _listen()
+        if getattr(_WATCHING, "watch", None) is not None:
+            # A hybrax routine called eagerly inside another's body.
+            self.watch = None
         else:
-            announce(
-                f"compiled {what}{record.label} in {record.total:.1f} s "
-                f"(trace {record.trace:.1f} s, lowering {record.lower:.1f} s, "
-                f"XLA {record.xla:.1f} s)"
-            )
+            self.watch = _WATCHING.watch = _Watch(what, label)
+
+    def __enter__(self):
+        return self.watch
+
+    def __exit__(self, error_type, *error) -> None:
+        watch = self.watch
+        if watch is None:
+            return
+        _WATCHING.watch = None
+        if watch.announced and error_type is None:
+            _record(watch)
+
+
+def _record(watch: _Watch) -> None:
+    """Record and announce the compilation a watched call made."""
+    what = watch.what
+    record = CompileRecord(
+        what,
+        watch.label,
+        watch.trace,
+        watch.lower,
+        watch.xla,
+        # Loaded: every executable the call asked for came from JAX's
+        # cache (a call also compiles small programs of JAX's own).
+        watch.cache_hits > 0 and watch.cache_misses == 0,
+    )
+    COMPILATIONS.append(record)
+    COUNTS[what] += 1
+    for records in list(_RECORDERS):
+        records.append(record)
+    if record.cached:
+        announce(
+            f"compiled {what}{record.label} in {record.total:.1f} s, its "
+            f"executable from the cache (trace {record.trace:.1f} s, lowering "
+            f"{record.lower:.1f} s, loading {record.xla:.1f} s)"
+        )
+    else:
+        announce(
+            f"compiled {what}{record.label} in {record.total:.1f} s "
+            f"(trace {record.trace:.1f} s, lowering {record.lower:.1f} s, "
+            f"XLA {record.xla:.1f} s)"
+        )
 
 
 def _announce_tracing() -> None:

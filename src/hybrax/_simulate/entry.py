@@ -6,7 +6,7 @@ import jax.tree_util as jtu
 import numpy as np
 from jaxtyping import Array, Float
 
-from .._compile import compiled, system_label
+from .._compile import compiled, device_constant, system_label
 from .._custom_types import ModeIndex, Params
 from .._hybrid import HybridSystem, mode_index
 from .._misc import (
@@ -17,7 +17,13 @@ from .._misc import (
     real_array,
 )
 from .._settings import Settings, resolve_settings, simulation_adjoint
-from .._solution import RESULTS, HybridSolution, status_message, status_name
+from .._solution import (
+    RESULTS,
+    HybridSolution,
+    status_code,
+    status_message,
+    status_name,
+)
 from .events import run_events
 
 
@@ -136,8 +142,9 @@ def simulate(
     # checked on the host after a failed eager run (a successful one pays
     # nothing), and at trace time inside a caller's transformation that closes
     # over the start (`check_domain` skips traced values).
-    traced = not all(is_concrete(leaf) for leaf in jtu.tree_leaves(solution.result))
-    if traced or status_name(solution.result) != ["successful"]:
+    # (Any traced input makes every output of the program a tracer.)
+    traced = not is_concrete(solution.t_final)
+    if traced or status_code(solution.result) != 0:
         check_domain(system, inputs[3], t0, inputs[1], inputs[2])
     if throw:
         solution = raise_if_failed(solution, solution.result)
@@ -180,13 +187,25 @@ def _simulation_inputs(
         x0,
         params,
         mode0,
-        real_array(t0, "t0").astype(dtype),
+        _start_time(t0, dtype),
         settings,
         adjoint,
         int(n_events),
         int(n_save),
         bool(phase_observables),
     )
+
+
+def _start_time(t0, dtype):
+    """`t0` as an array of `dtype`; a Python number as its kept device copy
+    (most calls pass the same start, and a NumPy input is copied on every
+    call)."""
+    if type(t0) in (float, int):
+        value = float(t0)
+        return device_constant(
+            ("simulation start", value, dtype.str), lambda: np.asarray(value, dtype)
+        )
+    return real_array(t0, "t0").astype(dtype)
 
 
 def compile_simulation(
