@@ -482,3 +482,25 @@ def test_a_safeguard_of_another_guess_is_refused(analyse):
     start = hx.ShootingStart(np.array([1.0]), safeguard=memory)
     with pytest.raises(ValueError, match="safeguard"):
         hx.find_periodic_orbit(system, section, start, params, analyse=analyse)
+
+
+def test_no_tracer_is_kept_by_a_traced_call():
+    """An orbit solved under the caller's `jax.jit` and `jax.vmap` (the guess
+    traced, the options concrete) keeps device constants that hold no tracer,
+    and finds the eager call's orbit."""
+    system, section, params = _wheel()
+    hx.clear_caches()
+
+    def solve(u):
+        return hx.find_periodic_orbit(system, section, u, params, analyse=False).u
+
+    # (Traced first: the constants are built by the traced calls.)
+    jitted = jax.jit(solve)(jnp.array([1.0]))
+    batched = jax.vmap(solve)(jnp.array([[1.0], [1.1]]))
+    eager = solve(jnp.array([1.0]))
+    for kept in _compile._CONSTANTS.values():
+        for leaf in jax.tree.leaves(kept):
+            assert isinstance(leaf, jax.Array)
+            assert not isinstance(leaf, jax.core.Tracer)
+    np.testing.assert_allclose(jitted, eager, rtol=1e-12)
+    np.testing.assert_allclose(batched, np.stack([eager, eager]), rtol=1e-10)

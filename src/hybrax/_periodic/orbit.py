@@ -103,10 +103,9 @@ class _ShootingInputs(typing.NamedTuple):
         if safeguard is not None:
             fields = [getattr(safeguard, f.name) for f in dataclasses.fields(safeguard)]
             return cls._vectors(scalars, fields)
-        placeholder = jnp.zeros if _is_tracer(u_guess) else np.zeros
-        fields = ShootingSafeguard._fresh_fields(
-            placeholder(u_guess.shape, u_guess.dtype)
-        )
+        # (NumPy placeholders whatever `u_guess` is: only its shape counts, and
+        # a kept constant must hold no tracer.)
+        fields = ShootingSafeguard._fresh_fields(np.zeros(u_guess.shape, u_guess.dtype))
         if any(map(_is_tracer, scalars)):
             return cls._vectors(scalars, fields)
         key = (
