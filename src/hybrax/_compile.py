@@ -449,18 +449,17 @@ def device_constant(key, build: Callable[[], typing.Any]):
 
 
 def _on_device(leaf):
-    """A small concrete NumPy input as its kept device copy; anything else as
-    it is."""
+    """A concrete NumPy leaf of a kept Module as a device array (a small one
+    shared by value through `device_constant`); anything else as it is."""
     if isinstance(leaf, np.generic):
         leaf = np.asarray(leaf)
-    if (
-        type(leaf) is np.ndarray
-        and leaf.size <= _SMALL_INPUT
-        and leaf.dtype.kind in "biuf"
-    ):
-        key = ("leaf", leaf.dtype.str, leaf.shape, leaf.tobytes())
-        return device_constant(key, lambda: leaf)
-    return leaf
+    if type(leaf) is not np.ndarray or leaf.dtype.kind not in "biuf":
+        return leaf
+    if leaf.size > _SMALL_INPUT:
+        with jax.ensure_compile_time_eval():
+            return jnp.asarray(leaf)
+    key = ("leaf", leaf.dtype.str, leaf.shape, leaf.tobytes())
+    return device_constant(key, lambda: leaf)
 
 
 def _partition(tree) -> tuple:
@@ -490,7 +489,9 @@ def _split_argument(value) -> _Split:
     parameters are passed again and again, and splitting them on every call
     cost more than the smaller programs run (the hopper's return map: 0.2 ms of
     0.5 ms). The memo holds the Module itself, so its identity cannot be reused
-    while it is kept; a Module holding tracers is not kept. An array and `None`
+    while it is kept; a Module holding tracers is not kept. A kept Module's
+    NumPy leaves are copied to the device once (Modules are immutable: an array
+    changed in place after a call is not read again). An array and `None`
     split without a tree walk."""
     if isinstance(value, jax.Array):
         return _Split((value,), _ARRAY_KEY, isinstance(value, jax.core.Tracer))
