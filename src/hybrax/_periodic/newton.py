@@ -178,9 +178,8 @@ class ShootingSafeguard(eqx.Module):
 
     @staticmethod
     def _fresh_fields(u) -> tuple:
-        """`fresh`'s fields in their order, as a tuple (an eager orbit passes
-        them to its program so: building a Module costs more per call than the
-        tuple)."""
+        """`fresh`'s fields in their order, as a tuple (an orbit call packs
+        them into its run-time values without building a Module)."""
         xp = jnp if isinstance(u, jax.core.Tracer) else np
         u = xp.asarray(u)
         return (
