@@ -1,5 +1,5 @@
 """A batch equals the loop of its single solves, whatever its width: under
-`jax.vmap`, XLA's CPU code for a batch of 1, 8, 16 or 32 lanes differs (vector
+`jax.vmap`, XLA's CPU code for a batch of 1, 8, 16, 32 or 64 lanes differs (vector
 widths, remainders), so any decision taken on the last bits of a value (a tie at
 an event, a sign test of a guard on its surface) could give lanes of the same
 problem different statuses. The runner of `experiments/runner_model.py` (a model
@@ -25,7 +25,7 @@ import runner_model  # noqa: E402
 
 
 EQUAL_TOL = 1e-12  # a batch against single solves of the same problem
-WIDTHS = (1, 8, 16, 32)
+WIDTHS = (1, 8, 16, 32, 64)
 
 
 def _runner():
