@@ -87,10 +87,11 @@ class RESULTS(dfx.RESULTS):  # pyright: ignore[reportGeneralTypeIssues]
     inadmissible_orbit = (
         "The orbit converged but breaks a boundary its model declares: a phase "
         "starts past its guard (e.g. the ground would have to pull right after "
-        "touchdown), a contact an impact releases would stay (its declared release "
-        "velocity is negative), or a declared clearance is negative. Its values are "
-        "kept; `PeriodicOrbit.boundary_violations(system)` names each boundary and "
-        "its value."
+        "touchdown), or a contact an impact releases would stay (its declared "
+        "release velocity is negative). Its values are kept; "
+        "`PeriodicOrbit.boundary_violations(system)` names each boundary and its "
+        "value. (A declared clearance, recorded with the phase observables, is "
+        "judged by `hybrax.boundary_violations` and a branch's `admissible`.)"
     )
     wrong_event_sequence = (
         "The cycle fired a different sequence of transitions than the section "
