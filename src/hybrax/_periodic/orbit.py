@@ -349,15 +349,16 @@ def find_periodic_orbit(
     max_iterations = shooting.max_iterations
     iterations_used = _check_used(start["iterations_used"], max_iterations)
     # The return-map iterations come first: a resumed solve has taken them.
-    map_iterations = _as_input(shooting.return_map_iterations, int_dtype())
+    # (`_ShootingInputs.pack` gives every value its dtype.)
+    map_iterations = shooting.return_map_iterations
     if is_concrete(iterations_used) and is_concrete(map_iterations):
-        map_iterations = map_iterations * (iterations_used == 0)
+        map_iterations = 0 if iterations_used > 0 else map_iterations
     else:
         map_iterations = jnp.where(iterations_used > 0, 0, map_iterations)
     params = canonical_params(params)
     inputs = _ShootingInputs.pack(
-        max_iterations=_as_input(max_iterations, int_dtype()),
-        residual_tol=_as_input(shooting.residual_tol, float_dtype()),
+        max_iterations=max_iterations,
+        residual_tol=shooting.residual_tol,
         return_map_iterations=map_iterations,
         first_loosening=_check_loosening(start["loosening"]),
         iterations_used=iterations_used,
@@ -366,7 +367,7 @@ def find_periodic_orbit(
     )
     # An eager analysed orbit runs as two programs (see `_solve_then_analyse`).
     split = analyse and all(
-        map(is_concrete, jax.tree.leaves((u_guess, params, settings, inputs)))
+        map(is_concrete, jax.tree.leaves((u_guess, params, settings, shooting, inputs)))
     )
     options = _ShootingOptions(
         analyse=bool(analyse),
@@ -455,14 +456,6 @@ def _check_guess_shape(system, section, u_guess, params, name="u_guess") -> None
             f"`{name}` has {u_guess.shape[0]} entries; the section's coordinates "
             f"have {coordinates.shape[0] if coordinates.ndim else 0}."
         )
-
-
-def _as_input(value, dtype):
-    """`value` as a run-time input of the compiled program (an array of `dtype`:
-    NumPy where concrete, so that no device array is built per call)."""
-    if isinstance(value, jax.core.Tracer):
-        return jnp.asarray(value, dtype)
-    return np.asarray(value, dtype)
 
 
 def _check_used(iterations_used, max_iterations: int) -> Int[ArrayLike, ""]:
