@@ -184,7 +184,8 @@ def section(name: str) -> str:
     from hybrax._cli.common import model_record
     from hybrax._registry import get_model
 
-    info = model_record(get_model(name))
+    model = get_model(name)
+    info = model_record(model)
     module = _module_of(name)
     command, figure, caption = FIGURES[name]
     lines = [
@@ -198,14 +199,20 @@ def section(name: str) -> str:
         f"- state: {', '.join(f'`{s}`' for s in info['state'])}",
         f"- commands: {', '.join(f'`{c}`' for c in info['commands'])}",
     ]
-    if info.get("quantities"):
-        lines.append(f"- quantities: {', '.join(f'`{q}`' for q in info['quantities'])}")
     lines += ["", "| parameter | unit | meaning | default |", "|---|---|---|---|"]
     for parameter, row in info["parameters"].items():
         default = "" if row["default"] is None else _default(row["default"])
         lines.append(
             f"| `{parameter}` | {row['unit']} | {row['meaning']} | {default} |"
         )
+    if info.get("quantities"):
+        # Its declared orbit quantities (hx.Quantity): `tune`, `sweep --quantity`
+        # and the summary of `orbit`.
+        lines += ["", "| orbit quantity | unit | meaning |", "|---|---|---|"]
+        for quantity in info["quantities"]:
+            declared = model.quantity(quantity)
+            unit = "yes/no" if declared.unit is None else declared.unit
+            lines.append(f"| `{quantity}` | {unit} | {declared.meaning} |")
     lines += [
         "",
         f"![{name}: {caption}](images/gallery/{name}.png)",

@@ -29,6 +29,16 @@ from hybrax._cli import main
         (["continue", "hopper", "--max-points", "99999999999"], "--max-points"),
         (["continue", "hopper", "--max-step", "-1"], "--max-step"),
         (["tune", "hopper", "--max-steps", "0", "--minimize", "period"], "--max-steps"),
+        # A declared yes/no condition is no number to tune or map.
+        (
+            ["tune", "hopper", "--vary", "k", "--target", "pulling_after_touchdown=0"],
+            "--target",
+        ),
+        (
+            ["tune", "hopper", "--vary", "k", "--minimize", "pulling_after_touchdown"],
+            "--minimize",
+        ),
+        (["sweep", "hopper", "--quantity", "pulling_after_touchdown"], "--quantity"),
         (["simulate", "hopper", "--set", "L0=-1"], "--set"),
         (["orbit", "hopper", "--set", "L0=0"], "--set"),
         (["simulate", "hopper", "--x0=0.5,0.6,0,0"], "--x0"),

@@ -130,6 +130,12 @@ def test_wheel_orbit_is_the_closed_form(tmp_path):
     np.testing.assert_allclose(data["multipliers_ad"][0][0], c, atol=1e-8)
     assert data["max_discrepancy"] < 1e-7
     assert len(data["phase_durations"]) == 1
+    # The wheel's declared quantities (hx.Quantity) in the JSON and the summary,
+    # against the closed forms: the rate after heel strike and |nu| = cos^2 2a.
+    np.testing.assert_allclose(data["speed"], _omega_star(0.1), rtol=1e-9)
+    np.testing.assert_allclose(data["multiplier"], c, atol=1e-8)
+    (line,) = [line for line in out.splitlines() if line.split()[:1] == ["speed"]]
+    assert f"{data['speed']:.10g} rad/s" in line and "after heel strike" in line
     # One period in the portrait plane (the simulation's own portrait of the
     # same plane is not written again).
     assert (tmp_path / "orbit.png").is_file()

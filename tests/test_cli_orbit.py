@@ -118,9 +118,9 @@ def test_printed_summary(minimal):
         "t_flight",
         "t_ground",
         "period",
-        "apex z_U",
-        "apex z_L",
-        "T_c / (T_a + T_c)",
+        "apex_upper",
+        "apex_lower",
+        "Tc_over_T",
         "reduced Jacobian M",
         "monodromy by autodiff",
         "monodromy by saltation product",
@@ -131,6 +131,20 @@ def test_printed_summary(minimal):
         assert text in out
     assert f"{data['period']:.10f}" in out
     assert f"{data['multipliers_ad'][0][0]:+.10f}" in out
+    # Each declared quantity is printed with its JSON value and declared unit.
+    from hybrax.models import get_model
+
+    hopper = get_model("hopper")
+    for name in ("t_flight", "apex_upper", "T_c", "Tc_over_T"):
+        unit = hopper.quantity(name).unit
+        shown = f"{data[name]:.10g}" + ("" if unit == "1" else f" {unit}")
+        assert any(
+            line.split()[:1] == [name] and shown in line for line in out.splitlines()
+        ), name
+    assert any(
+        line.split()[:2] == ["pulling_after_touchdown", "no"]
+        for line in out.splitlines()
+    )
 
 
 def test_orbit_matches_reference(minimal, reference):
@@ -177,7 +191,7 @@ def test_ground_force_after_touchdown(minimal, reference):
     assert data["ground_force_after_touchdown"] == pytest.approx(expected, rel=1e-8)
     assert data["ground_force_after_touchdown"] < 0
     assert data["pulling_after_touchdown"] is False
-    assert "lambda_g after touchdown" in minimal["out"]
+    assert "ground force after touchdown" in minimal["out"]
 
 
 def test_no_orbit_exits_1(tmp_path):

@@ -149,14 +149,50 @@ def test_a_misspelt_presentation_entry_is_an_error():
 
     hopper = get_model("hopper")
     shown = hopper.presentation
-    assert shown.orbit_summary is not None and shown.stick_figure is None
-    with pytest.raises(TypeError, match="orbit_sumary"):
-        hx.ModelPresentation(orbit_sumary=shown.orbit_summary)
+    assert shown.explain is not None and shown.stick_figure is None
+    with pytest.raises(TypeError, match="explian"):
+        hx.ModelPresentation(explian=shown.explain)
     with pytest.raises(ValueError, match="`presentation` must be"):
-        dataclasses.replace(hopper, presentation={"orbit_summary": None})
+        dataclasses.replace(hopper, presentation={"explain": None})
     with pytest.raises(ValueError, match="`frame_shift` needs a `stick_figure`"):
         hx.ModelPresentation(frame_shift=lambda x, params: (0.0, 0.0))
     # The mathematics and the presentation are apart: the bundle has no labels,
     # figures or command defaults of its own.
     fields = {field.name for field in dataclasses.fields(hopper)}
     assert not fields & {"labels", "figures", "continuation", "tune", "hooks"}
+
+
+def test_a_quantity_declares_its_unit_and_meaning():
+    """`hx.Quantity` carries a model's orbit quantity with its unit and meaning:
+    the figures' labels come from it, a plain callable reads as dimensionless,
+    and bad declarations are `ValueError`s naming the argument."""
+    from hybrax._model import as_quantity
+    from hybrax.models import get_model
+
+    def height(orbit, params):
+        return orbit * params
+
+    speed = hx.Quantity(height, "m/s", "walking speed", r"$v$")
+    assert speed(2.0, 3.0) == 6.0
+    assert speed.label("speed") == r"walking speed $v$ [m/s]"
+    assert hx.Quantity(height).label("h") == "h (dimensionless)"
+    leaves = hx.Quantity(height, None, "the foot leaves")
+    assert leaves.is_condition and leaves.label("x") == "the foot leaves (yes/no)"
+    plain = as_quantity(height)
+    assert plain.unit == "1" and plain.function is height and not plain.is_condition
+    for kwargs, named in (
+        (dict(function=1.0), "`function`"),
+        (dict(function=height, unit=2), "`unit`"),
+        (dict(function=height, meaning=None), "`meaning`"),
+        (dict(function=height, symbol=1), "`symbol`"),
+    ):
+        with pytest.raises(ValueError, match=named):
+            hx.Quantity(**kwargs)
+    # A zoo model's labels of its quantities come from their declarations; a
+    # label the presentation declares comes first.
+    hopper = get_model("hopper")
+    assert hopper.label("t_flight") == r"flight time $t_F$ [s]"
+    assert hopper.label("pulling_after_touchdown").endswith("(yes/no)")
+    assert hopper.label("z_U") == hopper.presentation.labels["z_U"]
+    with pytest.raises(KeyError):
+        hopper.quantity("apex")

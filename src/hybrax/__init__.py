@@ -115,6 +115,7 @@ if TYPE_CHECKING:
         ModelBundle as ModelBundle,
         ModelForm as ModelForm,
         ModelPresentation as ModelPresentation,
+        Quantity as Quantity,
         TuneDefaults as TuneDefaults,
     )
     from ._params import (
@@ -250,6 +251,7 @@ _EXPORTS = {
     "ModelBundle": "._model",
     "ModelForm": "._model",
     "ModelPresentation": "._model",
+    "Quantity": "._model",
     "FRACTION": "._params",
     "NONNEGATIVE": "._params",
     "POSITIVE": "._params",

@@ -15,7 +15,7 @@ from typing import Any
 
 import equinox as eqx
 
-from ._units import Units
+from ._units import Units, plain_text
 
 
 class ModelForm(eqx.Module):
@@ -115,6 +115,103 @@ class FigureSpec(eqx.Module):
     units: Units = eqx.field(static=True, default_factory=Units)
 
 
+class Quantity(eqx.Module):
+    r"""A scalar of a periodic orbit that a model declares, $q(\text{orbit},
+    \text{params})$, with its unit and meaning: what `hybrax tune` brings to a
+    target or minimises, what `hybrax sweep --quantity` maps, and what
+    `hybrax orbit` prints and writes to its JSON (under the quantity's name).
+
+    - `function`: `(orbit, params) -> scalar`, a [`hybrax.PeriodicOrbit`][] and
+      the model's parameters; differentiable where it is a number (it reads the
+      orbit's arrays: `orbit.period`, `orbit.u`, `orbit.T_c`, the cycle's event
+      and phase observables by name).
+    - `unit`: the unit of its value as the summary prints it (`"s"`, `"m"`,
+      `"J"`; `"1"` for a dimensionless one, the default); `None` declares a
+      condition (a yes/no answer, such as "the ground pulls after touchdown"),
+      which the summary writes as `true`/`false` and which `tune` does not take.
+    - `meaning`: a few plain words for the summary and the figures' axes (the
+      name where it is empty); `symbol`: its symbol on the figures' axes (TeX,
+      e.g. `r"$t_F$"`; optional).
+
+    A plain callable in a [`hybrax.ModelBundle`][]'s `quantities` reads as a
+    dimensionless `Quantity` without a meaning.
+    """
+
+    function: Callable[[Any, Any], Any] = eqx.field(static=True)
+    unit: str | None = eqx.field(static=True, default="1")
+    meaning: str = eqx.field(static=True, default="")
+    symbol: str | None = eqx.field(static=True, default=None)
+
+    def __check_init__(self):
+        if not callable(self.function):
+            raise ValueError(
+                f"`function` must be callable (orbit, params); got {self.function!r}."
+            )
+        if self.unit is not None and not isinstance(self.unit, str):
+            raise ValueError(f"`unit` must be a string or None; got {self.unit!r}.")
+        if not isinstance(self.meaning, str):
+            raise ValueError(f"`meaning` must be a string; got {self.meaning!r}.")
+        if self.symbol is not None and not isinstance(self.symbol, str):
+            raise ValueError(f"`symbol` must be a string or None; got {self.symbol!r}.")
+
+    @property
+    def is_condition(self) -> bool:
+        """Whether the quantity is a yes/no condition (`unit=None`)."""
+        return self.unit is None
+
+    def __call__(self, orbit, params):
+        r"""The quantity's value, $q(\text{orbit}, \text{params})$.
+
+        **Arguments:**
+
+        - `orbit`: a [`hybrax.PeriodicOrbit`][] (or a batch of them, under
+          `jax.vmap`).
+        - `params`: the model's parameter PyTree.
+
+        **Returns:** `function(orbit, params)`, a scalar (a boolean for a
+        condition).
+        """
+        return self.function(orbit, params)
+
+    def label(self, name: str) -> str:
+        """An axis label: the meaning (else `name`) and symbol with the unit,
+        e.g. `"flight time $t_F$ [s]"`, `"speed (dimensionless)"`."""
+        text = self.meaning or name
+        if self.symbol:
+            text = f"{text} {self.symbol}"
+        if self.unit is None:
+            return f"{text} (yes/no)"
+        if self.unit == "1":
+            return f"{text} (dimensionless)"
+        return f"{text} [{self.unit}]"
+
+
+def as_quantity(declared) -> Quantity:
+    """A declared quantity as a [`hybrax.Quantity`][] (a plain callable reads as a
+    dimensionless one)."""
+    return declared if isinstance(declared, Quantity) else Quantity(declared)
+
+
+def _cycle_with_observables(orbit, solution):
+    """`orbit` with its cycle's phase observables taken from `solution`, a
+    simulation from the orbit's state (its first phases are the cycle's), where
+    the orbit was found without them (`phase_observables=False`)."""
+    if orbit.cycle.phase_observables or solution is None:
+        return orbit
+    n_phases = len(orbit.phase_durations)
+    observed = {
+        name: values[:n_phases] for name, values in solution.phase_observables.items()
+    }
+    if not observed:
+        return orbit
+    return eqx.tree_at(
+        lambda o: o.cycle.phase_observables,
+        orbit,
+        replace=observed,
+        is_leaf=lambda node: isinstance(node, dict) and not node,
+    )
+
+
 _DEFAULT_SWEEP_FLAG = (
     "starts_past_guard",
     "orbit(s) whose second phase starts past its guard (flagged)",
@@ -159,8 +256,6 @@ class ModelPresentation(eqx.Module):
     - `simulate_figures(trajectory, params, out) -> [paths]`, `orbit_figures(cycle,
       perturbed, perturbed_labels, trajectory, params, out) -> [paths]`: the
       model's own figures instead of those of `figures`.
-    - `orbit_summary(orbit, floquet, solution, params) -> (json_dict, lines)`:
-      the model's quantities of an orbit, for the JSON file and the console.
     - `no_orbit_hint(params) -> str | None`: why no orbit exists at `params`, where
       the model knows (the command then does not look further).
     - `explain(status, mode, transition, params) -> str | None`: what a failed
@@ -211,7 +306,6 @@ class ModelPresentation(eqx.Module):
     )
     simulate_figures: Callable[..., list] | None = eqx.field(static=True, default=None)
     orbit_figures: Callable[..., list] | None = eqx.field(static=True, default=None)
-    orbit_summary: Callable[..., tuple] | None = eqx.field(static=True, default=None)
     no_orbit_hint: Callable[[Any], str | None] | None = eqx.field(
         static=True, default=None
     )
@@ -286,8 +380,9 @@ class ModelBundle(eqx.Module):
       an orbit (`hybrax sweep --guess scan`; default form only).
     - `unknown_names`: names of the section's reduced unknowns $u$ (the grid
       axes of `hybrax basin`; default `u0`, `u1`, ...).
-    - `quantities`: name $\to$ `q(orbit, params)`, differentiable scalar quantities
-      of an orbit (for `tune` and summaries).
+    - `quantities`: name $\to$ [`hybrax.Quantity`][] (or a plain
+      `q(orbit, params)`, dimensionless): the orbit's scalars with their units,
+      which `hybrax orbit` prints and writes, `tune` targets and `sweep` maps.
     - `presentation`: a [`hybrax.ModelPresentation`][]: labels, units, figures,
       the commands' defaults and model-specific summaries (default: generic
       outputs only).
@@ -307,7 +402,7 @@ class ModelBundle(eqx.Module):
     )
     scan_guess: Callable[[Any], Any] | None = eqx.field(static=True, default=None)
     unknown_names: tuple[str, ...] | None = eqx.field(static=True, default=None)
-    quantities: Mapping[str, Callable[[Any, Any], Any]] | None = eqx.field(
+    quantities: Mapping[str, Quantity | Callable[[Any, Any], Any]] | None = eqx.field(
         static=True, default=None
     )
     presentation: ModelPresentation = eqx.field(
@@ -410,14 +505,55 @@ class ModelBundle(eqx.Module):
         paths = plot.save_figures({"orbit.png": orbit}, out)
         return paths + self.simulate_figures(trajectory, params, out, portrait=False)
 
+    def quantity(self, name: str) -> Quantity:
+        """The declared quantity `name` as a [`hybrax.Quantity`][] (`KeyError`
+        where the model declares none of that name)."""
+        return as_quantity((self.quantities or {})[name])
+
+    def orbit_summary(self, orbit, params, solution=None):
+        """The model's quantities of `orbit`, `({name: value}, lines)`: each
+        declared quantity evaluated on the orbit (a float, or a bool for a
+        condition), and its line of the console's summary (name, value with its
+        unit, meaning). Where the orbit was found without phase observables,
+        those of `solution` (a simulation from the orbit's state) stand in for
+        its cycle's; a quantity that reads one missing from both is NaN."""
+        import numpy as np
+
+        orbit = _cycle_with_observables(orbit, solution)
+        values, shown = {}, {}
+        for name in self.quantities or {}:
+            quantity = self.quantity(name)
+            try:
+                value = np.asarray(quantity(orbit, params))
+            except KeyError:  # a phase observable that nothing recorded
+                value = np.asarray(np.nan)
+            if quantity.is_condition:
+                values[name] = bool(value)
+                shown[name] = "yes" if values[name] else "no"
+            else:
+                values[name] = float(value)
+                unit = "" if quantity.unit == "1" else f" {plain_text(quantity.unit)}"
+                shown[name] = f"{values[name]:.10g}{unit}"
+        name_width = max(map(len, shown), default=0)
+        value_width = max(map(len, shown.values()), default=0)
+        lines = [
+            f"  {name:<{name_width}}  {text:<{value_width}}  "
+            f"{plain_text(self.quantity(name).meaning)}".rstrip()
+            for name, text in shown.items()
+        ]
+        return values, lines
+
     def label(self, name: str) -> str:
-        """A figure label for a parameter or state name: the declared one, else
-        the name with the unit of its `parameters` entry ("unit, meaning"), e.g.
-        `"k [N/m]"`, `"mu_U (dimensionless)"` for a dimensionless one (unit
+        """A figure label for a parameter, state or quantity name: the declared
+        one, else a quantity's meaning and unit ([`hybrax.Quantity.label`][]),
+        else the name with the unit of its `parameters` entry ("unit, meaning"),
+        e.g. `"k [N/m]"`, `"mu_U (dimensionless)"` for a dimensionless one (unit
         `"1"`), the name alone for a derived one or a name it does not know."""
         labels = self.presentation.labels
         if name in labels:
             return labels[name]
+        if name in (self.quantities or {}):
+            return self.quantity(name).label(name)
         unit = self.parameters.get(name, "").split(",")[0].strip()
         if unit == "1":
             return f"{name} (dimensionless)"
@@ -475,6 +611,13 @@ def orbit_energy_lost(orbit, params):
     a walker, per step)."""
     del params
     return orbit.T_c[0]
+
+
+def orbit_energy_kept(orbit, params):
+    """$T_a$ of the cycle's first event: the kinetic energy left after its
+    impact."""
+    del params
+    return orbit.T_a[0]
 
 
 def orbit_energy_lost_share(orbit, params):

@@ -166,10 +166,11 @@ FIELDS: dict[str, dict[str, tuple[str, str]]] = {
         ),
         "<summary>": (
             MODEL_UNITS,
-            "The model's own quantities of the orbit, by name (e.g. the compass "
-            "gait's `step_length`, the hopper's `t_flight`), each in its unit as "
-            "the console's summary prints it; `null` without an orbit. Models "
-            "without a summary write none.",
+            "The model's declared quantities of the orbit (`hybrax.Quantity`), "
+            "by name (e.g. the compass gait's `step_length`, the hopper's "
+            "`t_flight`), each in its declared unit as the console's summary "
+            "prints it, a condition as `true`/`false`; `null` without an orbit. "
+            "A model without quantities writes none.",
         ),
         "reduced_jacobian": (
             MODEL_UNITS,

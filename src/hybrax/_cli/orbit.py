@@ -310,16 +310,23 @@ def _orbit_payload(
 
 
 def _model_summary(model, orbit, solution, params):
-    """The model's own quantities of the orbit (NaN where there is no orbit),
+    """The model's declared quantities of the orbit (NaN where there is no orbit),
     JSON-safe, and its lines for the summary: `(values, lines)`."""
-    summary_hook = model.presentation.orbit_summary
-    if summary_hook is None:
-        return {}, []
-    values, lines = summary_hook(orbit, orbit.floquet, solution, params)
+    values, lines = model.orbit_summary(orbit, params, solution)
+    # The period is the summary's own entry (as for a model without quantities).
+    shown = [k for k, name in enumerate(values) if name not in _GENERIC_ENTRIES]
+    names = list(values)
     return {
-        key: value if isinstance(value, bool) else _number(value)
-        for key, value in values.items()
-    }, lines
+        names[k]: values[names[k]]
+        if isinstance(values[names[k]], bool)
+        else _number(values[names[k]])
+        for k in shown
+    }, [lines[k] for k in shown]
+
+
+#: Entries every orbit's summary and JSON have, whichever quantities the model
+#: declares under the same names.
+_GENERIC_ENTRIES = ("period",)
 
 
 def _report_no_orbit(
@@ -456,9 +463,10 @@ def _orbit_values(orbit, state, summary, stability: _Stability) -> dict[str, Any
 
 
 def _print_orbit(problem: _OrbitProblem, orbit, state, sequence, summary_lines):
-    """The summary of a converged orbit: the search, the state on the section and
-    the model's quantities (else the phase durations and the period)."""
+    """The summary of a converged orbit: the search, the state on the section,
+    the phase durations and the period, and the model's quantities."""
     from .._solution import status_name
+    from .._units import plain_text
 
     system = problem.system
     names = ", ".join(problem.model.state_names)
@@ -469,15 +477,17 @@ def _print_orbit(problem: _OrbitProblem, orbit, state, sequence, summary_lines):
     on_section = "[" + ", ".join(f"{v:+.10f}" for v in state) + "]"
     print(f"  state after {first:<11} {on_section}")
     print(f"                          ({names})")
+    time = plain_text(problem.model.presentation.units.time)
+    durations = np.asarray(orbit.phase_durations, dtype=float)
+    for k, duration in enumerate(durations):
+        mode = system.modes[system.sources[sequence[k]]].name
+        label = f"  phase {k + 1} ({mode})"
+        print(f"{label:<25} {duration:.10f} {time}")
+    print(f"  period                  {float(orbit.period):.10f} {time}")
     if summary_lines:
+        print("the model's quantities:")
         for line in summary_lines:
             print(line)
-    else:
-        durations = np.asarray(orbit.phase_durations, dtype=float)
-        for k, duration in enumerate(durations):
-            mode = system.modes[system.sources[sequence[k]]].name
-            print(f"  phase {k + 1} ({mode})".ljust(26) + f"{duration:.10f} s")
-        print(f"  period                  {float(orbit.period):.10f} s")
     print()
 
 

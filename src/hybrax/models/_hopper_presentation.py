@@ -56,48 +56,6 @@ ORBIT_PERTURBATIONS = (
 )
 
 
-def orbit_summary(orbit, floquet, solution, params) -> tuple[dict[str, Any], list]:
-    """The hopper's orbit in the paper's terms: flight and ground times, apex
-    heights (from `solution`, a simulation from the orbit's state; NaN without
-    one), the energy split at touchdown and the ground force right after it."""
-    del floquet
-    durations = np.asarray(orbit.phase_durations, dtype=float)
-    if solution is None:
-        apex_upper = apex_lower = float("nan")
-    else:
-        apex_upper = float(solution.phase_observables["apex_upper"][0])
-        apex_lower = float(solution.phase_observables["apex_lower"][0])
-    T_c, T_a = float(orbit.T_c[0]), float(orbit.T_a[0])
-    # The signed guard is -lambda_g / (m g) (positive inside the ground mode), so
-    # lambda_g < 0 (the ground pushes) reads as a positive guard.
-    guard = float(orbit.guard_at_start[0])
-    ground_force = -guard * float(params.m) * float(params.g)
-    payload = dict(
-        t_flight=float(durations[0]),
-        t_ground=float(durations[1]),
-        apex_upper=apex_upper,
-        apex_lower=apex_lower,
-        T_a=T_a,
-        T_c=T_c,
-        Tc_over_T=T_c / (T_a + T_c),
-        ground_force_after_touchdown=ground_force,
-        pulling_after_touchdown=bool(ground_force > 0),
-    )
-    pushes = "pulls: not admissible" if ground_force > 0 else "pushes"
-    lines = [
-        f"  t_flight                {durations[0]:.10f} s",
-        f"  t_ground                {durations[1]:.10f} s",
-        f"  period                  {float(orbit.period):.10f} s",
-        f"  apex z_U (flight)       {apex_upper:.10f} m",
-        f"  apex z_L (flight)       {apex_lower:.10f} m",
-        f"  T_a (kept at touchdown) {T_a:.6f} J",
-        f"  T_c (lost at touchdown) {T_c:.6f} J",
-        f"  T_c / (T_a + T_c)       {T_c / (T_a + T_c):.10f}",
-        f"  lambda_g after touchdown {ground_force:+.4f} N (the ground {pushes})",
-    ]
-    return payload, lines
-
-
 def no_orbit_hint(params) -> str | None:
     if float(params.d_G) >= 0 and float(params.d_F) >= 0:
         return (
@@ -320,15 +278,6 @@ def _bundle():
             sweep_grids=("mu=0.7:0.95:26", "D_G=-0.07:0:71"),
             labels={
                 "mu": r"$\mu = m_U / m$ (dimensionless)",
-                # Its orbit quantities (`sweep --quantity`, `tune --target`).
-                "period": "period [s]",
-                "t_flight": r"flight time $t_F$ [s]",
-                "t_ground": r"ground time $t_G$ [s]",
-                "apex_upper": r"upper apex $z_U$ [m]",
-                "apex_lower": r"lower apex $z_L$ [m]",
-                "Tc_over_T": r"$T_c / T^-$ at touchdown (dimensionless)",
-                "min_ground_force": "least ground force [N]",
-                "multiplier": r"spectral radius $\max|\nu|$ (dimensionless)",
                 "D_G": r"$D_G = d_G / (2\sqrt{k m})$ (dimensionless)",
                 "D_F": r"$D_F = d_F / (2\sqrt{k m})$ (dimensionless)",
                 "d_G": r"$d_G$ [N s/m]",
@@ -340,7 +289,6 @@ def _bundle():
                 "v_L": r"$\dot z_L$ [m/s]",
             },
             simulate_figures=simulate_figures,
-            orbit_summary=orbit_summary,
             orbit_figures=orbit_figures,
             orbit_perturbations=ORBIT_PERTURBATIONS,
             no_orbit_hint=no_orbit_hint,

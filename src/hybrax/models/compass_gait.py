@@ -42,7 +42,9 @@ import numpy as np
 from .._hybrid import HybridSystem, ImpactRelabel, Mode, Transition
 from .._mechanics import LagrangianModel, point_velocity, symmetric_solve
 from .._model import (
+    Quantity,
     check_form,
+    orbit_energy_kept,
     orbit_energy_lost,
     orbit_energy_lost_share,
     orbit_period,
@@ -386,56 +388,66 @@ def _half_interleg_angle(orbit, params):
     return orbit.u[0]
 
 
+def _step_length(orbit, params):
+    r"""The step along the slope, $2l\sin\alpha$ ($l = a + b$)."""
+    return 2 * (params.a + params.b) * jnp.sin(orbit.u[0])
+
+
 def _speed(orbit, params):
     r"""Average speed along the slope: step length $2l\sin\alpha$ over the period."""
-    return 2 * (params.a + params.b) * jnp.sin(orbit.u[0]) / orbit.period
+    return _step_length(orbit, params) / orbit.period
 
 
-#: Scalar quantities of a gait (differentiable, for `tune`).
+def _potential_released(orbit, params):
+    r"""Potential energy released per step, $(2m + m_H) g\,s \sin\phi$ for a
+    step $s$ down the slope $\phi$ (what heel strike removes on a periodic
+    gait)."""
+    weight = (2 * params.m + params.m_H) * params.g
+    return weight * _step_length(orbit, params) * jnp.sin(params.slope)
+
+
+def _trailing_release(orbit, params):
+    del params
+    return orbit.cycle.observables["trailing_normal_velocity"][0]
+
+
+def _trailing_foot_leaves(orbit, params):
+    return _trailing_release(orbit, params) > 0
+
+
+#: Scalar quantities of a gait with their units: what `hybrax orbit compass-gait`
+#: reports, `tune` targets and `sweep --quantity` maps.
 ORBIT_QUANTITIES = {
-    "period": orbit_period,
-    "alpha": _half_interleg_angle,
-    "speed": _speed,
-    "Tc_over_T": orbit_energy_lost_share,
-    "energy_lost": orbit_energy_lost,
-    "multiplier": orbit_spectral_radius,
+    "period": Quantity(orbit_period, "s", "step period"),
+    "alpha": Quantity(_half_interleg_angle, "rad", "half inter-leg angle"),
+    "step_length": Quantity(_step_length, "m", "step length"),
+    "speed": Quantity(_speed, "m/s", "speed along the slope"),
+    "T_c": Quantity(
+        orbit_energy_lost, "J", "kinetic energy lost at heel strike", r"$T_c$"
+    ),
+    "T_a": Quantity(
+        orbit_energy_kept, "J", "kinetic energy kept at heel strike", r"$T_a$"
+    ),
+    "Tc_over_T": Quantity(
+        orbit_energy_lost_share,
+        "1",
+        "share of kinetic energy lost at heel strike",
+        r"$T_c / T^-$",
+    ),
+    "energy_lost": Quantity(orbit_energy_lost, "J", "energy lost at heel strike"),
+    "potential_released": Quantity(
+        _potential_released, "J", "potential released per step"
+    ),
+    "trailing_normal_velocity": Quantity(
+        _trailing_release, "m/s", "trailing foot's normal velocity after impact"
+    ),
+    "trailing_foot_leaves": Quantity(
+        _trailing_foot_leaves, None, "the trailing foot leaves the ground"
+    ),
+    "multiplier": Quantity(
+        orbit_spectral_radius, "1", "spectral radius", r"$\max|\nu|$"
+    ),
 }
-
-
-def _orbit_summary(orbit, floquet, solution, params):
-    del floquet, solution
-    alpha = float(orbit.u[0])
-    l = float(params.a + params.b)  # noqa: E741
-    step = 2 * l * math.sin(alpha)
-    T_c, T_a = float(orbit.T_c[0]), float(orbit.T_a[0])
-    released = (
-        float((2 * params.m + params.m_H) * params.g)
-        * step
-        * math.sin(float(params.slope))
-    )
-    trailing = float(orbit.cycle.observables["trailing_normal_velocity"][0])
-    values = {
-        "alpha": alpha,
-        "step_length": step,
-        "speed": step / float(orbit.period),
-        "T_c": T_c,
-        "T_a": T_a,
-        "Tc_over_T": T_c / (T_c + T_a),
-        "potential_released": released,
-        "trailing_normal_velocity": trailing,
-        "trailing_foot_leaves": bool(trailing > 0),
-    }
-    lines = [
-        f"  step period             {float(orbit.period):.10f} s",
-        f"  half inter-leg angle    {alpha:.10f} rad",
-        f"  step length             {step:.10f} m",
-        f"  speed                   {step / float(orbit.period):.10f} m/s",
-        f"  T_c (lost at heel strike) {T_c:.6f} J",
-        f"  potential released/step {released:.6f} J",
-        f"  T_c / (T_a + T_c)       {T_c / (T_c + T_a):.10f}",
-        f"  trailing foot normal velocity after impact {trailing:+.4f} m/s",
-    ]
-    return values, lines
 
 
 _LABELS = (
@@ -507,12 +519,6 @@ def _bundle():
             sweep_grids=("slope_deg=1:5:9", "m_H=5:20:7"),
             labels={
                 "slope_deg": r"slope $\phi$ [deg]",
-                # Its orbit quantities (`sweep --quantity`, `tune --target`).
-                "period": "step period [s]",
-                "speed": "speed along the slope [m/s]",
-                "Tc_over_T": r"$T_c / T^-$ at heel strike (dimensionless)",
-                "energy_lost": "energy lost at heel strike [J]",
-                "multiplier": r"spectral radius $\max|\nu|$ (dimensionless)",
                 "m_H": r"$m_H$ [kg]",
                 "mu": r"$\mu = m_H/(m_H + 2m)$ (dimensionless)",
                 "a_ratio": r"$\alpha = a/(a + b)$ (dimensionless)",
@@ -524,7 +530,6 @@ def _bundle():
                 "omega_ns": _LABELS[3],
             },
             figures=FigureSpec(_LABELS, energies, portrait=(0, 2)),
-            orbit_summary=_orbit_summary,
             orbit_perturbations=((2, 0.05, r"$\dot\theta_s + 0.05$ rad/s"),),
             stick_figure=_stick_figure,
             frame_shift=_frame_shift,

@@ -34,7 +34,10 @@ from .._hybrid import (
 from .._mechanics import AbstractLagrangianModel
 from .._misc import array_module
 from .._model import (
+    Quantity,
     check_form,
+    orbit_energy_kept,
+    orbit_energy_lost,
     orbit_energy_lost_share,
     orbit_period,
     orbit_spectral_radius,
@@ -560,18 +563,48 @@ def _min_ground_force(orbit, params):
     return orbit.cycle.phase_observables["min_ground_force"][1]
 
 
-#: Scalar quantities of a hopper orbit (found with `section` and phase
-#: observables on), as differentiable functions `q(orbit, params)`: for tuning
-#: objectives and constraints.
+def _ground_force_after_touchdown(orbit, params):
+    r"""The ground's force right after touchdown, positive where it would have to
+    pull: the ground mode's signed guard is $-\lambda_g / (m g)$ (positive inside
+    the mode), so the force is minus the guard times $m g$."""
+    return -orbit.guard_at_start[0] * params.m * params.g
+
+
+def _pulling_after_touchdown(orbit, params):
+    return _ground_force_after_touchdown(orbit, params) > 0
+
+
+#: Scalar quantities of a hopper orbit with their units (phase observables from
+#: the orbit's cycle): what `hybrax orbit hopper` reports, `tune` targets and
+#: `sweep --quantity` maps.
 ORBIT_QUANTITIES = {
-    "period": orbit_period,
-    "t_flight": _t_flight,
-    "t_ground": _t_ground,
-    "apex_upper": _apex_upper,
-    "apex_lower": _apex_lower,
-    "Tc_over_T": orbit_energy_lost_share,
-    "multiplier": orbit_spectral_radius,
-    "min_ground_force": _min_ground_force,
+    "period": Quantity(orbit_period, "s", "period"),
+    "t_flight": Quantity(_t_flight, "s", "flight time", r"$t_F$"),
+    "t_ground": Quantity(_t_ground, "s", "ground time", r"$t_G$"),
+    "apex_upper": Quantity(_apex_upper, "m", "upper apex in flight", r"$z_U$"),
+    "apex_lower": Quantity(_apex_lower, "m", "lower apex in flight", r"$z_L$"),
+    "T_a": Quantity(
+        orbit_energy_kept, "J", "kinetic energy kept at touchdown", r"$T_a$"
+    ),
+    "T_c": Quantity(
+        orbit_energy_lost, "J", "kinetic energy lost at touchdown", r"$T_c$"
+    ),
+    "Tc_over_T": Quantity(
+        orbit_energy_lost_share,
+        "1",
+        "share of kinetic energy lost at touchdown",
+        r"$T_c / T^-$",
+    ),
+    "ground_force_after_touchdown": Quantity(
+        _ground_force_after_touchdown, "N", "ground force after touchdown (+: pulls)"
+    ),
+    "pulling_after_touchdown": Quantity(
+        _pulling_after_touchdown, None, "the ground pulls after touchdown"
+    ),
+    "min_ground_force": Quantity(_min_ground_force, "N", "least ground force"),
+    "multiplier": Quantity(
+        orbit_spectral_radius, "1", "spectral radius", r"$\max|\nu|$"
+    ),
 }
 
 

@@ -19,7 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._hybrid import AbstractReset, HybridSystem, Mode, Transition
-from .._model import check_form, orbit_period, orbit_spectral_radius
+from .._model import Quantity, check_form, orbit_period, orbit_spectral_radius
 from .._params import (
     POSITIVE,
     AbstractParams,
@@ -219,9 +219,13 @@ def _bundle():
         forms={"minimal": ModelForm(lambda: rimless_wheel()[0], section)},
         orbit_guess=lambda params: jnp.array([1.5]),
         quantities={
-            "speed": _speed,
-            "multiplier": orbit_spectral_radius,
-            "period": orbit_period,
+            "speed": Quantity(
+                _speed, "rad/s", "rate after heel strike", r"$\dot\theta^+$"
+            ),
+            "multiplier": Quantity(
+                orbit_spectral_radius, "1", "spectral radius", r"$\max|\nu|$"
+            ),
+            "period": Quantity(orbit_period, "s", "step period"),
         },
         presentation=ModelPresentation(
             continuation=ContinuationDefaults(
@@ -230,10 +234,6 @@ def _bundle():
             sweep_grids=("gamma=0.02:0.2:10", "alpha=0.2:0.6:9"),
             labels={
                 "theta": r"$\theta$ [rad]",
-                # Its orbit quantities (`sweep --quantity`, `tune --target`).
-                "period": "step period [s]",
-                "speed": r"$\dot\theta^+$ after heel strike [rad/s]",
-                "multiplier": r"spectral radius $\max|\nu|$ (dimensionless)",
                 "omega": r"$\dot\theta$ [rad/s]",
                 # The section's unknown (`u0` in `hybrax basin --grid`).
                 "u0": r"$\dot\theta^+$ after heel strike [rad/s]",

@@ -65,7 +65,14 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._hybrid import AbstractReset, HybridSystem, Mode, Transition
-from .._model import check_form, orbit_period, orbit_spectral_radius
+from .._model import (
+    Quantity,
+    check_form,
+    orbit_energy_kept,
+    orbit_energy_lost,
+    orbit_period,
+    orbit_spectral_radius,
+)
 from .._params import AbstractParams, between, parameter_field, parameter_table
 from .._periodic import PoincareSection
 from ._walking import fall
@@ -247,45 +254,53 @@ def _speed(orbit, params):
     return _step_length(orbit, params) / orbit.period
 
 
-#: Scalar quantities of a gait (differentiable, for `tune`).
+def _stance_rate(orbit, params):
+    del params
+    return orbit.u[1]
+
+
+def _swing_rate(orbit, params):
+    r"""The swing leg's rate after heel strike, $\dot\phi^+ = (1 -
+    \cos 2\theta)\,\dot\theta^+$ (the impact map of Garcia et al. 1998)."""
+    del params
+    return (1 - jnp.cos(2 * orbit.u[0])) * orbit.u[1]
+
+
+def _potential_released(orbit, params):
+    r"""Potential energy released per step, $2\sin\theta^*\sin\gamma$ in $M g l$
+    (what heel strike removes on a periodic gait)."""
+    return 2 * jnp.sin(orbit.u[0]) * jnp.sin(params.slope)
+
+
+# The model's units: lengths in l, times in sqrt(l/g), energies in M g l.
+_TIME, _ENERGY = r"$\sqrt{l/g}$", "$M g l$"
+
+#: Scalar quantities of a gait with their units: what `hybrax orbit
+#: simplest-walker` reports, `tune` targets and `sweep --quantity` maps.
 ORBIT_QUANTITIES = {
-    "period": orbit_period,
-    "theta": _stance_angle,
-    "step_length": _step_length,
-    "speed": _speed,
-    "multiplier": orbit_spectral_radius,
+    "period": Quantity(orbit_period, _TIME, "step period"),
+    "theta": Quantity(_stance_angle, "rad", "stance angle", r"$\theta^*$"),
+    "theta_dot": Quantity(
+        _stance_rate, r"rad/$\sqrt{l/g}$", "stance rate after impact", r"$\dot\theta^+$"
+    ),
+    "phi_dot": Quantity(
+        _swing_rate, r"rad/$\sqrt{l/g}$", "swing rate after impact", r"$\dot\phi^+$"
+    ),
+    "step_length": Quantity(_step_length, "$l$", "step length"),
+    "speed": Quantity(_speed, r"$\sqrt{g l}$", "speed along the slope"),
+    "T_c": Quantity(
+        orbit_energy_lost, _ENERGY, "kinetic energy lost at heel strike", r"$T_c$"
+    ),
+    "T_a": Quantity(
+        orbit_energy_kept, _ENERGY, "kinetic energy kept at heel strike", r"$T_a$"
+    ),
+    "potential_released": Quantity(
+        _potential_released, _ENERGY, "potential released per step"
+    ),
+    "multiplier": Quantity(
+        orbit_spectral_radius, "1", "spectral radius", r"$\max|\nu|$"
+    ),
 }
-
-
-def _orbit_summary(orbit, floquet, solution, params):
-    del floquet, solution
-    theta, theta_dot = float(orbit.u[0]), float(orbit.u[1])
-    slope = float(params.slope)
-    phi_dot = (1 - math.cos(2 * theta)) * theta_dot
-    step = 2 * math.sin(theta)
-    T_c, T_a = float(orbit.T_c[0]), float(orbit.T_a[0])
-    released = 2 * math.sin(theta) * math.sin(slope)
-    values = {
-        "theta": theta,
-        "theta_dot": theta_dot,
-        "phi_dot": phi_dot,
-        "step_length": step,
-        "speed": step / float(orbit.period),
-        "T_c": T_c,
-        "T_a": T_a,
-        "potential_released": released,
-    }
-    lines = [
-        f"  step period             {float(orbit.period):.10f} sqrt(l/g)",
-        f"  stance angle theta      {theta:.10f} rad",
-        f"  theta_dot after impact  {theta_dot:.10f} rad/sqrt(l/g)",
-        f"  phi_dot after impact    {phi_dot:.10f} rad/sqrt(l/g)",
-        f"  step length             {step:.10f} l",
-        f"  speed                   {step / float(orbit.period):.10f} sqrt(g l)",
-        f"  T_c (lost at heel strike) {T_c:.10e} M g l",
-        f"  potential released/step {released:.10e} M g l",
-    ]
-    return values, lines
 
 
 # Time is in sqrt(l/g) (the time axis's unit), so the rates are in radians per
@@ -376,11 +391,6 @@ def _bundle():
             basin_grids=("theta=0.1:0.3:100", "theta_dot=-0.35:-0.05:100"),
             labels={
                 "slope": r"slope $\gamma$ [rad]",
-                # Its orbit quantities, in the model's units ($l$, $\sqrt{l/g}$).
-                "period": r"step period [$\sqrt{l/g}$]",
-                "step_length": "step length [$l$]",
-                "speed": r"speed along the slope [$\sqrt{g l}$]",
-                "multiplier": r"spectral radius $\max|\nu|$ (dimensionless)",
                 "theta": _LABELS[0],
                 "phi": _LABELS[1],
                 "theta_dot": _LABELS[2],
@@ -393,7 +403,6 @@ def _bundle():
                 # Dimensionless: time in sqrt(l/g), lengths in l, energy in M g l.
                 units=Units(time=r"$\sqrt{l/g}$", length="$l$", energy="$M g l$"),
             ),
-            orbit_summary=_orbit_summary,
             orbit_perturbations=((2, -0.01, r"$\dot\theta - 0.01$"),),
             stick_figure=_stick_figure,
             frame_shift=_frame_shift,

@@ -8,6 +8,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..._model import (
+    Quantity,
+    orbit_energy_kept,
     orbit_energy_lost,
     orbit_energy_lost_share,
     orbit_period,
@@ -19,7 +21,6 @@ from ..._params import (
 )
 from .dynamics import Biped5Params, _pinned, points
 from .forms import (
-    _RATES,
     _leg_length,
     _swing_foot,
     biped5,
@@ -106,58 +107,53 @@ def _positive_work(orbit, params):
     return orbit.cycle.phase_observables["positive_work"][0]
 
 
-#: Scalar quantities of a gait (differentiable, for `tune`).
+def _trailing_vertical_velocity(orbit, params):
+    del params
+    return orbit.cycle.observables["trailing_vertical_velocity"][0]
+
+
+def _trailing_foot_leaves(orbit, params):
+    return _trailing_vertical_velocity(orbit, params) > 0
+
+
+#: Scalar quantities of a gait with their units: what `hybrax orbit biped5`
+#: reports, `tune` targets and `sweep --quantity` maps (the torques' integrals
+#: from the cycle's phase observables).
 ORBIT_QUANTITIES = {
-    "period": orbit_period,
-    "step_length": _step_length,
-    "speed": _speed,
-    "energy_lost": orbit_energy_lost,
-    "Tc_over_T": orbit_energy_lost_share,
-    "cost_of_transport": _cost_of_transport,
-    "effort": _effort,
-    "work": _work,
-    "positive_work": _positive_work,
-    "multiplier": orbit_spectral_radius,
+    "period": Quantity(orbit_period, "s", "step period"),
+    "step_length": Quantity(_step_length, "m", "step length"),
+    "speed": Quantity(_speed, "m/s", "walking speed"),
+    "T_c": Quantity(
+        orbit_energy_lost, "J", "kinetic energy lost at heel strike", r"$T_c$"
+    ),
+    "T_a": Quantity(
+        orbit_energy_kept, "J", "kinetic energy kept at heel strike", r"$T_a$"
+    ),
+    "energy_lost": Quantity(orbit_energy_lost, "J", "energy lost at heel strike"),
+    "Tc_over_T": Quantity(
+        orbit_energy_lost_share,
+        "1",
+        "share of kinetic energy lost at heel strike",
+        r"$T_c / T^-$",
+    ),
+    "trailing_vertical_velocity": Quantity(
+        _trailing_vertical_velocity,
+        "m/s",
+        "trailing foot's vertical velocity after impact",
+    ),
+    "trailing_foot_leaves": Quantity(
+        _trailing_foot_leaves, None, "the trailing foot leaves the ground"
+    ),
+    "cost_of_transport": Quantity(_cost_of_transport, "1", "cost of transport"),
+    "effort": Quantity(
+        _effort, "N$^2$ m$^2$ s", "torques' effort", r"$\int\sum\tau_j^2 dt$"
+    ),
+    "work": Quantity(_work, "J", "net work of the torques"),
+    "positive_work": Quantity(_positive_work, "J", "positive work of the torques"),
+    "multiplier": Quantity(
+        orbit_spectral_radius, "1", "spectral radius", r"$\max|\nu|$"
+    ),
 }
-
-
-def _orbit_summary(orbit, floquet, solution, params):
-    del floquet
-    # The step's integrals come with the simulation of the orbit's periods (the
-    # orbit search skips phase observables); NaN without it.
-    integrals = {
-        name: float("nan")
-        if solution is None
-        else float(solution.phase_observables[name][0])
-        for name in _RATES
-    }
-    step = float(step_length(orbit.state, params))
-    period = float(orbit.period)
-    T_c, T_a = float(orbit.T_c[0]), float(orbit.T_a[0])
-    trailing = float(orbit.cycle.observables["trailing_vertical_velocity"][0])
-    values = {
-        "step_length": step,
-        "speed": step / period,
-        "T_c": T_c,
-        "T_a": T_a,
-        "Tc_over_T": T_c / (T_c + T_a),
-        "trailing_vertical_velocity": trailing,
-        "trailing_foot_leaves": bool(trailing > 0),
-        **integrals,
-    }
-    lines = [
-        f"  step period             {period:.10f} s",
-        f"  step length             {step:.10f} m",
-        f"  speed                   {step / period:.10f} m/s",
-        f"  T_c (lost at heel strike) {T_c:.6f} J (the joint torques' net work)",
-        f"  T_c / (T_a + T_c)       {T_c / (T_c + T_a):.10f}",
-        f"  trailing foot vertical velocity after impact {trailing:+.4f} m/s",
-        f"  torques' work per step  {integrals['work']:.6f} J (positive work "
-        f"{integrals['positive_work']:.6f} J)",
-        f"  torques' effort         {integrals['effort']:.6f} N^2 m^2 s "
-        "(integral of the squared torques over a step)",
-    ]
-    return values, lines
 
 
 FIELD_NAMES = field_names(Biped5Params)
@@ -301,23 +297,11 @@ def _bundle():
             sweep_grids=("hip_swing_ref=0.5:0.65:4", "kp_hip=350:500:4"),
             labels={
                 **dict(zip(names, _LABELS)),
-                # Its orbit quantities (`sweep --quantity`, `tune --target`).
-                "period": "step period [s]",
-                "step_length": "step length [m]",
-                "speed": "walking speed [m/s]",
-                "energy_lost": "energy lost at heel strike [J]",
-                "Tc_over_T": r"$T_c / T^-$ at heel strike (dimensionless)",
-                "cost_of_transport": "cost of transport (dimensionless)",
-                "effort": r"effort $\int\sum\tau_j^2 dt$ [N$^2$ m$^2$ s]",
-                "work": "net work of the torques [J]",
-                "positive_work": "positive work of the torques [J]",
-                "multiplier": r"spectral radius $\max|\nu|$ (dimensionless)",
                 # The section's unknowns (`u0`, ... in `hybrax basin --grid`):
                 # theta_1..theta_4 and the five rates.
                 **{f"u{k}": label for k, label in enumerate(_SECTION_LABELS)},
             },
             figures=FigureSpec(_LABELS, energies, portrait=(2, 7)),
-            orbit_summary=_orbit_summary,
             orbit_perturbations=((7, 0.1, r"$\dot\theta_3 + 0.1$ rad/s"),),
             stick_figure=_stick_figure,
             frame_shift=_frame_shift,
