@@ -10,6 +10,8 @@ extremum of $D(v)$ (each $D(v)$ by `brentq` on the closed form), independently o
 hybrax.
 """
 
+import contextlib
+import io
 import json
 import math
 
@@ -456,31 +458,34 @@ def cli_run(tmp_path_factory):
     """`hybrax continue hopper` over the `branch` fixture's range and settings:
     its corrector is the module's one compilation."""
     out = tmp_path_factory.mktemp("continue")
-    code = main(
-        [
-            "continue",
-            "hopper",
-            "--param",
-            "D_G",
-            "--set",
-            "mu=0.8",
-            "--start=-0.005",
-            "--stop=-0.04",
-            "--max-step",
-            "0.1",
-            "--tol",
-            str(TOL),
-            "--out",
-            str(out),
-            "--json",
-            str(out / "branch.json"),
-        ]
-    )
-    return code, out, json.loads((out / "branch.json").read_text())
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        code = main(
+            [
+                "continue",
+                "hopper",
+                "--param",
+                "D_G",
+                "--set",
+                "mu=0.8",
+                "--start=-0.005",
+                "--stop=-0.04",
+                "--max-step",
+                "0.1",
+                "--tol",
+                str(TOL),
+                "--out",
+                str(out),
+                "--json",
+                str(out / "branch.json"),
+            ]
+        )
+    payload = json.loads((out / "branch.json").read_text())
+    return code, out, payload, printed.getvalue()
 
 
 def test_cli_writes_branch_and_figures(cli_run, branch):
-    code, out, payload = cli_run
+    code, out, payload, printed = cli_run
     assert code == 0
     assert payload["status"] == "reached_bound" and payload["parameter"] == "D_G"
     points = payload["branch"]
@@ -497,6 +502,9 @@ def test_cli_writes_branch_and_figures(cli_run, branch):
     assert [points[i]["pulling_after_touchdown"] for i in clear] == (
         branch.guard_at_start[clear, 0] < 0
     ).tolist()
+    # The summary counts the points of the hopper's declared condition.
+    pulling = sum(point["pulling_after_touchdown"] for point in points)
+    assert f"; {pulling} where the ground pulls after touchdown" in printed
     folds = payload["folds"]
     np.testing.assert_allclose(
         [[f["D_G"], f["t_flight"]] for f in folds],
@@ -528,7 +536,7 @@ def test_cli_says_how_the_run_ended_last(cli_run, tmp_path, capsys):
     up `--max-points` says so on its last line and top-level, with how far it
     got, and each point's progress line says the measured pace and the time
     the rest of the budget would take (the same corrector: no compilation)."""
-    _, _, payload = cli_run
+    _, _, payload, _ = cli_run
     assert payload["status"] == payload["branch_status"] == "reached_bound"
     assert payload["ended_in"] == "branch"
     assert payload["end"] == (

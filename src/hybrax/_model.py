@@ -269,8 +269,8 @@ class ModelPresentation(eqx.Module):
       -240.1 N"` (default, or `None`: the generic words with the value).
     - `continuation_summary(system, form, branch, params, parameter, t_max) ->
       {column: values}`: the branch's columns (default: period and leading
-      multiplier); `continuation_flags(summary) -> (words, mask) | None`: points
-      to count as flagged; `continuation_limits(branch, summary, params,
+      multiplier; a column named as a declared condition is counted where it
+      holds); `continuation_limits(branch, summary, params,
       parameter) -> {name: value}`: limits located on the branch;
       `continuation_figures(branch, summary, params, parameter, out) -> [paths]`:
       the branch's figures instead of the generic ones.
@@ -316,7 +316,6 @@ class ModelPresentation(eqx.Module):
     continuation_summary: Callable[..., Mapping] | None = eqx.field(
         static=True, default=None
     )
-    continuation_flags: Callable[..., Any] | None = eqx.field(static=True, default=None)
     continuation_limits: Callable[..., Mapping] | None = eqx.field(
         static=True, default=None
     )

@@ -442,10 +442,13 @@ def _print_branch_counts(model, branch, summary, elapsed: float) -> None:
     )
     n_stable = int(np.sum(branch.stable))
     line = f"  {n_stable} stable, {branch.n_points - n_stable} unstable"
-    flags = model.presentation.continuation_flags
-    if flags is not None:
-        words, flagged = flags(summary)
-        line += f"; {int(np.sum(flagged))} {words}"
+    # How many points meet each declared condition that the branch's columns
+    # carry (a quantity with `unit=None`, e.g. the hopper's ground pulling).
+    for name in model.quantities or {}:
+        quantity = model.quantity(name)
+        if quantity.is_condition and name in summary:
+            count = int(np.sum(np.asarray(summary[name], dtype=bool)))
+            line += f"; {count} where {quantity.meaning or name}"
     print(line)
     print()
 

@@ -143,13 +143,6 @@ def continuation_summary(system, form, branch, params, parameter, t_max):
     }
 
 
-def continuation_flags(summary) -> tuple[str, np.ndarray] | None:
-    """Points to flag: where the ground would have to pull after touchdown."""
-    return "with the ground pulling right after touchdown", np.asarray(
-        summary["pulling_after_touchdown"]
-    )
-
-
 def continuation_limits(branch, summary, params, parameter) -> dict[str, Any]:
     """The limits the paper states: as D_G -> 0-, t_G -> 2 pi sqrt(m_U / k) and the
     multiplier -> 1; T_a / T -> mu as D_G decreases (read at the branch's ends)."""
@@ -301,7 +294,6 @@ def _bundle():
                 "ground pulls after touchdown",
             ),
             continuation_summary=continuation_summary,
-            continuation_flags=continuation_flags,
             continuation_limits=continuation_limits,
             continuation_figures=continuation_figures,
         ),
