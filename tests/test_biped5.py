@@ -558,7 +558,12 @@ def test_orbit_is_the_settled_walk(orbit):
             phase_observables={
                 name: jnp.asarray([data[name]])
                 for name in ("effort", "work", "positive_work")
-            }
+            },
+            observables={
+                "trailing_vertical_velocity": jnp.asarray(
+                    [data["trailing_vertical_velocity"]]
+                )
+            },
         ),
     )
     expected = {
@@ -566,7 +571,11 @@ def test_orbit_is_the_settled_walk(orbit):
         "step_length": step,
         "speed": step / data["period"],
         "energy_lost": data["T_c"],
+        "T_c": data["T_c"],
+        "T_a": data["T_a"],
         "Tc_over_T": data["Tc_over_T"],
+        "trailing_vertical_velocity": data["trailing_vertical_velocity"],
+        "trailing_foot_leaves": True,
         "multiplier": abs(complex(*data["multipliers_saltation"][0])),
         # T_c / (M g d), the total mass summed from the seed's segments.
         "cost_of_transport": data["T_c"]
