@@ -314,14 +314,16 @@ def _model_summary(model, orbit, solution, params):
     JSON-safe, and its lines for the summary: `(values, lines)`."""
     values, lines = model.orbit_summary(orbit, params, solution)
     # The period is the summary's own entry (as for a model without quantities).
-    shown = [k for k, name in enumerate(values) if name not in _GENERIC_ENTRIES]
-    names = list(values)
-    return {
-        names[k]: values[names[k]]
-        if isinstance(values[names[k]], bool)
-        else _number(values[names[k]])
-        for k in shown
-    }, [lines[k] for k in shown]
+    kept = [
+        (name, line)
+        for name, line in zip(values, lines, strict=True)
+        if name not in _GENERIC_ENTRIES
+    ]
+    json_values = {}
+    for name, _ in kept:
+        value = values[name]
+        json_values[name] = value if isinstance(value, bool) else _number(value)
+    return json_values, [line for _, line in kept]
 
 
 #: Entries every orbit's summary and JSON have, whichever quantities the model
