@@ -6,8 +6,9 @@ systems per formulation with their Poincaré sections, how to build and check it
 parameters (with derived ones such as the hopper's $D_G$), its state names, an
 orbit guess, its orbit quantities; and, in its [`hybrax.ModelPresentation`][], how
 the commands show it (labels, units, figures, defaults, model-specific summaries).
-A new model is one file in `hybrax/models/` that defines its bundle and one line
-in `hybrax.models.REGISTRY`, or a package's entry point (`hybrax.models`).
+A model of your own reaches the command line through one entry point of its
+package in the `hybrax.models` group (how-to "Add a model to the command line"),
+with no change to hybrax.
 """
 
 from collections.abc import Callable, Mapping
@@ -617,6 +618,64 @@ def orbit_energy_kept(orbit, params):
     impact."""
     del params
     return orbit.T_a[0]
+
+
+def impact_quantities(at: str, energy_unit: str = "J") -> dict[str, Quantity]:
+    """The energy split of the cycle's first impact as declared quantities:
+    `T_c` (the kinetic energy it removes), `T_a` (what it leaves) and
+    `Tc_over_T` ($T_c / (T_c + T_a)$), described as at `at` (e.g. "heel
+    strike"), energies in `energy_unit`."""
+    return {
+        "T_c": Quantity(
+            orbit_energy_lost, energy_unit, f"kinetic energy lost at {at}", r"$T_c$"
+        ),
+        "T_a": Quantity(
+            orbit_energy_kept, energy_unit, f"kinetic energy kept at {at}", r"$T_a$"
+        ),
+        "Tc_over_T": Quantity(
+            orbit_energy_lost_share,
+            "1",
+            f"share of kinetic energy lost at {at}",
+            r"$T_c / T^-$",
+        ),
+    }
+
+
+class _EventObservable(eqx.Module):
+    """The cycle's event observable `name` at its first event (a declared
+    transition observable, e.g. a release velocity)."""
+
+    name: str = eqx.field(static=True)
+
+    def __call__(self, orbit, params):
+        del params
+        return orbit.cycle.observables[self.name][0]
+
+
+class _Positive(eqx.Module):
+    """Whether a quantity is positive: a condition."""
+
+    quantity: Callable[[Any, Any], Any] = eqx.field(static=True)
+
+    def __call__(self, orbit, params):
+        return self.quantity(orbit, params) > 0
+
+
+#: The largest nontrivial |multiplier| of an orbit, as a declared quantity.
+SPECTRAL_RADIUS = Quantity(
+    orbit_spectral_radius, "1", "spectral radius", r"$\max|\nu|$"
+)
+
+
+def release_quantities(
+    name: str, meaning: str, leaves: str, leaves_meaning: str, unit: str = "m/s"
+) -> dict[str, Quantity]:
+    """A released contact's velocity after the cycle's first impact (the event
+    observable `name` that the impact's `release` declares, described by
+    `meaning`), and the condition `leaves` that it is positive (the contact
+    leaves; described by `leaves_meaning`)."""
+    velocity = Quantity(_EventObservable(name), unit, meaning)
+    return {name: velocity, leaves: Quantity(_Positive(velocity), None, leaves_meaning)}
 
 
 def orbit_energy_lost_share(orbit, params):

@@ -42,13 +42,13 @@ import numpy as np
 from .._hybrid import HybridSystem, ImpactRelabel, Mode, Transition
 from .._mechanics import LagrangianModel, point_velocity, symmetric_solve
 from .._model import (
+    SPECTRAL_RADIUS,
     Quantity,
     check_form,
-    orbit_energy_kept,
+    impact_quantities,
     orbit_energy_lost,
-    orbit_energy_lost_share,
     orbit_period,
-    orbit_spectral_radius,
+    release_quantities,
 )
 from .._params import (
     NONNEGATIVE,
@@ -406,15 +406,6 @@ def _potential_released(orbit, params):
     return weight * _step_length(orbit, params) * jnp.sin(params.slope)
 
 
-def _trailing_release(orbit, params):
-    del params
-    return orbit.cycle.observables["trailing_normal_velocity"][0]
-
-
-def _trailing_foot_leaves(orbit, params):
-    return _trailing_release(orbit, params) > 0
-
-
 #: Scalar quantities of a gait with their units: what `hybrax orbit compass-gait`
 #: reports, `tune` targets and `sweep --quantity` maps.
 ORBIT_QUANTITIES = {
@@ -422,31 +413,18 @@ ORBIT_QUANTITIES = {
     "alpha": Quantity(_half_interleg_angle, "rad", "half inter-leg angle"),
     "step_length": Quantity(_step_length, "m", "step length"),
     "speed": Quantity(_speed, "m/s", "speed along the slope"),
-    "T_c": Quantity(
-        orbit_energy_lost, "J", "kinetic energy lost at heel strike", r"$T_c$"
-    ),
-    "T_a": Quantity(
-        orbit_energy_kept, "J", "kinetic energy kept at heel strike", r"$T_a$"
-    ),
-    "Tc_over_T": Quantity(
-        orbit_energy_lost_share,
-        "1",
-        "share of kinetic energy lost at heel strike",
-        r"$T_c / T^-$",
-    ),
+    **impact_quantities("heel strike"),
     "energy_lost": Quantity(orbit_energy_lost, "J", "energy lost at heel strike"),
     "potential_released": Quantity(
         _potential_released, "J", "potential released per step"
     ),
-    "trailing_normal_velocity": Quantity(
-        _trailing_release, "m/s", "trailing foot's normal velocity after impact"
+    **release_quantities(
+        "trailing_normal_velocity",
+        "trailing foot's normal velocity after impact",
+        "trailing_foot_leaves",
+        "the trailing foot leaves the ground",
     ),
-    "trailing_foot_leaves": Quantity(
-        _trailing_foot_leaves, None, "the trailing foot leaves the ground"
-    ),
-    "multiplier": Quantity(
-        orbit_spectral_radius, "1", "spectral radius", r"$\max|\nu|$"
-    ),
+    "multiplier": SPECTRAL_RADIUS,
 }
 
 

@@ -34,13 +34,11 @@ from .._hybrid import (
 from .._mechanics import AbstractLagrangianModel
 from .._misc import array_module
 from .._model import (
+    SPECTRAL_RADIUS,
     Quantity,
     check_form,
-    orbit_energy_kept,
-    orbit_energy_lost,
-    orbit_energy_lost_share,
+    impact_quantities,
     orbit_period,
-    orbit_spectral_radius,
 )
 from .._params import (
     FRACTION,
@@ -583,18 +581,7 @@ ORBIT_QUANTITIES = {
     "t_ground": Quantity(_t_ground, "s", "ground time", r"$t_G$"),
     "apex_upper": Quantity(_apex_upper, "m", "upper apex in flight", r"$z_U$"),
     "apex_lower": Quantity(_apex_lower, "m", "lower apex in flight", r"$z_L$"),
-    "T_a": Quantity(
-        orbit_energy_kept, "J", "kinetic energy kept at touchdown", r"$T_a$"
-    ),
-    "T_c": Quantity(
-        orbit_energy_lost, "J", "kinetic energy lost at touchdown", r"$T_c$"
-    ),
-    "Tc_over_T": Quantity(
-        orbit_energy_lost_share,
-        "1",
-        "share of kinetic energy lost at touchdown",
-        r"$T_c / T^-$",
-    ),
+    **impact_quantities("touchdown"),
     "ground_force_after_touchdown": Quantity(
         _ground_force_after_touchdown, "N", "ground force after touchdown (+: pulls)"
     ),
@@ -602,9 +589,7 @@ ORBIT_QUANTITIES = {
         _pulling_after_touchdown, None, "the ground pulls after touchdown"
     ),
     "min_ground_force": Quantity(_min_ground_force, "N", "least ground force"),
-    "multiplier": Quantity(
-        orbit_spectral_radius, "1", "spectral radius", r"$\max|\nu|$"
-    ),
+    "multiplier": SPECTRAL_RADIUS,
 }
 
 

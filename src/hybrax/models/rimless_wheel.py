@@ -19,7 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._hybrid import AbstractReset, HybridSystem, Mode, Transition
-from .._model import Quantity, check_form, orbit_period, orbit_spectral_radius
+from .._model import SPECTRAL_RADIUS, Quantity, check_form, orbit_period
 from .._params import (
     POSITIVE,
     AbstractParams,
@@ -222,9 +222,7 @@ def _bundle():
             "speed": Quantity(
                 _speed, "rad/s", "rate after heel strike", r"$\dot\theta^+$"
             ),
-            "multiplier": Quantity(
-                orbit_spectral_radius, "1", "spectral radius", r"$\max|\nu|$"
-            ),
+            "multiplier": SPECTRAL_RADIUS,
             "period": Quantity(orbit_period, "s", "step period"),
         },
         presentation=ModelPresentation(

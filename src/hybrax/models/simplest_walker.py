@@ -66,12 +66,11 @@ import numpy as np
 
 from .._hybrid import AbstractReset, HybridSystem, Mode, Transition
 from .._model import (
+    SPECTRAL_RADIUS,
     Quantity,
     check_form,
-    orbit_energy_kept,
-    orbit_energy_lost,
+    impact_quantities,
     orbit_period,
-    orbit_spectral_radius,
 )
 from .._params import AbstractParams, between, parameter_field, parameter_table
 from .._periodic import PoincareSection
@@ -288,18 +287,11 @@ ORBIT_QUANTITIES = {
     ),
     "step_length": Quantity(_step_length, "$l$", "step length"),
     "speed": Quantity(_speed, r"$\sqrt{g l}$", "speed along the slope"),
-    "T_c": Quantity(
-        orbit_energy_lost, _ENERGY, "kinetic energy lost at heel strike", r"$T_c$"
-    ),
-    "T_a": Quantity(
-        orbit_energy_kept, _ENERGY, "kinetic energy kept at heel strike", r"$T_a$"
-    ),
+    **impact_quantities("heel strike", _ENERGY),
     "potential_released": Quantity(
         _potential_released, _ENERGY, "potential released per step"
     ),
-    "multiplier": Quantity(
-        orbit_spectral_radius, "1", "spectral radius", r"$\max|\nu|$"
-    ),
+    "multiplier": SPECTRAL_RADIUS,
 }
 
 

@@ -8,12 +8,12 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..._model import (
+    SPECTRAL_RADIUS,
     Quantity,
-    orbit_energy_kept,
+    impact_quantities,
     orbit_energy_lost,
-    orbit_energy_lost_share,
     orbit_period,
-    orbit_spectral_radius,
+    release_quantities,
 )
 from ..._params import (
     field_names,
@@ -107,15 +107,6 @@ def _positive_work(orbit, params):
     return orbit.cycle.phase_observables["positive_work"][0]
 
 
-def _trailing_vertical_velocity(orbit, params):
-    del params
-    return orbit.cycle.observables["trailing_vertical_velocity"][0]
-
-
-def _trailing_foot_leaves(orbit, params):
-    return _trailing_vertical_velocity(orbit, params) > 0
-
-
 #: Scalar quantities of a gait with their units: what `hybrax orbit biped5`
 #: reports, `tune` targets and `sweep --quantity` maps (the torques' integrals
 #: from the cycle's phase observables).
@@ -123,26 +114,13 @@ ORBIT_QUANTITIES = {
     "period": Quantity(orbit_period, "s", "step period"),
     "step_length": Quantity(_step_length, "m", "step length"),
     "speed": Quantity(_speed, "m/s", "walking speed"),
-    "T_c": Quantity(
-        orbit_energy_lost, "J", "kinetic energy lost at heel strike", r"$T_c$"
-    ),
-    "T_a": Quantity(
-        orbit_energy_kept, "J", "kinetic energy kept at heel strike", r"$T_a$"
-    ),
     "energy_lost": Quantity(orbit_energy_lost, "J", "energy lost at heel strike"),
-    "Tc_over_T": Quantity(
-        orbit_energy_lost_share,
-        "1",
-        "share of kinetic energy lost at heel strike",
-        r"$T_c / T^-$",
-    ),
-    "trailing_vertical_velocity": Quantity(
-        _trailing_vertical_velocity,
-        "m/s",
+    **impact_quantities("heel strike"),
+    **release_quantities(
+        "trailing_vertical_velocity",
         "trailing foot's vertical velocity after impact",
-    ),
-    "trailing_foot_leaves": Quantity(
-        _trailing_foot_leaves, None, "the trailing foot leaves the ground"
+        "trailing_foot_leaves",
+        "the trailing foot leaves the ground",
     ),
     "cost_of_transport": Quantity(_cost_of_transport, "1", "cost of transport"),
     "effort": Quantity(
@@ -150,9 +128,7 @@ ORBIT_QUANTITIES = {
     ),
     "work": Quantity(_work, "J", "net work of the torques"),
     "positive_work": Quantity(_positive_work, "J", "positive work of the torques"),
-    "multiplier": Quantity(
-        orbit_spectral_radius, "1", "spectral radius", r"$\max|\nu|$"
-    ),
+    "multiplier": SPECTRAL_RADIUS,
 }
 
 
