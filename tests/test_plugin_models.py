@@ -196,3 +196,36 @@ def test_a_quantity_declares_its_unit_and_meaning():
     assert hopper.label("z_U") == hopper.presentation.labels["z_U"]
     with pytest.raises(KeyError):
         hopper.quantity("apex")
+
+
+def test_a_quantity_that_reads_nothing_recorded_is_unknown():
+    """A declared quantity that reads a phase observable neither the orbit nor
+    the simulation recorded is NaN in the summary, and a condition on it is
+    unknown (`None`), never a "yes"."""
+    import dataclasses
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from hybrax.models import get_model
+
+    def apex(orbit, params):
+        return orbit.cycle.phase_observables["apex"][0]
+
+    hopper = dataclasses.replace(
+        get_model("hopper"),
+        quantities={
+            "apex": hx.Quantity(apex, "m", "apex height"),
+            "high": hx.Quantity(lambda o, p: apex(o, p) > 1, None, "the apex is high"),
+            "period": hx.Quantity(lambda o, p: o.period, "s", "period"),
+        },
+    )
+    orbit = SimpleNamespace(
+        period=np.float64(0.5),
+        phase_durations=np.array([0.3, 0.2]),
+        cycle=SimpleNamespace(phase_observables={}),
+    )
+    values, lines = hopper.orbit_summary(orbit, None)
+    assert np.isnan(values["apex"]) and values["high"] is None
+    assert values["period"] == 0.5
+    assert lines[1].split()[:2] == ["high", "unknown"]

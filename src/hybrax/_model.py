@@ -516,7 +516,8 @@ class ModelBundle(eqx.Module):
         condition), and its line of the console's summary (name, value with its
         unit, meaning). Where the orbit was found without phase observables,
         those of `solution` (a simulation from the orbit's state) stand in for
-        its cycle's; a quantity that reads one missing from both is NaN."""
+        its cycle's; a quantity that reads one missing from both is NaN (a
+        condition `None`, "unknown")."""
         import numpy as np
 
         orbit = _cycle_with_observables(orbit, solution)
@@ -526,10 +527,14 @@ class ModelBundle(eqx.Module):
             try:
                 value = np.asarray(quantity(orbit, params))
             except KeyError:  # a phase observable that nothing recorded
-                value = np.asarray(np.nan)
+                value = None
             if quantity.is_condition:
-                values[name] = bool(value)
-                shown[name] = "yes" if values[name] else "no"
+                # Unknown (None) where what it reads is missing: not a "yes".
+                values[name] = None if value is None else bool(value)
+                shown[name] = {True: "yes", False: "no", None: "unknown"}[values[name]]
+            elif value is None:
+                values[name] = float("nan")
+                shown[name] = "nan"
             else:
                 values[name] = float(value)
                 unit = "" if quantity.unit == "1" else f" {plain_text(quantity.unit)}"

@@ -322,7 +322,8 @@ def _model_summary(model, orbit, solution, params):
     json_values = {}
     for name, _ in kept:
         value = values[name]
-        json_values[name] = value if isinstance(value, bool) else _number(value)
+        known = value is None or isinstance(value, bool)  # a condition
+        json_values[name] = value if known else _number(value)
     return json_values, [line for _, line in kept]
 
 
