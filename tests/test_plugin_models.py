@@ -200,10 +200,10 @@ def test_a_quantity_declares_its_unit_and_meaning():
 
 def test_a_quantity_that_reads_nothing_recorded_is_unknown():
     """A declared quantity that reads a phase observable neither the orbit nor
-    the simulation recorded is NaN in the summary, and a condition on it is
-    unknown (`None`), never a "yes"."""
+    a simulation recorded is NaN in the summary, and a condition on it is
+    unknown (`None`), never a "yes"; the others are evaluated (the rimless
+    wheel's orbit, found without phase observables)."""
     import dataclasses
-    from types import SimpleNamespace
 
     import numpy as np
 
@@ -212,20 +212,25 @@ def test_a_quantity_that_reads_nothing_recorded_is_unknown():
     def apex(orbit, params):
         return orbit.cycle.phase_observables["apex"][0]
 
-    hopper = dataclasses.replace(
-        get_model("hopper"),
+    wheel = get_model("rimless-wheel")
+    form = wheel.forms[wheel.default_form]
+    params = hx.canonical_params(wheel.make_params())
+    orbit = hx.find_periodic_orbit(
+        form.system(),
+        form.section(),
+        wheel.orbit_guess(params),
+        params,
+        phase_observables=False,
+    )
+    wheel = dataclasses.replace(
+        wheel,
         quantities={
             "apex": hx.Quantity(apex, "m", "apex height"),
             "high": hx.Quantity(lambda o, p: apex(o, p) > 1, None, "the apex is high"),
             "period": hx.Quantity(lambda o, p: o.period, "s", "period"),
         },
     )
-    orbit = SimpleNamespace(
-        period=np.float64(0.5),
-        phase_durations=np.array([0.3, 0.2]),
-        cycle=SimpleNamespace(phase_observables={}),
-    )
-    values, lines = hopper.orbit_summary(orbit, None)
+    values, lines = wheel.orbit_summary(orbit, params)
     assert np.isnan(values["apex"]) and values["high"] is None
-    assert values["period"] == 0.5
+    assert values["period"] == float(orbit.period)
     assert lines[1].split()[:2] == ["high", "unknown"]

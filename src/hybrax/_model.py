@@ -518,16 +518,14 @@ class ModelBundle(eqx.Module):
         those of `solution` (a simulation from the orbit's state) stand in for
         its cycle's; a quantity that reads one missing from both is NaN (a
         condition `None`, "unknown")."""
-        import numpy as np
+        import jax
 
         orbit = _cycle_with_observables(orbit, solution)
+        names = list(self.quantities or {})
+        declared = tuple(self.quantity(name) for name in names)
+        evaluated = jax.device_get(_evaluate_quantities(declared, orbit, params))
         values, shown = {}, {}
-        for name in self.quantities or {}:
-            quantity = self.quantity(name)
-            try:
-                value = np.asarray(quantity(orbit, params))
-            except KeyError:  # a phase observable that nothing recorded
-                value = None
+        for name, quantity, value in zip(names, declared, evaluated, strict=True):
             if quantity.is_condition:
                 # Unknown (None) where what it reads is missing: not a "yes".
                 values[name] = None if value is None else bool(value)
@@ -542,9 +540,9 @@ class ModelBundle(eqx.Module):
         name_width = max(map(len, shown), default=0)
         value_width = max(map(len, shown.values()), default=0)
         lines = [
-            f"  {name:<{name_width}}  {text:<{value_width}}  "
-            f"{plain_text(self.quantity(name).meaning)}".rstrip()
-            for name, text in shown.items()
+            f"  {name:<{name_width}}  {shown[name]:<{value_width}}  "
+            f"{plain_text(quantity.meaning)}".rstrip()
+            for name, quantity in zip(names, declared, strict=True)
         ]
         return values, lines
 
@@ -644,6 +642,21 @@ def impact_quantities(at: str, energy_unit: str = "J") -> dict[str, Quantity]:
             r"$T_c / T^-$",
         ),
     }
+
+
+@eqx.filter_jit
+def _evaluate_quantities(quantities, orbit, params):
+    """Each of `quantities` on `orbit`, in one compiled program (one small
+    compilation, where eager evaluation compiled each operation apart: 0.6 s
+    for the hopper's twelve); `None` for one that reads an observable that
+    nothing recorded."""
+    values = []
+    for quantity in quantities:
+        try:
+            values.append(quantity(orbit, params))
+        except KeyError:  # raised while tracing: the name is not recorded
+            values.append(None)
+    return values
 
 
 class _EventObservable(eqx.Module):
