@@ -385,6 +385,8 @@ def walk():
     return solution
 
 
+# Slow: 13 s of the fast set's cold run (the biped's simulation compiles).
+@pytest.mark.slow
 def test_energy_is_conserved_without_torques():
     """Zero gains, single support from a state with the swing foot off the ground:
     T + V (typed from the seed's eqs. 6-7) stays constant."""
