@@ -180,11 +180,15 @@ class Quantity(eqx.Module):
         text = self.meaning or name
         if self.symbol:
             text = f"{text} {self.symbol}"
-        if self.unit is None:
-            return f"{text} (yes/no)"
-        if self.unit == "1":
-            return f"{text} (dimensionless)"
-        return f"{text} [{self.unit}]"
+        return f"{text} (yes/no)" if self.unit is None else with_unit(text, self.unit)
+
+
+def with_unit(text: str, unit: str) -> str:
+    """An axis label: `text [unit]`, `text (dimensionless)` for unit `"1"`, the
+    text alone without a unit (`""`, or `"derived"` in a parameter table)."""
+    if unit == "1":
+        return f"{text} (dimensionless)"
+    return f"{text} [{unit}]" if unit not in ("", "derived") else text
 
 
 def as_quantity(declared) -> Quantity:
@@ -557,10 +561,7 @@ class ModelBundle(eqx.Module):
             return labels[name]
         if name in (self.quantities or {}):
             return self.quantity(name).label(name)
-        unit = self.parameters.get(name, "").split(",")[0].strip()
-        if unit == "1":
-            return f"{name} (dimensionless)"
-        return f"{name} [{unit}]" if unit not in ("", "derived") else name
+        return with_unit(name, self.parameters.get(name, "").split(",")[0].strip())
 
 
 def check_form(form: str, known=("minimal",)) -> str:

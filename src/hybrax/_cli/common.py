@@ -694,6 +694,14 @@ def _derived_value(model, params, name: str) -> float | None:
         return None
 
 
+def refuse_condition(parser, model, name, option: str) -> None:
+    """A usage error where `name` is one of the model's declared yes/no
+    conditions (a `hybrax.Quantity` with `unit=None`): `tune` and `sweep` take
+    numbers."""
+    if name in (model.quantities or {}) and model.quantity(name).is_condition:
+        parser.error(f"argument {option}: {name!r} is a yes/no condition, not a number")
+
+
 def model_record(model) -> dict:
     """What `hybrax models` says of a model (and the documentation's gallery):
     description, forms, state, the commands it runs through, each parameter's unit,

@@ -349,7 +349,8 @@ def _report_no_orbit(
         "conserved_multipliers_ad conserved_multipliers_saltation stable"
     ).split()
     payload.update(dict.fromkeys(keys))
-    summary = _model_summary(problem.model, orbit, None, problem.params)[0]
+    # The model's quantities by name, each null (no orbit to evaluate them on).
+    summary = [n for n in problem.model.quantities or {} if n not in _GENERIC_ENTRIES]
     payload.update(dict.fromkeys(summary))
     best = orbit.restart.safeguard
     payload["best_iterate"] = [_number(v) for v in np.asarray(best.best_iterate)]

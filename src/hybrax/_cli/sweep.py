@@ -412,11 +412,7 @@ def _sweep_problem(args: argparse.Namespace, parser) -> _SweepProblem:
                 f"argument --quantity: unknown quantity {args.quantity!r}; "
                 f"{args.model} has: {', '.join(sorted(known)) or 'none'}"
             )
-        if model.quantity(args.quantity).is_condition:
-            parser.error(
-                f"argument --quantity: {args.quantity!r} is a yes/no condition, "
-                "not a number to map"
-            )
+        common.refuse_condition(parser, model, args.quantity, "--quantity")
         quantities[args.quantity] = known[args.quantity]
     return _SweepProblem(
         model,

@@ -191,18 +191,16 @@ def _tune_problem(args: argparse.Namespace, parser) -> _TuneProblem:
     model = common._load_model(parser, args.model)
     if not (model.has_orbits and model.quantities):
         parser.error(f"argument model: no orbit quantities to tune for {args.model!r}")
-    declared = {name: model.quantity(name) for name in model.quantities}
     # A yes/no condition (such as "the trailing foot leaves") has no gradient.
-    quantities = {name: q for name, q in declared.items() if not q.is_condition}
+    quantities = {
+        name: model.quantity(name)
+        for name in model.quantities
+        if not model.quantity(name).is_condition
+    }
     defaults, own = _apply_tune_defaults(args, parser, model)
-    for flag, name in [
-        *(("--target", text.split("=")[0].strip()) for text in args.target or ()),
-        ("--minimize", args.minimize),
-    ]:
-        if name in declared and declared[name].is_condition:
-            parser.error(
-                f"argument {flag}: {name!r} is a yes/no condition, not a number to tune"
-            )
+    for text in args.target or ():
+        common.refuse_condition(parser, model, text.split("=")[0].strip(), "--target")
+    common.refuse_condition(parser, model, args.minimize, "--minimize")
     targets = _parse_targets(parser, list(quantities), args.target)
     if args.minimize is not None and args.minimize not in quantities:
         parser.error(
