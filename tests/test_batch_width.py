@@ -6,7 +6,11 @@ problem different statuses. The runner of `experiments/runner_model.py` (a model
 of one's own: three modes, its stance starting on the lift-off guard's surface)
 and every zoo model with orbits are solved from two starts (the orbit and the
 model's guess), cycled over the lanes, at each width and against single solves:
-same statuses and Newton step counts, values equal to 1e-12."""
+same statuses and Newton step counts, values equal to 1e-12. The own-model
+tutorial's SLIP runner (its stance starts on the lift-off guard's surface after
+a touchdown found by a root find) joins them at the touchdown angle where a
+width-16 batch once read `grazing_event` in every lane, and its orbit sweep
+gives the same statuses and orbits at every chunk size."""
 
 import pathlib
 import sys
@@ -16,8 +20,11 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import equinox as eqx
+
 import hybrax as hx
 from hybrax import models
+from test_docs import PAGES, _blocks
 
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "experiments"))
@@ -32,6 +39,28 @@ def _runner():
     system, params = runner_model.runner()
     guess = runner_model.orbit_guess(params)
     return system, runner_model.section(), params, guess
+
+
+#: The own-model tutorial's touchdown angle where a user's batch of 16 identical
+#: lanes read `grazing_event` (68.5714 degrees from the horizontal).
+TUTORIAL_ALPHA = float(np.deg2rad(90.0 - 68.5714))
+
+
+def _tutorial_model():
+    """The own-model tutorial's runner and section, built from the page's
+    blocks as a reader types them."""
+    page = PAGES / "tutorials" / "own-model.md"
+    namespace = {}
+    for marker in ("import hybrax as hx", "class RunnerParams", "hx.PoincareSection("):
+        (code,) = [code for code, _ in _blocks(page) if marker in code]
+        exec(code, namespace)
+    return namespace["runner"], namespace["section"], namespace["RunnerParams"]
+
+
+def _tutorial():
+    system, section, runner_params = _tutorial_model()
+    params = hx.canonical_params(runner_params(alpha=TUTORIAL_ALPHA))
+    return system, section, params, jnp.array([0.94])
 
 
 def _zoo(name):
@@ -61,9 +90,10 @@ def _values(orbit):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("model", ["runner", *ZOO])
+@pytest.mark.parametrize("model", ["runner", "tutorial", *ZOO])
 def test_batch_equals_loop_of_single_solves_at_every_width(model):
-    system, section, params, guess = _runner() if model == "runner" else _zoo(model)
+    builders = {"runner": _runner, "tutorial": _tutorial}
+    system, section, params, guess = builders.get(model, lambda: _zoo(model))()
 
     def solve(u):
         return hx.find_periodic_orbit(system, section, u, params, analyse=False)
@@ -99,3 +129,47 @@ def test_batch_equals_loop_of_single_solves_at_every_width(model):
                     atol=EQUAL_TOL * scale,
                     err_msg=f"{name}, {where}",
                 )
+
+
+@pytest.mark.slow
+def test_tutorial_sweep_is_the_same_at_every_chunk_size():
+    """The tutorial runner's 64-point orbit sweep (touchdown angle by energy,
+    the top rows past the model's domain) at the default chunk size, 8 and 1:
+    the same status for every element (successful orbits and infeasible starts
+    both occur) and orbits equal to 1e-12."""
+    system, section, runner_params = _tutorial_model()
+    params = hx.canonical_params(runner_params())
+    angle, energy = np.meshgrid(
+        np.linspace(0.30, 0.45, 8), np.linspace(1500.0, 2100.0, 8), indexing="ij"
+    )
+    batch = eqx.tree_at(
+        lambda p: (p.alpha, p.E),
+        params,
+        (jnp.asarray(angle.ravel()), jnp.asarray(energy.ravel())),
+    )
+    sweeps = {
+        chunk: hx.sweep_orbits(
+            system,
+            section,
+            jnp.array([0.94]),
+            batch,
+            sweep_settings=hx.SweepSettings(chunk_size=chunk),
+        )
+        for chunk in (None, 8, 1)
+    }
+    reference = sweeps[None]
+    names = np.asarray(hx.status_name(reference.result))
+    assert {"successful", "infeasible_initial_state"} <= set(names)
+    found = names == "successful"
+    for chunk in (8, 1):
+        sweep = sweeps[chunk]
+        np.testing.assert_array_equal(
+            np.asarray(hx.status_name(sweep.result)), names, err_msg=f"chunk {chunk}"
+        )
+        np.testing.assert_allclose(
+            np.asarray(sweep.orbit.u)[found],
+            np.asarray(reference.orbit.u)[found],
+            rtol=0,
+            atol=EQUAL_TOL,
+            err_msg=f"chunk {chunk}",
+        )
