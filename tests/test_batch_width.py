@@ -15,12 +15,11 @@ gives the same statuses and orbits at every chunk size."""
 import pathlib
 import sys
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-
-import equinox as eqx
 
 import hybrax as hx
 from hybrax import models

@@ -272,6 +272,7 @@ def _branch():
         period_doublings=[types.SimpleNamespace(index=100)],
         neimark_sackers=[types.SimpleNamespace(index=120)],
         flagged=(x > 0.6) & (x < 0.8),
+        admissible=~((x > 0.6) & (x < 0.8)),
     )
 
 
@@ -307,6 +308,31 @@ def _branch_multiplier_figure():
             title="hopper: leading Floquet multiplier along the branch",
         )
     ]
+
+
+def _branch_quantities_figure():
+    """`branch_quantities.png` as `hybrax continue` writes it, for the compass
+    gait's declared quantities (nine panels, long meanings, a condition left
+    out)."""
+    from hybrax._cli.continuation_outputs import _quantities_figure
+    from hybrax.models import get_model
+
+    model = get_model("compass-gait")
+    branch = _branch()
+    x = branch.parameter
+    summary = {
+        name: (x > 0.5) if model.quantity(name).is_condition else 1.0 + i * np.sin(x)
+        for i, name in enumerate(model.quantities)
+    }
+    figure = _quantities_figure(model, branch, summary, r"slope $\phi$ [deg]")
+    drawn = [ax for ax in figure.axes if ax.get_visible()]
+    # The period and the multiplier have figures of their own.
+    assert len(drawn) == sum(
+        not model.quantity(name).is_condition
+        for name in model.quantities
+        if name not in ("period", "multiplier")
+    )
+    return [figure]
 
 
 def _bifurcation_diagram():
@@ -575,6 +601,7 @@ FIGURES = {
     "orbit portrait": _orbit_portrait,
     "branch figure": _branch_figure,
     "branch multiplier (command)": _branch_multiplier_figure,
+    "branch quantities (command)": _branch_quantities_figure,
     "bifurcation diagram": _bifurcation_diagram,
     "sweep heat map (command)": _sweep_heatmap,
     "basin map": _basin_maps,

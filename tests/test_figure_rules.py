@@ -60,6 +60,7 @@ def test_branch_multiplier_is_drawn_as_modulus_and_angle_everywhere():
         parameter=parameter,
         multipliers=np.stack([leading, 0.1 * np.ones(n)], axis=1),
         stable=np.abs(leading) < 1,
+        admissible=np.ones(leading.shape, bool),
         folds=[],
         period_doublings=[types.SimpleNamespace(index=9)],
         neimark_sackers=[],

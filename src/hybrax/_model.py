@@ -272,13 +272,13 @@ class ModelPresentation(eqx.Module):
       release velocity `value` of an impact into `mode`) or `"clearance"` (the
       clearance `value` of a phase in `mode`), e.g. `"the ground pulls, force
       -240.1 N"` (default, or `None`: the generic words with the value).
-    - `continuation_summary(system, form, branch, params, parameter, t_max) ->
-      {column: values}`: the branch's columns (default: period and leading
-      multiplier; a column named as a declared condition is counted where it
-      holds); `continuation_limits(branch, summary, params,
-      parameter) -> {name: value}`: limits located on the branch;
-      `continuation_figures(branch, summary, params, parameter, out) -> [paths]`:
-      the branch's figures instead of the generic ones.
+    - `continuation_limits(branch, summary, params, parameter) -> {name:
+      value}`: limits located on the branch; `continuation_figures(branch,
+      summary, params, parameter, out) -> [paths]`: the branch's figures
+      instead of the generic ones. `summary` holds the branch's columns by
+      name: `period`, `multiplier` (the leading one: its real value where it
+      is real, else its modulus) and each declared quantity at every point
+      ([`hybrax.branch_quantities`][]).
     - `stick_figure(x, params) -> [polyline (k, 2), ...]`: the body drawn in the
       model's frame; for a model whose frame moves with its stance foot,
       `frame_shift(x_before, params) -> (dx, dy)`, the new frame's origin at an
@@ -316,9 +316,6 @@ class ModelPresentation(eqx.Module):
     )
     explain: Callable[..., str | None] | None = eqx.field(static=True, default=None)
     describe_boundary: Callable[..., str | None] | None = eqx.field(
-        static=True, default=None
-    )
-    continuation_summary: Callable[..., Mapping] | None = eqx.field(
         static=True, default=None
     )
     continuation_limits: Callable[..., Mapping] | None = eqx.field(

@@ -30,10 +30,6 @@ from .curve import (
 )
 
 
-# Longest simulated time of one phase (for the model's per-point summaries).
-_T_MAX = 50.0
-
-
 # ---------------------------------------------------------------------------
 # The command
 # ---------------------------------------------------------------------------
@@ -193,7 +189,9 @@ def _run_continue(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
         hint = _start_hint(args, model, system, section, guesses[-1], params, span)
         return _report_start_failed(args, payload, span, len(guesses), branch, hint)
 
-    summary = _branch_summary(model, system, form, branch, params, span.parameter)
+    summary = _branch_summary(
+        args, model, system, section, branch, params, span.parameter
+    )
     _print_branch_counts(model, branch, summary, elapsed)
     records, folds, doublings, tori = _point_records(form, branch, summary, name)
     _print_special_points(name, folds, doublings, tori)
@@ -415,20 +413,36 @@ def _start_hint(args, model, system, section, guess, params, span) -> str | None
     return None if cause is None else explain(*cause, params)
 
 
-def _branch_summary(model, system, form, branch, params, parameter):
-    """The per-point quantities of the branch, by name: the model's, else the
-    period and the leading multiplier."""
-    summarise = model.presentation.continuation_summary
-    if summarise is not None:
-        return summarise(system, form, branch, params, parameter, _T_MAX)
-    # The leading multiplier: its real value when it is real (-1 at a period
-    # doubling), else its modulus.
+def _branch_summary(args, model, system, section, branch, params, parameter):
+    """The per-point columns of the branch, by name: the period, the leading
+    multiplier (its real value where it is real, -1 at a period doubling, else
+    its modulus), then each of the model's declared quantities
+    (`hybrax.branch_quantities`, the cycles at the run's solver settings)."""
+    from .._continuation import branch_quantities
+
     leading = branch.multipliers[:, 0]
     real = np.abs(np.imag(leading)) <= 1e-12 * np.maximum(1.0, np.abs(leading))
-    return {
+    summary = {
         "period": branch.period,
         "multiplier": np.where(real, np.real(leading), np.abs(leading)),
     }
+    declared = {
+        name: model.quantity(name)
+        for name in model.quantities or {}
+        if name not in summary
+    }
+    summary.update(
+        branch_quantities(
+            system,
+            section,
+            branch,
+            params,
+            parameter,
+            declared,
+            settings=common.solver_settings(args),
+        )
+    )
+    return summary
 
 
 def _print_branch_counts(model, branch, summary, elapsed: float) -> None:
@@ -446,7 +460,9 @@ def _print_branch_counts(model, branch, summary, elapsed: float) -> None:
     # carry (a quantity with `unit=None`, e.g. the hopper's ground pulling).
     for name in model.quantities or {}:
         quantity = model.quantity(name)
-        if quantity.is_condition and name in summary:
+        # (A condition that reads what nothing records is a float column of
+        # NaN: unknown, not counted.)
+        if quantity.is_condition and summary.get(name, np.zeros(0)).dtype == bool:
             count = int(np.sum(np.asarray(summary[name], dtype=bool)))
             line += f"; {count} where {quantity.meaning or name}"
     print(line)

@@ -1,6 +1,6 @@
 """What `hybrax continue` writes of a branch besides its table: the JSON records of
 a cascade's levels and the figures (a cascade's bifurcation diagram, the branch's
-period and multiplier)."""
+period, multiplier and declared quantities)."""
 
 import pathlib
 from typing import Any
@@ -120,39 +120,95 @@ def _bifurcation_figure(model, form, levels, parameter, args):
 
 
 def _branch_figures(model, branch, summary, params, parameter, out: pathlib.Path):
-    """`branch_period.png` and `branch_multiplier.png`: period and leading
-    multiplier along the branch (any model), stable points solid, unstable
-    dashed, special points marked; the parameter with its unit, the model's name
-    in the titles. The multiplier is drawn as its modulus and its angle (see
-    `_multiplier_figure`), each one way along the whole branch."""
+    """`branch_period.png`, `branch_multiplier.png` and `branch_quantities.png`:
+    period, leading multiplier and the model's other declared quantities along
+    the branch (any model), stable points solid, unstable dashed, special points
+    marked, orbits that break a declared boundary drawn apart; the parameter
+    with its unit, the model's name in the titles. The multiplier is drawn as
+    its modulus and its angle (see `_multiplier_figure`), each one way along the
+    whole branch."""
     from .. import plot
 
     del params
     units = model.presentation.units
     common = _branch_marks(branch)
+    xlabel = model.label(parameter.name)
     period = plot.branch_figure(
         branch.parameter,
         curves={"period": summary["period"]},
         ylabel=f"period [{units.time}]",
         title=f"{model.name}: period along the branch",
-        xlabel=model.label(parameter.name),
+        xlabel=xlabel,
         **common,
     )
     multiplier = _multiplier_figure(
         branch,
-        xlabel=model.label(parameter.name),
+        xlabel=xlabel,
         title=f"{model.name}: leading Floquet multiplier along the branch",
     )
-    return plot.save_figures(
-        {"branch_period.png": period, "branch_multiplier.png": multiplier}, out
-    )
+    figures = {"branch_period.png": period, "branch_multiplier.png": multiplier}
+    quantities = _quantities_figure(model, branch, summary, xlabel)
+    if quantities is not None:
+        figures["branch_quantities.png"] = quantities
+    return plot.save_figures(figures, out)
+
+
+def _quantities_figure(model, branch, summary, xlabel: str):
+    """One panel per declared quantity of the branch's columns (its conditions
+    and the period and multiplier of the other figures left out), two panels a
+    row: each titled with the quantity's meaning, its axis with the symbol (or
+    name) and unit; `None` where the model declares none."""
+    import textwrap
+
+    from matplotlib.figure import Figure
+
+    from .. import plot
+    from .._model import with_unit
+
+    names = [
+        name
+        for name in model.quantities or {}
+        if name in summary
+        and name not in ("period", "multiplier")
+        and np.asarray(summary[name]).dtype != bool
+    ]
+    if not names:
+        return None
+    columns = min(2, len(names))
+    rows = -(-len(names) // columns)
+    fig = Figure(figsize=(5.0 * columns, 3.0 * rows + 0.6), layout="constrained")
+    axes = np.atleast_1d(fig.subplots(rows, columns, sharex=True)).ravel()
+    common = _branch_marks(branch)
+    for index, (ax, name) in enumerate(zip(axes, names)):
+        quantity = model.quantity(name)
+        symbol = quantity.symbol or name
+        plot.branch_figure(
+            branch.parameter,
+            curves={symbol: np.asarray(summary[name], dtype=float)},
+            ylabel=with_unit(symbol, quantity.unit or ""),
+            xlabel=xlabel if index >= len(names) - columns else "",
+            title=textwrap.fill(quantity.meaning or name, 48),
+            ax=ax,
+            legend=index == 0,
+            **common,
+        )
+        # The last panel of a column shows its parameter values, also where
+        # the row below is left empty.
+        ax.tick_params(labelbottom=index >= len(names) - columns)
+    for ax in axes[len(names) :]:
+        ax.set_visible(False)
+    fig.suptitle(f"{model.name}: the model's quantities along the branch")
+    return fig
 
 
 def _branch_marks(branch) -> dict[str, Any]:
     """The stability and the special points' indices of `branch`, as
     `hybrax.plot.branch_figure` takes them."""
+    admissible = np.asarray(branch.admissible, dtype=bool)
     return dict(
         stable=branch.stable,
+        flagged=None if admissible.all() else ~admissible,
+        flagged_label="breaks a declared boundary",
         folds=[f.index for f in branch.folds],
         period_doublings=[p.index for p in branch.period_doublings],
         neimark_sackers=[p.index for p in branch.neimark_sackers],

@@ -313,10 +313,11 @@ FIELDS: dict[str, dict[str, tuple[str, str]]] = {
         "branch": (
             "-",
             "Every point of the branch: the parameter's value (keyed by its name, "
-            "in its unit), the point's quantities (the model's, each in its unit; "
-            "else `period` in s and `multiplier`, 1: the leading multiplier's "
-            "value where it is real, else its modulus), `stable` (flag), `kind` "
-            "and `state` (the orbit's state in the model's minimal coordinates).",
+            "in its unit), `period` (in the model's time unit), `multiplier` (1: "
+            "the leading multiplier's value where it is real, else its modulus), "
+            "each of the model's declared quantities by name in its unit (a "
+            "condition as a flag), `stable` (flag), `kind` and `state` (the "
+            "orbit's state in the model's minimal coordinates).",
         ),
         "folds": (
             "-",

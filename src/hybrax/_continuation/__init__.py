@@ -75,6 +75,7 @@ from .orbits import (
     period_doubled_section as period_doubled_section,
     start_cycle_failure as start_cycle_failure,
 )
+from .quantities import branch_quantities as branch_quantities
 from .results import (
     SPECIAL_POINT_KINDS as SPECIAL_POINT_KINDS,
     Branch as Branch,

@@ -44,7 +44,7 @@ from .section import (
     PeriodicOrbit as PeriodicOrbit,
     PoincareSection as PoincareSection,
 )
-from .solve import iteration_cap as iteration_cap
+from .solve import cycle_orbit as cycle_orbit, iteration_cap as iteration_cap
 from .spectrum import (
     modulus_key as modulus_key,
     sorted_multipliers as sorted_multipliers,

@@ -37,6 +37,37 @@ from .newton import (
 from .section import PeriodicOrbit, PoincareSection
 
 
+def cycle_orbit(u, u_next, state, solution, reduced_jacobian, result, n_steps=None):
+    r"""The [`hybrax.PeriodicOrbit`][] of one cycle from the section state `state`
+    with unknowns `u` and their image `u_next`: the phase durations and the
+    period from the cycle's event times, the residual $\max|u' - u|$, the given
+    reduced Jacobian and status, and a fresh restart at `u`. The one way an
+    orbit is assembled: by the shooting, for a tuning step's open cycle, and for
+    the points of a branch."""
+    dtype = u.dtype
+    if n_steps is None:
+        n_steps = jnp.zeros((), jnp.int32)
+    t_start = jnp.concatenate([jnp.zeros((1,), dtype), solution.t_events[:-1]])
+    return PeriodicOrbit(
+        u=u,
+        u_next=u_next,
+        state=state,
+        cycle=solution,
+        phase_durations=solution.t_events - t_start,
+        period=solution.t_events[-1],
+        reduced_jacobian=reduced_jacobian,
+        residual_norm=jnp.max(jnp.abs(u_next - u)),
+        n_steps=n_steps,
+        result=result,
+        restart=ShootingStart(
+            u=jax.lax.stop_gradient(u),
+            loosening=jnp.ones((), dtype),
+            iterations_used=jnp.zeros((), n_steps.dtype),
+            safeguard=ShootingSafeguard.fresh(jax.lax.stop_gradient(u)),
+        ),
+    )
+
+
 def _solve(
     system,
     section,
@@ -252,24 +283,8 @@ def _assemble(
         sol.guard_at_start, jnp.zeros((E, 0), dtype), release, guard_tol
     )
     result = RESULTS.where(converged & ~admissible, RESULTS.inadmissible_orbit, result)
-    t_start = jnp.concatenate([jnp.zeros((1,), u.dtype), sol.t_events[:-1]])
-    orbit = PeriodicOrbit(
-        u=u,
-        u_next=u_next,
-        state=section.chart(u, params),
-        cycle=sol,
-        phase_durations=sol.t_events - t_start,
-        period=sol.t_events[-1],
-        reduced_jacobian=M,
-        residual_norm=residual_norm,
-        n_steps=n_steps,
-        result=result,
-        restart=ShootingStart(
-            u=jax.lax.stop_gradient(u),
-            loosening=jnp.ones((), u.dtype),
-            iterations_used=jnp.zeros((), n_steps.dtype),
-            safeguard=ShootingSafeguard.fresh(jax.lax.stop_gradient(u)),
-        ),
+    orbit = cycle_orbit(
+        u, u_next, section.chart(u, params), sol, M, result, n_steps=n_steps
     )
     orbit = masked_nan(orbit, converged)
     if mono_ad is None:

@@ -21,9 +21,8 @@ from .._hybrid import HybridSystem
 from .._periodic import (
     PeriodicOrbit,
     PoincareSection,
-    ShootingSafeguard,
-    ShootingStart,
     cycle,
+    cycle_orbit,
     find_periodic_orbit,
     resolve_sequence,
 )
@@ -191,19 +190,13 @@ class _Seek(eqx.Module):
         defect = u_next - u
         # The cycle as an open orbit, for the constraints' quantities (those of
         # the multipliers are NaN: there is no periodic orbit yet).
-        open_orbit = PeriodicOrbit(
-            u=u,
-            u_next=u_next,
-            state=state,
-            cycle=sol,
-            phase_durations=sol.t_events
-            - jnp.concatenate([jnp.zeros(1, z.dtype), sol.t_events[:-1]]),
-            period=sol.t_events[-1],
-            reduced_jacobian=jnp.full((u.shape[0],) * 2, jnp.nan, z.dtype),
-            residual_norm=jnp.max(jnp.abs(defect)),
-            n_steps=jnp.zeros((), jnp.int32),
-            result=sol.result,
-            restart=ShootingStart(u, safeguard=ShootingSafeguard.fresh(u)),
+        open_orbit = cycle_orbit(
+            u,
+            u_next,
+            state,
+            sol,
+            jnp.full((u.shape[0],) * 2, jnp.nan, z.dtype),
+            sol.result,
         )
         violations = [
             jnp.asarray(c(open_orbit, params), dtype=z.dtype) / (width * tol)

@@ -7,9 +7,7 @@ import math
 import pathlib
 from typing import Any
 
-import equinox as eqx
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from . import hopper
@@ -86,61 +84,6 @@ def describe_boundary(kind, mode, value, params) -> str | None:
         force = float(value) * float(params.m) * float(params.g)
         return f"the ground pulls, contact force {force:+.1f} N"
     return None
-
-
-# Guesses of the hopper's lift-off velocity v_U for the start of a branch: the
-# orbit near D_G = 0- hops low, those further out higher.
-@eqx.filter_jit
-def _flights(system, states, params, parameter, values, t_max):
-    """The flight phase from each lift-off state (batched), with its apexes."""
-    from .._settings import Settings
-    from .._simulate import simulate
-
-    def one(x, value):
-        return simulate(
-            system,
-            x,
-            parameter.set(params, value),
-            n_events=1,
-            settings=Settings(t_max=t_max),
-            mode0="flight",
-        )
-
-    return jax.vmap(one)(states, values)
-
-
-def continuation_summary(system, form, branch, params, parameter, t_max):
-    """Per point: times, multiplier, apex heights, energy split at touchdown and
-    the ground force right after it, as NumPy arrays."""
-    del form
-    sol = _flights(
-        system,
-        jnp.asarray(branch.state),
-        params,
-        parameter,
-        jnp.asarray(branch.parameter),
-        jnp.asarray(t_max, dtype=float),
-    )
-    apex_upper = np.asarray(sol.phase_observables["apex_upper"][:, 0], dtype=float)
-    apex_lower = np.asarray(sol.phase_observables["apex_lower"][:, 0], dtype=float)
-    T_c, T_a = branch.observables["T_c"][:, 0], branch.observables["T_a"][:, 0]
-    # The signed guard of the ground mode is -lambda_g / (m g): negative right
-    # after touchdown means lambda_g > 0, the ground would have to pull.
-    guard = branch.guard_at_start[:, 0]
-    weight = float(params.m) * float(params.g)
-    return {
-        "t_flight": branch.phase_durations[:, 0],
-        "t_ground": branch.phase_durations[:, 1],
-        "period": branch.period,
-        "multiplier": branch.multipliers[:, 0].real,
-        "apex_upper": apex_upper,
-        "apex_lower": apex_lower,
-        "Tc_over_T": T_c / (T_c + T_a),
-        "Ta_over_T": T_a / (T_c + T_a),
-        "ground_force_after_touchdown": -guard * weight,
-        "pulling_after_touchdown": guard < 0,
-        "v_U": branch.u[:, 1],
-    }
 
 
 def continuation_limits(branch, summary, params, parameter) -> dict[str, Any]:
@@ -293,7 +236,6 @@ def _bundle():
                 "admissible; flagged)",
                 "ground pulls after touchdown",
             ),
-            continuation_summary=continuation_summary,
             continuation_limits=continuation_limits,
             continuation_figures=continuation_figures,
         ),

@@ -556,6 +556,19 @@ def _apex_lower(orbit, params):
     return orbit.cycle.phase_observables["apex_lower"][0]
 
 
+def _liftoff_speed(orbit, params):
+    r"""$\dot z_U$ at lift-off: the section's second unknown in both forms."""
+    del params
+    return orbit.u[1]
+
+
+def _energy_kept_share(orbit, params):
+    r"""$T_a / (T_c + T_a)$ at touchdown: the share of the kinetic energy the
+    plastic touchdown keeps (the paper's Fig. 9)."""
+    del params
+    return orbit.T_a[0] / (orbit.T_c[0] + orbit.T_a[0])
+
+
 def _min_ground_force(orbit, params):
     del params
     return orbit.cycle.phase_observables["min_ground_force"][1]
@@ -582,6 +595,13 @@ ORBIT_QUANTITIES = {
     "apex_upper": Quantity(_apex_upper, "m", "upper apex in flight", r"$z_U$"),
     "apex_lower": Quantity(_apex_lower, "m", "lower apex in flight", r"$z_L$"),
     **impact_quantities("touchdown"),
+    "Ta_over_T": Quantity(
+        _energy_kept_share,
+        "1",
+        "share of kinetic energy kept at touchdown",
+        r"$T_a / T^-$",
+    ),
+    "v_U": Quantity(_liftoff_speed, "m/s", "upper mass's speed at lift-off"),
     "ground_force_after_touchdown": Quantity(
         _ground_force_after_touchdown, "N", "ground force after touchdown (+: pulls)"
     ),
