@@ -97,6 +97,10 @@ def _tutorial():
     )
 
 
+#: The tutorial's model registered again with no presentation at all.
+BARE = "runner-bare"
+
+
 @pytest.fixture(scope="module")
 def plugin(tmp_path_factory):
     """The tutorial's package, installed as its `pyproject.toml` lines say:
@@ -113,7 +117,17 @@ def plugin(tmp_path_factory):
     (info / "METADATA").write_text(
         f"Metadata-Version: 2.1\nName: {module}\nVersion: 0.1\n"
     )
-    (info / "entry_points.txt").write_text(f"[hybrax.models]\n{name} = {target}\n")
+    # The same mathematics without a presentation (see
+    # `test_a_model_without_presentation_runs_every_command`).
+    (root / "barerunner.py").write_text(
+        "import dataclasses\n\nimport hybrax as hx\n\nimport "
+        f"{module}\n\n\ndef bundle():\n    return dataclasses.replace(\n"
+        f"        {module}.bundle(), name={BARE!r}, "
+        "presentation=hx.ModelPresentation()\n    )\n"
+    )
+    (info / "entry_points.txt").write_text(
+        f"[hybrax.models]\n{name} = {target}\n{BARE} = barerunner:bundle\n"
+    )
     return root, name
 
 
@@ -288,3 +302,35 @@ def test_a_misspelt_parameter_is_one_line_before_any_compile(plugin, words, argu
     (line,) = result.stderr.strip().splitlines()[-1:]
     assert f"argument {argument}: 'alhpa' is not a parameter of 'runner'" in line
     assert "Traceback" not in result.stderr and "compiling" not in result.stderr
+
+
+@pytest.mark.parametrize("command", ["orbit", "continue", "sweep", "basin", "tune"])
+def test_a_model_without_presentation_runs_every_command(plugin, command):
+    """The tutorial's mathematics alone (its bundle with `ModelPresentation()`:
+    no figure specification, labels or hooks) runs each of the page's commands:
+    exit 0, its JSON written, the numbers those of the presented model (the
+    tutorial's outputs); `continue` writes the declared apex height at every
+    point (`hybrax.branch_quantities`), the section state's height."""
+    root, name = plugin
+    words = [BARE if word == name else word for word in _commands()[command]]
+    out, path = root / f"bare-{command}", root / f"bare-{command}.json"
+    result = _hybrax(root, [*words[1:], "--out", str(out), "--json", str(path)])
+    assert result.returncode == 0, f"{' '.join(words)}:\n{result.stderr[-4000:]}"
+    assert "Traceback" not in result.stderr
+    record = json.loads(path.read_text())
+    python = _tutorial()
+    if command == "orbit":
+        assert record["period"] == pytest.approx(python["period"], rel=1e-8)
+        assert record["apex"] == pytest.approx(python["apex"], abs=1e-6)
+    elif command == "continue":
+        first = record["branch"][0]
+        assert first["period"] == pytest.approx(python["period"], rel=1e-8)
+        for point in record["branch"]:
+            assert point["apex"] == pytest.approx(point["state"][1], abs=1e-12)
+        assert {"branch_period.png", "branch_multiplier.png"} <= _png(out)
+    elif command == "sweep":
+        assert record["converged"] == record["points"]
+    elif command == "basin":
+        assert record["counts"]["orbit"] == len(record["grid"]["apex"])
+    else:
+        assert record["final"]["targets_met"]
