@@ -42,18 +42,19 @@ def branch_and_params():
     return branch, params
 
 
+def _along(branch_and_params, quantities):
+    """The quantities along the branch, its cycles at the branch's tolerance."""
+    branch, params = branch_and_params
+    settings = hx.Settings(rtol=TOL, atol=TOL)
+    return hx.branch_quantities(
+        SYSTEM, SECTION, branch, params, D_G, quantities, settings=settings
+    )
+
+
 @pytest.mark.slow
 def test_quantities_along_a_branch_equal_the_closed_form_hop(branch_and_params):
     branch, params = branch_and_params
-    values = hx.branch_quantities(
-        SYSTEM,
-        SECTION,
-        branch,
-        params,
-        D_G,
-        QUANTITIES,
-        settings=hx.Settings(rtol=TOL, atol=TOL),
-    )
+    values = _along(branch_and_params, QUANTITIES)
     assert set(values) == set(QUANTITIES)
     assert all(v.shape == (branch.n_points,) for v in values.values())
     assert values["pulling_after_touchdown"].dtype == bool
@@ -91,12 +92,8 @@ def test_quantities_along_a_branch_equal_the_closed_form_hop(branch_and_params):
 
 def test_a_quantity_that_reads_nothing_recorded_is_nan(branch_and_params):
     branch, params = branch_and_params
-    values = hx.branch_quantities(
-        SYSTEM,
-        SECTION,
-        branch,
-        params,
-        D_G,
+    values = _along(
+        branch_and_params,
         {
             "missing": lambda orbit, p: orbit.cycle.phase_observables["no_such"][0],
             "missing_condition": lambda orbit, p: (
