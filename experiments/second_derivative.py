@@ -5,9 +5,13 @@ differences: the gradient of $g(u) = \\det(M(u) + I)$, where $M = \\partial P /
 central differences of $g$ (step `--h`, several), at rtol = atol = `--rtol`.
 
 $g$ is the test function of a period-doubling curve (`hx.continue_orbit_curve`),
-and its gradient is the curve corrector's Jacobian row. $g$ jumps by about 5e-6
-where the integrator's step sequence changes, so differences with h >= 1e-4 are
-good to about 1e-3 of the gradient's entries.
+and its gradient is the curve corrector's Jacobian row. At the period doubling
+(`--knee 0.50245`) the stance hip's PD torque passes the 400 N m limit for
+about 0.2 ms after heel strike; with the hard clip AD missed the corner's
+switching-time term (up to 0.09 in entries of about 10), with the rounded
+saturation (`torque_band`, 1 N m) AD and differences agree to 6e-5. $g$
+jumps by about 5e-6 where the integrator's step sequence changes, so
+differences with h >= 1e-4 are good to about 1e-3 of the gradient's entries.
 
 Usage: `python experiments/second_derivative.py [--knee 0.50245] [--rtol 1e-12]
 [--h 1e-3,3e-4]`. Without `--knee`, the model's default gait; `--knee 0.50245`

@@ -203,10 +203,21 @@ def _joint_torques(theta, theta_dot, p):
         phi = theta[child] - theta[parent]
         phi_dot = theta_dot[child] - theta_dot[parent]
         tau = -kp * (phi - ref) - kd * (phi_dot - ref_slope * s_rate)
-        tau = min(max(tau, -p["torque_limit"]), p["torque_limit"])
+        tau = _saturated(tau, p["torque_limit"], p["torque_band"])
         Gamma[child] += tau
         Gamma[parent] -= tau
     return Gamma
+
+
+def _saturated(tau, limit, band):
+    """The torque saturated at the limit, its corners rounded over the band:
+    the identity up to limit - band, the limit from limit + band, and between
+    them limit - band + 2 band g(u), g(u) = u - u^3 + u^4/2."""
+    start = limit - band
+    if band == 0 or abs(tau) <= start:
+        return min(max(tau, -limit), limit)
+    u = min((abs(tau) - start) / (2 * band), 1.0)
+    return math.copysign(start + 2 * band * (u - u**3 + u**4 / 2), tau)
 
 
 @jax.jit
@@ -222,7 +233,7 @@ def _builder_terms(theta, theta_dot, params):
 def test_seed_appendix_inertia_centripetal_and_gravity(getkey):
     """H = I(theta) and C = B(theta) theta_dot^2 + M_G(theta) - Gamma (theta_dot^2
     elementwise), on random angles and rates; Gamma from the controller's law
-    written out (set points; Bezier references with clipped torques)."""
+    written out (set points; Bezier references with saturated torques)."""
     theta = jax.random.uniform(getkey(), (6, 5), minval=-1.5, maxval=1.5)
     theta_dot = 3.0 * jax.random.normal(getkey(), (6, 5))
     for params in (PASSIVE, PARAMS, SHAPED):

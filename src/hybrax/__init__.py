@@ -65,6 +65,7 @@ if TYPE_CHECKING:
     from ._control import (
         bezier as bezier,
         bezier_rate as bezier_rate,
+        saturate as saturate,
         virtual_constraint_torques as virtual_constraint_torques,
     )
     from ._homotopy import (
@@ -243,6 +244,7 @@ _EXPORTS = {
     "point_velocity": "._mechanics",
     "bezier": "._control",
     "bezier_rate": "._control",
+    "saturate": "._control",
     "virtual_constraint_torques": "._control",
     "canonical_params": "._misc",
     "enable_compilation_cache": "._compile",

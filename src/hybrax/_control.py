@@ -69,8 +69,66 @@ def bezier_rate(coefficients, s):
     return degree * bezier(coefficients[..., 1:] - coefficients[..., :-1], s)
 
 
+def saturate(x, limit, band=0.0):
+    r"""$x$ saturated at $\pm$`limit`, with the corners rounded over a band of
+    half-width `band` (`band = 0`: the hard clip $\min(\max(x, -L), L)$).
+
+    With $L$ = `limit`, $w$ = `band` $> 0$ and $a = L - w$, the saturation is
+    $x$ for $|x| \le a$, $\pm L$ for $|x| \ge L + w$, and in between
+    $\operatorname{sign}(x)\,(a + 2w\,g(u))$, $u = (|x| - a)/(2w)$, with the
+    quartic $g(u) = u - u^3 + u^4/2$: $g(0) = 0$, $g'(0) = 1$,
+    $g''(0) = 0$, $g(1) = 1/2$, $g'(1) = g''(1) = 0$ and
+    $g' = (1 - u)^2(1 + 2u) \ge 0$. It is monotone and twice continuously
+    differentiable.
+
+    Why: a vector field with a hard clip is continuous but its Jacobian jumps
+    where the clip engages. The flow is then once differentiable across the
+    switch, and a second derivative by automatic differentiation (a Hessian, the
+    Jacobian row of a fold or period-doubling curve's corrector, the gradient of
+    a multiplier) misses the term of the switching time, which moves with the
+    state: AD differentiates each side of the corner apart. On a twice
+    differentiable field it does not (the AD second derivative of
+    $\dot y = \min(y, 1)$ through a step-size-controlled solve is 0 where the
+    exact one is $-1/y_0^2$). The band should span a few of the integrator's
+    steps: their size is chosen for the state, not for the second-order
+    tangents, and a band they step over gives second derivatives off by up to
+    about 1%.
+
+    **Arguments:**
+
+    - `x`: the values, any shape.
+    - `limit`: $L > 0$, broadcast against `x`.
+    - `band`: $w \ge 0$, less than $L$, broadcast against `x`.
+
+    **Returns:** the saturated values, shaped as `x`.
+    """
+    x = jnp.asarray(x)
+    clipped = jnp.clip(x, -limit, limit)
+    if isinstance(band, int | float) and band == 0:
+        return clipped
+    # (A traced band may be 0: the rounded branch then divides by a stand-in,
+    # so that neither branch's derivative is NaN.)
+    rounding = band > 0
+    width = jnp.where(rounding, band, 1.0)
+    magnitude = jnp.abs(x)
+    start = limit - width
+    u = jnp.clip((magnitude - start) / (2 * width), 0.0, 1.0)
+    rounded = jnp.where(
+        magnitude <= start, x, jnp.sign(x) * (start + 2 * width * (u - u**3 + u**4 / 2))
+    )
+    return jnp.where(rounding, rounded, clipped)
+
+
 def virtual_constraint_torques(
-    outputs, output_rates, coefficients, phase, phase_rate, kp, kd, torque_limit
+    outputs,
+    output_rates,
+    coefficients,
+    phase,
+    phase_rate,
+    kp,
+    kd,
+    torque_limit,
+    saturation_band=0.0,
 ):
     r"""Saturated PD torques on virtual constraints $y = h(s)$ with Bézier
     references (Westervelt et al. 2007, *Feedback Control of Dynamic Bipedal
@@ -93,6 +151,11 @@ def virtual_constraint_torques(
     - `phase`, `phase_rate`: $s$ and $\dot s$ (scalars).
     - `kp`, `kd`: gains, scalars or shape `(n,)`.
     - `torque_limit`: $\tau_{max} > 0$, scalar or shape `(n,)`.
+    - `saturation_band`: where positive, the half-width of the band over which
+      the torques saturate smoothly ([`hybrax.saturate`][]: twice
+      continuously differentiable, so that second derivatives of the flow are
+      right where an orbit saturates); 0 (the default): the hard clip, whose
+      flow is only once differentiable where the torques reach the limit.
 
     **Returns:** the torques $\tau$, shape `(n,)`.
     """
@@ -102,4 +165,4 @@ def virtual_constraint_torques(
     error = outputs - reference
     error_rate = output_rates - reference_rate
     torque = -kp * error - kd * error_rate
-    return jnp.clip(torque, -torque_limit, torque_limit)
+    return saturate(torque, torque_limit, saturation_band)

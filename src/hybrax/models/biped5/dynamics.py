@@ -71,6 +71,10 @@ def _phase_order(params):
     return params.phase_start < params.phase_end
 
 
+def _band_below_limit(params):
+    return params.torque_band < params.torque_limit
+
+
 class Biped5Params(AbstractParams):
     r"""Parameters of the five-link biped (SI units; defaults: Winter 2009 for a
     70 kg, 1.75 m body, see [`hybrax.models.biped5`][]). In Zanchi & Cecić's
@@ -128,23 +132,39 @@ class Biped5Params(AbstractParams):
     )
     phase_end: float = parameter_field(0.4, "rad", "stance leg angle at phase 1")
     torque_limit: float = _positive(
-        400.0, "N m", "largest joint torque (the PD torques are clipped to it)"
+        400.0, "N m", "largest joint torque (the PD torques saturate at it)"
+    )
+    # Rounded corners keep the flow twice differentiable where an orbit reaches
+    # the limit (the gait near its period doubling does, for 0.2 ms after heel
+    # strike): second derivatives by AD are right there (`hybrax.saturate`).
+    # The default gait's torques stay below the band, so its numbers are those
+    # of the hard clip.
+    torque_band: float = _gain(
+        1.0, "N m", "half-width of the band over which the torques saturate"
     )
 
     # For traced values (the eager check is `__check_init__`'s).
     relations: ClassVar[dict[str, Callable[[Any], Any]]] = {
-        "phase_start < phase_end": _phase_order
+        "phase_start < phase_end": _phase_order,
+        "torque_band < torque_limit": _band_below_limit,
     }
 
     def __check_init__(self):
         try:
             span = float(self.phase_end) - float(self.phase_start)
+            limit, band = float(self.torque_limit), float(self.torque_band)
         except Exception:  # tracers
             return
         if span <= 0:  # (a NaN is the finiteness check's)
             raise ValueError(
                 "Biped parameters `phase_start` < `phase_end` needed; got "
                 f"{self.phase_start} and {self.phase_end}."
+            )
+        # (A limit or band out of its own bound is the bounds check's.)
+        if limit > 0 and 0 <= band and band >= limit:
+            raise ValueError(
+                "Biped parameters `torque_band` < `torque_limit` needed; got "
+                f"{self.torque_band} and {self.torque_limit}."
             )
 
 
@@ -305,6 +325,7 @@ def joint_torques(theta, theta_dot, params):
         kp,
         kd,
         p.torque_limit,
+        p.torque_band,
     )
 
 
