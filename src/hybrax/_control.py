@@ -142,7 +142,10 @@ def virtual_constraint_torques(
     hold their end values, and their rates keep their end slopes $h'(0)\dot s$,
     $h'(1)\dot s$: the torques are then continuous in the state (a jump where $s$
     leaves $[0, 1]$ would be a discontinuity of the vector field, which the
-    variational equations, and so the orbit's Jacobian, do not see).
+    variational equations, and so the orbit's Jacobian, do not see). Their
+    Jacobian still jumps where $s$ leaves $[0, 1]$ with nonzero shape offsets
+    (a corner, as the hard clip's): second derivatives of the flow across that
+    instant miss its switching-time term (see [`hybrax.saturate`][]).
 
     **Arguments:**
 
