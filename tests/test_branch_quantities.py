@@ -16,6 +16,10 @@ import reference_hopper as ref
 from hybrax import models
 
 
+# Each test needs the branch (the continuation's corrector and the quantities'
+# program compile, about 30 s): too slow for the fast set.
+pytestmark = pytest.mark.slow
+
 TOL = 1e-11  # integration tolerance of the branch and of its cycles
 SYSTEM = models.hopper.minimal()[0]
 SECTION = models.hopper.section()
@@ -51,7 +55,6 @@ def _along(branch_and_params, quantities):
     )
 
 
-@pytest.mark.slow
 def test_quantities_along_a_branch_equal_the_closed_form_hop(branch_and_params):
     branch, params = branch_and_params
     values = _along(branch_and_params, QUANTITIES)

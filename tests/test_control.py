@@ -78,6 +78,7 @@ def _flow(y0, band):
     return solution.ys[-1]
 
 
+@pytest.mark.slow  # two second-order programs compile (about 20 s)
 @pytest.mark.parametrize("band", [0.0, 0.3])
 def test_second_derivative_through_a_saturated_flow(band):
     """y0 = 0.5: y grows as y0 e^t until y = 1 (t_s = -ln y0), then at rate 1,
