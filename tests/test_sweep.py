@@ -430,6 +430,7 @@ def test_rounds_resume_with_the_loosening_where_they_stopped(system_and_section)
             )
 
 
+@pytest.mark.slow  # (the fast set's cold run is at its bound)
 def test_concurrent_streams_equal_single_solves(
     system_and_section, single_solves, monkeypatch
 ):
@@ -612,6 +613,7 @@ def test_remaining_elements_move_to_a_smaller_chunk(system_and_section, monkeypa
     np.testing.assert_array_equal(out.orbit.u[5:], out.orbit.u[[0, 1, 0]])
 
 
+@pytest.mark.slow  # (the fast set's cold run is at its bound)
 def test_warm_starts_from_the_nearest_converged_orbit(system_and_section):
     """With `warm_start`, elements entering a lane after the first orbits have
     converged start from the nearest converged orbit: the same orbits (a region
