@@ -648,13 +648,9 @@ def _evaluate_quantities(quantities, orbit, params):
     compilation, where eager evaluation compiled each operation apart: 0.6 s
     for the hopper's twelve); `None` for one that reads an observable that
     nothing recorded."""
-    values = []
-    for quantity in quantities:
-        try:
-            values.append(quantity(orbit, params))
-        except KeyError:  # raised while tracing: the name is not recorded
-            values.append(None)
-    return values
+    from ._periodic import quantity_value
+
+    return [quantity_value(quantity, orbit, params) for quantity in quantities]
 
 
 class _EventObservable(eqx.Module):

@@ -18,6 +18,7 @@ from .._periodic import (
     PoincareSection,
     cycle,
     cycle_orbit,
+    quantity_value,
     resolve_sequence,
 )
 from .._settings import Settings
@@ -157,10 +158,9 @@ def _branch_values(
         ran = solution.result == RESULTS.successful
         out = []
         for quantity in quantities:
-            try:
-                value = jnp.asarray(quantity(orbit, point_params))
-            except KeyError:  # raised while tracing: the name is not recorded
-                value = jnp.full((), jnp.nan, u.dtype)
+            value = quantity_value(quantity, orbit, point_params)
+            value = jnp.full((), jnp.nan, u.dtype) if value is None else value
+            value = jnp.asarray(value)
             if not jnp.issubdtype(value.dtype, jnp.bool_):
                 value = jnp.where(ran, value, jnp.nan)
             out.append(value)

@@ -43,6 +43,7 @@ from .orbit import (
 from .section import (
     PeriodicOrbit as PeriodicOrbit,
     PoincareSection as PoincareSection,
+    quantity_value as quantity_value,
 )
 from .solve import cycle_orbit as cycle_orbit, iteration_cap as iteration_cap
 from .spectrum import (

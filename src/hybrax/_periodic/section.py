@@ -247,3 +247,13 @@ class PeriodicOrbit(eqx.Module):
     def guard_at_start(self):
         """The smallest armed guard of each phase's mode right after its event."""
         return self.cycle.guard_at_start
+
+
+def quantity_value(quantity, orbit, params):
+    """`quantity(orbit, params)`, or `None` where it reads an observable that
+    nothing recorded (the `KeyError` a missing name raises, while tracing): an
+    unknown, never a value read from NaN."""
+    try:
+        return quantity(orbit, params)
+    except KeyError:
+        return None
