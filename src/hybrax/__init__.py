@@ -142,6 +142,12 @@ if TYPE_CHECKING:
         monodromy as monodromy,
         poincare_map as poincare_map,
     )
+    from ._robustness import (
+        Disturbance as Disturbance,
+        GaitSensitivity as GaitSensitivity,
+        disturbed_step as disturbed_step,
+        gait_sensitivity as gait_sensitivity,
+    )
     from ._saltation import (
         phase_fundamental_matrix as phase_fundamental_matrix,
         saltation_matrix as saltation_matrix,
@@ -274,6 +280,10 @@ _EXPORTS = {
     "floquet_multipliers": "._periodic",
     "monodromy": "._periodic",
     "poincare_map": "._periodic",
+    "Disturbance": "._robustness",
+    "GaitSensitivity": "._robustness",
+    "disturbed_step": "._robustness",
+    "gait_sensitivity": "._robustness",
     "phase_fundamental_matrix": "._saltation",
     "saltation_matrix": "._saltation",
     "Settings": "._settings",

@@ -1,0 +1,321 @@
+r"""How robust a gait is: disturbances as declared inputs of one cycle, and the
+gait sensitivity norm of Hobbelen & Wisse (2007), "A disturbance rejection
+measure for limit cycle walkers: the gait sensitivity norm", IEEE Trans.
+Robotics 23(6).
+
+A disturbance $d$ enters one cycle (one step) as an offset of one of the model's
+parameters, such as the slope of the next step; the disturbed return map is
+$u' = P(u, d)$ and the step's gait indicators (step time, step length, ...) are
+$y = G(u, d)$, both exact functions of the cycle, differentiated by JAX. At a
+periodic orbit $u^*$ their Jacobians
+$A = \partial P/\partial u$, $B = \partial P/\partial d$,
+$C = \partial G/\partial u$, $D = \partial G/\partial d$ make the linearised
+step-to-step system $\delta u_{k+1} = A\,\delta u_k + B\,d_k$,
+$\delta y_k = C\,\delta u_k + D\,d_k$.
+"""
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import diffrax as dfx
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+from jaxtyping import Array, Float
+
+from ._compile import compiled, system_label
+from ._continuation_parameter import AbstractParameter
+from ._custom_types import Params
+from ._hybrid import HybridSystem
+from ._misc import canonical_params
+from ._periodic import (
+    PeriodicOrbit,
+    PoincareSection,
+    cycle,
+    cycle_orbit,
+    quantity_value,
+    resolve_sequence,
+    sorted_multipliers,
+)
+from ._settings import Settings, resolve_settings
+from ._solution import RESULTS, masked_nan
+
+
+class Disturbance(eqx.Module):
+    r"""A disturbance input of one cycle: an offset $d$ of one of the model's
+    parameters during one cycle of its section (one step), such as the slope or
+    the ground's height under the next step, a push given as an impulse
+    parameter of a reset, or an error in a model parameter.
+
+    The cycle runs with the parameters $p + d\,e$ throughout (chart, flow,
+    guards and resets), from the section's unknowns $u$ that the previous cycle
+    left; the next cycle reads its section state with the undisturbed
+    parameters. For a walker whose section is "just after heel strike, both feet
+    on the ground" and whose state is measured from the ground's normal, a
+    disturbed slope is a step on a wedge of that slope (the terrain model of Byl
+    & Tedrake 2009, "Metastable walking machines", Int. J. Robotics Research
+    28(8)).
+
+    - `parameter`: the [`hybrax.AbstractParameter`][] it offsets (a field, or a
+      derived quantity through `hybrax.FunctionParameter`).
+    - `unit`: the unit of $d$ (`"rad"`, `"m"`; `"1"` for a dimensionless one).
+    - `meaning`: a few plain words (e.g. `"slope of the next step"`).
+    """
+
+    parameter: AbstractParameter
+    unit: str = eqx.field(static=True, default="1")
+    meaning: str = eqx.field(static=True, default="")
+
+    def __check_init__(self):
+        if not isinstance(self.parameter, AbstractParameter):
+            raise ValueError(
+                "`parameter` must be a hybrax.AbstractParameter (e.g. "
+                f"hybrax.FieldParameter('slope')); got {type(self.parameter).__name__}."
+            )
+        if not isinstance(self.unit, str):
+            raise ValueError(f"`unit` must be a string; got {self.unit!r}.")
+        if not isinstance(self.meaning, str):
+            raise ValueError(f"`meaning` must be a string; got {self.meaning!r}.")
+
+    def apply(self, params: Params, d) -> Params:
+        r"""The parameters of a cycle disturbed by `d`: the parameter's value
+        $v$ replaced by $v + d$. Traced values work."""
+        return self.parameter.set(params, self.parameter.get(params) + d)
+
+
+class GaitSensitivity(eqx.Module):
+    r"""The result of [`hybrax.gait_sensitivity`][].
+
+    - `norm`: the gait sensitivity norm, $\sqrt{\sum_{k\ge0}\lVert\delta
+      y_k\rVert^2}$ for a unit disturbance in the first step, in the closed
+      form $\sqrt{D^\top D + B^\top W B}$ with $W = A^\top W A + C^\top C$ (the
+      observability Gramian of the linearised step-to-step system). Infinite
+      where the orbit is unstable (spectral radius of $A$ at least 1); NaN with
+      `result` not `successful` where the orbit or its disturbed cycle failed.
+      Its unit is the indicators' over the disturbance's.
+    - `responses`: `(steps, p)`, the linearised response $\delta y_k$ of each
+      indicator in step $k$ to a unit disturbance in step 0: $\delta y_0 = D$,
+      $\delta y_k = C A^{k-1} B$.
+    - `indicators`: `(p,)`, the indicators' values on the orbit.
+    - `A`, `B`, `C`, `D`: the step Jacobians at the orbit.
+    - `result`: a [`hybrax.RESULTS`][].
+    """
+
+    norm: Float[Array, ""]
+    responses: Float[Array, "steps p"]
+    indicators: Float[Array, " p"]
+    A: Float[Array, "k k"]
+    B: Float[Array, " k"]
+    C: Float[Array, "p k"]
+    D: Float[Array, " p"]
+    result: RESULTS
+
+
+def disturbed_step(
+    system: HybridSystem,
+    section: PoincareSection,
+    u: Float[Array, " k"],
+    params: Params,
+    disturbance: Disturbance,
+    d,
+    indicators: Mapping[str, Callable[[PeriodicOrbit, Params], Any]],
+    *,
+    settings: Settings | None = None,
+):
+    r"""One disturbed step: $u' = P(u, d)$ and the gait indicators
+    $y = G(u, d)$ of the cycle from $u$ with the parameters disturbed by $d$ (see
+    [`hybrax.Disturbance`][]).
+
+    The indicators are functions `(orbit, params) -> scalar` read on the cycle
+    as an orbit (its `period` is the step time, its `u`, events, event and phase
+    observables those of this cycle), with the disturbed parameters: the same
+    functions as a model's declared [`hybrax.Quantity`][] entries. Pure and
+    differentiable in `u`, `d` and `params` in forward mode (`jax.jacfwd`,
+    `jax.jvp`): the event times' sensitivity is included.
+
+    **Returns:** `(u_next, y, result)`: `u_next` and `y` are NaN unless the cycle
+    ran as the section declares (`result` `successful`).
+
+    **Raises:** `ValueError` naming `indicators` where one is not callable or
+    reads an observable that nothing records.
+    """
+    settings = resolve_settings(settings)
+    functions = _indicator_functions(indicators)
+    sequence, _ = resolve_sequence(system, section)
+    return _step(
+        system,
+        section,
+        sequence,
+        settings,
+        functions,
+        disturbance,
+        jnp.asarray(u, float),
+        canonical_params(params),
+        jnp.asarray(d, float),
+    )
+
+
+def _indicator_functions(indicators) -> tuple:
+    if not isinstance(indicators, Mapping) or not indicators:
+        raise ValueError(
+            "`indicators` must be a non-empty mapping name -> function (orbit, "
+            f"params) -> scalar; got {indicators!r}."
+        )
+    for name, indicator in indicators.items():
+        if not callable(indicator):
+            raise ValueError(
+                f"`indicators[{name!r}]` must be a function (orbit, params) -> "
+                f"scalar; got {type(indicator).__name__}."
+            )
+    return tuple(indicators.values())
+
+
+def _step(system, section, sequence, settings, indicators, disturbance, u, params, d):
+    """`(u_next, y, result)` of one disturbed cycle (see `disturbed_step`)."""
+    disturbed = disturbance.apply(params, d)
+    state = section.chart(u, disturbed)
+    solution, _ = cycle(
+        system,
+        state,
+        disturbed,
+        sequence,
+        settings,
+        dfx.ForwardMode(),
+        phase_observables=True,
+    )
+    u_next = section.coordinates(solution.x_after[-1], disturbed)
+    nan_jacobian = jnp.full((u.shape[0], u.shape[0]), jnp.nan, u.dtype)
+    orbit = cycle_orbit(u, u_next, state, solution, nan_jacobian, solution.result)
+    values = []
+    for indicator in indicators:
+        value = quantity_value(indicator, orbit, disturbed)
+        if value is None:
+            raise ValueError(
+                "`indicators`: an indicator reads an observable that no mode or "
+                "transition of the system records."
+            )
+        values.append(jnp.asarray(value, u.dtype).reshape(()))
+    ok = solution.result == RESULTS.successful
+    return masked_nan((u_next, jnp.stack(values)), ok), solution.result
+
+
+def gait_sensitivity(
+    system: HybridSystem,
+    section: PoincareSection,
+    orbit: PeriodicOrbit,
+    params: Params,
+    disturbance: Disturbance,
+    indicators: Mapping[str, Callable[[PeriodicOrbit, Params], Any]],
+    *,
+    steps: int = 20,
+    settings: Settings | None = None,
+) -> GaitSensitivity:
+    r"""The gait sensitivity norm of a periodic orbit (Hobbelen & Wisse 2007, "A
+    disturbance rejection measure for limit cycle walkers: the gait sensitivity
+    norm", IEEE Trans. Robotics 23(6)): how strongly the gait indicators respond,
+    over all later steps, to a disturbance in one step.
+
+    With the step Jacobians at the orbit $u^*$ (see [`hybrax.disturbed_step`][]),
+    $A = \partial P/\partial u$, $B = \partial P/\partial d$,
+    $C = \partial G/\partial u$, $D = \partial G/\partial d$, a unit disturbance
+    in step 0 moves the indicators by $\delta y_0 = D$ in that step and by
+    $\delta y_k = C A^{k-1} B$ in step $k \ge 1$, and
+
+    $$\mathrm{GSN} = \Big(\sum_{k\ge0}\lVert\delta y_k\rVert^2\Big)^{1/2}
+    = \big(D^\top D + B^\top W B\big)^{1/2},\qquad W = A^\top W A + C^\top C,$$
+
+    the $H_2$ norm of the linearised step-to-step system from the disturbance to
+    the indicators, computed in closed form ($W$ from the discrete Lyapunov
+    equation, solved as a linear system in its entries).
+
+    Differentiable in `params` in forward mode (`jax.jacfwd`), through the
+    orbit's own derivative: pass an orbit found inside the differentiated
+    function, so that `hybrax.tune` can minimise it. Works under `jax.jit` and
+    `jax.vmap`.
+
+    **Arguments:**
+
+    - `system`, `section`: the hybrid system and its Poincaré section.
+    - `orbit`: a [`hybrax.PeriodicOrbit`][] of [`hybrax.find_periodic_orbit`][].
+    - `params`: the parameters the orbit was found at.
+    - `disturbance`: a [`hybrax.Disturbance`][] (a model's declared ones are
+      `ModelBundle.disturbances`).
+    - `indicators`: name $\to$ `indicator(orbit, params)`, a scalar of one step
+      (a model's `ModelBundle.gait_indicators` name its quantities).
+    - `steps`: how many steps of `responses` to return (static).
+    - `settings`: the [`hybrax.Settings`][] of the disturbed cycle (default:
+      `Settings()`; give the orbit's own for its tolerances).
+
+    **Returns:** a [`hybrax.GaitSensitivity`][].
+
+    **Raises:** `ValueError` naming `indicators` or `steps`.
+    """
+    settings = resolve_settings(settings)
+    functions = _indicator_functions(indicators)
+    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
+        raise ValueError(f"`steps` must be a positive integer; got {steps!r}.")
+    if not isinstance(disturbance, Disturbance):
+        raise ValueError(
+            "`disturbance` must be a hybrax.Disturbance; got "
+            f"{type(disturbance).__name__}."
+        )
+    sequence, _ = resolve_sequence(system, section)
+    return _sensitivity(
+        system,
+        section,
+        sequence,
+        settings,
+        functions,
+        disturbance,
+        steps,
+        orbit.u,
+        orbit.result,
+        canonical_params(params),
+    )
+
+
+@compiled(
+    "the gait sensitivity", label=lambda system, *_, **__: system_label(system)
+)
+def _sensitivity(
+    system,
+    section,
+    sequence,
+    settings,
+    indicators,
+    disturbance,
+    steps,
+    u,
+    orbit_result,
+    params,
+):
+    zero = jnp.zeros((), u.dtype)
+
+    def step(u, d):
+        outputs, result = _step(
+            system, section, sequence, settings, indicators, disturbance, u, params, d
+        )
+        return outputs, (outputs[1], result)
+
+    jacobians, (y, step_result) = jax.jacfwd(step, argnums=(0, 1), has_aux=True)(
+        u, zero
+    )
+    (A, B), (C, D) = jacobians
+    k = u.shape[0]
+    identity = jnp.eye(k * k, dtype=u.dtype)
+    gramian = jnp.linalg.solve(identity - jnp.kron(A.T, A.T), (C.T @ C).reshape(-1))
+    gramian = gramian.reshape(k, k)
+    stable = jnp.max(jnp.abs(sorted_multipliers(A))) < 1
+    squared = D @ D + B @ gramian @ B
+    norm = jnp.where(stable, jnp.sqrt(jnp.where(stable, squared, 1.0)), jnp.inf)
+
+    def later(carry, _):
+        return A @ carry, C @ carry
+
+    _, tail = jax.lax.scan(later, B, None, length=steps - 1)
+    responses = jnp.concatenate([D[None], tail])
+    result = RESULTS.where(orbit_result == RESULTS.successful, step_result, orbit_result)
+    ok = result == RESULTS.successful
+    return GaitSensitivity(
+        *masked_nan((norm, responses, y, A, B, C, D), ok), result=result
+    )

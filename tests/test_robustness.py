@@ -1,0 +1,178 @@
+"""The gait sensitivity norm and disturbed steps against closed forms and
+independent quadrature (the rimless wheel), a second method (the shooting's own
+reduced Jacobian), finite differences, and bad input."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from scipy.integrate import quad
+
+import hybrax as hx
+from hybrax.models import rimless_wheel as rw
+
+
+@pytest.fixture(scope="module")
+def wheel():
+    system, params = rw.rimless_wheel()
+    params = hx.canonical_params(params)
+    section = rw.section()
+    orbit = hx.find_periodic_orbit(system, section, jnp.array([1.5]), params)
+    assert bool(orbit.succeeded)
+    return system, section, params, orbit
+
+
+SLOPE = hx.Disturbance(hx.FieldParameter("gamma"), "rad", "slope of the next step")
+STEP_TIME = {"step_time": lambda orbit, params: orbit.period}
+
+
+def _step_time(omega, d, gamma=0.08, alpha=np.pi / 8, g_over_l=9.81):
+    """The rimless wheel's step time on a step of slope gamma + d from the rate
+    omega after heel strike, by quadrature of the inverted pendulum's energy
+    (theta from gamma + d - alpha to gamma + d + alpha)."""
+    start, end = gamma + d - alpha, gamma + d + alpha
+
+    def dt_dtheta(theta):
+        return 1 / np.sqrt(omega**2 + 2 * g_over_l * (np.cos(start) - np.cos(theta)))
+
+    return quad(dt_dtheta, start, end, epsabs=1e-13, epsrel=1e-13)[0]
+
+
+def test_rimless_wheel_against_closed_forms_and_quadrature(wheel):
+    r"""The wheel's step map on a step of slope gamma + d is
+    omega' = c sqrt(omega^2 + K sin(gamma + d)) with c = cos 2 alpha,
+    K = 4 (g/l) sin alpha: A = c^2, B = c^2 K cos(gamma) / (2 omega*). The
+    step time's derivatives come from quadrature (central differences of the
+    integral), and the norm is then sqrt(D^2 + B^2 C^2 / (1 - A^2))."""
+    system, section, params, orbit = wheel
+    result = hx.gait_sensitivity(system, section, orbit, params, SLOPE, STEP_TIME)
+    assert hx.status_name(result.result) == ["successful"]
+    omega = float(orbit.u[0])
+    alpha, gamma, g = np.pi / 8, 0.08, 9.81
+    c2 = np.cos(2 * alpha) ** 2
+    A = c2
+    B = c2 * 4 * g * np.sin(alpha) * np.cos(gamma) / (2 * omega)
+    h = 1e-5
+    C = (_step_time(omega + h, 0) - _step_time(omega - h, 0)) / (2 * h)
+    D = (_step_time(omega, h) - _step_time(omega, -h)) / (2 * h)
+    np.testing.assert_allclose(float(result.A[0, 0]), A, rtol=1e-7)
+    np.testing.assert_allclose(float(result.B[0]), B, rtol=1e-7)
+    np.testing.assert_allclose(float(result.C[0, 0]), C, rtol=1e-6)
+    np.testing.assert_allclose(float(result.D[0]), D, rtol=1e-6)
+    np.testing.assert_allclose(
+        float(result.indicators[0]), _step_time(omega, 0), rtol=1e-9
+    )
+    norm = np.sqrt(D**2 + B**2 * C**2 / (1 - A**2))
+    np.testing.assert_allclose(float(result.norm), norm, rtol=1e-6)
+    # The responses, step by step: D, then C A^(k-1) B.
+    k = np.arange(1, result.responses.shape[0])
+    np.testing.assert_allclose(result.responses[0, 0], D, rtol=1e-6)
+    np.testing.assert_allclose(result.responses[1:, 0], C * A ** (k - 1) * B, rtol=1e-6)
+    # The truncated sum of the squared responses tends to the closed form.
+    truncated = np.sqrt(np.sum(np.asarray(result.responses) ** 2))
+    assert truncated < float(result.norm)
+    np.testing.assert_allclose(truncated, float(result.norm), rtol=1e-4)
+
+
+def test_step_jacobian_is_the_shootings_reduced_jacobian(wheel):
+    """A = dP/du by forward AD through the disturbed step equals the reduced
+    Jacobian M of the shooting's variational pass (a second method), both
+    within 1e-7 of the closed form cos^2(2 alpha) = 1/2 (AD through the
+    adaptive steps differentiates the steps as taken: 3e-8 off here)."""
+    system, section, params, orbit = wheel
+    result = hx.gait_sensitivity(system, section, orbit, params, SLOPE, STEP_TIME)
+    np.testing.assert_allclose(result.A, orbit.reduced_jacobian, rtol=1e-7)
+    np.testing.assert_allclose(orbit.reduced_jacobian[0, 0], 0.5, rtol=1e-7)
+
+
+def test_disturbed_step_is_the_return_map_at_the_disturbed_parameters(wheel):
+    """With d = 0 the disturbed step is the return map; with d, the return map at
+    the parameters offset by d (the closed form of the wheel's step)."""
+    system, section, params, orbit = wheel
+    for d in (0.0, 0.01, -0.005):
+        (u_next, y), status = hx.disturbed_step(
+            system, section, orbit.u, params, SLOPE, d, STEP_TIME
+        )
+        assert hx.status_name(status) == ["successful"]
+        omega = float(orbit.u[0])
+        c = np.cos(np.pi / 4)
+        closed = c * np.sqrt(omega**2 + 4 * 9.81 * np.sin(np.pi / 8) * np.sin(0.08 + d))
+        np.testing.assert_allclose(float(u_next[0]), closed, rtol=1e-8)
+        np.testing.assert_allclose(float(y[0]), _step_time(omega, d), rtol=1e-8)
+
+
+def test_a_failed_orbit_gives_nan_and_its_status(wheel):
+    """On level ground there is no orbit: the norm is NaN with the orbit's own
+    status, never a number."""
+    system, section, params, _ = wheel
+    level = hx.FieldParameter("gamma").set(params, 0.0)
+    orbit = hx.find_periodic_orbit(system, section, jnp.array([1.5]), level)
+    assert not bool(orbit.succeeded)
+    result = hx.gait_sensitivity(system, section, orbit, level, SLOPE, STEP_TIME)
+    assert np.isnan(float(result.norm))
+    assert hx.status_name(result.result) == hx.status_name(orbit.result)
+
+
+@pytest.mark.parametrize(
+    "kwargs, name",
+    [
+        (dict(indicators={}), "indicators"),
+        (dict(indicators={"t": 1.0}), "indicators"),
+        (dict(indicators=[lambda o, p: o.period]), "indicators"),
+        (dict(steps=0), "steps"),
+        (dict(steps=2.5), "steps"),
+        (dict(disturbance="gamma"), "disturbance"),
+        (
+            dict(indicators={"apex": lambda o, p: o.cycle.phase_observables["apex"]}),
+            "indicators",
+        ),
+    ],
+)
+def test_bad_input_names_the_argument(wheel, kwargs, name):
+    system, section, params, orbit = wheel
+    arguments = dict(disturbance=SLOPE, indicators=STEP_TIME) | kwargs
+    with pytest.raises(ValueError, match=name):
+        hx.gait_sensitivity(system, section, orbit, params, **arguments)
+
+
+def test_a_disturbance_needs_a_parameter():
+    with pytest.raises(ValueError, match="parameter"):
+        hx.Disturbance("gamma", "rad")
+    with pytest.raises(ValueError, match="unit"):
+        hx.Disturbance(hx.FieldParameter("gamma"), 1)
+
+
+def _wheel_norm(system, section, params, gamma):
+    slope = hx.FieldParameter("gamma")
+    disturbed = slope.set(params, gamma)
+    orbit = hx.find_periodic_orbit(
+        system, section, jnp.array([1.5]), disturbed, analyse=False
+    )
+    return hx.gait_sensitivity(
+        system, section, orbit, disturbed, SLOPE, STEP_TIME
+    ).norm
+
+
+@pytest.mark.slow
+def test_norm_derivative_and_batches_through_the_orbit(wheel):
+    """d GSN / d gamma by `jax.jacfwd` through the orbit's own derivative against
+    Richardson-extrapolated central differences; `jax.vmap` over slopes equals
+    the single solves (a slope without an orbit is NaN, the others exact)."""
+    system, section, params, _ = wheel
+
+    def norm(gamma):
+        return _wheel_norm(system, section, params, gamma)
+
+    derivative = float(jax.jacfwd(norm)(jnp.asarray(0.08)))
+    jitted = jax.jit(norm)
+
+    def central(h):
+        return (float(jitted(0.08 + h)) - float(jitted(0.08 - h))) / (2 * h)
+
+    richardson = (4 * central(2.5e-4) - central(5e-4)) / 3
+    np.testing.assert_allclose(derivative, richardson, rtol=2e-5)
+    slopes = jnp.array([0.06, 0.08, 0.1])
+    batched = jax.vmap(norm)(slopes)
+    assert np.isnan(float(batched[0]))
+    for value, gamma in zip(batched[1:], slopes[1:]):
+        np.testing.assert_allclose(float(value), float(jitted(gamma)), rtol=1e-12)
