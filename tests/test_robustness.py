@@ -148,9 +148,7 @@ def _wheel_norm(system, section, params, gamma):
     orbit = hx.find_periodic_orbit(
         system, section, jnp.array([1.5]), disturbed, analyse=False
     )
-    return hx.gait_sensitivity(
-        system, section, orbit, disturbed, SLOPE, STEP_TIME
-    ).norm
+    return hx.gait_sensitivity(system, section, orbit, disturbed, SLOPE, STEP_TIME).norm
 
 
 @pytest.mark.slow
@@ -176,3 +174,68 @@ def test_norm_derivative_and_batches_through_the_orbit(wheel):
     assert np.isnan(float(batched[0]))
     for value, gamma in zip(batched[1:], slopes[1:]):
         np.testing.assert_allclose(float(value), float(jitted(gamma)), rtol=1e-12)
+
+
+@pytest.mark.slow
+def test_compass_gait_norm_against_simulated_disturbed_walks():
+    """The compass gait's norm on its declared indicators (step time, step
+    length) against walks simulated step by step (`hybrax.simulate`, no
+    Jacobian): a first step on a slope offset by +-eps, then 39 steps on the
+    nominal slope, each started from the section's chart of the last one's
+    unknowns; the indicators' central differences over all steps, squared and
+    summed."""
+    from hybrax import models
+
+    model = models.get_model("compass-gait")
+    form = model.forms[model.default_form]
+    system, section = form.system(), form.section()
+    params = hx.canonical_params(model.make_params())
+    guess = jnp.asarray(model.orbit_guess(params), float)
+    orbit = hx.find_periodic_orbit(system, section, guess, params)
+    indicators = {name: model.quantity(name) for name in model.gait_indicators}
+    assert list(indicators) == ["period", "step_length"]
+    slope = model.disturbances["slope"]
+    result = hx.gait_sensitivity(system, section, orbit, params, slope, indicators)
+    assert hx.status_name(result.result) == ["successful"]
+    n_steps = 40
+    strike = system.transition_index(section.sequence[-1])
+    mode0 = system.targets[strike]
+    leg = float(params.a + params.b)
+
+    def walk(eps):
+        disturbed = slope.apply(params, eps)
+        first = hx.simulate(
+            system,
+            section.chart(orbit.u, disturbed),
+            disturbed,
+            n_events=1,
+            mode0=mode0,
+        )
+        u1 = section.coordinates(first.x_after[0], disturbed)
+        rest = hx.simulate(
+            system,
+            section.chart(u1, params),
+            params,
+            n_events=n_steps - 1,
+            mode0=mode0,
+        )
+        assert hx.status_name(first.result) == hx.status_name(rest.result)
+        assert hx.status_name(rest.result) == ["successful"]
+        times = np.concatenate(
+            [np.asarray(first.t_events), np.diff(np.asarray(rest.t_events), prepend=0)]
+        )
+        later = [section.coordinates(x, params)[0] for x in rest.x_after[:-1]]
+        alphas = np.array([float(orbit.u[0]), float(u1[0]), *map(float, later)])
+        return np.stack([times, 2 * leg * np.sin(alphas)], axis=1)
+
+    eps = 1e-4
+    response = (walk(eps) - walk(-eps)) / (2 * eps)
+    np.testing.assert_allclose(
+        result.responses, response[: result.responses.shape[0]], atol=2e-4
+    )
+    np.testing.assert_allclose(
+        float(result.norm), np.sqrt(np.sum(response**2)), rtol=1e-4
+    )
+    np.testing.assert_allclose(
+        result.norms, np.sqrt(np.sum(response**2, axis=0)), rtol=1e-4
+    )

@@ -384,6 +384,11 @@ class ModelBundle(eqx.Module):
     - `quantities`: name $\to$ [`hybrax.Quantity`][] (or a plain
       `q(orbit, params)`, dimensionless): the orbit's scalars with their units,
       which `hybrax orbit` prints and writes, `tune` targets and `sweep` maps.
+    - `disturbances`: name $\to$ [`hybrax.Disturbance`][], the disturbances a
+      step may meet (a walker's slope of the next step), and `gait_indicators`:
+      the names of the `quantities` that measure a step (step time, step
+      length): `hybrax orbit` reports the gait sensitivity norm of each
+      disturbance on these indicators ([`hybrax.gait_sensitivity`][]).
     - `presentation`: a [`hybrax.ModelPresentation`][]: labels, units, figures,
       the commands' defaults and model-specific summaries (default: generic
       outputs only).
@@ -406,6 +411,10 @@ class ModelBundle(eqx.Module):
     quantities: Mapping[str, Quantity | Callable[[Any, Any], Any]] | None = eqx.field(
         static=True, default=None
     )
+    disturbances: Mapping[str, Any] | None = eqx.field(static=True, default=None)
+    gait_indicators: tuple[str, ...] = eqx.field(
+        static=True, default=(), converter=tuple
+    )
     presentation: ModelPresentation = eqx.field(
         static=True, default_factory=ModelPresentation
     )
@@ -415,11 +424,37 @@ class ModelBundle(eqx.Module):
             raise ValueError("`forms` must name at least one formulation.")
         if not self.state_names:
             raise ValueError("`state_names` must not be empty.")
+        self._check_robustness()
         if not isinstance(self.presentation, ModelPresentation):
             raise ValueError(
                 "`presentation` must be a hybrax.ModelPresentation; got "
                 f"{type(self.presentation).__name__}."
             )
+
+    def _check_robustness(self) -> None:
+        unknown = [n for n in self.gait_indicators if n not in (self.quantities or {})]
+        if unknown:
+            raise ValueError(
+                f"`gait_indicators` names {unknown}, which `quantities` does not "
+                "declare."
+            )
+        if not self.disturbances:
+            return
+        if not self.gait_indicators:
+            raise ValueError(
+                "`gait_indicators` must name the quantities that measure a step "
+                "where `disturbances` are declared."
+            )
+        # (Imported here: the registry reads bundles at the command line's start,
+        # and most models declare no disturbance.)
+        from ._robustness import Disturbance
+
+        for name, disturbance in self.disturbances.items():
+            if not isinstance(disturbance, Disturbance):
+                raise ValueError(
+                    f"`disturbances[{name!r}]` must be a hybrax.Disturbance; got "
+                    f"{type(disturbance).__name__}."
+                )
 
     @property
     def default_form(self) -> str:

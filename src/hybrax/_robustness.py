@@ -14,6 +14,7 @@ step-to-step system $\delta u_{k+1} = A\,\delta u_k + B\,d_k$,
 $\delta y_k = C\,\delta u_k + D\,d_k$.
 """
 
+import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -92,7 +93,11 @@ class GaitSensitivity(eqx.Module):
       observability Gramian of the linearised step-to-step system). Infinite
       where the orbit is unstable (spectral radius of $A$ at least 1); NaN with
       `result` not `successful` where the orbit or its disturbed cycle failed.
-      Its unit is the indicators' over the disturbance's.
+      Its unit is the indicators' over the disturbance's (where the indicators
+      have different units, weigh them first, or read `norms`).
+    - `norms`: `(p,)`, each indicator's own norm,
+      $(D_i^2 + B^\top W_i B)^{1/2}$ with $W_i = A^\top W_i A + C_i^\top C_i$;
+      `norm` is their root sum of squares.
     - `responses`: `(steps, p)`, the linearised response $\delta y_k$ of each
       indicator in step $k$ to a unit disturbance in step 0: $\delta y_0 = D$,
       $\delta y_k = C A^{k-1} B$.
@@ -102,6 +107,7 @@ class GaitSensitivity(eqx.Module):
     """
 
     norm: Float[Array, ""]
+    norms: Float[Array, " p"]
     responses: Float[Array, "steps p"]
     indicators: Float[Array, " p"]
     A: Float[Array, "k k"]
@@ -250,6 +256,53 @@ def gait_sensitivity(
 
     **Raises:** `ValueError` naming `indicators` or `steps`.
     """
+    return _sensitivity(
+        *_program_inputs(
+            system,
+            section,
+            orbit.u,
+            orbit.result,
+            params,
+            disturbance,
+            indicators,
+            steps,
+            settings,
+        )
+    )
+
+
+def compile_gait_sensitivity(
+    system: HybridSystem,
+    section: PoincareSection,
+    u: Float[Array, " k"],
+    params: Params,
+    disturbance: Disturbance,
+    indicators: Mapping[str, Callable[[PeriodicOrbit, Params], Any]],
+    *,
+    steps: int = 20,
+    settings: Settings | None = None,
+) -> threading.Thread:
+    """Compile [`gait_sensitivity`][]'s program for an orbit with unknowns of
+    `u`'s shape in a thread of its own (the command line compiles it while the
+    orbit search runs); `join` it before the call. Only shapes matter."""
+    inputs = _program_inputs(
+        system,
+        section,
+        u,
+        RESULTS.successful,
+        params,
+        disturbance,
+        indicators,
+        steps,
+        settings,
+    )
+    return _sensitivity.compile_in_background(*inputs)
+
+
+def _program_inputs(
+    system, section, u, orbit_result, params, disturbance, indicators, steps, settings
+) -> tuple:
+    """The checked arguments of [`gait_sensitivity`][]'s program."""
     settings = resolve_settings(settings)
     functions = _indicator_functions(indicators)
     if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
@@ -260,7 +313,7 @@ def gait_sensitivity(
             f"{type(disturbance).__name__}."
         )
     sequence, _ = resolve_sequence(system, section)
-    return _sensitivity(
+    return (
         system,
         section,
         sequence,
@@ -268,15 +321,13 @@ def gait_sensitivity(
         functions,
         disturbance,
         steps,
-        orbit.u,
-        orbit.result,
+        u,
+        orbit_result,
         canonical_params(params),
     )
 
 
-@compiled(
-    "the gait sensitivity", label=lambda system, *_, **__: system_label(system)
-)
+@compiled("the gait sensitivity", label=lambda system, *_, **__: system_label(system))
 def _sensitivity(
     system,
     section,
@@ -301,21 +352,28 @@ def _sensitivity(
         u, zero
     )
     (A, B), (C, D) = jacobians
+    # W_i = A^T W_i A + C_i^T C_i for each indicator's row C_i, as one linear
+    # system in the entries of the W_i (row-major: vec(A^T W A) = (A^T (x) A^T)
+    # vec(W)), so that each indicator has its own norm and W = sum_i W_i.
     k = u.shape[0]
-    identity = jnp.eye(k * k, dtype=u.dtype)
-    gramian = jnp.linalg.solve(identity - jnp.kron(A.T, A.T), (C.T @ C).reshape(-1))
-    gramian = gramian.reshape(k, k)
+    lyapunov = jnp.eye(k * k, dtype=u.dtype) - jnp.kron(A.T, A.T)
+    outer = (C[:, :, None] * C[:, None, :]).reshape(C.shape[0], k * k)
+    gramians = jnp.linalg.solve(lyapunov, outer.T).T.reshape(C.shape[0], k, k)
     stable = jnp.max(jnp.abs(sorted_multipliers(A))) < 1
-    squared = D @ D + B @ gramian @ B
-    norm = jnp.where(stable, jnp.sqrt(jnp.where(stable, squared, 1.0)), jnp.inf)
+    squared = D**2 + jnp.einsum("i,pij,j->p", B, gramians, B)
+    safe = jnp.where(stable, squared, 1.0)
+    norms = jnp.where(stable, jnp.sqrt(safe), jnp.inf)
+    norm = jnp.where(stable, jnp.sqrt(jnp.sum(safe)), jnp.inf)
 
     def later(carry, _):
         return A @ carry, C @ carry
 
     _, tail = jax.lax.scan(later, B, None, length=steps - 1)
     responses = jnp.concatenate([D[None], tail])
-    result = RESULTS.where(orbit_result == RESULTS.successful, step_result, orbit_result)
+    result = RESULTS.where(
+        orbit_result == RESULTS.successful, step_result, orbit_result
+    )
     ok = result == RESULTS.successful
     return GaitSensitivity(
-        *masked_nan((norm, responses, y, A, B, C, D), ok), result=result
+        *masked_nan((norm, norms, responses, y, A, B, C, D), ok), result=result
     )

@@ -234,6 +234,16 @@ FIELDS: dict[str, dict[str, tuple[str, str]]] = {
             "Flag: every nontrivial multiplier lies inside the unit circle by "
             "both routes; `null` without an orbit.",
         ),
+        "gait_sensitivity": (
+            MODEL_UNITS,
+            "Where the model declares disturbances (`ModelBundle.disturbances`), "
+            "for each by name: the gait sensitivity norm of Hobbelen & Wisse "
+            "(2007) on the model's gait indicators (`hybrax.gait_sensitivity`): "
+            "`norm` (the indicators' units over `unit`, the disturbance's; "
+            "infinite for an unstable orbit), `norms` (each indicator's own), "
+            "`indicator_units`, `meaning` and `status` (a library status); absent "
+            "for a model without disturbances.",
+        ),
         "best_iterate": (
             MODEL_UNITS,
             "Without an orbit: the section's unknowns with the smallest defect "

@@ -142,6 +142,7 @@ def _run_orbit(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
     sequence = tuple(system.transition_index(k) for k in problem.section.sequence)
     n_cycle = len(sequence)
     periods_program = _prepare_periods(args, problem, sequence)
+    sensitivity_programs = _prepare_gait_sensitivity(args, problem)
     orbit, homotopy, hint = _search_orbit(args, problem)
     payload = _orbit_payload(args, problem, orbit, homotopy)
     _print_params(args, problem)
@@ -159,6 +160,10 @@ def _run_orbit(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
     payload.update(_orbit_values(orbit, state, summary, stability))
     _print_orbit(problem, orbit, state, sequence, summary_lines)
     _print_stability(problem, orbit, stability, sequence)
+    if model.disturbances:
+        for thread in sensitivity_programs:
+            thread.join()
+        payload["gait_sensitivity"] = _gait_sensitivity(args, problem, orbit)
 
     simulated = bool(solution.succeeded)
     if simulated and args.figures:
@@ -539,6 +544,77 @@ def _print_stability(problem: _OrbitProblem, orbit, stability: _Stability, seque
     verdict = "stable" if stability.stable else "unstable"
     print(f"  {verdict}: largest nontrivial |multiplier| = {leading:.10f}")
     print()
+
+
+def _gait_indicators(model) -> dict:
+    return {name: model.quantity(name) for name in model.gait_indicators}
+
+
+def _prepare_gait_sensitivity(args: argparse.Namespace, problem: _OrbitProblem):
+    """Start compiling the gait sensitivity of each declared disturbance in a
+    thread of its own, while the orbit search traces and compiles (the search
+    spends most of its time in XLA, which leaves the interpreter free)."""
+    from .._robustness import compile_gait_sensitivity
+
+    model = problem.model
+    return [
+        compile_gait_sensitivity(
+            problem.system,
+            problem.section,
+            problem.guess,
+            problem.params,
+            disturbance,
+            _gait_indicators(model),
+            settings=solver_settings(args),
+        )
+        for disturbance in (model.disturbances or {}).values()
+    ]
+
+
+def _gait_sensitivity(args: argparse.Namespace, problem: _OrbitProblem, orbit):
+    """The gait sensitivity norm of each disturbance the model declares, on its
+    gait indicators: printed, and returned as the JSON's entry."""
+    from .._robustness import gait_sensitivity
+    from .._solution import status_name
+    from .._units import plain_text
+
+    model = problem.model
+    indicators = _gait_indicators(model)
+    print(
+        f"gait sensitivity norm (Hobbelen & Wisse 2007) of {', '.join(indicators)}:"
+        " their response over all later steps to a unit disturbance in one step"
+    )
+    entries = {}
+    for name, disturbance in model.disturbances.items():
+        result = gait_sensitivity(
+            problem.system,
+            problem.section,
+            orbit,
+            problem.params,
+            disturbance,
+            indicators,
+            settings=solver_settings(args),
+        )
+        norms = np.asarray(result.norms, dtype=float)
+        per = plain_text(disturbance.unit)
+        parts = []
+        for (indicator, quantity), value in zip(indicators.items(), norms):
+            unit = "" if quantity.unit == "1" else plain_text(quantity.unit)
+            parts.append(f"{indicator} {value:.6g} {unit}/{per}".replace(" /", " 1/"))
+        meaning = disturbance.meaning or name
+        print(f"  {name} ({meaning}): {float(result.norm):.6g}  ({'; '.join(parts)})")
+        entries[name] = {
+            "meaning": disturbance.meaning,
+            "unit": disturbance.unit,
+            "status": status_name(result.result)[0],
+            "norm": _number(float(result.norm)),
+            "norms": {
+                indicator: _number(value) for indicator, value in zip(indicators, norms)
+            },
+            "indicator_units": {n: q.unit for n, q in indicators.items()},
+        }
+    print()
+    return entries
 
 
 def _write_orbit_figures(

@@ -1,4 +1,5 @@
-"""What the walking models share: the fall that ends a run."""
+"""What the walking models share: the fall that ends a run, and the slope of
+the next step as a disturbance."""
 
 from collections.abc import Callable
 from typing import Any
@@ -6,8 +7,10 @@ from typing import Any
 import equinox as eqx
 from jaxtyping import Array
 
+from .._continuation_parameter import FieldParameter
 from .._custom_types import Params
 from .._hybrid import Transition
+from .._robustness import Disturbance
 
 
 #: A walker has fallen when its hip is down to this fraction of the leg's length
@@ -39,3 +42,13 @@ def fall(mode: str, hip_height: Callable[[Any, Array, Params], Any]) -> Transiti
         name="fall",
         terminal=True,
     )
+
+
+def slope_disturbance(field: str) -> Disturbance:
+    r"""The slope of the next step as a [`hybrax.Disturbance`][]: an offset $d$
+    [rad] of the slope parameter `field` during one step. The walker's section
+    (just after heel strike, both feet on the ground) and state are measured from
+    the ground's normal, so a disturbed step is a step on a wedge of slope
+    $\gamma + d$, the uneven terrain of Byl & Tedrake (2009), "Metastable walking
+    machines", Int. J. Robotics Research 28(8)."""
+    return Disturbance(FieldParameter(field), "rad", "slope of the next step")

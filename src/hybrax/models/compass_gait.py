@@ -61,7 +61,7 @@ from .._params import (
     parameter_table,
 )
 from .._periodic import PoincareSection
-from ._walking import fall
+from ._walking import fall, slope_disturbance
 
 
 class CompassGaitParams(AbstractParams):
@@ -490,6 +490,8 @@ def _bundle():
         orbit_guess=orbit_guess,
         unknown_names=("alpha", "omega_s", "omega_ns"),
         quantities=ORBIT_QUANTITIES,
+        disturbances={"slope": slope_disturbance("slope")},
+        gait_indicators=("period", "step_length"),
         presentation=ModelPresentation(
             continuation=ContinuationDefaults(
                 "slope_deg", start=3.0, stop=5.0, parameter_scale=1.0, max_period=5.0

@@ -28,6 +28,7 @@ from .._params import (
     parameter_table,
 )
 from .._periodic import PoincareSection
+from ._walking import slope_disturbance
 
 
 class RimlessWheelParams(AbstractParams):
@@ -225,6 +226,8 @@ def _bundle():
             "multiplier": SPECTRAL_RADIUS,
             "period": Quantity(orbit_period, "s", "step period"),
         },
+        disturbances={"slope": slope_disturbance("gamma")},
+        gait_indicators=("period",),
         presentation=ModelPresentation(
             continuation=ContinuationDefaults(
                 "gamma", start=0.08, stop=0.3, parameter_scale=0.01, max_period=20.0

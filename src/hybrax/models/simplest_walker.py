@@ -74,7 +74,7 @@ from .._model import (
 )
 from .._params import AbstractParams, between, parameter_field, parameter_table
 from .._periodic import PoincareSection
-from ._walking import fall
+from ._walking import fall, slope_disturbance
 
 
 class SimplestWalkerParams(AbstractParams):
@@ -374,6 +374,8 @@ def _bundle():
         branch_guesses=branch_guesses,
         unknown_names=("theta", "theta_dot"),
         quantities=ORBIT_QUANTITIES,
+        disturbances={"slope": slope_disturbance("slope")},
+        gait_indicators=("period", "step_length"),
         presentation=ModelPresentation(
             continuation=ContinuationDefaults(
                 "slope", start=0.009, stop=0.02, parameter_scale=0.01, max_period=10.0
