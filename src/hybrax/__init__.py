@@ -68,6 +68,12 @@ if TYPE_CHECKING:
         saturate as saturate,
         virtual_constraint_torques as virtual_constraint_torques,
     )
+    from ._first_passage import (
+        FirstPassageMesh as FirstPassageMesh,
+        FirstPassageWalks as FirstPassageWalks,
+        first_passage_mesh as first_passage_mesh,
+        first_passage_walks as first_passage_walks,
+    )
     from ._homotopy import (
         Homotopy as Homotopy,
         OrbitSearch as OrbitSearch,
@@ -280,6 +286,10 @@ _EXPORTS = {
     "floquet_multipliers": "._periodic",
     "monodromy": "._periodic",
     "poincare_map": "._periodic",
+    "FirstPassageMesh": "._first_passage",
+    "FirstPassageWalks": "._first_passage",
+    "first_passage_mesh": "._first_passage",
+    "first_passage_walks": "._first_passage",
     "Disturbance": "._robustness",
     "GaitSensitivity": "._robustness",
     "disturbed_step": "._robustness",

@@ -176,8 +176,13 @@ def _indicator_functions(indicators) -> tuple:
     return tuple(indicators.values())
 
 
-def _step(system, section, sequence, settings, indicators, disturbance, u, params, d):
-    """`(u_next, y, result)` of one disturbed cycle (see `disturbed_step`)."""
+def disturbed_cycle(
+    system, section, sequence, settings, disturbance, u, params, d, *, observed
+):
+    """`(u_next, solution, disturbed parameters, section state)` of one cycle
+    from the unknowns `u` with the parameters disturbed by `d` (forward-mode
+    differentiable; `observed`: with the modes' phase observables). The one
+    disturbed cycle of the gait sensitivity and the first-passage walks."""
     disturbed = disturbance.apply(params, d)
     state = section.chart(u, disturbed)
     solution, _ = cycle(
@@ -187,9 +192,17 @@ def _step(system, section, sequence, settings, indicators, disturbance, u, param
         sequence,
         settings,
         dfx.ForwardMode(),
-        phase_observables=True,
+        phase_observables=observed,
     )
     u_next = section.coordinates(solution.x_after[-1], disturbed)
+    return u_next, solution, disturbed, state
+
+
+def _step(system, section, sequence, settings, indicators, disturbance, u, params, d):
+    """`(u_next, y, result)` of one disturbed cycle (see `disturbed_step`)."""
+    u_next, solution, disturbed, state = disturbed_cycle(
+        system, section, sequence, settings, disturbance, u, params, d, observed=True
+    )
     nan_jacobian = jnp.full((u.shape[0], u.shape[0]), jnp.nan, u.dtype)
     orbit = cycle_orbit(u, u_next, state, solution, nan_jacobian, solution.result)
     values = []

@@ -72,9 +72,18 @@ class _SpokeSwap(AbstractReset):
         return {"T_c": (1 - kept) * kinetic, "T_a": kept * kinetic}
 
 
+def _stall_guard(t, x, params):
+    del t, params
+    return x[1]
+
+
 def rimless_wheel() -> tuple[HybridSystem, RimlessWheelParams]:
-    """The rimless wheel: mode `"stance"`, transition `"heelstrike"` onto itself;
-    with the default [`hybrax.models.rimless_wheel.RimlessWheelParams`][]."""
+    r"""The rimless wheel: mode `"stance"`, transition `"heelstrike"` onto itself,
+    and the terminal transition `"stall"`: the wheel stops ($\dot\theta$
+    comes down to 0) before its hub passes over the contact and would roll back
+    (on a step too shallow or too slow; the run ends with status
+    `terminal_event`, the wheel's fall); with the default
+    [`hybrax.models.rimless_wheel.RimlessWheelParams`][]."""
     strike = Transition(
         source="stance",
         target="stance",
@@ -83,7 +92,15 @@ def rimless_wheel() -> tuple[HybridSystem, RimlessWheelParams]:
         reset=_SpokeSwap(),
         name="heelstrike",
     )
-    return HybridSystem((Mode(_stance, "stance"),), (strike,), n_states=2), (
+    stall = Transition(
+        source="stance",
+        target="stance",
+        guard=_stall_guard,
+        direction=False,
+        name="stall",
+        terminal=True,
+    )
+    return HybridSystem((Mode(_stance, "stance"),), (strike, stall), n_states=2), (
         RimlessWheelParams()
     )
 

@@ -1,0 +1,471 @@
+r"""The mean first-passage time of a gait on stochastic terrain (Byl & Tedrake
+2009, "Metastable walking machines", Int. J. Robotics Research 28(8)): the
+expected number of steps before a fall when every step meets an independent
+disturbance $d_k \sim \mathcal N(0, \sigma^2)$ (the slope of each step), two
+ways that check each other.
+
+- **Walks**: batched Monte Carlo walks of the disturbed return map
+  $u_{k+1} = P(u_k, d_k)$ from the orbit, each to its fall or to a step limit.
+- **Mesh**: the return map on a mesh of section states times a quadrature of
+  the disturbance, in one batched computation; the Markov chain that it defines
+  on the mesh (images interpolated onto the mesh, the fall absorbing), and its
+  expected steps to absorption.
+
+A step *falls* where its cycle ends in a terminal event (the model's fall: a
+walker's hip coming down, the rimless wheel's stall). The first-passage time of
+a walk is the number of the step in which it falls, counted from 1.
+"""
+
+import math
+from collections.abc import Sequence
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array, Float, Int
+
+from ._compile import compiled, system_label
+from ._custom_types import Params
+from ._hybrid import HybridSystem
+from ._misc import canonical_params
+from ._periodic import PeriodicOrbit, PoincareSection, resolve_sequence
+from ._robustness import Disturbance, disturbed_cycle
+from ._settings import Settings, resolve_settings
+from ._solution import RESULTS, status_code
+
+
+class FirstPassageWalks(eqx.Module):
+    r"""The result of [`hybrax.first_passage_walks`][].
+
+    - `mfpt`: the mean first-passage time in steps, $S/F$: the steps walked by
+      all walks (each to its fall, or to `max_steps`) over the falls, the
+      maximum-likelihood estimate for a constant chance of falling per step
+      (with no walk cut at `max_steps`, the mean of the walks' first-passage
+      times). Infinite where no walk fell.
+    - `interval`: its 95% confidence interval, from the falls' count as a
+      Poisson variable ($\chi^2$ bounds): `(low, high)`.
+    - `steps`: `(walkers,)`, each walk's first-passage time (the step it fell
+      in, from 1), or `-1` where it walked `max_steps` without falling or ended
+      otherwise (`ended`).
+    - `falls`: how many walks fell; `steps_walked`: $S$.
+    - `ended`: how many walks ended in a failure that is not a fall (a cycle
+      that failed for another cause, such as a grazing event): they count as
+      walked up to their last step, not as falls; `result` is then that
+      failure's status (of the first such walk), else `successful`.
+    """
+
+    mfpt: float
+    interval: tuple[float, float]
+    steps: Int[np.ndarray, " walkers"]
+    falls: int
+    steps_walked: int
+    ended: int
+    result: RESULTS
+
+
+class FirstPassageMesh(eqx.Module):
+    r"""The result of [`hybrax.first_passage_mesh`][].
+
+    - `mfpt`: the expected steps to the fall from `start` (the orbit), by
+      multilinear interpolation of $m = (I - T)^{-1}\mathbf 1$ over the mesh,
+      $T$ the chain's transitions between mesh states (its missing mass is the
+      fall).
+    - `metastable_mfpt`: $1/(1 - \lambda_2)$, $\lambda_2$ the largest
+      eigenvalue of $T$ (the second of the chain with its absorbing fall): the
+      mean first-passage time of the quasi-stationary walk.
+    - `eigenvalue`: $\lambda_2$.
+    - `expected_steps`: $m$ at each mesh state, on the mesh's shape.
+    - `fall_probability`: each mesh state's chance of falling in its next step.
+    - `transitions`: $T$, `(M, M)` for the mesh's $M$ states (row-major over
+      the axes of `mesh`).
+    - `outside`: the largest share of a state's next step that left the mesh
+      and was moved onto its boundary (the mesh should cover the walk's states:
+      widen it where this is not small).
+    - `ended`: the largest share of a state's next step that failed otherwise
+      than by a fall (counted as a fall).
+    """
+
+    mfpt: float
+    metastable_mfpt: float
+    eigenvalue: float
+    expected_steps: np.ndarray
+    fall_probability: np.ndarray
+    transitions: np.ndarray
+    outside: float
+    ended: float
+
+
+def _check_sigma(sigma) -> float:
+    sigma = float(sigma)
+    if not (math.isfinite(sigma) and sigma > 0):
+        raise ValueError(f"`sigma` must be a positive number; got {sigma!r}.")
+    return sigma
+
+
+def _check_count(value, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"`{name}` must be a positive integer; got {value!r}.")
+    return value
+
+
+def _check_disturbance(disturbance) -> None:
+    if not isinstance(disturbance, Disturbance):
+        raise ValueError(
+            "`disturbance` must be a hybrax.Disturbance; got "
+            f"{type(disturbance).__name__}."
+        )
+
+
+def first_passage_walks(
+    system: HybridSystem,
+    section: PoincareSection,
+    orbit: PeriodicOrbit,
+    params: Params,
+    disturbance: Disturbance,
+    sigma: float,
+    *,
+    walkers: int = 1000,
+    max_steps: int = 1000,
+    seed: int = 0,
+    settings: Settings | None = None,
+) -> FirstPassageWalks:
+    r"""The mean first-passage time by Monte Carlo walks: `walkers` walks of the
+    disturbed return map $u_{k+1} = P(u_k, d_k)$ from the orbit's unknowns, with
+    $d_k \sim \mathcal N(0, \sigma^2)$ drawn independently for every step and
+    walk (`jax.random`, reproducible from `seed`), each to its fall (a terminal
+    event, see [`hybrax.first_passage_mesh`][] for the definitions) or to
+    `max_steps`. All walks advance together, one batched step at a time (one
+    compiled program; `jax.vmap` over the walks), until every walk has ended.
+
+    The estimate is $\widehat{\mathrm{MFPT}} = S/F$ with $S$ the steps walked
+    and $F$ the falls, and its 95% interval
+    $[2S/\chi^2_{0.975}(2F + 2),\ 2S/\chi^2_{0.025}(2F)]$ (the falls as a
+    Poisson count over the exposure $S$).
+
+    **Arguments:**
+
+    - `system`, `section`: the hybrid system and its Poincaré section.
+    - `orbit`: the [`hybrax.PeriodicOrbit`][] the walks start from.
+    - `params`: the parameters of the orbit.
+    - `disturbance`: the [`hybrax.Disturbance`][] of each step (a walker's
+      slope of the next step, `ModelBundle.disturbances`).
+    - `sigma`: the disturbance's standard deviation (its unit).
+    - `walkers`, `max_steps`: how many walks, and the most steps of each.
+    - `seed`: the seed of the disturbances.
+    - `settings`: the [`hybrax.Settings`][] of the cycles.
+
+    **Returns:** a [`hybrax.FirstPassageWalks`][] (host-side NumPy values: not
+    for `jax.jit`).
+
+    **Raises:** `ValueError` naming `sigma`, `walkers`, `max_steps`, `orbit`
+    (an orbit that did not converge) or `disturbance`.
+    """
+    sigma = _check_sigma(sigma)
+    walkers = _check_count(walkers, "walkers")
+    max_steps = _check_count(max_steps, "max_steps")
+    _check_disturbance(disturbance)
+    if not bool(orbit.succeeded):
+        raise ValueError("`orbit` did not converge: the walks start from an orbit.")
+    settings = resolve_settings(settings)
+    sequence, _ = resolve_sequence(system, section)
+    steps, raw = jax.device_get(
+        _walks(
+            system,
+            section,
+            sequence,
+            settings,
+            disturbance,
+            walkers,
+            max_steps,
+            jnp.asarray(orbit.u, float),
+            canonical_params(params),
+            jnp.asarray(sigma, float),
+            jax.random.key(seed),
+        )
+    )
+    steps = np.asarray(steps)
+    results = _as_results(np.asarray(raw))
+    fell, other = _outcomes(results)
+    # Each walk's steps: to its fall, to its other failure, or all of them.
+    walked = np.where(fell | other, steps, max_steps)
+    falls, total = int(fell.sum()), int(walked.sum())
+    mfpt, interval = _poisson_estimate(total, falls)
+    result = RESULTS.successful
+    if other.any():
+        first = int(np.flatnonzero(other)[0])
+        result = jax.tree_util.tree_map(lambda leaf: leaf[first], results)
+    return FirstPassageWalks(
+        mfpt=mfpt,
+        interval=interval,
+        steps=np.where(fell, steps, -1),
+        falls=falls,
+        steps_walked=total,
+        ended=int(other.sum()),
+        result=result,
+    )
+
+
+def _raw(result):
+    """A status's one leaf, its integer value (batched where it is)."""
+    return jax.tree_util.tree_leaves(result)[0]
+
+
+def _as_results(raw):
+    """The statuses whose values are `raw` (a host array of `_raw` values)."""
+    return jax.tree_util.tree_unflatten(
+        jax.tree_util.tree_structure(RESULTS.successful), [raw]
+    )
+
+
+def _outcomes(results):
+    """`(fell, ended otherwise)` flags of each status: a terminal event is a
+    fall; any other failure ends a walk without one."""
+    codes = status_code(results)
+    fell = codes == status_code("terminal_event")
+    return fell, (codes != status_code("successful")) & ~fell
+
+
+def _poisson_estimate(total: int, falls: int):
+    """`S/F` and its 95% interval for `falls` falls in `total` steps."""
+    from scipy.stats import chi2
+
+    if falls == 0:
+        low = 2 * total / chi2.ppf(0.975, 2) if total else 0.0
+        return math.inf, (float(low), math.inf)
+    low = 2 * total / chi2.ppf(0.975, 2 * falls + 2)
+    high = 2 * total / chi2.ppf(0.025, 2 * falls)
+    return total / falls, (float(low), float(high))
+
+
+@compiled(
+    "the first-passage walks", label=lambda system, *_, **__: system_label(system)
+)
+def _walks(
+    system,
+    section,
+    sequence,
+    settings,
+    disturbance,
+    walkers,
+    max_steps,
+    u0,
+    params,
+    sigma,
+    key,
+):
+    """Each walk's last step (its fall or other failure, else `max_steps`) and
+    the status it ended with."""
+    dtype = u0.dtype
+    successful = jnp.asarray(_raw(RESULTS.successful))
+
+    def one(u, d):
+        u_next, solution, _, _ = disturbed_cycle(
+            system,
+            section,
+            sequence,
+            settings,
+            disturbance,
+            u,
+            params,
+            d,
+            observed=False,
+        )
+        return u_next, _raw(solution.result)
+
+    def walking(carry):
+        k, _, _, codes, _ = carry
+        return (k < max_steps) & jnp.any(codes == successful)
+
+    def step(carry):
+        k, u, steps, codes, key = carry
+        key, draw = jax.random.split(key)
+        d = sigma * jax.random.normal(draw, (walkers,), dtype)
+        alive = codes == successful
+        u_next, code = jax.vmap(one)(u, d)
+        ended_now = alive & (code != successful)
+        steps = jnp.where(ended_now, k + 1, steps)
+        codes = jnp.where(alive, code, codes)
+        u = jnp.where((alive & (code == successful))[:, None], u_next, u)
+        return k + 1, u, steps, codes, key
+
+    start = (
+        jnp.zeros((), jnp.int32),
+        jnp.broadcast_to(u0, (walkers, u0.shape[0])),
+        jnp.full((walkers,), max_steps, jnp.int32),
+        jnp.full((walkers,), successful),
+        key,
+    )
+    _, _, steps, codes, _ = jax.lax.while_loop(walking, step, start)
+    return steps, codes
+
+
+def first_passage_mesh(
+    system: HybridSystem,
+    section: PoincareSection,
+    params: Params,
+    disturbance: Disturbance,
+    sigma: float,
+    mesh: Sequence[Float[Array, " m"]],
+    *,
+    start: Float[Array, " k"],
+    bins: int = 201,
+    width: float = 5.0,
+    settings: Settings | None = None,
+) -> FirstPassageMesh:
+    r"""The mean first-passage time by the Markov chain on a mesh (Byl & Tedrake
+    2009): the disturbed return map $P(u_i, d_j)$ at every mesh state $u_i$ and
+    disturbance node $d_j$, in one batched computation (one compiled program,
+    `jax.vmap` over the pairs), defines the chain's transitions
+    $T_{il} = \sum_j w_j\,\phi_l(P(u_i, d_j))$, with $\phi_l$ the multilinear
+    interpolation weights of mesh state $l$ (an image outside the mesh is moved
+    onto its boundary) and the fall absorbing (a step that ends in a terminal
+    event leaves the mesh: the row's missing mass). The expected steps to the
+    fall solve $(I - T)\,m = \mathbf 1$; the metastable estimate is
+    $1/(1 - \lambda_2)$ with $\lambda_2$ the largest eigenvalue of $T$.
+
+    The disturbance $d \sim \mathcal N(0, \sigma^2)$ is cut into `bins` equal
+    intervals over $\pm$`width`$\,\sigma$, each node $d_j$ at an interval's
+    centre with its probability $w_j$ (the tails beyond go to the end
+    intervals): a fall chance is resolved to about one interval's probability.
+
+    **Arguments:**
+
+    - `system`, `section`, `params`, `disturbance`: as for
+      [`hybrax.first_passage_walks`][].
+    - `sigma`: the disturbance's standard deviation.
+    - `mesh`: one increasing 1-D array of values per section unknown; the mesh
+      is their product ($M = \prod m_i$ states: for sections of one to three
+      unknowns).
+    - `start`: the unknowns the reported `mfpt` starts from (the orbit's
+      `u`).
+    - `bins`, `width`: the disturbance's quadrature.
+    - `settings`: the [`hybrax.Settings`][] of the cycles.
+
+    **Returns:** a [`hybrax.FirstPassageMesh`][] (host-side: the chain's
+    linear algebra runs in NumPy; not for `jax.jit`).
+
+    **Raises:** `ValueError` naming `sigma`, `mesh`, `start`, `bins`, `width` or
+    `disturbance`.
+    """
+    sigma = _check_sigma(sigma)
+    bins = _check_count(bins, "bins")
+    if not (math.isfinite(float(width)) and float(width) > 0):
+        raise ValueError(f"`width` must be a positive number; got {width!r}.")
+    _check_disturbance(disturbance)
+    axes = [np.asarray(axis, dtype=float) for axis in mesh]
+    start = np.asarray(start, dtype=float).reshape(-1)
+    if len(axes) != start.shape[0]:
+        raise ValueError(
+            f"`mesh` must give one axis per section unknown ({start.shape[0]}, as "
+            f"`start`); got {len(axes)}."
+        )
+    for i, axis in enumerate(axes):
+        if axis.ndim != 1 or axis.size < 2 or not np.all(np.diff(axis) > 0):
+            raise ValueError(
+                f"`mesh[{i}]` must be an increasing 1-D array of at least 2 values."
+            )
+    if not all(a[0] <= s <= a[-1] for a, s in zip(axes, start)):
+        raise ValueError("`start` must lie inside the mesh.")
+    settings = resolve_settings(settings)
+    sequence, _ = resolve_sequence(system, section)
+    edges = np.linspace(-width, width, bins + 1)
+    from scipy.stats import norm
+
+    cdf = norm.cdf(edges)
+    cdf[0], cdf[-1] = 0.0, 1.0  # the tails into the end intervals
+    weights = np.diff(cdf)
+    nodes = sigma * 0.5 * (edges[1:] + edges[:-1])
+    points = np.stack(np.meshgrid(*axes, indexing="ij"), axis=-1).reshape(-1, len(axes))
+    images, codes = jax.device_get(
+        _mesh_images(
+            system,
+            section,
+            sequence,
+            settings,
+            disturbance,
+            jnp.asarray(points),
+            canonical_params(params),
+            jnp.asarray(nodes),
+        )
+    )
+    images = np.asarray(images)
+    fell, other = _outcomes(_as_results(np.asarray(codes)))
+    went = ~(fell | other)
+    shape = tuple(axis.size for axis in axes)
+    n_states = points.shape[0]
+    transitions = np.zeros((n_states, n_states))
+    outside = np.zeros(n_states)
+    for j, weight in enumerate(weights):
+        ok = went[:, j]
+        image = np.where(ok[:, None], images[:, j], points)
+        left = np.any(
+            (image < [a[0] for a in axes]) | (image > [a[-1] for a in axes]), 1
+        )
+        outside += weight * (ok & left)
+        for index, share in _interpolation(axes, image, shape):
+            np.add.at(transitions, (np.arange(n_states), index), weight * share * ok)
+    fall_probability = 1.0 - transitions.sum(axis=1)
+    expected = np.linalg.solve(np.eye(n_states) - transitions, np.ones(n_states))
+    eigenvalue = float(np.max(np.abs(np.linalg.eigvals(transitions))))
+    at_start = sum(
+        share[0] * expected[index[0]]
+        for index, share in _interpolation(axes, start[None], shape)
+    )
+    return FirstPassageMesh(
+        mfpt=float(at_start),
+        metastable_mfpt=1.0 / (1.0 - eigenvalue) if eigenvalue < 1 else math.inf,
+        eigenvalue=eigenvalue,
+        expected_steps=expected.reshape(shape),
+        fall_probability=fall_probability.reshape(shape),
+        transitions=transitions,
+        outside=float(outside.max()),
+        ended=float((other * weights).sum(axis=1).max()),
+    )
+
+
+def _interpolation(axes, values, shape):
+    """The multilinear interpolation of `values` `(N, k)` on the product mesh
+    `axes` (clamped onto its box): `(flat index, weight)` pairs of its `2^k`
+    corners, each `(N,)`."""
+    lower, upper = [], []
+    for axis, value in zip(axes, values.T):
+        clamped = np.clip(value, axis[0], axis[-1])
+        i = np.clip(np.searchsorted(axis, clamped, side="right") - 1, 0, axis.size - 2)
+        t = (clamped - axis[i]) / (axis[i + 1] - axis[i])
+        lower.append((i, 1.0 - t))
+        upper.append((i + 1, t))
+    corners = []
+    for choice in np.ndindex(*([2] * len(axes))):
+        picks = [upper[a] if c else lower[a] for a, c in enumerate(choice)]
+        index = np.ravel_multi_index(tuple(p[0] for p in picks), shape)
+        weight = np.prod([p[1] for p in picks], axis=0)
+        corners.append((index, weight))
+    return corners
+
+
+@compiled(
+    "the mesh of return maps", label=lambda system, *_, **__: system_label(system)
+)
+def _mesh_images(
+    system, section, sequence, settings, disturbance, points, params, nodes
+):
+    """The disturbed return map at every mesh point and node, `(M, J, k)`, and
+    each cycle's status code `(M, J)`."""
+
+    def one(u, d):
+        u_next, solution, _, _ = disturbed_cycle(
+            system,
+            section,
+            sequence,
+            settings,
+            disturbance,
+            u,
+            params,
+            d,
+            observed=False,
+        )
+        return u_next, _raw(solution.result)
+
+    per_node = jax.vmap(one, in_axes=(None, 0))
+    return jax.vmap(per_node, in_axes=(0, None))(points, nodes)

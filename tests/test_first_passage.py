@@ -1,0 +1,158 @@
+"""The mean first-passage time on random slopes: the rimless wheel's Monte Carlo
+walks and mesh chain against an independent Markov chain of its closed-form step
+map (NumPy/SciPy, no hybrax), and bad input."""
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from scipy.stats import norm
+
+import hybrax as hx
+from hybrax import models
+
+
+G_OVER_L, ALPHA, GAMMA = 9.81, np.pi / 8, 0.08
+SIGMA = 0.015  # rad: about 29 steps to the fall from the orbit
+
+
+def _reference_chain(sigma, low=0.3, high=2.5, cells=1000):
+    r"""The wheel's Markov chain on cells of the rate after heel strike, from its
+    closed-form step map with exact transition probabilities. On a step of slope
+    gamma + d the wheel starts at theta0 = gamma + d - alpha and passes the
+    vertical iff omega^2 > 2 (g/l)(1 - cos theta0) (else it stalls: the fall);
+    then omega' = c sqrt(omega^2 + K sin(gamma + d)), c = cos 2 alpha,
+    K = 4 (g/l) sin alpha, increasing in d, so the chance that omega' lands in a
+    cell is a difference of the normal CDF at the d that reach its edges.
+    Returns the cells' centres, the expected steps to the fall from each
+    ((I - T) m = 1) and 1/(1 - lambda_2)."""
+    c = np.cos(2 * ALPHA)
+    K = 4 * G_OVER_L * np.sin(ALPHA)
+    edges = np.linspace(low, high, cells + 1)
+    centres = 0.5 * (edges[1:] + edges[:-1])
+    T = np.zeros((cells, cells))
+    for i, omega in enumerate(centres):
+        argument = 1 - omega**2 / (2 * G_OVER_L)
+        d_fall = ALPHA - GAMMA - np.arccos(argument) if argument > -1 else -np.inf
+        s = (edges**2 / c**2 - omega**2) / K
+        d_edges = np.where(
+            s >= 1, np.inf, np.where(s <= -1, -np.inf, np.arcsin(np.clip(s, -1, 1)))
+        )
+        cdf = norm.cdf(np.maximum(d_edges - GAMMA, d_fall) / sigma)
+        T[i] = np.diff(cdf)
+        T[i, -1] += 1 - cdf[-1]  # beyond the cells: into the end cells
+        T[i, 0] += max(cdf[0] - norm.cdf(d_fall / sigma), 0.0)
+    expected = np.linalg.solve(np.eye(cells) - T, np.ones(cells))
+    eigenvalue = np.max(np.abs(np.linalg.eigvals(T)))
+    return centres, expected, 1 / (1 - eigenvalue)
+
+
+@pytest.fixture(scope="module")
+def wheel():
+    model = models.get_model("rimless-wheel")
+    form = model.forms[model.default_form]
+    system, section = form.system(), form.section()
+    params = hx.canonical_params(model.make_params())
+    orbit = hx.find_periodic_orbit(system, section, jnp.array([1.5]), params)
+    assert bool(orbit.succeeded)
+    return system, section, params, orbit, model.disturbances["slope"]
+
+
+def test_a_stalled_wheel_falls():
+    """Too slow to pass over its contact, the wheel stalls: a terminal event
+    (the wheel's fall), not a run that rolls back until `t_max`."""
+    model = models.get_model("rimless-wheel")
+    system = model.forms[model.default_form].system()
+    params = hx.canonical_params(model.make_params())
+    solution = hx.simulate(
+        system, jnp.array([GAMMA - ALPHA, 0.5]), params, n_events=1, mode0="stance"
+    )
+    assert hx.status_name(solution.result) == ["terminal_event"]
+    assert system.transitions[int(solution.cause_transition)].name == "stall"
+    # It stalls where the energy runs out: 1/2 omega0^2 = (g/l)(cos theta - cos theta0).
+    theta = np.arccos(np.cos(GAMMA - ALPHA) + 0.5**2 / (2 * G_OVER_L))
+    np.testing.assert_allclose(float(solution.x_before[0, 0]), -theta, rtol=1e-8)
+
+
+@pytest.mark.slow
+def test_rimless_wheel_mfpt_against_its_closed_form_chain(wheel):
+    """Both methods against the independent chain: the walks' 95% interval holds
+    its expected steps from the orbit; the mesh chain (221 states, 201
+    disturbance intervals) is within 3% of it, as is its metastable estimate of
+    1/(1 - lambda_2)."""
+    system, section, params, orbit, slope = wheel
+    centres, expected, metastable = _reference_chain(SIGMA)
+    reference = np.interp(float(orbit.u[0]), centres, expected)
+    assert 20 < reference < 40
+    walks = hx.first_passage_walks(
+        system, section, orbit, params, slope, SIGMA, walkers=1000, max_steps=2000
+    )
+    assert hx.status_name(walks.result) == ["successful"]
+    assert walks.falls == 1000 and walks.ended == 0
+    low, high = walks.interval
+    assert low < reference < high
+    assert low < walks.mfpt < high
+    np.testing.assert_allclose(np.mean(walks.steps), walks.mfpt, rtol=1e-12)
+    mesh = hx.first_passage_mesh(
+        system,
+        section,
+        params,
+        slope,
+        SIGMA,
+        [np.linspace(0.3, 2.5, 221)],
+        start=orbit.u,
+    )
+    assert mesh.outside == 0.0 and mesh.ended == 0.0
+    np.testing.assert_allclose(mesh.mfpt, reference, rtol=0.03)
+    np.testing.assert_allclose(mesh.metastable_mfpt, metastable, rtol=0.03)
+    # Rows of the chain: probabilities, the missing mass the fall.
+    assert np.all(mesh.transitions >= 0)
+    np.testing.assert_allclose(
+        mesh.transitions.sum(axis=1) + mesh.fall_probability.ravel(), 1.0, atol=1e-12
+    )
+    # The same seed walks the same walks.
+    again = hx.first_passage_walks(
+        system, section, orbit, params, slope, SIGMA, walkers=1000, max_steps=2000
+    )
+    np.testing.assert_array_equal(again.steps, walks.steps)
+
+
+@pytest.mark.parametrize(
+    "kwargs, name",
+    [
+        (dict(sigma=0.0), "sigma"),
+        (dict(sigma=float("nan")), "sigma"),
+        (dict(walkers=0), "walkers"),
+        (dict(max_steps=1.5), "max_steps"),
+        (dict(disturbance="slope"), "disturbance"),
+    ],
+)
+def test_bad_walks_input_names_the_argument(wheel, kwargs, name):
+    system, section, params, orbit, slope = wheel
+    arguments = dict(disturbance=slope, sigma=SIGMA) | kwargs
+    with pytest.raises(ValueError, match=name):
+        hx.first_passage_walks(system, section, orbit, params, **arguments)
+
+
+def test_walks_need_an_orbit(wheel):
+    system, section, params, _, slope = wheel
+    level = hx.FieldParameter("gamma").set(params, 0.0)
+    failed = hx.find_periodic_orbit(system, section, jnp.array([1.5]), level)
+    with pytest.raises(ValueError, match="orbit"):
+        hx.first_passage_walks(system, section, failed, level, slope, SIGMA)
+
+
+@pytest.mark.parametrize(
+    "mesh, start, name",
+    [
+        ([np.array([0.3, 0.2, 2.5])], [1.0], "mesh"),
+        ([np.array([0.3])], [0.3], "mesh"),
+        ([np.linspace(0.3, 2.5, 5), np.linspace(0, 1, 3)], [1.0], "mesh"),
+        ([np.linspace(0.3, 2.5, 5)], [3.0], "start"),
+    ],
+)
+def test_bad_mesh_input_names_the_argument(wheel, mesh, start, name):
+    system, section, params, _, slope = wheel
+    with pytest.raises(ValueError, match=name):
+        hx.first_passage_mesh(
+            system, section, params, slope, SIGMA, mesh, start=np.asarray(start)
+        )
