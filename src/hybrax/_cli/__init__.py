@@ -62,7 +62,7 @@ def _build_parser() -> argparse.ArgumentParser:
     _add_simulate(subparsers)
     _add_orbit(subparsers)
     # Commands defined in their own modules register themselves here.
-    for module_name in ("continuation", "sweep", "tune", "basin"):
+    for module_name in ("continuation", "sweep", "tune", "basin", "robustness"):
         importlib.import_module(f"hybrax._cli.{module_name}").add_parser(subparsers)
     return parser
 

@@ -713,6 +713,8 @@ def model_record(model) -> dict:
         commands += ["orbit", "sweep", "basin", "continue"]
     if model.has_orbits and model.quantities:
         commands.append("tune")
+    if model.has_orbits and model.disturbances:
+        commands.append("robustness")
     params = model.make_params()
     defaults = _params_dict(params)
     return {

@@ -17,10 +17,11 @@ reached the command lets it finish as documented (`sweep` and `continue` write
 what finished, and return 130). One swallowed where no hook sees it (caught by
 code that the command does not own, as once inside JAX's compile under load)
 would leave a run that goes on as if there had been no Ctrl-C: a command that
-writes nothing when interrupted (`models`, `simulate`, `orbit`) ends within
-`GRACE_S` seconds of the signal whatever happened to its `KeyboardInterrupt`,
-and for the others `honour_interrupts` yields its watch, whose `lost(code)`
-tells the command line to end with the one line and 130 all the same.
+writes nothing when interrupted (`models`, `simulate`, `orbit`, `robustness`)
+ends within `GRACE_S` seconds of the signal whatever happened to its
+`KeyboardInterrupt`, and for the others `honour_interrupts` yields its watch,
+whose `lost(code)` tells the command line to end with the one line and 130 all
+the same.
 """
 
 import _thread
@@ -38,7 +39,7 @@ GRACE_S = 3.0
 
 # The commands that write nothing when interrupted: once Ctrl-C came they have
 # nothing left to do but end.
-_WRITE_NOTHING = ("models", "simulate", "orbit")
+_WRITE_NOTHING = ("models", "simulate", "orbit", "robustness")
 
 
 def interrupted_line(command: str) -> str:

@@ -517,6 +517,57 @@ FIELDS: dict[str, dict[str, tuple[str, str]]] = {
             f"The {_WALL} of the orbit search, the compilation and the cycles.",
         ),
     },
+    "robustness": {
+        **_HEADER,
+        "model": (
+            "-",
+            "The model's record, as `hybrax models --json` gives it "
+            "(`models: MODEL`), not its name.",
+        ),
+        "form": _FORM,
+        "params": _PARAMS,
+        "disturbance": (
+            "-",
+            "The declared disturbance (`--disturbance`; `ModelBundle.disturbances`).",
+        ),
+        "unit": ("-", "The disturbance's unit, the unit of every `sigma`."),
+        "orbit": (MODEL_UNITS, "The orbit's section unknowns."),
+        "gait_sensitivity": (
+            MODEL_UNITS,
+            "The gait sensitivity norm of the model's gait indicators for this "
+            "disturbance (their units over `unit`), as `hybrax orbit` reports it.",
+        ),
+        "walkers": ("1", "The Monte Carlo walks per roughness (`--walkers`)."),
+        "max_steps": ("1", "The most steps of a walk (`--max-steps`)."),
+        "seed": ("1", "The seed of the walks' disturbances (`--seed`)."),
+        "mesh": (
+            MODEL_UNITS,
+            "The chain method's mesh: section unknown -> its values; `null` "
+            "where there was none (a section of more than three unknowns without "
+            "`--mesh`).",
+        ),
+        "bins": ("1", "The disturbance's quadrature intervals (`--bins`)."),
+        "solver": (
+            "-",
+            "The solver options, as other commands' `settings`: `tol` (1), "
+            "`t_max` (s), `max_ode_steps` (1).",
+        ),
+        "rows": (
+            "-",
+            "One record per roughness: `sigma` (the disturbance's standard "
+            "deviation, in `unit`), `mfpt_walks` with its 95% interval "
+            "`mfpt_low`, `mfpt_high` (steps; `null` for infinity: no fall), "
+            "`falls` and `steps_walked` (1), `walks_ended_otherwise` (1: walks "
+            "that failed otherwise than by a fall), `mfpt_mesh` and "
+            "`mfpt_metastable` (the chain's expected steps from the orbit and "
+            "1/(1 - lambda_2); `null` without a mesh) and `mesh_outside` (1: the "
+            "largest share of a step that left the mesh).",
+        ),
+        "seconds": (
+            "s",
+            f"The {_WALL} of the orbit search, the compilation and the walks.",
+        ),
+    },
     "tune": {
         **_HEADER,
         "model": _MODEL,
@@ -623,6 +674,8 @@ WRITTEN_BY: dict[str, str] = {
     "`sweep.csv` and `sweep.npz`).",
     "basin": "`hybrax basin MODEL --json FILE` (the starts themselves are in "
     "`basin.csv` and `basin.npz`).",
+    "robustness": "`hybrax robustness MODEL --terrain sigma=... --json FILE` (the "
+    "rows also in `robustness.csv`).",
     "tune": "`hybrax tune MODEL --json FILE` (`tune.json` in `--out` after "
     "Ctrl-C without `--json`: then `model`, `vary`, `settings`, `status`, "
     "`n_evaluations`, `history` and `final` only).",

@@ -18,6 +18,7 @@ from .basins import basin_map as basin_map
 from .results import (
     bifurcation_diagram as bifurcation_diagram,
     branch_figure as branch_figure,
+    mfpt_figure as mfpt_figure,
     multiplier_history_figure as multiplier_history_figure,
     sweep_heatmap as sweep_heatmap,
     tune_history_figure as tune_history_figure,

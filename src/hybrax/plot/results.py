@@ -614,3 +614,64 @@ def _blues(values):
     from matplotlib import colormaps
 
     return colormaps["Blues"](values)
+
+
+def mfpt_figure(
+    sigma: Float[np.ndarray, " n"],
+    walks: Float[np.ndarray, " n"],
+    interval: Float[np.ndarray, "n 2"],
+    mesh: Float[np.ndarray, " n"],
+    *,
+    xlabel: str,
+    title: str | None = None,
+) -> Figure:
+    r"""The mean first-passage time against the roughness of the terrain
+    ([`hybrax.first_passage_walks`][], [`hybrax.first_passage_mesh`][]), on a
+    logarithmic axis of steps: the Monte Carlo estimate with its 95% interval as
+    error bars, and the mesh chain's expected steps (NaN: not computed).
+
+    **Arguments:**
+
+    - `sigma`: the roughness levels (the disturbance's standard deviation).
+    - `walks`, `interval`: the walks' estimates and their `(low, high)`
+      intervals (an infinite estimate, no fall, is drawn at its interval's low
+      end with an arrow up).
+    - `mesh`: the chain's estimates.
+    - `xlabel`, `title`: labels (the x label with its unit).
+    """
+    fig = Figure(figsize=(6.4, 4.4), layout="constrained")
+    ax = fig.add_subplot()
+    sigma = np.asarray(sigma, dtype=float)
+    walks = np.asarray(walks, dtype=float)
+    interval = np.asarray(interval, dtype=float)
+    finite = np.isfinite(walks)
+    low = walks - interval[:, 0]
+    high = np.where(np.isfinite(interval[:, 1]), interval[:, 1] - walks, 0.0)
+    ax.errorbar(
+        sigma[finite],
+        walks[finite],
+        yerr=[low[finite], high[finite]],
+        fmt="o",
+        color="tab:blue",
+        capsize=3,
+        label="Monte Carlo walks (95% interval)",
+    )
+    if (~finite).any():
+        ax.plot(
+            sigma[~finite],
+            interval[~finite, 0],
+            "^",
+            color="tab:blue",
+            label="no fall: at least (95%)",
+        )
+    mesh = np.asarray(mesh, dtype=float)
+    if np.isfinite(mesh).any():
+        ax.plot(sigma, mesh, "s--", color="tab:orange", mfc="none", label="mesh chain")
+    ax.set_yscale("log")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("mean first-passage time [steps]")
+    if title:
+        ax.set_title(title)
+    handles, _ = ax.get_legend_handles_labels()
+    legend_below(fig, handles)
+    return fig

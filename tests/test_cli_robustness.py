@@ -1,0 +1,135 @@
+"""`hybrax robustness`: usage errors before any computation, a run's files and
+their agreement (the walks' interval holds the chain's estimate), and Ctrl-C."""
+
+import csv
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from hybrax._cli import main
+
+
+@pytest.mark.parametrize(
+    "argv, named",
+    [
+        (["robustness", "rimless-wheel"], "--terrain"),
+        (["robustness", "rimless-wheel", "--terrain", "s=0.1"], "--terrain"),
+        (["robustness", "rimless-wheel", "--terrain", "sigma=0.1,x"], "--terrain"),
+        (["robustness", "rimless-wheel", "--terrain", "sigma=0,0.1"], "--terrain"),
+        (["robustness", "rimless-wheel", "--terrain", "sigma=-1"], "--terrain"),
+        (["robustness", "hopper", "--terrain", "sigma=0.01"], "model"),
+        (
+            ["robustness", "rimless-wheel", "--terrain", "sigma=0.01"]
+            + ["--disturbance", "push"],
+            "--disturbance",
+        ),
+        (
+            ["robustness", "rimless-wheel", "--terrain", "sigma=0.01"]
+            + ["--mesh", "u0=2:1:10"],
+            "--mesh",
+        ),
+        (
+            ["robustness", "compass-gait", "--terrain", "sigma=0.01"]
+            + ["--mesh", "alpha=0.1:0.3:5"],
+            "--mesh",
+        ),
+        (
+            ["robustness", "rimless-wheel", "--terrain", "sigma=0.01"]
+            + ["--walkers", "0"],
+            "--walkers",
+        ),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(argv, named, capsys, tmp_path):
+    """Each bad argument ends the command with exit status 2 and one line naming
+    it, before any orbit is sought (no compilation line)."""
+    with pytest.raises(SystemExit) as exit_:
+        main([*argv, "--out", str(tmp_path)])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert named in err.strip().splitlines()[-1]
+    assert "compiling" not in err and "Traceback" not in err
+
+
+@pytest.mark.slow
+def test_a_run_writes_its_rows_and_the_methods_agree(tmp_path):
+    """Two roughness levels of the rimless wheel: the table, the JSON and the
+    figure; the walks' estimate is within its 95% interval's width (about four
+    standard errors) of the chain's expected steps, and the mean first-passage
+    time falls as the terrain gets rougher."""
+    out, path = tmp_path / "out", tmp_path / "robustness.json"
+    code = main(
+        ["robustness", "rimless-wheel", "--terrain", "sigma=0.015,0.03"]
+        + ["--walkers", "500", "--max-steps", "400", "--out", str(out)]
+        + ["--json", str(path)]
+    )
+    assert code == 0
+    record = json.loads(path.read_text())
+    rows = record["rows"]
+    assert [row["sigma"] for row in rows] == [0.015, 0.03]
+    for row in rows:
+        width = row["mfpt_high"] - row["mfpt_low"]
+        assert abs(row["mfpt_walks"] - row["mfpt_mesh"]) < width, row
+        assert row["falls"] <= 500 and row["walks_ended_otherwise"] == 0
+    assert rows[0]["mfpt_walks"] > rows[1]["mfpt_walks"]
+    with open(out / "robustness.csv") as table:
+        read = list(csv.DictReader(table))
+    np.testing.assert_allclose(
+        [float(r["mfpt_walks"]) for r in read], [r["mfpt_walks"] for r in rows]
+    )
+    assert (out / "mfpt.png").stat().st_size > 0
+    assert record["gait_sensitivity"] > 0
+
+
+@pytest.mark.slow
+def test_ctrl_c_during_the_walks_exits_130_with_one_line(tmp_path):
+    """SIGINT once the walks' program compiles: exit 130 within seconds and the
+    command's one line; no table written."""
+    env = dict(os.environ, HYBRAX_CACHE_DIR=str(tmp_path / "cache"))
+    process = subprocess.Popen(
+        [sys.executable, "-m", "hybrax", "robustness", "rimless-wheel"]
+        + ["--terrain", "sigma=0.005", "--max-steps", "100000"]
+        + ["--no-figures", "--out", str(tmp_path / "out")],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    lines: list[str] = []
+    walking = threading.Event()
+
+    def read():
+        for line in process.stderr:
+            lines.append(line.rstrip("\n"))
+            if line.startswith("compiled the first-passage walks"):
+                walking.set()
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    try:
+        assert walking.wait(240), lines
+        time.sleep(1.0)
+        sent = time.monotonic()
+        process.send_signal(signal.SIGINT)
+        code = process.wait(timeout=60)
+        waited = time.monotonic() - sent
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    reader.join(5)
+    process.stderr.close()
+    assert code == 130, lines
+    assert waited < 30, waited
+    assert "hybrax robustness: interrupted; no output of this run was written" in (
+        lines
+    )
+    assert not any("Traceback" in line for line in lines)
+    assert not (tmp_path / "out" / "robustness.csv").exists()
