@@ -560,8 +560,10 @@ FIELDS: dict[str, dict[str, tuple[str, str]]] = {
             "`falls` and `steps_walked` (1), `walks_ended_otherwise` (1: walks "
             "that failed otherwise than by a fall), `mfpt_mesh` and "
             "`mfpt_metastable` (the chain's expected steps from the orbit and "
-            "1/(1 - lambda_2); `null` without a mesh) and `mesh_outside` (1: the "
-            "largest share of a step that left the mesh).",
+            "1/(1 - lambda_2); `null` without a mesh), `mesh_outside` (1: the "
+            "largest share of a step that left the mesh) and `methods_agree` "
+            "(flag: the chain is within the width of the walks' interval of "
+            "their estimate; `null` without a mesh).",
         ),
         "seconds": (
             "s",

@@ -23,9 +23,13 @@ from . import common
 from .sweep import _parse_grid
 
 
-# The default mesh per axis, for sections of one, two or three unknowns (more:
-# no mesh unless --mesh asks for one): from half to 1.5 times the orbit's value.
-_DEFAULT_MESH = {1: 201, 2: 41, 3: 13}
+# The default mesh of a section of one unknown, from half to 1.5 times the
+# orbit's value. Sections of more unknowns get a mesh only where --mesh gives
+# one: on the simplest walker (2 unknowns) and the compass gait (3), boxes of
+# +-15-50% around the orbit with 9-41 values per axis gave chains 3-30 times off
+# the walks (interpolation onto a box spreads the walk's states into the box's
+# failing corners; the walks' states lie near a thinner set).
+_DEFAULT_MESH = {1: 201}
 
 
 def add_parser(subparsers) -> None:
@@ -85,9 +89,10 @@ def add_parser(subparsers) -> None:
         default=[],
         metavar="NAME=START:STOP:COUNT",
         help="a mesh axis of the chain method over the section unknown NAME, one "
-        "per unknown (default: each from half to 1.5 times the orbit's value, "
-        "201, 41 or 13 values for 1, 2 or 3 unknowns; without --mesh, a section "
-        "of more unknowns gets no mesh estimate)",
+        "per unknown (default, for a section of one unknown: 201 values from half "
+        "to 1.5 times the orbit's; a section of more unknowns gets a chain "
+        "estimate only with --mesh, and a note where it leaves the walks' "
+        "interval)",
     )
     parser.add_argument(
         "--bins",
@@ -212,8 +217,9 @@ def _run_robustness(args: argparse.Namespace, parser: argparse.ArgumentParser) -
     )
     if mesh is None:
         print(
-            "note: no mesh for a section of more than three unknowns: the Monte "
-            "Carlo walks only (give --mesh for each unknown to add the chain)",
+            "note: no mesh chain for a section of more than one unknown without "
+            "--mesh: the Monte Carlo walks only (give --mesh for each unknown to "
+            "add the chain)",
             file=sys.stderr,
         )
     rows = []
@@ -241,6 +247,7 @@ def _run_robustness(args: argparse.Namespace, parser: argparse.ArgumentParser) -
             "mfpt_mesh": None,
             "mfpt_metastable": None,
             "mesh_outside": None,
+            "methods_agree": None,
         }
         if walks.ended:
             print(
@@ -261,11 +268,24 @@ def _run_robustness(args: argparse.Namespace, parser: argparse.ArgumentParser) -
                 bins=args.bins,
                 settings=settings,
             )
+            # Within the walks' interval's width (about four standard errors).
+            width = walks.interval[1] - walks.interval[0]
+            agree = bool(abs(chain.mfpt - walks.mfpt) <= width)
             row.update(
                 mfpt_mesh=chain.mfpt,
                 mfpt_metastable=chain.metastable_mfpt,
                 mesh_outside=chain.outside,
+                methods_agree=agree,
             )
+            if not agree:
+                print(
+                    f"note: at sigma = {sigma:g} the mesh chain ({chain.mfpt:.4g} "
+                    f"steps) and the walks ({walks.mfpt:.4g}) disagree by more than "
+                    "the walks' interval: refine the mesh or cover the walks' "
+                    f"states with it (its largest share moved onto its boundary: "
+                    f"{chain.outside:.2g})",
+                    file=sys.stderr,
+                )
         rows.append(row)
         mesh_text = (
             ""
@@ -307,7 +327,7 @@ def _run_robustness(args: argparse.Namespace, parser: argparse.ArgumentParser) -
                 "solver": common.solver_record(args),
                 "rows": [
                     {
-                        k: common._number(v) if isinstance(v, float) else v
+                        k: common._number(v) if type(v) is float else v
                         for k, v in r.items()
                     }
                     for r in rows
@@ -324,14 +344,20 @@ def _write_table(out, rows) -> None:
     header = list(rows[0])
     lines = [",".join(header)]
     for row in rows:
-        lines.append(
-            ",".join("" if row[k] is None else f"{row[k]:.12g}" for k in header)
-        )
+        lines.append(",".join(_cell(row[k]) for k in header))
     text = "\n".join(lines) + "\n"
     path = write_file(
         out / "robustness.csv", lambda temporary: temporary.write_text(text)
     )
     print(f"wrote {path}")
+
+
+def _cell(value) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return str(value).lower()
+    return f"{value:.12g}"
 
 
 def _write_figure(out, model_name, name, disturbance, rows) -> None:
