@@ -162,6 +162,7 @@ _RUN_PAGES = (
     "how-to/continuation.md",
     "how-to/sweep.md",
     "how-to/basin.md",
+    "how-to/robustness.md",
     "how-to/gradients.md",
     "how-to/command-line-model.md",
 )

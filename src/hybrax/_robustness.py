@@ -139,7 +139,18 @@ def disturbed_step(
     differentiable in `u`, `d` and `params` in forward mode (`jax.jacfwd`,
     `jax.jvp`): the event times' sensitivity is included.
 
-    **Returns:** `(u_next, y, result)`: `u_next` and `y` are NaN unless the cycle
+    **Arguments:**
+
+    - `system`, `section`: the hybrid system and its Poincaré section.
+    - `u`: the section's unknowns the step starts from.
+    - `params`: the undisturbed parameters.
+    - `disturbance`: the [`hybrax.Disturbance`][].
+    - `d`: the disturbance's value in this step (its unit).
+    - `indicators`: name $\to$ `indicator(orbit, params)`, a scalar of one step.
+    - `settings`: the [`hybrax.Settings`][] of the cycle (default
+      `Settings()`).
+
+    **Returns:** `((u_next, y), result)`: `u_next` and `y` are NaN unless the cycle
     ran as the section declares (`result` `successful`).
 
     **Raises:** `ValueError` naming `indicators` where one is not callable or
