@@ -154,8 +154,9 @@ def _wheel_norm(system, section, params, gamma):
 @pytest.mark.slow
 def test_norm_derivative_and_batches_through_the_orbit(wheel):
     """d GSN / d gamma by `jax.jacfwd` through the orbit's own derivative against
-    Richardson-extrapolated central differences; `jax.vmap` over slopes equals
-    the single solves (a slope without an orbit is NaN, the others exact)."""
+    Richardson-extrapolated central differences; `jax.jit` with the orbit passed
+    in equals the eager call; `jax.vmap` over slopes equals the single solves (a
+    slope without an orbit is NaN, the others exact)."""
     system, section, params, _ = wheel
 
     def norm(gamma):
@@ -169,6 +170,14 @@ def test_norm_derivative_and_batches_through_the_orbit(wheel):
 
     richardson = (4 * central(2.5e-4) - central(5e-4)) / 3
     np.testing.assert_allclose(derivative, richardson, rtol=2e-5)
+    # Under the caller's `jax.jit` with the orbit passed in (traced), as eagerly.
+    _, _, _, orbit = wheel
+    eager = hx.gait_sensitivity(system, section, orbit, params, SLOPE, STEP_TIME)
+    passed = jax.jit(
+        lambda o, p: hx.gait_sensitivity(system, section, o, p, SLOPE, STEP_TIME)
+    )(orbit, params)
+    np.testing.assert_allclose(passed.norm, eager.norm, rtol=1e-12)
+    np.testing.assert_allclose(passed.responses, eager.responses, rtol=1e-12)
     slopes = jnp.array([0.06, 0.08, 0.1])
     batched = jax.vmap(norm)(slopes)
     assert np.isnan(float(batched[0]))

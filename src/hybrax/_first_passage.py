@@ -182,12 +182,11 @@ def first_passage_walks(
     if not bool(orbit.succeeded):
         raise ValueError("`orbit` did not converge: the walks start from an orbit.")
     settings = resolve_settings(settings)
-    sequence, _ = resolve_sequence(system, section)
+    resolve_sequence(system, section)  # a section that is no path: ValueError
     steps, raw = jax.device_get(
         _walks(
             system,
             section,
-            sequence,
             settings,
             disturbance,
             walkers,
@@ -221,6 +220,19 @@ def first_passage_walks(
         result=result,
         passages=passages,
     )
+
+
+def _next_and_status(system, section, settings, disturbance, params):
+    """`(u, d) -> (u_next, status value)`: one disturbed cycle of the walks and
+    the mesh."""
+
+    def one(u, d):
+        u_next, solution, _ = disturbed_cycle(
+            system, section, settings, disturbance, u, params, d, observed=False
+        )
+        return u_next, _raw(solution.result)
+
+    return one
 
 
 def _raw(result):
@@ -270,7 +282,6 @@ def _poisson_estimate(total: int, falls: int):
 def _walks(
     system,
     section,
-    sequence,
     settings,
     disturbance,
     walkers,
@@ -284,20 +295,7 @@ def _walks(
     the status it ended with."""
     dtype = u0.dtype
     successful = jnp.asarray(_raw(RESULTS.successful))
-
-    def one(u, d):
-        u_next, solution, _, _ = disturbed_cycle(
-            system,
-            section,
-            sequence,
-            settings,
-            disturbance,
-            u,
-            params,
-            d,
-            observed=False,
-        )
-        return u_next, _raw(solution.result)
+    one = _next_and_status(system, section, settings, disturbance, params)
 
     def walking(carry):
         k, _, _, codes, _ = carry
@@ -404,7 +402,7 @@ def first_passage_mesh(
     if not all(a[0] <= s <= a[-1] for a, s in zip(axes, start)):
         raise ValueError("`start` must lie inside the mesh.")
     settings = resolve_settings(settings)
-    sequence, _ = resolve_sequence(system, section)
+    resolve_sequence(system, section)  # a section that is no path: ValueError
     edges = np.linspace(-width, width, bins + 1)
     from scipy.stats import norm
 
@@ -417,7 +415,6 @@ def first_passage_mesh(
         _mesh_images(
             system,
             section,
-            sequence,
             settings,
             disturbance,
             jnp.asarray(points),
@@ -483,25 +480,10 @@ def _interpolation(axes, values, shape):
 @compiled(
     "the mesh of return maps", label=lambda system, *_, **__: system_label(system)
 )
-def _mesh_images(
-    system, section, sequence, settings, disturbance, points, params, nodes
-):
+def _mesh_images(system, section, settings, disturbance, points, params, nodes):
     """The disturbed return map at every mesh point and node, `(M, J, k)`, and
     each cycle's status code `(M, J)`."""
-
-    def one(u, d):
-        u_next, solution, _, _ = disturbed_cycle(
-            system,
-            section,
-            sequence,
-            settings,
-            disturbance,
-            u,
-            params,
-            d,
-            observed=False,
-        )
-        return u_next, _raw(solution.result)
+    one = _next_and_status(system, section, settings, disturbance, params)
 
     per_node = jax.vmap(one, in_axes=(None, 0))
     return jax.vmap(per_node, in_axes=(0, None))(points, nodes)

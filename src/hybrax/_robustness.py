@@ -32,8 +32,8 @@ from ._misc import canonical_params
 from ._periodic import (
     PeriodicOrbit,
     PoincareSection,
-    cycle,
     cycle_orbit,
+    poincare_map_with,
     quantity_value,
     resolve_sequence,
     sorted_multipliers,
@@ -158,11 +158,10 @@ def disturbed_step(
     """
     settings = resolve_settings(settings)
     functions = _indicator_functions(indicators)
-    sequence, _ = resolve_sequence(system, section)
+    resolve_sequence(system, section)  # a section that is no path: ValueError
     return _step(
         system,
         section,
-        sequence,
         settings,
         functions,
         disturbance,
@@ -187,33 +186,31 @@ def _indicator_functions(indicators) -> tuple:
     return tuple(indicators.values())
 
 
-def disturbed_cycle(
-    system, section, sequence, settings, disturbance, u, params, d, *, observed
-):
-    """`(u_next, solution, disturbed parameters, section state)` of one cycle
+def disturbed_cycle(system, section, settings, disturbance, u, params, d, *, observed):
+    """`(u_next, solution, disturbed parameters)` of one cycle of the return map
     from the unknowns `u` with the parameters disturbed by `d` (forward-mode
-    differentiable; `observed`: with the modes' phase observables). The one
-    disturbed cycle of the gait sensitivity and the first-passage walks."""
+    differentiable; `observed`: with the modes' phase observables; `u_next` NaN
+    where the cycle failed). The one disturbed cycle of the gait sensitivity and
+    the first-passage walks."""
     disturbed = disturbance.apply(params, d)
-    state = section.chart(u, disturbed)
-    solution, _ = cycle(
+    u_next, solution = poincare_map_with(
         system,
-        state,
+        section,
+        u,
         disturbed,
-        sequence,
         settings,
         dfx.ForwardMode(),
         phase_observables=observed,
     )
-    u_next = section.coordinates(solution.x_after[-1], disturbed)
-    return u_next, solution, disturbed, state
+    return u_next, solution, disturbed
 
 
-def _step(system, section, sequence, settings, indicators, disturbance, u, params, d):
-    """`(u_next, y, result)` of one disturbed cycle (see `disturbed_step`)."""
-    u_next, solution, disturbed, state = disturbed_cycle(
-        system, section, sequence, settings, disturbance, u, params, d, observed=True
+def _step(system, section, settings, indicators, disturbance, u, params, d):
+    """`((u_next, y), result)` of one disturbed cycle (see `disturbed_step`)."""
+    u_next, solution, disturbed = disturbed_cycle(
+        system, section, settings, disturbance, u, params, d, observed=True
     )
+    state = section.chart(u, disturbed)
     nan_jacobian = jnp.full((u.shape[0], u.shape[0]), jnp.nan, u.dtype)
     orbit = cycle_orbit(u, u_next, state, solution, nan_jacobian, solution.result)
     values = []
@@ -336,11 +333,10 @@ def _program_inputs(
             "`disturbance` must be a hybrax.Disturbance; got "
             f"{type(disturbance).__name__}."
         )
-    sequence, _ = resolve_sequence(system, section)
+    resolve_sequence(system, section)  # a section that is no path: ValueError
     return (
         system,
         section,
-        sequence,
         settings,
         functions,
         disturbance,
@@ -355,7 +351,6 @@ def _program_inputs(
 def _sensitivity(
     system,
     section,
-    sequence,
     settings,
     indicators,
     disturbance,
@@ -368,7 +363,7 @@ def _sensitivity(
 
     def step(u, d):
         outputs, result = _step(
-            system, section, sequence, settings, indicators, disturbance, u, params, d
+            system, section, settings, indicators, disturbance, u, params, d
         )
         return outputs, (outputs[1], result)
 

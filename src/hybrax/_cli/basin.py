@@ -154,11 +154,8 @@ def _starts(axes, names, point) -> np.ndarray:
 
 
 def _run_basin(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    import jax
-    import jax.numpy as jnp
 
     from .._basin import BASIN_OUTCOMES, basin
-    from .._misc import canonical_params
     from .._periodic import find_periodic_orbit
     from .._solution import RESULTS, Interrupted, status_code, status_name
 
@@ -175,17 +172,9 @@ def _run_basin(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
             f"argument --max-period: must be below --steps ({args.steps}): a period "
             "is read off the last cycles"
         )
-    form_name = common._form_name(parser, model, args)
-    form = model.forms[form_name]
-    if form.section is None:
-        parser.error(f"argument --form: no Poincaré section for {form_name!r}")
-    params = canonical_params(
-        common._make_params(
-            parser, model, common._parse_sets(parser, model, args.set, args.params)
-        )
+    form_name, system, section, params, guess = common.section_problem(
+        parser, model, args
     )
-    system, section = form.system(), form.section()
-    guess = jnp.asarray(model.orbit_guess(jax.device_get(params)), dtype=float)
     axes, names = _basin_axes(parser, model, guess, args.grid)
     settings = common.solver_settings(args)
 

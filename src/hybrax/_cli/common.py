@@ -13,6 +13,7 @@ import os
 import pathlib
 import sys
 import textwrap
+import typing
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
@@ -738,6 +739,37 @@ def model_record(model) -> dict:
         },
         "quantities": list(model.quantities or ()),
     }
+
+
+class SectionProblem(typing.NamedTuple):
+    """What a command on the model's section runs on: the formulation's name,
+    its system and section, the parameters (`--set`, `--params`) and the
+    model's orbit guess at them."""
+
+    form_name: str
+    system: typing.Any
+    section: typing.Any
+    params: typing.Any
+    guess: typing.Any
+
+
+def section_problem(parser, model, args) -> SectionProblem:
+    """The command line's system, section, parameters and orbit guess (usage
+    errors for a formulation without a section and for bad parameters)."""
+    import jax
+    import jax.numpy as jnp
+
+    from .._misc import canonical_params
+
+    form_name = _form_name(parser, model, args)
+    form = model.forms[form_name]
+    if form.section is None:
+        parser.error(f"argument --form: no Poincaré section for {form_name!r}")
+    params = canonical_params(
+        _make_params(parser, model, _parse_sets(parser, model, args.set, args.params))
+    )
+    guess = jnp.asarray(model.orbit_guess(jax.device_get(params)), dtype=float)
+    return SectionProblem(form_name, form.system(), form.section(), params, guess)
 
 
 def resume_error(path, error: Exception) -> str:

@@ -150,11 +150,8 @@ def _mesh_axes(parser, names, u, grids):
 
 
 def _run_robustness(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    import jax
-    import jax.numpy as jnp
 
     from .._first_passage import first_passage_mesh, first_passage_walks
-    from .._misc import canonical_params
     from .._periodic import find_periodic_orbit
     from .._robustness import gait_sensitivity
     from .._solution import status_name
@@ -173,17 +170,9 @@ def _run_robustness(args: argparse.Namespace, parser: argparse.ArgumentParser) -
             f"{', '.join(model.disturbances)}"
         )
     disturbance = model.disturbances[name]
-    form_name = common._form_name(parser, model, args)
-    form = model.forms[form_name]
-    if form.section is None:
-        parser.error(f"argument --form: no Poincaré section for {form_name!r}")
-    params = canonical_params(
-        common._make_params(
-            parser, model, common._parse_sets(parser, model, args.set, args.params)
-        )
+    form_name, system, section, params, guess = common.section_problem(
+        parser, model, args
     )
-    system, section = form.system(), form.section()
-    guess = jnp.asarray(model.orbit_guess(jax.device_get(params)), dtype=float)
     names = model.section_unknowns(int(guess.shape[0]))
     if args.mesh:  # a bad --mesh is a usage error before any computation
         _mesh_axes(parser, names, guess, args.mesh)
