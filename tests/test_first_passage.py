@@ -123,6 +123,8 @@ def test_rimless_wheel_mfpt_against_its_closed_form_chain(wheel):
         (dict(sigma=float("nan")), "sigma"),
         (dict(walkers=0), "walkers"),
         (dict(max_steps=1.5), "max_steps"),
+        (dict(seed=-1), "seed"),
+        (dict(seed=0.5), "seed"),
         (dict(disturbance="slope"), "disturbance"),
     ],
 )

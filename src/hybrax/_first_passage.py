@@ -172,12 +172,14 @@ def first_passage_walks(
     **Returns:** a [`hybrax.FirstPassageWalks`][] (host-side NumPy values: not
     for `jax.jit`).
 
-    **Raises:** `ValueError` naming `sigma`, `walkers`, `max_steps`, `orbit`
-    (an orbit that did not converge) or `disturbance`.
+    **Raises:** `ValueError` naming `sigma`, `walkers`, `max_steps`, `seed`,
+    `orbit` (an orbit that did not converge) or `disturbance`.
     """
     sigma = _check_sigma(sigma)
     walkers = _check_count(walkers, "walkers")
     max_steps = _check_count(max_steps, "max_steps")
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise ValueError(f"`seed` must be a non-negative integer; got {seed!r}.")
     _check_disturbance(disturbance)
     if not bool(orbit.succeeded):
         raise ValueError("`orbit` did not converge: the walks start from an orbit.")

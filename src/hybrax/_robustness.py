@@ -275,7 +275,7 @@ def gait_sensitivity(
 
     **Returns:** a [`hybrax.GaitSensitivity`][].
 
-    **Raises:** `ValueError` naming `indicators` or `steps`.
+    **Raises:** `ValueError` naming `indicators`, `steps` or `disturbance`.
     """
     return _sensitivity(
         *_program_inputs(
