@@ -1,5 +1,5 @@
-"""Tuning a gait for robustness: the compass gait's hip mass and leg mass position
-tuned by gradient to minimise its gait sensitivity norm (slope of the next step;
+"""Tuning a gait for robustness: the compass gait's hip mass and leg geometry
+(`--vary`, default m_H, a, b) tuned by gradient to minimise its gait sensitivity norm (slope of the next step;
 step time and step length; Hobbelen & Wisse 2007) at its walking speed, and its
 mean first-passage time on random slopes measured before and after (Monte Carlo
 walks; Byl & Tedrake 2009).
@@ -11,7 +11,7 @@ runs in forward mode). The speed is held to its starting value (a constraint to
 1e-3 m/s) and the spectral radius kept below 0.9.
 
 Usage: `python experiments/robust_tuning.py [--sigma 0.01] [--walkers 4000]
-[--max-steps 400]`. Prints the parameters, norm, speed, spectral radius and
+[--max-steps 400] [--tune-steps 100] [--vary m_H,a,b]`. Prints the parameters, norm, speed, spectral radius and
 mean first-passage time with its 95% interval, before and after, and the
 seconds of the tuning (compilation included) and of the walks.
 """
@@ -34,7 +34,8 @@ def main() -> None:
     parser.add_argument("--sigma", type=float, default=0.01)
     parser.add_argument("--walkers", type=int, default=4000)
     parser.add_argument("--max-steps", type=int, default=400)
-    parser.add_argument("--tune-steps", type=int, default=40)
+    parser.add_argument("--tune-steps", type=int, default=100)
+    parser.add_argument("--vary", default="m_H,a,b", help="the tuned parameters")
     args = parser.parse_args()
 
     model = models.get_model("compass-gait")
@@ -87,7 +88,7 @@ def main() -> None:
         before.u,
         params,
         gsn,
-        vary=["m_H", "a"],
+        vary=args.vary.split(","),
         constraints=[(hx.QuantityTarget(speed, target), 1e-3)],
         max_multiplier=0.9,
         tune_settings=hx.TuneSettings(mode="forward", max_steps=args.tune_steps),

@@ -240,7 +240,8 @@ FIELDS: dict[str, dict[str, tuple[str, str]]] = {
             "for each by name: the gait sensitivity norm of Hobbelen & Wisse "
             "(2007) on the model's gait indicators (`hybrax.gait_sensitivity`): "
             "`norm` (the indicators' units over `unit`, the disturbance's; "
-            "infinite for an unstable orbit), `norms` (each indicator's own), "
+            "`null` where infinite, an unstable orbit), `norms` (each "
+            "indicator's own), "
             "`indicator_units`, `meaning` and `status` (a library status); absent "
             "for a model without disturbances.",
         ),
