@@ -133,3 +133,35 @@ def test_ctrl_c_during_the_walks_exits_130_with_one_line(tmp_path):
     )
     assert not any("Traceback" in line for line in lines)
     assert not (tmp_path / "out" / "robustness.csv").exists()
+
+
+@pytest.mark.slow
+def test_orbit_reports_the_gait_sensitivity_norm(tmp_path, capsys):
+    """`hybrax orbit rimless-wheel` prints and writes the norm of its declared
+    slope disturbance on its step time: the closed form sqrt(D^2 + B^2 C^2 /
+    (1 - A^2)) of the wheel's step map (A = cos^2 2 alpha, B from the step map,
+    C and D from quadrature of the step time)."""
+    from scipy.integrate import quad
+
+    path = tmp_path / "orbit.json"
+    assert main(["orbit", "rimless-wheel", "--no-figures", "--json", str(path)]) == 0
+    printed = capsys.readouterr().out
+    entry = json.loads(path.read_text())["gait_sensitivity"]["slope"]
+    alpha, gamma, g = np.pi / 8, 0.08, 9.81
+    c2 = np.cos(2 * alpha) ** 2
+    omega = np.sqrt(4 * g * np.sin(alpha) * np.sin(gamma) * c2 / (1 - c2))
+
+    def step_time(w, d):
+        start, end = gamma + d - alpha, gamma + d + alpha
+        rate = lambda theta: 1 / np.sqrt(w**2 + 2 * g * (np.cos(start) - np.cos(theta)))  # noqa: E731
+        return quad(rate, start, end, epsabs=1e-13, epsrel=1e-13)[0]
+
+    h = 1e-5
+    C = (step_time(omega + h, 0) - step_time(omega - h, 0)) / (2 * h)
+    D = (step_time(omega, h) - step_time(omega, -h)) / (2 * h)
+    B = c2 * 4 * g * np.sin(alpha) * np.cos(gamma) / (2 * omega)
+    norm = np.sqrt(D**2 + B**2 * C**2 / (1 - c2**2))
+    assert entry["status"] == "successful" and entry["unit"] == "rad"
+    np.testing.assert_allclose(entry["norm"], norm, rtol=1e-6)
+    np.testing.assert_allclose(entry["norms"]["period"], norm, rtol=1e-6)
+    assert "gait sensitivity norm" in printed and f"{norm:.6g}" in printed
