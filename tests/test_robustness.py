@@ -248,3 +248,26 @@ def test_compass_gait_norm_against_simulated_disturbed_walks():
     np.testing.assert_allclose(
         result.norms, np.sqrt(np.sum(response**2, axis=0)), rtol=1e-4
     )
+
+
+def test_a_bundle_checks_its_disturbances_and_indicators():
+    """A model's declared disturbances must be `hx.Disturbance`s with gait
+    indicators among its quantities: each mistake a `ValueError` naming it."""
+    from hybrax import models
+
+    model = models.get_model("compass-gait")
+    fields = (
+        "name description parameters make_params parameter state_names "
+        "default_state forms orbit_guess quantities"
+    ).split()
+    base = {field: getattr(model, field) for field in fields}
+    with pytest.raises(ValueError, match="disturbances"):
+        hx.ModelBundle(**base, disturbances={"x": 1}, gait_indicators=("period",))
+    with pytest.raises(ValueError, match="gait_indicators"):
+        hx.ModelBundle(**base, gait_indicators=("nope",))
+    with pytest.raises(ValueError, match="gait_indicators"):
+        hx.ModelBundle(**base, disturbances=model.disturbances)
+    bundle = hx.ModelBundle(
+        **base, disturbances=model.disturbances, gait_indicators=["period"]
+    )
+    assert bundle.gait_indicators == ("period",)

@@ -411,12 +411,13 @@ class ModelBundle(eqx.Module):
     quantities: Mapping[str, Quantity | Callable[[Any, Any], Any]] | None = eqx.field(
         static=True, default=None
     )
+    presentation: ModelPresentation = eqx.field(
+        static=True, default_factory=ModelPresentation
+    )
+    # (After `presentation`: a bundle built with positional fields keeps them.)
     disturbances: Mapping[str, Any] | None = eqx.field(static=True, default=None)
     gait_indicators: tuple[str, ...] = eqx.field(
         static=True, default=(), converter=tuple
-    )
-    presentation: ModelPresentation = eqx.field(
-        static=True, default_factory=ModelPresentation
     )
 
     def __check_init__(self):
