@@ -91,7 +91,8 @@ def test_a_run_writes_its_rows_and_the_methods_agree(tmp_path):
 @pytest.mark.slow
 def test_ctrl_c_during_the_walks_exits_130_with_one_line(tmp_path):
     """SIGINT once the walks' program compiles: exit 130 within seconds and the
-    command's one line; no table written."""
+    command's one line (the walks return to Python every `WALK_CHUNK` steps);
+    no table written."""
     env = dict(os.environ, HYBRAX_CACHE_DIR=str(tmp_path / "cache"))
     process = subprocess.Popen(
         [sys.executable, "-m", "hybrax", "robustness", "rimless-wheel"]
@@ -124,8 +125,8 @@ def test_ctrl_c_during_the_walks_exits_130_with_one_line(tmp_path):
         if process.poll() is None:
             process.kill()
             process.wait()
-    reader.join(5)
-    process.stderr.close()
+        reader.join(5)
+        process.stderr.close()
     assert code == 130, lines
     assert waited < 30, waited
     assert "hybrax robustness: interrupted; no output of this run was written" in (

@@ -150,7 +150,8 @@ def first_passage_walks(
     grazing touchdown, ...); a numerical failure or a disturbance that takes the
     parameters out of the model's domain ends a walk without one. All walks
     advance together, one batched step at a time (one compiled program;
-    `jax.vmap` over the walks), until every walk has ended.
+    `jax.vmap` over the walks), until every walk has ended (in calls of
+    `WALK_CHUNK` (64) steps, between which Ctrl-C is honoured).
 
     The estimate is $\widehat{\mathrm{MFPT}} = S/F$ with $S$ the steps walked
     and $F$ the falls, and its 95% interval
@@ -186,7 +187,7 @@ def first_passage_walks(
     settings = resolve_settings(settings)
     resolve_sequence(system, section)  # a section that is no path: ValueError
     steps, raw = jax.device_get(
-        _walks(
+        _walk(
             system,
             section,
             settings,
@@ -278,30 +279,49 @@ def _poisson_estimate(total: int, falls: int):
     return total / falls, (float(low), float(high))
 
 
+#: Steps per call of the walks' program: the walks return to Python between
+#: calls, where Ctrl-C is honoured (one XLA call cannot be interrupted).
+WALK_CHUNK = 64
+
+
+def _walk(
+    system, section, settings, disturbance, walkers, max_steps, u0, params, sigma, key
+):
+    """Each walk's last step (its passage or other end, else `max_steps`) and
+    the raw status it ended with, in calls of at most `WALK_CHUNK` steps."""
+    successful = np.asarray(_raw(RESULTS.successful))
+    carry = (
+        jnp.zeros((), jnp.int32),
+        jnp.broadcast_to(u0, (walkers, u0.shape[0])),
+        jnp.full((walkers,), max_steps, jnp.int32),
+        jnp.full((walkers,), successful),
+        key,
+    )
+    limit = jnp.asarray(max_steps, jnp.int32)
+    while True:
+        carry = _walk_chunk(
+            system, section, settings, disturbance, carry, limit, params, sigma
+        )
+        k, _, _, codes, _ = carry
+        if int(k) >= max_steps or not np.any(np.asarray(codes) == successful):
+            return carry[2], carry[3]
+
+
 @compiled(
     "the first-passage walks", label=lambda system, *_, **__: system_label(system)
 )
-def _walks(
-    system,
-    section,
-    settings,
-    disturbance,
-    walkers,
-    max_steps,
-    u0,
-    params,
-    sigma,
-    key,
-):
-    """Each walk's last step (its fall or other failure, else `max_steps`) and
-    the status it ended with."""
-    dtype = u0.dtype
+def _walk_chunk(system, section, settings, disturbance, carry, limit, params, sigma):
+    """At most `WALK_CHUNK` more steps of every walk still walking (`carry`:
+    steps taken, unknowns, each walk's last step, its raw status, the key)."""
+    dtype = carry[1].dtype
+    walkers = carry[1].shape[0]
     successful = jnp.asarray(_raw(RESULTS.successful))
     one = _next_and_status(system, section, settings, disturbance, params)
+    stop = jnp.minimum(carry[0] + WALK_CHUNK, limit)
 
     def walking(carry):
         k, _, _, codes, _ = carry
-        return (k < max_steps) & jnp.any(codes == successful)
+        return (k < stop) & jnp.any(codes == successful)
 
     def step(carry):
         k, u, steps, codes, key = carry
@@ -315,15 +335,7 @@ def _walks(
         u = jnp.where((alive & (code == successful))[:, None], u_next, u)
         return k + 1, u, steps, codes, key
 
-    start = (
-        jnp.zeros((), jnp.int32),
-        jnp.broadcast_to(u0, (walkers, u0.shape[0])),
-        jnp.full((walkers,), max_steps, jnp.int32),
-        jnp.full((walkers,), successful),
-        key,
-    )
-    _, _, steps, codes, _ = jax.lax.while_loop(walking, step, start)
-    return steps, codes
+    return jax.lax.while_loop(walking, step, carry)
 
 
 def first_passage_mesh(
