@@ -1,6 +1,7 @@
 """Tuning a gait for robustness: the compass gait's hip mass and leg geometry
-(`--vary`, default m_H, a, b) tuned by gradient to minimise its gait sensitivity norm (slope of the next step;
-step time and step length; Hobbelen & Wisse 2007) at its walking speed, and its
+(`--vary`, default m_H, a, b) tuned by gradient to minimise its gait sensitivity
+norm (slope of the next step; step time and step length; Hobbelen & Wisse
+2007) at its walking speed, and its
 mean first-passage time on random slopes measured before and after (Monte Carlo
 walks; Byl & Tedrake 2009).
 
@@ -11,9 +12,10 @@ runs in forward mode). The speed is held to its starting value (a constraint to
 1e-3 m/s) and the spectral radius kept below 0.9.
 
 Usage: `python experiments/robust_tuning.py [--sigma 0.01] [--walkers 4000]
-[--max-steps 400] [--tune-steps 100] [--vary m_H,a,b]`. Prints the parameters, norm, speed, spectral radius and
-mean first-passage time with its 95% interval, before and after, and the
-seconds of the tuning (compilation included) and of the walks.
+[--max-steps 400] [--tune-steps 100] [--vary m_H,a,b]`. Prints the parameters,
+norm, speed, spectral radius and mean first-passage time with its 95% interval,
+before and after, and the seconds of the tuning (compilation included) and of
+the walks.
 """
 
 import argparse

@@ -84,3 +84,49 @@ def run_cli(argv):
         except SystemExit as stop:
             code = stop.code
     return code, stdout.getvalue(), stderr.getvalue()
+
+
+def interrupt_command(argv, started, env=None, after_s=1.0, wait_s=240.0, exit_s=60.0):
+    """Run `python -m hybrax *argv` in a process of its own, send it SIGINT
+    `after_s` seconds after a line of its stderr starts with `started`, and
+    return `(exit status, seconds from the signal to the exit, stderr lines)`.
+    The process is killed, and its pipe closed, whatever happens."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import threading
+    import time
+
+    process = subprocess.Popen(
+        [sys.executable, "-m", "hybrax", *argv],
+        env=dict(os.environ, **(env or {})),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    lines: list[str] = []
+    seen = threading.Event()
+
+    def read():
+        for line in process.stderr:
+            lines.append(line.rstrip("\n"))
+            if line.startswith(started):
+                seen.set()
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    try:
+        assert seen.wait(wait_s), lines
+        time.sleep(after_s)
+        sent = time.monotonic()
+        process.send_signal(signal.SIGINT)
+        code = process.wait(timeout=exit_s)
+        waited = time.monotonic() - sent
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        reader.join(5)
+        process.stderr.close()
+    return code, waited, lines

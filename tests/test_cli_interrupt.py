@@ -7,12 +7,12 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 import time
 
 import pytest
 
 import hybrax as hx
+from helpers import interrupt_command
 from hybrax._cli import main
 from hybrax._cli.common import _for_command
 
@@ -25,39 +25,14 @@ def test_ctrl_c_during_a_compile_exits_130_at_once(tmp_path):
     first compile: the process ends within a few seconds with exit status 130
     and the one line (it had swallowed the interrupt in a JAX garbage-collection
     callback and run on to the end, exit 0)."""
-    env = dict(os.environ, HYBRAX_CACHE_DIR=str(tmp_path / "cache"))
-    process = subprocess.Popen(
-        [sys.executable, "-m", "hybrax", "orbit", "hopper", "--no-figures"]
-        + ["--out", str(tmp_path / "out")],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
+    code, waited, lines = interrupt_command(
+        ["orbit", "hopper", "--no-figures", "--out", str(tmp_path / "out")],
+        "compiling",
+        env={"HYBRAX_CACHE_DIR": str(tmp_path / "cache")},
+        after_s=2.0,
+        wait_s=120,
+        exit_s=30,
     )
-    lines: list[str] = []
-    compiling = threading.Event()
-
-    def read():
-        for line in process.stderr:
-            lines.append(line.rstrip("\n"))
-            if line.startswith("compiling"):
-                compiling.set()
-
-    reader = threading.Thread(target=read, daemon=True)
-    reader.start()
-    try:
-        assert compiling.wait(120), lines
-        time.sleep(2.0)
-        sent = time.monotonic()
-        process.send_signal(signal.SIGINT)
-        code = process.wait(timeout=30)
-        waited = time.monotonic() - sent
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
-    reader.join(5)
-    process.stderr.close()
     assert code == 130, lines
     assert waited < 10, waited
     # Its one line (a compilation's own closing line may race it to stderr).

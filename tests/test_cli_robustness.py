@@ -3,16 +3,11 @@ their agreement (the walks' interval holds the chain's estimate), and Ctrl-C."""
 
 import csv
 import json
-import os
-import signal
-import subprocess
-import sys
-import threading
-import time
 
 import numpy as np
 import pytest
 
+from helpers import interrupt_command
 from hybrax._cli import main
 
 
@@ -93,40 +88,12 @@ def test_ctrl_c_during_the_walks_exits_130_with_one_line(tmp_path):
     """SIGINT once the walks' program compiles: exit 130 within seconds and the
     command's one line (the walks return to Python every `WALK_CHUNK` steps);
     no table written."""
-    env = dict(os.environ, HYBRAX_CACHE_DIR=str(tmp_path / "cache"))
-    process = subprocess.Popen(
-        [sys.executable, "-m", "hybrax", "robustness", "rimless-wheel"]
-        + ["--terrain", "sigma=0.005", "--max-steps", "100000"]
-        + ["--no-figures", "--out", str(tmp_path / "out")],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
+    code, waited, lines = interrupt_command(
+        ["robustness", "rimless-wheel", "--terrain", "sigma=0.005"]
+        + ["--max-steps", "100000", "--no-figures", "--out", str(tmp_path / "out")],
+        "compiled the first-passage walks",
+        env={"HYBRAX_CACHE_DIR": str(tmp_path / "cache")},
     )
-    lines: list[str] = []
-    walking = threading.Event()
-
-    def read():
-        for line in process.stderr:
-            lines.append(line.rstrip("\n"))
-            if line.startswith("compiled the first-passage walks"):
-                walking.set()
-
-    reader = threading.Thread(target=read, daemon=True)
-    reader.start()
-    try:
-        assert walking.wait(240), lines
-        time.sleep(1.0)
-        sent = time.monotonic()
-        process.send_signal(signal.SIGINT)
-        code = process.wait(timeout=60)
-        waited = time.monotonic() - sent
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
-        reader.join(5)
-        process.stderr.close()
     assert code == 130, lines
     assert waited < 30, waited
     assert "hybrax robustness: interrupted; no output of this run was written" in (
