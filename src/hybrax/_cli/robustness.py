@@ -178,8 +178,16 @@ def _run_robustness(args: argparse.Namespace, parser: argparse.ArgumentParser) -
         _mesh_axes(parser, names, guess, args.mesh)
     settings = common.solver_settings(args)
     start = time.perf_counter()
+    # The walks need the orbit's point and its spectral radius (the reduced
+    # Jacobian), not its Floquet analysis: one program less to compile.
     orbit = find_periodic_orbit(
-        system, section, guess, params, settings=settings, phase_observables=False
+        system,
+        section,
+        guess,
+        params,
+        settings=settings,
+        analyse=False,
+        phase_observables=False,
     )
     if not bool(orbit.succeeded):
         print(
