@@ -156,7 +156,6 @@ def _starts(axes, names, point) -> np.ndarray:
 def _run_basin(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
 
     from .._basin import BASIN_OUTCOMES, basin
-    from .._periodic import find_periodic_orbit
     from .._solution import RESULTS, Interrupted, status_code, status_name
 
     model = common._load_model(parser, args.model)
@@ -172,24 +171,13 @@ def _run_basin(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
             f"argument --max-period: must be below --steps ({args.steps}): a period "
             "is read off the last cycles"
         )
-    form_name, system, section, params, guess = common.section_problem(
-        parser, model, args
-    )
+    problem = common.section_problem(parser, model, args)
+    form_name, system, section, params, guess = problem
     axes, names = _basin_axes(parser, model, guess, args.grid)
     settings = common.solver_settings(args)
 
     start = time.perf_counter()
-    # The basin needs the orbit's point and its reduced Jacobian (for the
-    # contraction), not its Floquet analysis.
-    orbit = find_periodic_orbit(
-        system,
-        section,
-        guess,
-        params,
-        settings=settings,
-        analyse=False,
-        phase_observables=False,
-    )
+    orbit = problem.point_orbit(settings)
     found = bool(orbit.succeeded)
     point = np.asarray(orbit.u) if found else np.asarray(guess)
     starts = _starts(axes, names, point)

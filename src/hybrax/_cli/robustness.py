@@ -152,7 +152,6 @@ def _mesh_axes(parser, names, u, grids):
 def _run_robustness(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
 
     from .._first_passage import first_passage_mesh, first_passage_walks
-    from .._periodic import find_periodic_orbit
     from .._robustness import gait_sensitivity
     from .._solution import status_name
 
@@ -170,25 +169,14 @@ def _run_robustness(args: argparse.Namespace, parser: argparse.ArgumentParser) -
             f"{', '.join(model.disturbances)}"
         )
     disturbance = model.disturbances[name]
-    form_name, system, section, params, guess = common.section_problem(
-        parser, model, args
-    )
+    problem = common.section_problem(parser, model, args)
+    form_name, system, section, params, guess = problem
     names = model.section_unknowns(int(guess.shape[0]))
     if args.mesh:  # a bad --mesh is a usage error before any computation
         _mesh_axes(parser, names, guess, args.mesh)
     settings = common.solver_settings(args)
     start = time.perf_counter()
-    # The walks need the orbit's point and its spectral radius (the reduced
-    # Jacobian), not its Floquet analysis: one program less to compile.
-    orbit = find_periodic_orbit(
-        system,
-        section,
-        guess,
-        params,
-        settings=settings,
-        analyse=False,
-        phase_observables=False,
-    )
+    orbit = problem.point_orbit(settings)
     if not bool(orbit.succeeded):
         print(
             f"hybrax robustness: no periodic orbit of {args.model} from its guess "
