@@ -249,6 +249,27 @@ def test_seed_appendix_inertia_centripetal_and_gravity(getkey):
             )
 
 
+def test_on_a_slope_gravity_acts_at_the_angles_from_the_true_vertical(getkey):
+    """On ground of slope phi (downhill towards +x) the angles are measured from
+    the ground's normal; gravity's column is then the seed's M_G at the angles
+    from the true vertical, theta + phi (each entry of M_G reads its own angle),
+    while I and B do not change."""
+    theta = jax.random.uniform(getkey(), (4, 5), minval=-1.0, maxval=1.0)
+    theta_dot = 3.0 * jax.random.normal(getkey(), (4, 5))
+    for slope in (0.05, -0.2):
+        params = hx.canonical_params(dataclasses.replace(PASSIVE, slope=slope))
+        H, C = _builder_terms(theta, theta_dot, params)
+        s = _seed_symbols(params)
+        for k in range(theta.shape[0]):
+            th, thd = np.asarray(theta[k]), np.asarray(theta_dot[k])
+            I, B, _ = _seed_appendix(th, s)
+            _, _, M_G_vertical = _seed_appendix(th + slope, s)
+            np.testing.assert_allclose(H[k], I, rtol=1e-12, atol=1e-12)
+            np.testing.assert_allclose(
+                C[k], B @ thd**2 + M_G_vertical, rtol=1e-11, atol=1e-10
+            )
+
+
 # -- Kinematics typed from the seed's eqs. (1)-(5), stance foot at the origin --------
 
 

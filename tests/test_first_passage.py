@@ -158,3 +158,22 @@ def test_bad_mesh_input_names_the_argument(wheel, mesh, start, name):
         hx.first_passage_mesh(
             system, section, params, slope, SIGMA, mesh, start=np.asarray(start)
         )
+
+
+def test_mfpt_figure_draws_an_estimate_without_a_fall():
+    """A roughness level at which no walk fell (estimate inf, interval open
+    above) is drawn as an arrow from its interval's low end, beside finite
+    estimates with their bars, without a floating-point warning (the test
+    session turns warnings into errors)."""
+    fig = hx.plot.mfpt_figure(
+        sigma=[0.02, 0.05],
+        walks=[np.inf, 110.6],
+        interval=[[5422.0, np.inf], [92.5, 133.4]],
+        mesh=[np.nan, np.nan],
+        xlabel="slope sigma [rad]",
+    )
+    ax = fig.axes[0]
+    bars = [c for c in ax.containers if hasattr(c, "has_yerr") and c.has_yerr]
+    assert len(bars) == 1
+    segments = bars[0].lines[2][0].get_segments()
+    np.testing.assert_allclose(segments[0][:, 1], [92.5, 133.4])

@@ -271,3 +271,51 @@ def test_a_bundle_checks_its_disturbances_and_indicators():
         **base, disturbances=model.disturbances, gait_indicators=["period"]
     )
     assert bundle.gait_indicators == ("period",)
+
+
+# Slow: the five-link biped's orbit and step Jacobians compile for about 40 s.
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["simplest-walker", "biped5"])
+def test_declared_slope_jacobians_against_central_differences(name):
+    """Each walker's declared slope disturbance: the norm's B = dP/dd and
+    D = dG/dd (forward-mode AD through the disturbed cycle, event times
+    included) against central differences of the disturbed step, and the norm
+    against the closed form recomputed here with NumPy (W by summing
+    A^k^T C^T C A^k to convergence)."""
+    from hybrax import models
+
+    model = models.get_model(name)
+    form = model.forms[model.default_form]
+    system, section = form.system(), form.section()
+    params = hx.canonical_params(model.make_params())
+    guess = jnp.asarray(model.orbit_guess(params), float)
+    orbit = hx.find_periodic_orbit(system, section, guess, params)
+    assert bool(orbit.succeeded)
+    indicators = {n: model.quantity(n) for n in model.gait_indicators}
+    slope = model.disturbances["slope"]
+    assert slope.unit == "rad"
+    result = hx.gait_sensitivity(system, section, orbit, params, slope, indicators)
+    assert hx.status_name(result.result) == ["successful"]
+
+    def step(d):
+        (u_next, y), status = hx.disturbed_step(
+            system, section, orbit.u, params, slope, d, indicators
+        )
+        assert hx.status_name(status) == ["successful"]
+        return np.asarray(u_next), np.asarray(y)
+
+    eps = 1e-6
+    (u_plus, y_plus), (u_minus, y_minus) = step(eps), step(-eps)
+    np.testing.assert_allclose(
+        result.B, (u_plus - u_minus) / (2 * eps), rtol=1e-5, atol=1e-6
+    )
+    np.testing.assert_allclose(
+        result.D, (y_plus - y_minus) / (2 * eps), rtol=1e-5, atol=1e-6
+    )
+    A, B, C, D = (np.asarray(m) for m in (result.A, result.B, result.C, result.D))
+    gramian, power = np.zeros_like(A), np.eye(A.shape[0])
+    for _ in range(2000):
+        gramian += power.T @ C.T @ C @ power
+        power = A @ power
+    norm = np.sqrt(D @ D + B @ gramian @ B)
+    np.testing.assert_allclose(float(result.norm), norm, rtol=1e-9)

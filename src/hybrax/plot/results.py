@@ -645,8 +645,11 @@ def mfpt_figure(
     walks = np.asarray(walks, dtype=float)
     interval = np.asarray(interval, dtype=float)
     finite = np.isfinite(walks)
-    low = walks - interval[:, 0]
-    high = np.where(np.isfinite(interval[:, 1]), interval[:, 1] - walks, 0.0)
+    # Error bars of the finite estimates only (an infinite one, whose interval
+    # is open above, is drawn apart): no inf - inf.
+    low = np.where(finite, walks - interval[:, 0], 0.0)
+    bounded = finite & np.isfinite(interval[:, 1])
+    high = np.where(bounded, interval[:, 1] - np.where(bounded, walks, 0.0), 0.0)
     ax.errorbar(
         sigma[finite],
         walks[finite],

@@ -72,6 +72,14 @@ $x = (\theta, P)$ with $P = \partial L/\partial\dot\theta = I(\theta)\dot\theta$
 $\dot\theta = I^{-1}P$, $\dot P = \partial L/\partial\theta + \Gamma$; the impact
 is a jump of $P$ (Zanchi & Cecić eq. 16).
 
+**Slope.** `slope` $\varphi$ (default 0, level ground) tilts the ground,
+downhill towards $+x$: the coordinates are the ground's (angles from its normal,
+heights above it), gravity turned by $\varphi$ in the potential,
+$V = g\sum_j M_j(z_j\cos\varphi - x_j\sin\varphi)$; the controller reads the
+angles from the ground's normal. The model declares it as the disturbance
+`"slope"` of the next step (`hybrax.gait_sensitivity`, `hybrax robustness`),
+with the step time and length as gait indicators.
+
 **Default segments** (Winter 2009, *Biomechanics and Motor Control of Human
 Movement*, 4th ed., Table 4.1 and Fig. 4.1 after Dempster 1955 and Drillis &
 Contini 1966) for a body of 70 kg and 1.75 m: trunk = HAT (head, arms, trunk;

@@ -97,6 +97,9 @@ class Biped5Params(AbstractParams):
     r_thigh: float = _gyration(0.323 * _THIGH_LENGTH, "thigh's")
     r_shank: float = _gyration(0.416 * _LEG_LENGTH, "shank's")
     g: float = _positive(9.81, "m/s^2", "gravitational acceleration")
+    slope: float = parameter_field(
+        0.0, "rad", "ground slope (downhill towards +x; 0 is level ground)"
+    )
     kp_hip: float = _gain(400.0, "N m/rad", "hip stiffness gain")
     kd_hip: float = _gain(40.0, "N m s/rad", "hip damping gain")
     kp_knee: float = _gain(400.0, "N m/rad", "knee stiffness gain")
@@ -244,9 +247,18 @@ def _kinetic(q, qd, params):
 
 
 def _potential(q, params):
-    """Zanchi & Cecić (1993) eq. (6)."""
-    heights = q[1] + _lever_arms(params) @ jnp.cos(q[2:])
-    return params.g * jnp.sum(_segment_masses(params) * heights)
+    r"""Zanchi & Cecić (1993) eq. (6) on ground of slope $\varphi$ (`slope`,
+    downhill towards $+x$): the coordinates are the ground's ($x$ along it, $z$
+    along its normal), so a centre's height is $z_j\cos\varphi - x_j\sin\varphi$
+    and $V = g\sum_j M_j(z_j\cos\varphi - x_j\sin\varphi)$ (gravity turned by
+    $\varphi$; on level ground, eq. 6 exactly)."""
+    arms = _lever_arms(params)
+    heights = q[1] + arms @ jnp.cos(q[2:])
+    along = q[0] + arms @ jnp.sin(q[2:])
+    slope = params.slope
+    return params.g * jnp.sum(
+        _segment_masses(params) * (heights * jnp.cos(slope) - along * jnp.sin(slope))
+    )
 
 
 # Joint angles phi = S theta: stance knee, stance hip, swing hip, swing knee

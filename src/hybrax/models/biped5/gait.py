@@ -19,6 +19,7 @@ from ..._params import (
     field_names,
     parameter_table,
 )
+from .._walking import slope_disturbance
 from .dynamics import Biped5Params, _pinned, points
 from .forms import (
     _leg_length,
@@ -250,6 +251,8 @@ def _bundle():
         },
         orbit_guess=orbit_guess,
         quantities=ORBIT_QUANTITIES,
+        disturbances={"slope": slope_disturbance("slope")},
+        gait_indicators=("period", "step_length"),
         presentation=ModelPresentation(
             continuation=ContinuationDefaults(
                 "hip_swing_ref",
