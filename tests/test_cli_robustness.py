@@ -133,3 +133,17 @@ def test_orbit_reports_the_gait_sensitivity_norm(tmp_path, capsys):
     np.testing.assert_allclose(entry["norm"], norm, rtol=1e-6)
     np.testing.assert_allclose(entry["norms"]["period"], norm, rtol=1e-6)
     assert "gait sensitivity norm" in printed and f"{norm:.6g}" in printed
+
+
+def test_help_names_every_zoo_model_with_disturbances(capsys):
+    """`hybrax robustness --help` lists the zoo's models that declare
+    disturbances, each of them and no other (read from their bundles)."""
+    from hybrax.models import REGISTRY, get_model
+
+    with pytest.raises(SystemExit):
+        main(["robustness", "--help"])
+    help_text = " ".join(capsys.readouterr().out.split())
+    listed = help_text.split("Models that declare disturbances:")[1]
+    listed = {name.strip(" .") for name in listed.split(".")[0].split(",")}
+    declared = {name for name in REGISTRY if get_model(name).disturbances}
+    assert listed == declared

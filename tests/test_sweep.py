@@ -30,6 +30,7 @@ import pytest
 from matplotlib.collections import QuadMesh
 
 import hybrax as hx
+import hybrax._progress
 import hybrax._sweep.executor
 import hybrax._sweep.rounds
 import hybrax.plot
@@ -642,14 +643,14 @@ def test_warm_starts_from_the_nearest_converged_orbit(system_and_section):
 
 def _interrupt_after(monkeypatch, n_finished: int) -> None:
     """Ctrl-C (a KeyboardInterrupt) once `n_finished` elements have finished."""
-    update = hybrax._sweep.executor._Progress.update
+    update = hybrax._progress.Progress.update
 
-    def interrupting(self, count):
-        update(self, count)
+    def interrupting(self, count, note=None):
+        update(self, count, note)
         if self.done >= n_finished:
             raise KeyboardInterrupt
 
-    monkeypatch.setattr(hybrax._sweep.executor._Progress, "update", interrupting)
+    monkeypatch.setattr(hybrax._progress.Progress, "update", interrupting)
 
 
 def _ramp_params():
@@ -775,14 +776,14 @@ def test_an_interrupt_during_the_retries_keeps_the_first_solves(
     system, section = system_and_section
     params = _ramp_params()
     whole = _rounds_of_four(system, section, params, order=None, neighbours=1)
-    update = hybrax._sweep.executor._Progress.update
+    update = hybrax._progress.Progress.update
 
-    def interrupting(self, count):  # the retries' (quiet) progress only
-        update(self, count)
+    def interrupting(self, count, note=None):  # the retries' (quiet) progress only
+        update(self, count, note)
         if not self.desc:
             raise KeyboardInterrupt
 
-    monkeypatch.setattr(hybrax._sweep.executor._Progress, "update", interrupting)
+    monkeypatch.setattr(hybrax._progress.Progress, "update", interrupting)
     with pytest.raises(hx.Interrupted) as info:
         _rounds_of_four(system, section, params, order=None, neighbours=1)
     partial = info.value.partial

@@ -29,11 +29,12 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, Int
 
-from ._compile import compiled, system_label
+from ._compile import announcing_progress, compiled, system_label
 from ._custom_types import Params
 from ._hybrid import HybridSystem
 from ._misc import canonical_params
 from ._periodic import PeriodicOrbit, PoincareSection, resolve_sequence
+from ._progress import Progress
 from ._robustness import Disturbance, disturbed_cycle
 from ._settings import Settings, resolve_settings
 from ._solution import NUMERICAL_FAILURES, RESULTS, status_code, status_name
@@ -138,6 +139,7 @@ def first_passage_walks(
     max_steps: int = 1000,
     seed: int = 0,
     settings: Settings | None = None,
+    progress: bool = False,
 ) -> FirstPassageWalks:
     r"""The mean first-passage time by Monte Carlo walks: `walkers` walks of the
     disturbed return map $u_{k+1} = P(u_k, d_k)$ from the orbit's unknowns, with
@@ -169,6 +171,9 @@ def first_passage_walks(
     - `walkers`, `max_steps`: how many walks, and the most steps of each.
     - `seed`: the seed of the disturbances.
     - `settings`: the [`hybrax.Settings`][] of the cycles.
+    - `progress`: a progress bar on stderr over the steps (tqdm where
+      installed), advanced after each call of `WALK_CHUNK` steps, with the
+      number of walks still walking.
 
     **Returns:** a [`hybrax.FirstPassageWalks`][] (host-side NumPy values: not
     for `jax.jit`).
@@ -186,20 +191,26 @@ def first_passage_walks(
         raise ValueError("`orbit` did not converge: the walks start from an orbit.")
     settings = resolve_settings(settings)
     resolve_sequence(system, section)  # a section that is no path: ValueError
-    steps, raw = jax.device_get(
-        _walk(
-            system,
-            section,
-            settings,
-            disturbance,
-            walkers,
-            max_steps,
-            jnp.asarray(orbit.u, float),
-            canonical_params(params),
-            jnp.asarray(sigma, float),
-            jax.random.key(seed),
-        )
-    )
+    bar = Progress(max_steps, progress, "walks: steps")
+    try:
+        with announcing_progress(bar.enabled, bar.write):
+            steps, raw = jax.device_get(
+                _walk(
+                    system,
+                    section,
+                    settings,
+                    disturbance,
+                    walkers,
+                    max_steps,
+                    jnp.asarray(orbit.u, float),
+                    canonical_params(params),
+                    jnp.asarray(sigma, float),
+                    jax.random.key(seed),
+                    bar,
+                )
+            )
+    finally:
+        bar.close()
     steps = np.asarray(steps)
     results = _as_results(np.asarray(raw))
     fell, other = _outcomes(results)
@@ -285,10 +296,21 @@ WALK_CHUNK = 64
 
 
 def _walk(
-    system, section, settings, disturbance, walkers, max_steps, u0, params, sigma, key
+    system,
+    section,
+    settings,
+    disturbance,
+    walkers,
+    max_steps,
+    u0,
+    params,
+    sigma,
+    key,
+    bar,
 ):
     """Each walk's last step (its passage or other end, else `max_steps`) and
-    the raw status it ended with, in calls of at most `WALK_CHUNK` steps."""
+    the raw status it ended with, in calls of at most `WALK_CHUNK` steps (the
+    progress `bar` advanced after each)."""
     successful = np.asarray(_raw(RESULTS.successful))
     carry = (
         jnp.zeros((), jnp.int32),
@@ -303,7 +325,9 @@ def _walk(
             system, section, settings, disturbance, carry, limit, params, sigma
         )
         k, _, _, codes, _ = carry
-        if int(k) >= max_steps or not np.any(np.asarray(codes) == successful):
+        walking = int(np.sum(np.asarray(codes) == successful))
+        bar.update(int(k) - bar.done, f"{walking} of {walkers} walking")
+        if int(k) >= max_steps or not walking:
             return carry[2], carry[3]
 
 

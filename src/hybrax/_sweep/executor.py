@@ -7,9 +7,7 @@ import concurrent.futures
 import contextvars
 import functools
 import os
-import sys
 import threading
-import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -24,6 +22,7 @@ from .._misc import is_concrete
 from .._periodic import (
     modulus_key,
 )
+from .._progress import Progress
 
 
 _AXIS = "batch"
@@ -81,65 +80,6 @@ def _leaves(tree):
 def _take(dynamic, index):
     """`dynamic[index]` leaf by leaf, on the host (NumPy)."""
     return jtu.tree_map(lambda leaf: np.asarray(leaf)[index], dynamic)
-
-
-class _Progress:
-    """A progress bar over elements: tqdm where installed, else one `\r`-updated
-    line on stderr; nothing when disabled."""
-
-    def __init__(self, total: int, enabled: bool, desc: str):
-        self.total = total
-        self.done = 0
-        self.enabled = enabled
-        self.desc = desc
-        self.start = time.perf_counter()
-        self.bar = None
-        self._lock = threading.Lock()  # chunks finish in several threads
-        if not enabled:
-            return
-        try:
-            from tqdm.auto import tqdm
-        except ImportError:
-            self._line()
-        else:
-            self.bar = tqdm(total=total, desc=desc, unit="el", file=sys.stderr)
-
-    def _line(self):
-        elapsed = time.perf_counter() - self.start
-        percent = 100.0 * self.done / max(self.total, 1)
-        print(
-            f"\r{self.desc}: {self.done}/{self.total} ({percent:.0f}%) {elapsed:.1f} s",
-            end="",
-            file=sys.stderr,
-            flush=True,
-        )
-
-    def update(self, count: int):
-        with self._lock:
-            self.done += count
-            if not self.enabled:
-                return
-            if self.bar is not None:
-                self.bar.update(count)
-            else:
-                self._line()
-
-    def write(self, line: str):
-        """Print `line` above the bar (a compilation's announcement)."""
-        with self._lock:
-            if self.bar is not None:
-                self.bar.write(line, file=sys.stderr)
-            else:
-                print(f"\r{line}", file=sys.stderr, flush=True)
-                self._line()
-
-    def close(self):
-        if not self.enabled:
-            return
-        if self.bar is not None:
-            self.bar.close()
-        else:
-            print(file=sys.stderr, flush=True)
 
 
 def _vmapped(fn, static, out_static: list):
@@ -280,7 +220,7 @@ def sweep(
         )
     n = _batch_size(dynamic)
     plan = _plan(n, chunk_size, devices, distributed)
-    bar = _Progress(plan.n_local, progress and jax.process_index() == 0, desc)
+    bar = Progress(plan.n_local, progress and jax.process_index() == 0, desc)
     try:
         with announcing_progress(bar.enabled, bar.write):
             stacked = _run_chunks(fn, static, dynamic, plan, bar)

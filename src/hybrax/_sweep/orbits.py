@@ -22,6 +22,7 @@ from .._periodic import (
     PeriodicOrbit,
     PoincareSection,
 )
+from .._progress import Progress
 from .._resume import Record, check_resume, record_fields, record_tree, record_value
 from .._settings import (
     Settings,
@@ -45,7 +46,6 @@ from .executor import (
     _gathered,
     _local_count,
     _plan,
-    _Progress,
     sorted_multipliers_batch,
 )
 from .rounds import (
@@ -582,7 +582,7 @@ def sweep_orbits(
             lanes = _cpu_lanes(_local_count(n, distributed), len(devices))
             chunk_size = lanes * len(devices)
     plan = _plan(n, chunk_size, devices, distributed)
-    bar = _Progress(plan.n_local, progress and jax.process_index() == 0, "orbits")
+    bar = Progress(plan.n_local, progress and jax.process_index() == 0, "orbits")
     interrupted = False
     try:
         with announcing_progress(bar.enabled, bar.write):

@@ -26,13 +26,14 @@ from .._periodic import (
     loosened,
     poincare_map_with,
 )
+from .._progress import Progress
 from .._settings import (
     Settings,
     Shooting,
 )
 from .._solution import RESULTS, STATUS_NAMES, status_code
 from . import executor
-from .executor import _in_threads, _leaves, _Progress, _run_chunks, _take
+from .executor import _in_threads, _leaves, _run_chunks, _take
 
 
 # Once the queue is empty, the elements still iterating after a round (those that
@@ -153,7 +154,7 @@ def _queue_by_defect(fn, static, dynamic, u, plan):
     hold the slow cycles (to `t_max`) together; one that needs many rounds runs
     them while the queue still fills its chunk's other lanes. Queued last, such
     elements hold chunks of idle lanes for their last rounds."""
-    quiet = _Progress(plan.n_local, False, "")
+    quiet = Progress(plan.n_local, False, "")
     n = u.shape[0]
     element = (
         dynamic,
@@ -302,7 +303,7 @@ def _fallback_strategies(
     element was solved from; every element's `n_steps` counts all its solves."""
     n_local = plan.n_local
     neighbour_starts = np.zeros(n_local, int)
-    quiet = _Progress(n_local, False, "")
+    quiet = Progress(n_local, False, "")
     features = radius = None
     tried = np.full((n_local, max(neighbours, 1)), -1)
     u_all = np.array(u)
