@@ -179,12 +179,14 @@ def test_mfpt_figure_draws_an_estimate_without_a_fall():
     np.testing.assert_allclose(segments[0][:, 1], [92.5, 133.4])
 
 
+# Slow: the only fast-set test that compiles the walks (5-8 s cold).
+@pytest.mark.slow
 def test_walks_progress_bar_counts_steps_and_walkers(wheel, capsys):
     """`progress=True` draws a bar on stderr over the steps, advanced after each
     call of `WALK_CHUNK` steps with the walks still walking; the estimate is the
     one without it."""
     system, section, params, orbit, slope = wheel
-    kwargs = dict(walkers=50, max_steps=300, seed=3)
+    kwargs = dict(walkers=20, max_steps=100, seed=3)
     quiet = hx.first_passage_walks(
         system, section, orbit, params, slope, 0.012, **kwargs
     )
@@ -194,7 +196,7 @@ def test_walks_progress_bar_counts_steps_and_walkers(wheel, capsys):
     )
     lines = capsys.readouterr().err.replace("\r", "\n").split("\n")
     bars = [line for line in lines if line.startswith("walks: steps: ")]
-    assert bars[0].startswith("walks: steps: 0/300 (0%)")
-    assert bars[1].startswith("walks: steps: 64/300 (21%)")
-    assert bars[-1].endswith(" of 50 walking")
+    assert bars[0].startswith("walks: steps: 0/100 (0%)")
+    assert bars[1].startswith("walks: steps: 64/100 (64%)")
+    assert bars[-1].endswith(" of 20 walking")
     assert shown.mfpt == quiet.mfpt and shown.falls == quiet.falls
