@@ -191,7 +191,7 @@ def first_passage_walks(
         raise ValueError("`orbit` did not converge: the walks start from an orbit.")
     settings = resolve_settings(settings)
     resolve_sequence(system, section)  # a section that is no path: ValueError
-    bar = Progress(max_steps, progress, "walks: steps")
+    bar = Progress(max_steps, progress, "walks: steps", unit="step")
     try:
         with announcing_progress(bar.enabled, bar.write):
             steps, raw = jax.device_get(

@@ -7,10 +7,11 @@ import time
 
 
 class Progress:
-    """A progress bar over elements: tqdm where installed, else one `\r`-updated
-    line on stderr; nothing when disabled."""
+    """A progress bar over `total` units (a sweep's elements, the walks' steps):
+    tqdm where installed, else one `\r`-updated line on stderr; nothing when
+    disabled."""
 
-    def __init__(self, total: int, enabled: bool, desc: str):
+    def __init__(self, total: int, enabled: bool, desc: str, unit: str = "el"):
         self.total = total
         self.done = 0
         self.enabled = enabled
@@ -26,7 +27,7 @@ class Progress:
         except ImportError:
             self._line()
         else:
-            self.bar = tqdm(total=total, desc=desc, unit="el", file=sys.stderr)
+            self.bar = tqdm(total=total, desc=desc, unit=unit, file=sys.stderr)
 
     def _line(self):
         elapsed = time.perf_counter() - self.start
