@@ -22,6 +22,11 @@ from hybrax._cli import main
         (["robustness", "hopper", "--terrain", "sigma=0.01"], "model"),
         (
             ["robustness", "rimless-wheel", "--terrain", "sigma=0.01"]
+            + ["--disturbance", "height", "--mesh", "u0=1:2:5"],
+            "--mesh",
+        ),
+        (
+            ["robustness", "rimless-wheel", "--terrain", "sigma=0.01"]
             + ["--disturbance", "push"],
             "--disturbance",
         ),
@@ -81,6 +86,30 @@ def test_a_run_writes_its_rows_and_the_methods_agree(tmp_path):
     )
     assert (out / "mfpt.png").stat().st_size > 0
     assert record["gait_sensitivity"] > 0
+
+
+@pytest.mark.slow
+def test_a_step_height_runs_on_the_full_state_and_the_methods_agree(tmp_path):
+    """`--disturbance height` on the rimless wheel: the cycles run on the full
+    state after heel strike, so the chain's mesh is over the state's names
+    (theta, omega; a 2-D mesh) and starts from the orbit's state; the walks'
+    estimate and the chain's expected steps agree within the walks' interval's
+    width at two roughness levels."""
+    out, path = tmp_path / "out", tmp_path / "robustness.json"
+    code = main(
+        ["robustness", "rimless-wheel", "--disturbance", "height"]
+        + ["--terrain", "sigma=0.02,0.05", "--walkers", "500", "--max-steps", "200"]
+        + ["--mesh", "theta=-0.5:-0.1:41", "--mesh", "omega=0.3:2:41"]
+        + ["--no-figures", "--quiet", "--out", str(out), "--json", str(path)]
+    )
+    assert code == 0
+    record = json.loads(path.read_text())
+    assert record["disturbance"] == "height" and record["unit"] == "m"
+    assert list(record["mesh"]) == ["theta", "omega"]
+    for row in record["rows"]:
+        width = row["mfpt_high"] - row["mfpt_low"]
+        assert abs(row["mfpt_walks"] - row["mfpt_mesh"]) < width, row
+    assert record["rows"][0]["mfpt_walks"] > record["rows"][1]["mfpt_walks"]
 
 
 @pytest.mark.slow

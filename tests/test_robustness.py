@@ -101,6 +101,59 @@ def test_disturbed_step_is_the_return_map_at_the_disturbed_parameters(wheel):
         np.testing.assert_allclose(float(y[0]), _step_time(omega, d), rtol=1e-8)
 
 
+HEIGHT = hx.models.get_model("rimless-wheel").disturbances["height"]
+
+
+def _wheel_on_a_step(theta, omega, h, gamma=0.08, alpha=np.pi / 8, g_over_l=9.81):
+    """The rimless wheel's step onto a foothold h higher (spokes of length 1),
+    in closed form: the next spoke's foot is 2 sin(alpha) sin(gamma + alpha -
+    theta) above the slope through the contact, so it strikes at theta_c with
+    sin(gamma + alpha - theta_c) = h / (2 sin alpha); energy is conserved in
+    stance; the impact keeps cos(2 alpha) of the rate and turns the angle back
+    by 2 alpha."""
+    strike = gamma + alpha - np.arcsin(h / (2 * np.sin(alpha)))
+    rate = np.sqrt(omega**2 + 2 * g_over_l * (np.cos(theta) - np.cos(strike)))
+    return np.array([strike - 2 * alpha, np.cos(2 * alpha) * rate])
+
+
+def test_a_step_height_against_the_wheels_closed_form(wheel):
+    """The wheel's declared `height` disturbance runs on the full state just
+    after heel strike (its own section: the model's section fixes the angle).
+    From the orbit and from a state off it, the step onto footholds 3 cm higher
+    and 5 cm lower equals the closed form; its Jacobians in the state and the
+    height (forward AD through the event) equal central differences of the
+    closed form; A's multipliers are the orbit's (cos^2 2 alpha) and 0. The
+    model's own section is refused with the argument named."""
+    system, section, params, orbit = wheel
+    start = HEIGHT.start(section, orbit.u, params)
+    np.testing.assert_allclose(start, [0.08 - np.pi / 8, float(orbit.u[0])])
+    for x in (np.asarray(start), np.array([0.08 - np.pi / 8 + 0.02, 1.3])):
+        for h in (0.0, 0.03, -0.05):
+            (x_next, _), status = hx.disturbed_step(
+                system, HEIGHT.section, x, params, HEIGHT, h, STEP_TIME
+            )
+            assert hx.status_name(status) == ["successful"]
+            np.testing.assert_allclose(x_next, _wheel_on_a_step(*x, h), rtol=1e-9)
+    result = hx.gait_sensitivity(system, section, orbit, params, HEIGHT, STEP_TIME)
+    assert hx.status_name(result.result) == ["successful"]
+    eps = 1e-6
+    x = np.asarray(start)
+    dh = (_wheel_on_a_step(*x, eps) - _wheel_on_a_step(*x, -eps)) / (2 * eps)
+    np.testing.assert_allclose(result.B, dh, rtol=1e-6, atol=1e-9)
+    for i in range(2):
+        e = eps * np.eye(2)[i]
+        column = (_wheel_on_a_step(*(x + e), 0) - _wheel_on_a_step(*(x - e), 0)) / (
+            2 * eps
+        )
+        np.testing.assert_allclose(result.A[:, i], column, rtol=1e-6, atol=1e-9)
+    multipliers = np.sort(np.abs(np.linalg.eigvals(np.asarray(result.A))))
+    np.testing.assert_allclose(multipliers, [0, np.cos(np.pi / 4) ** 2], atol=1e-9)
+    with pytest.raises(ValueError, match="section"):
+        hx.disturbed_step(system, section, orbit.u, params, HEIGHT, 0.01, STEP_TIME)
+    with pytest.raises(ValueError, match="section"):
+        hx.Disturbance(hx.FieldParameter("step_height"), "m", section="after")
+
+
 def test_a_failed_orbit_gives_nan_and_its_status(wheel):
     """On level ground there is no orbit: the norm is NaN with the orbit's own
     status, never a number."""
@@ -273,15 +326,43 @@ def test_a_bundle_checks_its_disturbances_and_indicators():
     assert bundle.gait_indicators == ("period",)
 
 
+def _trailing_foot_height(name, x, params):
+    """The trailing foot's height above the slope through the stance foot, just
+    after heel strike, from each walker's documented geometry: the compass
+    gait's legs at theta_s, theta_ns from the true vertical (hip at
+    l (sin theta_s, cos theta_s), the other foot l (sin theta_ns, -cos
+    theta_ns) from it, the slope down towards +x); the simplest walker's
+    stance leg at theta from the slope's normal and the legs phi apart (the
+    other foot cos theta - cos(theta - phi) above the stance foot)."""
+    if name == "compass-gait":
+        length, slope = float(params.a + params.b), float(params.slope)
+        foot = length * np.array(
+            [np.sin(x[0]) + np.sin(x[1]), np.cos(x[0]) - np.cos(x[1])]
+        )
+        return foot[0] * np.sin(slope) + foot[1] * np.cos(slope)
+    return np.cos(x[0]) - np.cos(x[0] - x[1])
+
+
 # Slow: the five-link biped's orbit and step Jacobians compile for about 40 s.
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["simplest-walker", "biped5"])
-def test_declared_slope_jacobians_against_central_differences(name):
-    """Each walker's declared slope disturbance: the norm's B = dP/dd and
-    D = dG/dd (forward-mode AD through the disturbed cycle, event times
-    included) against central differences of the disturbed step, and the norm
-    against the closed form recomputed here with NumPy (W by summing
-    A^k^T C^T C A^k to convergence)."""
+@pytest.mark.parametrize(
+    "name, disturbance",
+    [
+        ("simplest-walker", "slope"),
+        ("biped5", "slope"),
+        ("compass-gait", "height"),
+        ("simplest-walker", "height"),
+    ],
+)
+def test_declared_disturbance_jacobians_against_central_differences(name, disturbance):
+    """Each walker's declared disturbances (the slope and the height of the next
+    step): the norm's B = dP/dd and D = dG/dd (forward-mode AD through the
+    disturbed cycle, event times included) against central differences of the
+    disturbed step, and the norm against the closed form recomputed here with
+    NumPy (W by summing A^k^T C^T C A^k to convergence). A step onto a
+    foothold 1 cm higher or lower leaves the trailing foot that far below or
+    above the new stance foot (the heel strike fired at the foothold's
+    height), and a step of height 0 returns to the orbit's state."""
     from hybrax import models
 
     model = models.get_model(name)
@@ -292,17 +373,36 @@ def test_declared_slope_jacobians_against_central_differences(name):
     orbit = hx.find_periodic_orbit(system, section, guess, params)
     assert bool(orbit.succeeded)
     indicators = {n: model.quantity(n) for n in model.gait_indicators}
-    slope = model.disturbances["slope"]
-    assert slope.unit == "rad"
-    result = hx.gait_sensitivity(system, section, orbit, params, slope, indicators)
+    disturbed = model.disturbances[disturbance]
+    # The unit of the parameter it offsets.
+    field = disturbed.parameter.field
+    assert disturbed.unit == model.parameters[field].split(",")[0]
+    result = hx.gait_sensitivity(system, section, orbit, params, disturbed, indicators)
     assert hx.status_name(result.result) == ["successful"]
+    cycle_section = disturbed.cycle_section(section)
+    start = disturbed.start(section, orbit.u, params)
 
     def step(d):
         (u_next, y), status = hx.disturbed_step(
-            system, section, orbit.u, params, slope, d, indicators
+            system, cycle_section, start, params, disturbed, d, indicators
         )
         assert hx.status_name(status) == ["successful"]
         return np.asarray(u_next), np.asarray(y)
+
+    if disturbance == "height":
+        # The full state's step: the orbit's multipliers (of the shooting on the
+        # model's section, a second method), the others 0 (along the flow, and
+        # what the impact fixes).
+        full = np.sort(np.abs(np.linalg.eigvals(np.asarray(result.A))))
+        reduced = np.sort(np.abs(np.asarray(orbit.multipliers)))
+        np.testing.assert_allclose(full[-reduced.size :], reduced, atol=1e-7)
+        assert np.all(full[: -reduced.size] < 1e-7)
+        np.testing.assert_allclose(step(0.0)[0], start, atol=1e-9)
+        for h in (0.01, -0.01):
+            after = step(h)[0]
+            np.testing.assert_allclose(
+                _trailing_foot_height(name, after, params), -h, atol=1e-10
+            )
 
     eps = 1e-6
     (u_plus, y_plus), (u_minus, y_minus) = step(eps), step(-eps)

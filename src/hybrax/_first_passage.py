@@ -163,7 +163,9 @@ def first_passage_walks(
     **Arguments:**
 
     - `system`, `section`: the hybrid system and its Poincaré section.
-    - `orbit`: the [`hybrax.PeriodicOrbit`][] the walks start from.
+    - `orbit`: the [`hybrax.PeriodicOrbit`][] the walks start from (on
+      `section`; where the disturbance names its own section, the walks run on
+      that one from the same state, [`hybrax.Disturbance.start`][]).
     - `params`: the parameters of the orbit.
     - `disturbance`: the [`hybrax.Disturbance`][] of each step (a walker's
       slope of the next step, `ModelBundle.disturbances`).
@@ -191,6 +193,10 @@ def first_passage_walks(
         raise ValueError("`orbit` did not converge: the walks start from an orbit.")
     settings = resolve_settings(settings)
     resolve_sequence(system, section)  # a section that is no path: ValueError
+    params = canonical_params(params)
+    start = disturbance.start(section, jnp.asarray(orbit.u, float), params)
+    section = disturbance.cycle_section(section)
+    resolve_sequence(system, section)
     bar = Progress(max_steps, progress, "walks: steps", unit="step")
     try:
         with announcing_progress(bar.enabled, bar.write):
@@ -202,8 +208,8 @@ def first_passage_walks(
                     disturbance,
                     walkers,
                     max_steps,
-                    jnp.asarray(orbit.u, float),
-                    canonical_params(params),
+                    start,
+                    params,
                     jnp.asarray(sigma, float),
                     jax.random.key(seed),
                     bar,
@@ -406,11 +412,13 @@ def first_passage_mesh(
     - `system`, `section`, `params`, `disturbance`: as for
       [`hybrax.first_passage_walks`][].
     - `sigma`: the disturbance's standard deviation.
-    - `mesh`: one increasing 1-D array of values per section unknown; the mesh
-      is their product ($M = \prod m_i$ states: for sections of one to three
-      unknowns).
+    - `mesh`: one increasing 1-D array of values per unknown of the section
+      the cycles run on (`section`, or the disturbance's own where it names
+      one); the mesh is their product ($M = \prod m_i$ states: for sections of
+      one to three unknowns).
     - `start`: the unknowns the reported `mfpt` starts from (the orbit's
-      `u`).
+      `u`; on the disturbance's own section, `disturbance.start(section,
+      orbit.u, params)`).
     - `bins`, `width`: the disturbance's quadrature.
     - `settings`: the [`hybrax.Settings`][] of the cycles.
 
@@ -440,6 +448,7 @@ def first_passage_mesh(
     if not all(a[0] <= s <= a[-1] for a, s in zip(axes, start)):
         raise ValueError("`start` must lie inside the mesh.")
     settings = resolve_settings(settings)
+    section = disturbance.cycle_section(section)
     resolve_sequence(system, section)  # a section that is no path: ValueError
     edges = np.linspace(-width, width, bins + 1)
     from scipy.stats import norm

@@ -57,15 +57,27 @@ class Disturbance(eqx.Module):
     & Tedrake 2009, "Metastable walking machines", Int. J. Robotics Research
     28(8)).
 
+    Some disturbances change where the next cycle starts in a way the model's
+    own section cannot hold: after a step up of height $h$ a walker's trailing
+    foot is $h$ below its stance foot, where the section's chart puts both feet
+    on one level. Such a disturbance names the `section` its cycles run on (a
+    walker's full state just after heel strike, with an identity chart); the
+    routines that take an orbit on the model's section start from the same
+    state in that section's coordinates,
+    $u_d = \mathrm{coordinates}_d(\mathrm{chart}(u, p), p)$.
+
     - `parameter`: the [`hybrax.AbstractParameter`][] it offsets (a field, or a
       derived quantity through `hybrax.FunctionParameter`).
     - `unit`: the unit of $d$ (`"rad"`, `"m"`; `"1"` for a dimensionless one).
     - `meaning`: a few plain words (e.g. `"slope of the next step"`).
+    - `section`: the [`hybrax.PoincareSection`][] the disturbed cycles run on,
+      or `None` (the default) for the section the caller gives.
     """
 
     parameter: AbstractParameter
     unit: str = eqx.field(static=True, default="1")
     meaning: str = eqx.field(static=True, default="")
+    section: PoincareSection | None = None
 
     def __check_init__(self):
         if not isinstance(self.parameter, AbstractParameter):
@@ -77,11 +89,30 @@ class Disturbance(eqx.Module):
             raise ValueError(f"`unit` must be a string; got {self.unit!r}.")
         if not isinstance(self.meaning, str):
             raise ValueError(f"`meaning` must be a string; got {self.meaning!r}.")
+        if self.section is not None and not isinstance(self.section, PoincareSection):
+            raise ValueError(
+                "`section` must be a hybrax.PoincareSection or None; got "
+                f"{type(self.section).__name__}."
+            )
 
     def apply(self, params: Params, d) -> Params:
         r"""The parameters of a cycle disturbed by `d`: the parameter's value
         $v$ replaced by $v + d$. Traced values work."""
         return self.parameter.set(params, self.parameter.get(params) + d)
+
+    def cycle_section(self, section: PoincareSection) -> PoincareSection:
+        """The section the disturbed cycles run on: the disturbance's own where it
+        names one, else `section`."""
+        return section if self.section is None else self.section
+
+    def start(self, section: PoincareSection, u, params: Params):
+        r"""The unknowns `u` of a state on `section` in the coordinates of
+        [`cycle_section`][hybrax.Disturbance.cycle_section] (the same state:
+        $\mathrm{coordinates}_d(\mathrm{chart}(u, p), p)$; `u` itself where the
+        disturbance names no section). Traced values work."""
+        if self.section is None:
+            return u
+        return self.section.coordinates(section.chart(u, params), params)
 
 
 class GaitSensitivity(eqx.Module):
@@ -141,7 +172,9 @@ def disturbed_step(
 
     **Arguments:**
 
-    - `system`, `section`: the hybrid system and its Poincaré section.
+    - `system`, `section`: the hybrid system and the Poincaré section the cycle
+      runs on (where the disturbance names its own section, that one:
+      `disturbance.section`).
     - `u`: the section's unknowns the step starts from.
     - `params`: the undisturbed parameters.
     - `disturbance`: the [`hybrax.Disturbance`][].
@@ -154,10 +187,18 @@ def disturbed_step(
     ran as the section declares (`result` `successful`).
 
     **Raises:** `ValueError` naming `indicators` where one is not callable or
-    reads an observable that nothing records.
+    reads an observable that nothing records, or `section` where the
+    disturbance names another section (map the unknowns onto it with
+    [`start`][hybrax.Disturbance.start]).
     """
     settings = resolve_settings(settings)
     functions = _indicator_functions(indicators)
+    if disturbance.section is not None and section != disturbance.section:
+        raise ValueError(
+            "`section`: the disturbance runs its cycles on its own section "
+            "(`disturbance.section`); pass that one, with `u` in its coordinates "
+            "(`disturbance.start(section, u, params)`)."
+        )
     resolve_sequence(system, section)  # a section that is no path: ValueError
     return _step(
         system,
@@ -253,7 +294,10 @@ def gait_sensitivity(
 
     the $H_2$ norm of the linearised step-to-step system from the disturbance to
     the indicators, computed in closed form ($W$ from the discrete Lyapunov
-    equation, solved as a linear system in its entries).
+    equation, solved as a linear system in its entries). Where the disturbance
+    names its own section, the Jacobians are those of its cycles, at the orbit's
+    state in its coordinates ([`hybrax.Disturbance.start`][]; a full-state
+    section adds the multiplier 0 along the flow to those of $A$).
 
     Differentiable in `params` in forward mode (`jax.jacfwd`), through the
     orbit's own derivative: pass an orbit found inside the differentiated
@@ -334,6 +378,7 @@ def _program_inputs(
             f"{type(disturbance).__name__}."
         )
     resolve_sequence(system, section)  # a section that is no path: ValueError
+    resolve_sequence(system, disturbance.cycle_section(section))
     return (
         system,
         section,
@@ -360,10 +405,12 @@ def _sensitivity(
     params,
 ):
     zero = jnp.zeros((), u.dtype)
+    cycle_section = disturbance.cycle_section(section)
+    u = disturbance.start(section, u, params)
 
     def step(u, d):
         outputs, result = _step(
-            system, section, settings, indicators, disturbance, u, params, d
+            system, cycle_section, settings, indicators, disturbance, u, params, d
         )
         return outputs, (outputs[1], result)
 

@@ -124,7 +124,9 @@ def _roughness(parser, text: str) -> list[float]:
 def _mesh_axes(parser, names, u, grids):
     """The chain method's mesh `[values per unknown]`, or `None` (no mesh)."""
     if grids:
-        axes = dict(_parse_grid(parser, names, g, "section coordinate") for g in grids)
+        axes = dict(
+            _parse_grid(parser, names, g, "section coordinate", "--mesh") for g in grids
+        )
         missing = [n for n in names if n not in axes]
         if missing or len(grids) != len(names):
             parser.error(
@@ -149,6 +151,18 @@ def _mesh_axes(parser, names, u, grids):
     return axes
 
 
+def _cycle_unknowns(model, section, disturbance, guess, params) -> tuple[str, ...]:
+    """The names of the unknowns of the section the disturbed cycles run on: the
+    model's section unknowns, or the state's names on a disturbance's own
+    full-state section."""
+    if disturbance.section is None:
+        return model.section_unknowns(int(guess.shape[0]))
+    k = int(np.shape(disturbance.start(section, guess, params))[0])
+    if model.state_names is not None and len(model.state_names) == k:
+        return tuple(model.state_names)
+    return tuple(f"u{i}" for i in range(k))
+
+
 def _run_robustness(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
 
     from .._first_passage import first_passage_mesh, first_passage_walks
@@ -171,7 +185,7 @@ def _run_robustness(args: argparse.Namespace, parser: argparse.ArgumentParser) -
     disturbance = model.disturbances[name]
     problem = common.section_problem(parser, model, args)
     form_name, system, section, params, guess = problem
-    names = model.section_unknowns(int(guess.shape[0]))
+    names = _cycle_unknowns(model, section, disturbance, guess, params)
     if args.mesh:  # a bad --mesh is a usage error before any computation
         _mesh_axes(parser, names, guess, args.mesh)
     settings = common.solver_settings(args)
@@ -184,12 +198,20 @@ def _run_robustness(args: argparse.Namespace, parser: argparse.ArgumentParser) -
             file=sys.stderr,
         )
         return 1
-    mesh = _mesh_axes(parser, names, orbit.u, args.mesh)
+    # The mesh chain runs on the disturbance's own section where it names one
+    # (a step height: the full state after heel strike), from the same state.
+    cycle_start = np.asarray(disturbance.start(section, orbit.u, params))
+    mesh = _mesh_axes(parser, names, cycle_start, args.mesh)
     unit = disturbance.unit
     print(
         f"{args.model} ({form_name}): disturbance {name} "
         f"({disturbance.meaning or name}, {unit}); orbit "
-        + ", ".join(f"{n} = {v:.8g}" for n, v in zip(names, np.asarray(orbit.u)))
+        + ", ".join(
+            f"{n} = {v:.8g}"
+            for n, v in zip(
+                model.section_unknowns(int(orbit.u.shape[0])), np.asarray(orbit.u)
+            )
+        )
         + f"; spectral radius {float(orbit.spectral_radius):.4g}"
     )
     indicators = {n: model.quantity(n) for n in model.gait_indicators}
@@ -250,7 +272,7 @@ def _run_robustness(args: argparse.Namespace, parser: argparse.ArgumentParser) -
                 disturbance,
                 sigma,
                 mesh,
-                start=orbit.u,
+                start=cycle_start,
                 bins=args.bins,
                 settings=settings,
             )

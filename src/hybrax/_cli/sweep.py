@@ -201,32 +201,37 @@ def add_parser(subparsers) -> None:
 
 
 def _parse_grid(
-    parser: argparse.ArgumentParser, known, text: str, what: str = "parameter"
+    parser: argparse.ArgumentParser,
+    known,
+    text: str,
+    what: str = "parameter",
+    option: str = "--grid",
 ) -> tuple[str, np.ndarray]:
     """`NAME=START:STOP:COUNT` as `(NAME, linspace)`, NAME among `known` (the
-    model's parameters, or what `what` says); a usage error otherwise."""
+    model's parameters, or what `what` says); a usage error naming `option`
+    otherwise."""
     name, sep, spec = text.partition("=")
     name = name.strip()
     parts = spec.split(":")
     if not sep or not name or len(parts) != 3:
-        parser.error(f"argument --grid: expected NAME=START:STOP:COUNT, got {text!r}")
+        parser.error(f"argument {option}: expected NAME=START:STOP:COUNT, got {text!r}")
     if name not in known:
         parser.error(
-            f"argument --grid: unknown {what} {name!r}; known: {', '.join(known)}"
+            f"argument {option}: unknown {what} {name!r}; known: {', '.join(known)}"
         )
     try:
         start, stop = float(parts[0]), float(parts[1])
         count = int(parts[2])
     except ValueError:
         parser.error(
-            f"argument --grid: {name}: START and STOP must be numbers and COUNT an "
+            f"argument {option}: {name}: START and STOP must be numbers and COUNT an "
             f"integer, got {spec!r}"
         )
     if not (np.isfinite(start) and np.isfinite(stop)):
-        parser.error(f"argument --grid: {name}: START and STOP must be finite")
+        parser.error(f"argument {option}: {name}: START and STOP must be finite")
     if not 1 <= count <= _MAX_POINTS:
         parser.error(
-            f"argument --grid: {name}: COUNT must be from 1 to {_MAX_POINTS}, got "
+            f"argument {option}: {name}: COUNT must be from 1 to {_MAX_POINTS}, got "
             f"{count}"
         )
     return name, np.linspace(start, stop, count)

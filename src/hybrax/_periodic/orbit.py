@@ -205,7 +205,7 @@ def _shoot_analysed(*args):
     return dataclasses.replace(orbit, floquet=floquet)
 
 
-def _system_label(system, *args):
+def _system_label(system, *args, **kwargs):
     return system_label(system)
 
 

@@ -1,5 +1,5 @@
-"""What the walking models share: the fall that ends a run, and the slope of
-the next step as a disturbance."""
+"""What the walking models share: the fall that ends a run, and the slope and
+height of the next step as disturbances."""
 
 from collections.abc import Callable
 from typing import Any
@@ -10,6 +10,7 @@ from jaxtyping import Array
 from .._continuation_parameter import FieldParameter
 from .._custom_types import Params
 from .._hybrid import Transition
+from .._periodic import PoincareSection
 from .._robustness import Disturbance
 
 
@@ -52,3 +53,31 @@ def slope_disturbance(field: str) -> Disturbance:
     $\gamma + d$, the uneven terrain of Byl & Tedrake (2009), "Metastable walking
     machines", Int. J. Robotics Research 28(8)."""
     return Disturbance(FieldParameter(field), "rad", "slope of the next step")
+
+
+def _state(u, params):
+    del params
+    return u
+
+
+#: Just after heel strike, the full state as the unknowns (chart and coordinates
+#: the identity; module-level: equal sections share compiled programs).
+AFTER_HEEL_STRIKE = PoincareSection(("heelstrike",), chart=_state, coordinates=_state)
+
+
+def height_disturbance(field: str, unit: str) -> Disturbance:
+    r"""The height of the next foothold as a [`hybrax.Disturbance`][]: an offset
+    $h$ of the parameter `field` (the height of the ground under the next
+    foothold above the stance foot, normal to the slope) during one step, the
+    step terrain of Byl & Tedrake (2009), "Metastable walking machines", Int. J.
+    Robotics Research 28(8). The heel strike fires where the swing foot comes
+    down to that height; the next step measures its state from the new stance
+    foot, so the trailing foot starts $h$ below it. The walker's own section
+    puts both feet on one level, so the disturbed cycles run on
+    `AFTER_HEEL_STRIKE`, the full state just after heel strike."""
+    return Disturbance(
+        FieldParameter(field),
+        unit,
+        "height of the next foothold",
+        section=AFTER_HEEL_STRIKE,
+    )

@@ -19,7 +19,8 @@ when the foot is ahead of the hip).
   matrix $H = \partial^2 T/\partial\dot q^2$ and the remaining terms derived by JAX
   autodiff ([`hybrax.LagrangianModel`][]: no hand-written equations of motion).
 - **Heel strike.** The swing foot's height above the slope,
-  $h = y_{sw} + x_{sw}\tan\phi$ (over $l$), crosses 0 downward, armed once the swing
+  $y_{sw}\cos\phi + x_{sw}\sin\phi$ (over $l$), comes down to the next
+  foothold's height `step_height` (0: even ground), armed once the swing
   foot is ahead of the stance foot along the slope by $0.1\,l$ (the passive
   walker's mid-stance scuff is ignored, as in the paper). The impact is perfectly
   plastic on the descriptor coordinates $(x_f, y_f, \theta_s, \theta_{ns})$, with
@@ -61,7 +62,7 @@ from .._params import (
     parameter_table,
 )
 from .._periodic import PoincareSection
-from ._walking import fall, slope_disturbance
+from ._walking import fall, height_disturbance, slope_disturbance
 
 
 class CompassGaitParams(AbstractParams):
@@ -82,6 +83,11 @@ class CompassGaitParams(AbstractParams):
     )
     g: float = parameter_field(
         9.81, "m/s^2", "gravitational acceleration", bound=POSITIVE
+    )
+    step_height: float = parameter_field(
+        0.0,
+        "m",
+        "next foothold above the stance foot, normal to the slope",
     )
 
 
@@ -150,10 +156,12 @@ def _along_and_above(point, params):
 
 
 def _swing_foot_height(t, x, params):
+    """The swing foot's height above the next foothold (`step_height` above the
+    slope through the stance foot) over the leg's length."""
     del t
     q, _ = _descriptor(x)
     _, above = _along_and_above(_points(q, params)[3], params)
-    return above / (params.a + params.b)
+    return (above - params.step_height) / (params.a + params.b)
 
 
 # How far (over l) the swing foot must be ahead of the stance foot along the slope
@@ -389,8 +397,12 @@ def _half_interleg_angle(orbit, params):
 
 
 def _step_length(orbit, params):
-    r"""The step along the slope, $2l\sin\alpha$ ($l = a + b$)."""
-    return 2 * (params.a + params.b) * jnp.sin(orbit.u[0])
+    r"""The step along the slope, the trailing foot's distance behind the stance
+    foot just after heel strike: $2l\sin\alpha$ ($l = a + b$) with both feet on
+    the slope."""
+    q, _ = _descriptor(orbit.state)
+    along, _ = _along_and_above(_points(q, params)[3], params)
+    return -along
 
 
 def _speed(orbit, params):
@@ -490,7 +502,10 @@ def _bundle():
         orbit_guess=orbit_guess,
         unknown_names=("alpha", "omega_s", "omega_ns"),
         quantities=ORBIT_QUANTITIES,
-        disturbances={"slope": slope_disturbance("slope")},
+        disturbances={
+            "slope": slope_disturbance("slope"),
+            "height": height_disturbance("step_height", "m"),
+        },
         gait_indicators=("period", "step_length"),
         presentation=ModelPresentation(
             continuation=ContinuationDefaults(

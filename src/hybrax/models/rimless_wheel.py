@@ -3,10 +3,11 @@ r"""The rimless wheel rolling down a slope (McGeer 1990; Coleman, Chatterjee & R
 
 State $x = [\theta, \dot\theta]$: the stance spoke's angle from the vertical, positive
 downhill. Stance is an inverted pendulum, $\ddot\theta = (g/l)\sin\theta$. The next
-spoke strikes when $\theta$ reaches $\gamma + \alpha$ ($\gamma$ the slope); the reset
-swaps the spokes, $\theta^+ = \theta - 2\alpha$, and conserves angular momentum about
-the new contact, $\dot\theta^+ = \cos(2\alpha)\dot\theta^-$: a reset that relabels
-coordinates, like a biped's leg swap.
+spoke strikes when $\theta$ reaches $\gamma + \alpha$ ($\gamma$ the slope; on a
+foothold $h$ higher, where $\sin(\gamma + \alpha - \theta) = h / (2l\sin\alpha)$);
+the reset swaps the spokes, $\theta^+ = \theta - 2\alpha$, and conserves angular
+momentum about the new contact, $\dot\theta^+ = \cos(2\alpha)\dot\theta^-$: a
+reset that relabels coordinates, like a biped's leg swap.
 
 Closed forms: with $u = (\dot\theta^+)^2$ after each impact, the step map is
 $u' = \cos^2(2\alpha)\,(u + 4(g/l)\sin\alpha\sin\gamma)$, fixed point
@@ -28,7 +29,7 @@ from .._params import (
     parameter_table,
 )
 from .._periodic import PoincareSection
-from ._walking import slope_disturbance
+from ._walking import height_disturbance, slope_disturbance
 
 
 class RimlessWheelParams(AbstractParams):
@@ -48,6 +49,9 @@ class RimlessWheelParams(AbstractParams):
         0.08, "rad", "slope", bound=between(-np.pi / 2, np.pi / 2, "in (-pi/2, pi/2)")
     )
     m: float = parameter_field(1.0, "kg", "mass", bound=POSITIVE)
+    step_height: float = parameter_field(
+        0.0, "m", "next foothold above the contact, normal to the slope"
+    )
 
 
 def _stance(t, x, params):
@@ -56,8 +60,14 @@ def _stance(t, x, params):
 
 
 def _strike_guard(t, x, params):
+    r"""The next spoke's foot above the next foothold, over the spokes' chord
+    $2l\sin\alpha$: the foot is $l(\cos(\theta - \gamma) - \cos(\theta - \gamma -
+    2\alpha)) = 2l\sin\alpha\,\sin(\gamma + \alpha - \theta)$ above the slope
+    through the contact, so on even ground ($h = 0$) the spoke strikes at
+    $\theta = \gamma + \alpha$."""
     del t
-    return params.gamma + params.alpha - x[0]
+    chord = 2 * params.l * jnp.sin(params.alpha)
+    return jnp.sin(params.gamma + params.alpha - x[0]) - params.step_height / chord
 
 
 class _SpokeSwap(AbstractReset):
@@ -243,7 +253,10 @@ def _bundle():
             "multiplier": SPECTRAL_RADIUS,
             "period": Quantity(orbit_period, "s", "step period"),
         },
-        disturbances={"slope": slope_disturbance("gamma")},
+        disturbances={
+            "slope": slope_disturbance("gamma"),
+            "height": height_disturbance("step_height", "m"),
+        },
         gait_indicators=("period",),
         presentation=ModelPresentation(
             continuation=ContinuationDefaults(

@@ -78,7 +78,9 @@ heights above it), gravity turned by $\varphi$ in the potential,
 $V = g\sum_j M_j(z_j\cos\varphi - x_j\sin\varphi)$; the controller reads the
 angles from the ground's normal. The model declares it as the disturbance
 `"slope"` of the next step (`hybrax.gait_sensitivity`, `hybrax robustness`),
-with the step time and length as gait indicators.
+with the step time and length as gait indicators; and the disturbance
+`"height"`: `step_height` (default 0), the next foothold's height above the
+stance foot, where the heel strike fires.
 
 **Default segments** (Winter 2009, *Biomechanics and Motor Control of Human
 Movement*, 4th ed., Table 4.1 and Fig. 4.1 after Dempster 1955 and Drillis &

@@ -100,6 +100,11 @@ class Biped5Params(AbstractParams):
     slope: float = parameter_field(
         0.0, "rad", "ground slope (downhill towards +x; 0 is level ground)"
     )
+    step_height: float = parameter_field(
+        0.0,
+        "m",
+        "next foothold above the stance foot, normal to the slope",
+    )
     kp_hip: float = _gain(400.0, "N m/rad", "hip stiffness gain")
     kd_hip: float = _gain(40.0, "N m s/rad", "hip damping gain")
     kp_knee: float = _gain(400.0, "N m/rad", "knee stiffness gain")

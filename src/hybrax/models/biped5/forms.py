@@ -112,6 +112,13 @@ def _swing_foot_height(t, x, params):
     return _swing_foot(x[:5], params)[1] / _leg_length(params)
 
 
+def _swing_foot_above_foothold(t, x, params):
+    r"""The heel strike's guard: the swing foot's height above the next foothold
+    (`step_height` above the ground through the stance foot) over the leg's
+    length."""
+    return _swing_foot_height(t, x, params) - params.step_height / _leg_length(params)
+
+
 # How far (over the leg's length) the swing foot must be ahead of the stance foot
 # before a heel strike can fire: past the mid-stance scuff and the step's start.
 _ARMING_DISTANCE = 0.1
@@ -124,6 +131,10 @@ def _swing_foot_ahead(t, x, params):
 
 def _descriptor_swing_foot_height(t, x, params):
     return _swing_foot_height(t, x[2:7], params)
+
+
+def _descriptor_swing_foot_above_foothold(t, x, params):
+    return _swing_foot_above_foothold(t, x[2:7], params)
 
 
 def _descriptor_swing_foot_ahead(t, x, params):
@@ -200,7 +211,7 @@ class DescriptorHeelStrike(AbstractReset):
         return _observables(result)
 
 
-def _strike(reset, guard=_swing_foot_height, arm=_swing_foot_ahead):
+def _strike(reset, guard=_swing_foot_above_foothold, arm=_swing_foot_ahead):
     return Transition(
         source="single_support",
         target="single_support",
@@ -354,7 +365,7 @@ def descriptor() -> tuple[HybridSystem, Biped5Params]:
         (
             _strike(
                 DescriptorHeelStrike(),
-                _descriptor_swing_foot_height,
+                _descriptor_swing_foot_above_foothold,
                 _descriptor_swing_foot_ahead,
             ),
             _fall(_descriptor_hip_height),

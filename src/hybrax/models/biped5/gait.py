@@ -19,7 +19,7 @@ from ..._params import (
     field_names,
     parameter_table,
 )
-from .._walking import slope_disturbance
+from .._walking import height_disturbance, slope_disturbance
 from .dynamics import Biped5Params, _pinned, points
 from .forms import (
     _leg_length,
@@ -251,7 +251,10 @@ def _bundle():
         },
         orbit_guess=orbit_guess,
         quantities=ORBIT_QUANTITIES,
-        disturbances={"slope": slope_disturbance("slope")},
+        disturbances={
+            "slope": slope_disturbance("slope"),
+            "height": height_disturbance("step_height", "m"),
+        },
         gait_indicators=("period", "step_length"),
         presentation=ModelPresentation(
             continuation=ContinuationDefaults(
