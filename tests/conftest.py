@@ -1,3 +1,4 @@
+import gc
 import os
 
 import jax
@@ -31,6 +32,34 @@ jax.config.update("jax_enable_x64", True)
 _cache = os.path.abspath(os.environ.get("HYBRAX_TEST_CACHE", ".jax_cache"))
 jax.config.update("jax_compilation_cache_dir", _cache)
 jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
+
+
+# XLA CPU maps each compiled program's code into memory (about 6 mappings each)
+# and keeps it while JAX's caches hold the program. A test worker that compiles
+# thousands of programs reaches Linux's limit on mappings per process
+# (vm.max_map_count, 65530 by default), where XLA's next compilation fails to map
+# its code and the process dies of a segmentation fault: the slow set's workers
+# died so in its last files, with 40 000 to 65 000 mappings. After each test
+# file, past `_MAX_MAPPINGS`, the worker clears JAX's caches (the programs'
+# executables reload from the persistent cache where a later file needs them).
+_MAX_MAPPINGS = 25_000
+_MAPS = "/proc/self/maps"
+
+
+def _mappings() -> int:
+    try:
+        with open(_MAPS, "rb") as maps:
+            return sum(1 for _ in maps)
+    except OSError:  # no /proc (not Linux): no such limit to watch
+        return 0
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _bounded_mappings():
+    yield
+    if _mappings() > _MAX_MAPPINGS:
+        jax.clear_caches()
+        gc.collect()  # the executables go with their last references
 
 
 @pytest.fixture
