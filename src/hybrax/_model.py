@@ -385,9 +385,9 @@ class ModelBundle(eqx.Module):
       `q(orbit, params)`, dimensionless): the orbit's scalars with their units,
       which `hybrax orbit` prints and writes, `tune` targets and `sweep` maps.
     - `disturbances`: name $\to$ [`hybrax.Disturbance`][], the disturbances a
-      step may meet (a walker's slope of the next step), and `gait_indicators`:
-      the names of the `quantities` that measure a step (step time, step
-      length): `hybrax orbit` reports the gait sensitivity norm of each
+      step may meet (a walker's slope and height of the next step), and
+      `gait_indicators`: the names of the `quantities` that measure a step
+      (step time, step length): `hybrax orbit` reports the gait sensitivity norm of each
       disturbance on these indicators ([`hybrax.gait_sensitivity`][]).
     - `presentation`: a [`hybrax.ModelPresentation`][]: labels, units, figures,
       the commands' defaults and model-specific summaries (default: generic
