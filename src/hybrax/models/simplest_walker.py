@@ -17,9 +17,7 @@ frame (the walker moves towards $+x$).
   $\ddot\phi = \sin\phi\,(\dot\theta^2 - \cos(\theta - \gamma)) +
   \sin(\theta - \gamma)$.
 - **Heel strike** where the swing foot meets the slope ahead of the stance foot,
-  $\phi - 2\theta = 0$ crossing from negative to positive: the foot's height
-  $\cos\theta - \cos(\theta - \phi)$ comes down to 0 (on a foothold
-  `step_height` $= h$ higher, to $h$). The walker starts
+  $\phi - 2\theta = 0$ crossing from negative to positive. The walker starts
   each step on that surface, and the swing foot passes through the slope near
   mid-stance ($\phi \approx 0$, where $\phi - 2\theta$ crosses downwards): foot
   scuffing, which Garcia et al. ignore. The transition is armed once the swing
@@ -29,8 +27,7 @@ frame (the walker moves towards $+x$).
   about it, in the limit $m/M \to 0$; then the legs swap roles):
   $\theta^+ = -\theta^-$, $\phi^+ = -2\theta^-$,
   $\dot\theta^+ = \cos(2\theta^-)\,\dot\theta^-$,
-  $\dot\phi^+ = \cos(2\theta^-)\,(1 - \cos 2\theta^-)\,\dot\theta^-$
-  (with $\phi^-$ in place of $2\theta^-$ on a foothold of another height).
+  $\dot\phi^+ = \cos(2\theta^-)\,(1 - \cos 2\theta^-)\,\dot\theta^-$.
   The energy lost is $T_c = \tfrac12\sin^2(2\theta^-)\,(\dot\theta^-)^2$
   (in units of $M g l$).
 
@@ -77,7 +74,7 @@ from .._model import (
 )
 from .._params import AbstractParams, between, parameter_field, parameter_table
 from .._periodic import PoincareSection
-from ._walking import fall, height_disturbance, slope_disturbance
+from ._walking import fall, slope_disturbance
 
 
 class SimplestWalkerParams(AbstractParams):
@@ -86,11 +83,6 @@ class SimplestWalkerParams(AbstractParams):
 
     slope: float = parameter_field(
         0.009, "rad", "slope angle gamma", bound=between(0, 0.5)
-    )
-    step_height: float = parameter_field(
-        0.0,
-        "l",
-        "next foothold above the stance foot, normal to the slope",
     )
 
 
@@ -105,13 +97,10 @@ def _stance(t, x, params):
 
 
 def _heel_strike_guard(t, x, params):
-    r"""The swing foot's height above the next foothold, $\cos\theta -
-    \cos(\theta - \phi) - h = 2\sin(\phi/2)\sin(\phi/2 - \theta) - h$: on even
-    ground ($h = 0$) zero where $\phi = 2\theta$ (besides $\phi = 0$, the feet
-    side by side)."""
-    del t
-    half = x[1] / 2
-    return 2 * jnp.sin(half) * jnp.sin(half - x[0]) - params.step_height
+    r"""$\phi - 2\theta$: zero where the swing foot is on the slope (besides
+    $\phi = 0$, the feet side by side)."""
+    del t, params
+    return x[1] - 2 * x[0]
 
 
 def _swing_foot_ahead(t, x, params):
@@ -130,23 +119,20 @@ def _hip_height(t, x, params):
 
 
 class HeelStrike(AbstractReset):
-    r"""Garcia et al.'s impact map at the legs' angle $\phi^-$ (on even ground
-    $\phi^- = 2\theta^-$, their form): $\theta^+ = \theta^- - \phi^-$,
-    $\phi^+ = -\phi^-$, $\dot\theta^+ = \cos(\phi^-)\dot\theta^-$,
-    $\dot\phi^+ = \cos(\phi^-)(1 - \cos\phi^-)\dot\theta^-$ (the hip's velocity
-    keeps its component across the new stance leg; the new swing leg turns with
-    the hip's velocity across it); observables $T_c$ (kinetic energy lost) and
-    $T_a$ (kept), in units of $M g l$."""
+    r"""Garcia et al.'s impact map: $\theta^+ = -\theta^-$, $\phi^+ = -2\theta^-$,
+    $\dot\theta^+ = \cos(2\theta^-)\dot\theta^-$,
+    $\dot\phi^+ = \cos(2\theta^-)(1 - \cos 2\theta^-)\dot\theta^-$; observables
+    $T_c$ (kinetic energy lost) and $T_a$ (kept), in units of $M g l$."""
 
     def __call__(self, t, x, params):
         del t, params
-        c = jnp.cos(x[1])
-        return jnp.stack([x[0] - x[1], -x[1], c * x[2], c * (1 - c) * x[2]])
+        c = jnp.cos(2 * x[0])
+        return jnp.stack([-x[0], -2 * x[0], c * x[2], c * (1 - c) * x[2]])
 
     def observables(self, t, x_minus, x_plus, params):
         del t, x_plus, params
         kinetic = 0.5 * x_minus[2] ** 2
-        kept = jnp.cos(x_minus[1]) ** 2
+        kept = jnp.cos(2 * x_minus[0]) ** 2
         return {"T_c": (1 - kept) * kinetic, "T_a": kept * kinetic}
 
 
@@ -160,7 +146,7 @@ def simplest_walker() -> tuple[HybridSystem, SimplestWalkerParams]:
         source="stance",
         target="stance",
         guard=_heel_strike_guard,
-        direction=False,
+        direction=True,
         reset=HeelStrike(),
         name="heelstrike",
         arm=_swing_foot_ahead,
@@ -257,12 +243,8 @@ def _stance_angle(orbit, params):
 
 
 def _step_length(orbit, params):
-    r"""The trailing foot's distance behind the stance foot along the slope just
-    after heel strike, $\sin\theta - \sin(\theta - \phi)$: $2\sin\theta$ with
-    both feet on the slope."""
     del params
-    theta, phi = orbit.state[0], orbit.state[1]
-    return jnp.sin(theta) - jnp.sin(theta - phi)
+    return 2 * jnp.sin(orbit.u[0])
 
 
 def _speed(orbit, params):
@@ -392,10 +374,7 @@ def _bundle():
         branch_guesses=branch_guesses,
         unknown_names=("theta", "theta_dot"),
         quantities=ORBIT_QUANTITIES,
-        disturbances={
-            "slope": slope_disturbance("slope"),
-            "height": height_disturbance("step_height", "l"),
-        },
+        disturbances={"slope": slope_disturbance("slope")},
         gait_indicators=("period", "step_length"),
         presentation=ModelPresentation(
             continuation=ContinuationDefaults(
