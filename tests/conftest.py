@@ -39,10 +39,11 @@ jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
 # thousands of programs reaches Linux's limit on mappings per process
 # (vm.max_map_count, 65530 by default), where XLA's next compilation fails to map
 # its code and the process dies of a segmentation fault: the slow set's workers
-# died so in its last files, with 40 000 to 65 000 mappings. After each test
-# file, past `_MAX_MAPPINGS`, the worker clears JAX's caches (the programs'
-# executables reload from the persistent cache where a later file needs them).
-_MAX_MAPPINGS = 25_000
+# died so in its last files (one held 43 000 mappings, the other more). After
+# each test file, past `_MAX_MAPPINGS` (room left for 4 000 programs more), the
+# worker clears JAX's caches (the programs' executables reload from the
+# persistent cache where a later file needs them).
+_MAX_MAPPINGS = 40_000
 _MAPS = "/proc/self/maps"
 
 

@@ -37,7 +37,9 @@ def test_ctrl_c_during_a_compile_exits_130_at_once(tmp_path):
     assert waited < 10, waited
     # Its one line (a compilation's own closing line may race it to stderr).
     assert INTERRUPTED in lines, lines
-    assert not any("Traceback" in line or "Exception ignored" in line for line in lines)
+    assert not any(
+        "Traceback" in line or "Exception ignored" in line for line in lines
+    ), lines
 
 
 @pytest.mark.parametrize(

@@ -149,6 +149,10 @@ def test_forward_mode_jacobian():
     )
 
 
+# Slow: 17 s per mode cold (a program of its own each); the fast set keeps the
+# hopper's reverse-mode gradient against central differences (above) and the
+# rimless wheel's derivatives in both modes (test_wheel_gradients.py).
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["forward", "reverse"])
 def test_derivatives_where_the_state_is_integrated_exactly(mode):
     """From rest with the hopper's spring exactly relaxed, the flight is a free fall
