@@ -65,9 +65,9 @@ def _state(u, params):
 AFTER_HEEL_STRIKE = PoincareSection(("heelstrike",), chart=_state, coordinates=_state)
 
 
-def height_disturbance(field: str, unit: str) -> Disturbance:
+def height_disturbance(field: str) -> Disturbance:
     r"""The height of the next foothold as a [`hybrax.Disturbance`][]: an offset
-    $h$ of the parameter `field` (the height of the ground under the next
+    $h$ [m] of the parameter `field` (the height of the ground under the next
     foothold above the stance foot, normal to the slope) during one step, the
     step terrain of Byl & Tedrake (2009), "Metastable walking machines", Int. J.
     Robotics Research 28(8). The heel strike fires where the swing foot comes
@@ -77,7 +77,7 @@ def height_disturbance(field: str, unit: str) -> Disturbance:
     `AFTER_HEEL_STRIKE`, the full state just after heel strike."""
     return Disturbance(
         FieldParameter(field),
-        unit,
+        "m",
         "height of the next foothold",
         section=AFTER_HEEL_STRIKE,
     )

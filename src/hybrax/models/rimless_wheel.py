@@ -255,7 +255,7 @@ def _bundle():
         },
         disturbances={
             "slope": slope_disturbance("gamma"),
-            "height": height_disturbance("step_height", "m"),
+            "height": height_disturbance("step_height"),
         },
         gait_indicators=("period",),
         presentation=ModelPresentation(

@@ -253,7 +253,7 @@ def _bundle():
         quantities=ORBIT_QUANTITIES,
         disturbances={
             "slope": slope_disturbance("slope"),
-            "height": height_disturbance("step_height", "m"),
+            "height": height_disturbance("step_height"),
         },
         gait_indicators=("period", "step_length"),
         presentation=ModelPresentation(
