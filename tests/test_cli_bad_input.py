@@ -5,6 +5,7 @@ leaves a partial file. No JAX program runs here."""
 
 import pytest
 
+from hybrax import _compile
 from hybrax._cli import main
 
 
@@ -59,9 +60,10 @@ def test_bad_numbers_and_places_are_usage_errors(argv, named, capsys, tmp_path):
     computation), and leaves no folder behind."""
     if "--out" not in argv:
         argv = [*argv, "--out", str(tmp_path / "figures")]
-    with pytest.raises(SystemExit) as info:
+    with _compile.recorded() as records, pytest.raises(SystemExit) as info:
         main(argv)
     assert info.value.code == 2
+    assert not records, [record.what for record in records]
     lines = capsys.readouterr().err.strip().splitlines()
     assert named in lines[-1] and "Traceback" not in "\n".join(lines)
     assert not (tmp_path / "figures").exists()

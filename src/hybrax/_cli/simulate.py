@@ -160,6 +160,7 @@ def _run_simulate(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
     import jax.numpy as jnp
 
     from .._simulate import simulate
+    from .._simulate.entry import check_domain
     from .._solution import RESULTS
     from ..plot import Trajectory
 
@@ -188,6 +189,9 @@ def _run_simulate(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
     state0 = x0 if form.from_minimal is None else form.from_minimal(x0)
 
     try:
+        # The start against its mode's domain before any compilation: a bad
+        # `--x0` is a usage error, not a run that failed.
+        check_domain(system, 0, 0.0, np.asarray(state0, dtype=float), params)
         solution = simulate(
             system,
             jnp.asarray(state0, dtype=float),
