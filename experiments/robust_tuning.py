@@ -16,11 +16,11 @@ The objective is `hybrax.gait_sensitivity(...).norm` of the orbit that
 `hybrax.tune` finds at each point: its gradient differentiates the step's
 Jacobians through the orbit's own derivative (forward over forward, so the tune
 runs in forward mode). The speed is held to its target (a constraint to
-1e-3 m/s) and the spectral radius kept below 0.9.
+1e-3 m/s) and the spectral radius kept below `--max-multiplier` (0.9).
 
 Usage: `python experiments/robust_tuning.py [--model biped5] [--sigma 0.01]
 [--walkers 4000] [--max-steps 400] [--tune-steps 100] [--vary a,b,...]
-[--speed 0.8]`. Prints the varied parameters, norm, speed, spectral radius and
+[--speed 0.8] [--max-multiplier 0.9]`. Prints the varied parameters, norm, speed, spectral radius and
 mean first-passage time with its 95% interval, before and after the robust
 tune, and the seconds of each tune (compilation included) and of the walks.
 """
@@ -56,6 +56,12 @@ def main() -> None:
     parser.add_argument("--max-steps", type=int, default=400)
     parser.add_argument("--tune-steps", type=int, default=100)
     parser.add_argument("--vary", default=None, help="the tuned parameters")
+    parser.add_argument(
+        "--max-multiplier",
+        type=float,
+        default=0.9,
+        help="bound on the tuned orbit's spectral radius",
+    )
     parser.add_argument(
         "--speed",
         type=float,
@@ -116,7 +122,7 @@ def main() -> None:
             objective,
             vary=vary,
             constraints=[(hx.QuantityTarget(speed, jnp.asarray(target)), 1e-3)],
-            max_multiplier=0.9,
+            max_multiplier=args.max_multiplier,
             tune_settings=hx.TuneSettings(mode="forward", max_steps=args.tune_steps),
         )
         print(
