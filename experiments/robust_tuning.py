@@ -20,9 +20,10 @@ runs in forward mode). The speed is held to its target (a constraint to
 
 Usage: `python experiments/robust_tuning.py [--model biped5] [--sigma 0.01]
 [--walkers 4000] [--max-steps 400] [--tune-steps 100] [--vary a,b,...]
-[--speed 0.8] [--max-multiplier 0.9]`. Prints the varied parameters, norm, speed, spectral radius and
-mean first-passage time with its 95% interval, before and after the robust
-tune, and the seconds of each tune (compilation included) and of the walks.
+[--speed 0.8] [--max-multiplier 0.9]`. Prints the varied parameters, norm,
+speed, spectral radius and mean first-passage time with its 95% interval, before
+and after the robust tune, and the seconds of each tune (compilation included)
+and of the walks.
 """
 
 import argparse
