@@ -45,6 +45,21 @@ from hybrax._cli import main
             + ["--walkers", "0"],
             "--walkers",
         ),
+        (
+            ["robustness", "compass-gait", "--terrain", "sigma=0.01"]
+            + ["--mesh", "reachable=0"],
+            "--mesh",
+        ),
+        (
+            ["robustness", "compass-gait", "--terrain", "sigma=0.01"]
+            + ["--mesh", "reachable=fine"],
+            "--mesh",
+        ),
+        (
+            ["robustness", "compass-gait", "--terrain", "sigma=0.01"]
+            + ["--mesh", "reachable=0.3", "--mesh", "theta=0.1:0.3:5"],
+            "--mesh",
+        ),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(argv, named, capsys, tmp_path):

@@ -71,6 +71,7 @@ if TYPE_CHECKING:
     from ._first_passage import (
         FirstPassageMesh as FirstPassageMesh,
         FirstPassageWalks as FirstPassageWalks,
+        ReachableMesh as ReachableMesh,
         first_passage_mesh as first_passage_mesh,
         first_passage_walks as first_passage_walks,
     )
@@ -288,6 +289,7 @@ _EXPORTS = {
     "poincare_map": "._periodic",
     "FirstPassageMesh": "._first_passage",
     "FirstPassageWalks": "._first_passage",
+    "ReachableMesh": "._first_passage",
     "first_passage_mesh": "._first_passage",
     "first_passage_walks": "._first_passage",
     "Disturbance": "._robustness",

@@ -21,6 +21,7 @@ the number of the step of its passage, counted from 1.
 """
 
 import math
+import typing
 from collections.abc import Sequence
 
 import equinox as eqx
@@ -76,21 +77,26 @@ class FirstPassageWalks(eqx.Module):
 class FirstPassageMesh(eqx.Module):
     r"""The result of [`hybrax.first_passage_mesh`][].
 
-    - `mfpt`: the expected steps to the fall from `start` (the orbit), by
-      multilinear interpolation of $m = (I - T)^{-1}\mathbf 1$ over the mesh,
-      $T$ the chain's transitions between mesh states (its missing mass is the
-      fall).
+    - `mfpt`: the expected steps to the fall from `start` (the orbit), from
+      $m = (I - T)^{-1}\mathbf 1$ at the mesh states ($T$ the chain's
+      transitions between mesh states; its missing mass is the fall):
+      interpolated multilinearly on a product mesh, at the first state of a
+      reachable mesh (which is `start`).
     - `metastable_mfpt`: $1/(1 - \lambda_2)$, $\lambda_2$ the largest
       eigenvalue of $T$ (the second of the chain with its absorbing fall): the
       mean first-passage time of the quasi-stationary walk.
     - `eigenvalue`: $\lambda_2$.
-    - `expected_steps`: $m$ at each mesh state, on the mesh's shape.
-    - `fall_probability`: each mesh state's chance of falling in its next step.
-    - `transitions`: $T$, `(M, M)` for the mesh's $M$ states (row-major over
-      the axes of `mesh`).
-    - `outside`: the largest share of a state's next step that left the mesh
-      and was moved onto its boundary (the mesh should cover the walk's states:
-      widen it where this is not small).
+    - `states`: `(M, k)`, the mesh states (a product mesh's in row-major order
+      over the axes of `mesh`).
+    - `expected_steps`: $m$ at each mesh state (on a product mesh's shape; `(M,)`
+      on a reachable mesh).
+    - `fall_probability`: each mesh state's chance of falling in its next step
+      (shaped as `expected_steps`).
+    - `transitions`: $T$, `(M, M)`, a SciPy sparse matrix (CSR).
+    - `outside`: the largest share of a state's next step that the mesh does not
+      cover: moved onto a product mesh's boundary, or in a cell of a reachable
+      mesh that holds no state once `max_states` was reached (the mesh should
+      cover the walk's states: widen it where this is not small).
     - `ended`: the largest share of a state's next step that ended without a
       passage (a numerical failure, parameters outside the model's domain;
       counted as a fall).
@@ -99,11 +105,50 @@ class FirstPassageMesh(eqx.Module):
     mfpt: float
     metastable_mfpt: float
     eigenvalue: float
+    states: np.ndarray
     expected_steps: np.ndarray
     fall_probability: np.ndarray
-    transitions: np.ndarray
+    transitions: typing.Any
     outside: float
     ended: float
+
+
+class ReachableMesh(eqx.Module):
+    r"""A mesh of the section states that the disturbed walks reach from
+    `start`, for [`hybrax.first_passage_mesh`][]: where the walks' states lie
+    near a thinner set than a box (a section of several unknowns), a mesh of
+    that set. A variant of the meshing of Saglam & Byl (2014), "Robust policies
+    via meshing for metastable rough terrain walking", Robotics: Science and
+    Systems, which adds an image farther than a threshold from every mesh
+    state; here one state per cell.
+
+    The state space is cut into cells of side `spacing` in units of the spread
+    of one disturbed step from `start` (per unknown, the root-mean-square of
+    $P(u_0, d) - u_0$ over the disturbance's quadrature). Starting from
+    $u_0$ = `start`, the return map is evaluated at every new mesh state and
+    disturbance node; an image in a cell that holds no mesh state becomes one,
+    until no step reaches a new cell or the mesh holds `max_states`. Each image
+    then moves to its nearest mesh state (in the same units) in the chain.
+
+    - `spacing`: the cells' side (smaller: more states, a finer chain).
+    - `max_states`: the most mesh states (the exploration stops there, and
+      `FirstPassageMesh.outside` reports the share of steps it left uncovered).
+    """
+
+    spacing: float = eqx.field(static=True, default=0.25)
+    max_states: int = eqx.field(static=True, default=20_000)
+
+    def __check_init__(self):
+        if not (
+            isinstance(self.spacing, int | float)
+            and not isinstance(self.spacing, bool)
+            and math.isfinite(self.spacing)
+            and self.spacing > 0
+        ):
+            raise ValueError(
+                f"`spacing` must be a positive number; got {self.spacing!r}."
+            )
+        _check_count(self.max_states, "max_states")
 
 
 def _check_sigma(sigma) -> float:
@@ -374,7 +419,7 @@ def first_passage_mesh(
     params: Params,
     disturbance: Disturbance,
     sigma: float,
-    mesh: Sequence[Float[Array, " m"]],
+    mesh: Sequence[Float[Array, " m"]] | ReachableMesh,
     *,
     start: Float[Array, " k"],
     bins: int = 201,
@@ -383,29 +428,34 @@ def first_passage_mesh(
 ) -> FirstPassageMesh:
     r"""The mean first-passage time by the Markov chain on a mesh (Byl & Tedrake
     2009): the disturbed return map $P(u_i, d_j)$ at every mesh state $u_i$ and
-    disturbance node $d_j$, in one batched computation (one compiled program,
+    disturbance node $d_j$, in batched computations (one compiled program,
     `jax.vmap` over the pairs), defines the chain's transitions
-    $T_{il} = \sum_j w_j\,\phi_l(P(u_i, d_j))$, with $\phi_l$ the multilinear
-    interpolation weights of mesh state $l$ (an image outside the mesh is moved
-    onto its boundary) and the fall absorbing (a step that passes, as
-    [`hybrax.first_passage_walks`][] defines it, leaves the mesh: the row's
-    missing mass). The expected steps to the
-    fall solve $(I - T)\,m = \mathbf 1$; the metastable estimate is
-    $1/(1 - \lambda_2)$ with $\lambda_2$ the largest eigenvalue of $T$.
+    $T_{il} = \sum_j w_j\,\phi_l(P(u_i, d_j))$, with $\phi_l$ the weights that
+    put an image on mesh state $l$, and the fall absorbing (a step that passes,
+    as [`hybrax.first_passage_walks`][] defines it, leaves the mesh: the row's
+    missing mass). The expected steps to the fall solve $(I - T)\,m =
+    \mathbf 1$; the metastable estimate is $1/(1 - \lambda_2)$ with
+    $\lambda_2$ the largest eigenvalue of $T$.
+
+    Two meshes:
+
+    - **A product mesh** (`mesh` one axis of values per unknown): $\phi_l$ are
+      multilinear interpolation weights (an image outside the box is moved onto
+      its boundary). With one section unknown (the rimless wheel) a few hundred
+      values agree with an exact chain to about 1%. With more, the walks'
+      states lie near a thinner set than a box, and interpolation spreads them
+      into the box's failing corners: on the simplest walker (2 unknowns) and
+      the compass gait (3), boxes of 15-50% around the orbit with 9-41 values
+      per axis gave 3 to 30 times fewer or more steps than the walks.
+    - **A reachable mesh** ([`hybrax.ReachableMesh`][]): the states the walks
+      reach from `start`, one per occupied cell; $\phi_l$ puts an image on its
+      nearest mesh state. On the compass gait it agrees with the walks (see the
+      robustness guide for the figures).
 
     The disturbance $d \sim \mathcal N(0, \sigma^2)$ is cut into `bins` equal
     intervals over $\pm$`width`$\,\sigma$, each node $d_j$ at an interval's
     centre with its probability $w_j$ (the tails beyond go to the end
     intervals): a fall chance is resolved to about one interval's probability.
-
-    Interpolation onto the mesh spreads the walk's states a little at every
-    step. With one section unknown (the rimless wheel) a few hundred values
-    agree with an exact chain to about 1%; with more, the walks' states lie near
-    a thinner set than a box, and the spread carries them into the box's
-    failing corners: on the simplest walker (2 unknowns) and the compass gait
-    (3), boxes of 15-50% around the orbit with 9-41 values per axis gave 3 to 30
-    times fewer or more steps than the walks. Check a chain of more than one
-    unknown against [`hybrax.first_passage_walks`][].
 
     **Arguments:**
 
@@ -415,7 +465,7 @@ def first_passage_mesh(
     - `mesh`: one increasing 1-D array of values per unknown of the section
       the cycles run on (`section`, or the disturbance's own where it names
       one); the mesh is their product ($M = \prod m_i$ states: for sections of
-      one to three unknowns).
+      one to three unknowns). Or a [`hybrax.ReachableMesh`][].
     - `start`: the unknowns the reported `mfpt` starts from (the orbit's
       `u`; on the disturbance's own section, `disturbance.start(section,
       orbit.u, params)`).
@@ -423,7 +473,7 @@ def first_passage_mesh(
     - `settings`: the [`hybrax.Settings`][] of the cycles.
 
     **Returns:** a [`hybrax.FirstPassageMesh`][] (host-side: the chain's
-    linear algebra runs in NumPy; not for `jax.jit`).
+    linear algebra runs in SciPy; not for `jax.jit`).
 
     **Raises:** `ValueError` naming `sigma`, `mesh`, `start`, `bins`, `width` or
     `disturbance`.
@@ -433,8 +483,100 @@ def first_passage_mesh(
     if not (math.isfinite(float(width)) and float(width) > 0):
         raise ValueError(f"`width` must be a positive number; got {width!r}.")
     _check_disturbance(disturbance)
-    axes = [np.asarray(axis, dtype=float) for axis in mesh]
     start = np.asarray(start, dtype=float).reshape(-1)
+    if not np.all(np.isfinite(start)):
+        raise ValueError("`start` must be finite.")
+    reachable = isinstance(mesh, ReachableMesh)
+    if not reachable:
+        axes = _checked_axes(mesh, start)
+    settings = resolve_settings(settings)
+    section = disturbance.cycle_section(section)
+    resolve_sequence(system, section)  # a section that is no path: ValueError
+    edges = np.linspace(-width, width, bins + 1)
+    from scipy.stats import norm
+
+    cdf = norm.cdf(edges)
+    cdf[0], cdf[-1] = 0.0, 1.0  # the tails into the end intervals
+    weights = np.diff(cdf)
+    nodes = sigma * 0.5 * (edges[1:] + edges[:-1])
+
+    def images(points):
+        """The images `(n, J, k)` of `points` and which went on (neither a
+        passage nor another end), which ended otherwise, `(n, J)` each: in calls
+        of `MESH_CHUNK` states (one program serves every mesh)."""
+        parts = []
+        for first in range(0, points.shape[0], MESH_CHUNK):
+            part = points[first : first + MESH_CHUNK]
+            padded = np.concatenate(
+                [part, np.repeat(part[:1], MESH_CHUNK - part.shape[0], 0)]
+            )
+            image, codes = jax.device_get(
+                _mesh_images(
+                    system,
+                    section,
+                    settings,
+                    disturbance,
+                    jnp.asarray(padded),
+                    canonical_params(params),
+                    jnp.asarray(nodes),
+                )
+            )
+            fell, other = _outcomes(_as_results(np.asarray(codes)[: part.shape[0]]))
+            parts.append((np.asarray(image)[: part.shape[0]], ~(fell | other), other))
+        return [np.concatenate(values) for values in zip(*parts)]
+
+    if reachable:
+        states, rows, cols, shares, outside, other, at_start = _reachable_chain(
+            images, mesh, start, weights
+        )
+        shape = (states.shape[0],)
+    else:
+        states, rows, cols, shares, outside, other, at_start = _product_chain(
+            images, axes, start, weights
+        )
+        shape = tuple(axis.size for axis in axes)
+    from scipy import sparse
+    from scipy.sparse import linalg as sparse_linalg
+
+    n_states = states.shape[0]
+    transitions = sparse.csr_matrix((shares, (rows, cols)), shape=(n_states, n_states))
+    fall_probability = 1.0 - np.asarray(transitions.sum(axis=1)).ravel()
+    if n_states <= 500:
+        spectrum = np.linalg.eigvals(transitions.toarray())
+    else:
+        spectrum = sparse_linalg.eigs(
+            transitions, k=1, which="LM", return_eigenvectors=False
+        )
+    eigenvalue = float(np.max(np.abs(spectrum)))
+    if eigenvalue < 1 - 1e-12:
+        identity = sparse.identity(n_states, format="csc")
+        expected = np.atleast_1d(
+            sparse_linalg.spsolve(identity - transitions.tocsc(), np.ones(n_states))
+        )
+    else:  # a set of states that no step leaves: no fall from there
+        expected = np.full(n_states, math.inf)
+    return FirstPassageMesh(
+        mfpt=float(sum(share * expected[index] for index, share in at_start)),
+        metastable_mfpt=1.0 / (1.0 - eigenvalue) if eigenvalue < 1 else math.inf,
+        eigenvalue=eigenvalue,
+        states=states,
+        expected_steps=expected.reshape(shape),
+        fall_probability=fall_probability.reshape(shape),
+        transitions=transitions,
+        outside=float(outside.max()),
+        ended=float((other * weights).sum(axis=1).max()),
+    )
+
+
+def _checked_axes(mesh, start) -> list:
+    """A product mesh's axes, checked against `start` (`ValueError` naming
+    `mesh` or `start`)."""
+    if not isinstance(mesh, Sequence) or isinstance(mesh, str):
+        raise ValueError(
+            "`mesh` must be one 1-D array of values per section unknown, or a "
+            f"hybrax.ReachableMesh; got {type(mesh).__name__}."
+        )
+    axes = [np.asarray(axis, dtype=float) for axis in mesh]
     if len(axes) != start.shape[0]:
         raise ValueError(
             f"`mesh` must give one axis per section unknown ({start.shape[0]}, as "
@@ -447,61 +589,90 @@ def first_passage_mesh(
             )
     if not all(a[0] <= s <= a[-1] for a, s in zip(axes, start)):
         raise ValueError("`start` must lie inside the mesh.")
-    settings = resolve_settings(settings)
-    section = disturbance.cycle_section(section)
-    resolve_sequence(system, section)  # a section that is no path: ValueError
-    edges = np.linspace(-width, width, bins + 1)
-    from scipy.stats import norm
+    return axes
 
-    cdf = norm.cdf(edges)
-    cdf[0], cdf[-1] = 0.0, 1.0  # the tails into the end intervals
-    weights = np.diff(cdf)
-    nodes = sigma * 0.5 * (edges[1:] + edges[:-1])
+
+def _product_chain(images, axes, start, weights):
+    """The chain's entries on the product mesh of `axes`: `(states, rows,
+    cols, shares, outside, other, at_start)`, `at_start` the `(index, weight)`
+    pairs that interpolate `start`."""
     points = np.stack(np.meshgrid(*axes, indexing="ij"), axis=-1).reshape(-1, len(axes))
-    images, codes = jax.device_get(
-        _mesh_images(
-            system,
-            section,
-            settings,
-            disturbance,
-            jnp.asarray(points),
-            canonical_params(params),
-            jnp.asarray(nodes),
-        )
-    )
-    images = np.asarray(images)
-    fell, other = _outcomes(_as_results(np.asarray(codes)))
-    went = ~(fell | other)
+    image, went, other = images(points)
     shape = tuple(axis.size for axis in axes)
     n_states = points.shape[0]
-    transitions = np.zeros((n_states, n_states))
+    low, high = [a[0] for a in axes], [a[-1] for a in axes]
+    rows, cols, shares = [], [], []
     outside = np.zeros(n_states)
     for j, weight in enumerate(weights):
         ok = went[:, j]
-        image = np.where(ok[:, None], images[:, j], points)
-        left = np.any(
-            (image < [a[0] for a in axes]) | (image > [a[-1] for a in axes]), 1
-        )
+        moved = np.where(ok[:, None], image[:, j], points)
+        left = np.any((moved < low) | (moved > high), 1)
         outside += weight * (ok & left)
-        for index, share in _interpolation(axes, image, shape):
-            np.add.at(transitions, (np.arange(n_states), index), weight * share * ok)
-    fall_probability = 1.0 - transitions.sum(axis=1)
-    expected = np.linalg.solve(np.eye(n_states) - transitions, np.ones(n_states))
-    eigenvalue = float(np.max(np.abs(np.linalg.eigvals(transitions))))
-    at_start = sum(
-        share[0] * expected[index[0]]
+        for index, share in _interpolation(axes, moved, shape):
+            rows.append(np.flatnonzero(ok))
+            cols.append(index[ok])
+            shares.append(weight * share[ok])
+    at_start = [
+        (int(index[0]), float(share[0]))
         for index, share in _interpolation(axes, start[None], shape)
+    ]
+    rows, cols, shares = map(np.concatenate, (rows, cols, shares))
+    return points, rows, cols, shares, outside, other, at_start
+
+
+#: Mesh states per call of the mesh's return maps (a fixed shape, so that one
+#: compiled program serves every mesh and every call).
+MESH_CHUNK = 128
+
+
+def _reachable_chain(images, mesh, start, weights):
+    """The chain's entries on the states reachable from `start` (see
+    [`ReachableMesh`][hybrax.ReachableMesh]), as `_product_chain` returns them;
+    `start` is state 0."""
+    from scipy.spatial import cKDTree
+
+    image, went, other = images(start[None])
+    moved = np.where(went[0][:, None], image[0] - start, 0.0)  # NaN where fallen
+    spread = np.sqrt(
+        np.sum(weights[:, None] * moved**2, 0)
+        / max(float(np.sum(weights * went[0])), 1e-300)
     )
-    return FirstPassageMesh(
-        mfpt=float(at_start),
-        metastable_mfpt=1.0 / (1.0 - eigenvalue) if eigenvalue < 1 else math.inf,
-        eigenvalue=eigenvalue,
-        expected_steps=expected.reshape(shape),
-        fall_probability=fall_probability.reshape(shape),
-        transitions=transitions,
-        outside=float(outside.max()),
-        ended=float((other * weights).sum(axis=1).max()),
-    )
+    # An unknown that one step does not move: any scale serves it.
+    scale = np.where(np.isfinite(spread) & (spread > 0), spread, 1.0)
+
+    def cell(points):
+        return [tuple(c) for c in np.floor(points / scale / mesh.spacing).astype(int)]
+
+    states, known = [start], {cell(start[None])[0]}
+    all_images, all_went, all_other = [image], [went], [other]
+    frontier = image[went]
+    while True:
+        new = []
+        for point, key in zip(frontier, cell(frontier)):
+            if key not in known and len(states) + len(new) < mesh.max_states:
+                known.add(key)
+                new.append(point)
+        if not new:
+            break
+        states.extend(new)
+        image, went, other = images(np.asarray(new))
+        all_images.append(image)
+        all_went.append(went)
+        all_other.append(other)
+        frontier = image[went]
+    states = np.asarray(states)
+    image, went, other = map(np.concatenate, (all_images, all_went, all_other))
+    n_states, n_nodes = went.shape
+    tree = cKDTree(states / scale)
+    flat = image.reshape(n_states * n_nodes, -1)
+    moved = np.where(went.reshape(-1)[:, None], flat, start)
+    _, nearest = tree.query(moved / scale)
+    uncovered = np.asarray([key not in known for key in cell(moved)])
+    ok = went.reshape(-1)
+    share = np.broadcast_to(weights, (n_states, n_nodes)).reshape(-1)
+    rows = np.repeat(np.arange(n_states), n_nodes)
+    outside = np.sum((share * (ok & uncovered)).reshape(n_states, n_nodes), 1)
+    return states, rows[ok], nearest[ok], share[ok], outside, other, [(0, 1.0)]
 
 
 def _interpolation(axes, values, shape):

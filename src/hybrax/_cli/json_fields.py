@@ -543,9 +543,10 @@ FIELDS: dict[str, dict[str, tuple[str, str]]] = {
         "seed": ("1", "The seed of the walks' disturbances (`--seed`)."),
         "mesh": (
             MODEL_UNITS,
-            "The chain method's mesh: section unknown -> its values; `null` "
-            "where there was none (a section of more than three unknowns without "
-            "`--mesh`).",
+            "The chain method's mesh: section unknown -> its values; "
+            '`{"reachable": spacing}` for the states the walks reach '
+            "(`--mesh reachable=SPACING`, `hybrax.ReachableMesh`); `null` where "
+            "there was none (a section of more than one unknown without `--mesh`).",
         ),
         "bins": ("1", "The disturbance's quadrature intervals (`--bins`)."),
         "solver": (
@@ -562,7 +563,8 @@ FIELDS: dict[str, dict[str, tuple[str, str]]] = {
             "that failed otherwise than by a fall), `mfpt_mesh` and "
             "`mfpt_metastable` (the chain's expected steps from the orbit and "
             "1/(1 - lambda_2); `null` without a mesh), `mesh_outside` (1: the "
-            "largest share of a step that left the mesh) and `methods_agree` "
+            "largest share of a step that the mesh did not cover), `mesh_states` "
+            "(1: the mesh's states) and `methods_agree` "
             "(flag: the chain is within the width of the walks' interval of "
             "their estimate; `null` without a mesh).",
         ),

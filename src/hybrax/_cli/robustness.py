@@ -89,10 +89,12 @@ def add_parser(subparsers) -> None:
         default=[],
         metavar="NAME=START:STOP:COUNT",
         help="a mesh axis of the chain method over the section unknown NAME, one "
-        "per unknown (default, for a section of one unknown: 201 values from half "
-        "to 1.5 times the orbit's; a section of more unknowns gets a chain "
+        "per unknown; or reachable=SPACING alone: the states the walks reach, one "
+        "per cell of SPACING one-step spreads (hybrax.ReachableMesh; 0.25 for the "
+        "compass gait). Default, for a section of one unknown: 201 values from "
+        "half to 1.5 times the orbit's; a section of more unknowns gets a chain "
         "estimate only with --mesh, and a note where it leaves the walks' "
-        "interval)",
+        "interval",
     )
     parser.add_argument(
         "--bins",
@@ -122,7 +124,10 @@ def _roughness(parser, text: str) -> list[float]:
 
 
 def _mesh_axes(parser, names, u, grids):
-    """The chain method's mesh `[values per unknown]`, or `None` (no mesh)."""
+    """The chain method's mesh: `[values per unknown]`, a
+    `hybrax.ReachableMesh`, or `None` (no mesh)."""
+    if any(g.partition("=")[0].strip() == "reachable" for g in grids):
+        return _reachable_mesh(parser, grids)
     if grids:
         axes = dict(
             _parse_grid(parser, names, g, "section coordinate", "--mesh") for g in grids
@@ -149,6 +154,33 @@ def _mesh_axes(parser, names, u, grids):
             low, high = low - 0.5, high + 0.5
         axes.append(np.linspace(low, high, count))
     return axes
+
+
+def _reachable_mesh(parser, grids):
+    """`--mesh reachable=SPACING` (alone) as a `hybrax.ReachableMesh`."""
+    from .._first_passage import ReachableMesh
+
+    if len(grids) != 1:
+        parser.error("argument --mesh: reachable=SPACING takes no other --mesh")
+    text = grids[0].partition("=")[2]
+    try:
+        return ReachableMesh(spacing=float(text))
+    except ValueError:
+        parser.error(
+            f"argument --mesh: reachable=SPACING needs a positive number; got {text!r}"
+        )
+
+
+def _mesh_record(names, mesh):
+    """The JSON's `mesh`: each unknown's values, `{"reachable": spacing}`, or
+    `None`."""
+    from .._first_passage import ReachableMesh
+
+    if mesh is None:
+        return None
+    if isinstance(mesh, ReachableMesh):
+        return {"reachable": mesh.spacing}
+    return {n: v.tolist() for n, v in zip(names, mesh)}
 
 
 def _cycle_unknowns(model, section, disturbance, guess, params) -> tuple[str, ...]:
@@ -255,6 +287,7 @@ def _run_robustness(args: argparse.Namespace, parser: argparse.ArgumentParser) -
             "mfpt_mesh": None,
             "mfpt_metastable": None,
             "mesh_outside": None,
+            "mesh_states": None,
             "methods_agree": None,
         }
         if walks.ended:
@@ -283,6 +316,7 @@ def _run_robustness(args: argparse.Namespace, parser: argparse.ArgumentParser) -
                 mfpt_mesh=chain.mfpt,
                 mfpt_metastable=chain.metastable_mfpt,
                 mesh_outside=chain.outside,
+                mesh_states=int(chain.states.shape[0]),
                 methods_agree=agree,
             )
             if not agree:
@@ -290,7 +324,7 @@ def _run_robustness(args: argparse.Namespace, parser: argparse.ArgumentParser) -
                     f"note: at sigma = {sigma:g} the mesh chain ({chain.mfpt:.4g} "
                     f"steps) and the walks ({walks.mfpt:.4g}) disagree by more than "
                     "the walks' interval: refine the mesh or cover the walks' "
-                    f"states with it (its largest share moved onto its boundary: "
+                    f"states with it (its largest share not covered: "
                     f"{chain.outside:.2g})",
                     file=sys.stderr,
                 )
@@ -328,9 +362,7 @@ def _run_robustness(args: argparse.Namespace, parser: argparse.ArgumentParser) -
                 "walkers": args.walkers,
                 "max_steps": args.max_steps,
                 "seed": args.seed,
-                "mesh": None
-                if mesh is None
-                else {n: v.tolist() for n, v in zip(names, mesh)},
+                "mesh": _mesh_record(names, mesh),
                 "bins": args.bins,
                 "solver": common.solver_record(args),
                 "rows": [
