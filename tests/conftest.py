@@ -1,5 +1,6 @@
 import gc
 import os
+import signal
 
 import jax
 import jax.random as jr
@@ -25,6 +26,14 @@ _FAST_COMPILE = (
 )
 os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {_FAST_COMPILE}".strip()
 
+# Started in the background of a non-interactive shell, the test process
+# inherits SIGINT ignored, and passes that on to the commands it starts: then
+# Ctrl-C does nothing, as the user's shell asked, and the interrupt tests
+# (which send SIGINT) would wait out a run that the signal never reaches. They
+# test a terminal's Ctrl-C: Python's own handler, inherited by children as the
+# default action.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 jax.config.update("jax_enable_x64", True)
 # Reuse XLA compilations across test runs (CI runs the suite once; developers often).

@@ -181,6 +181,8 @@ def test_a_start_where_the_ground_pulls_is_not_admissible(tmp_path, capsys):
     assert violation["value"] == data["events"][0]["guard_after"]
 
 
+# Slow: 10-20 s cold, over the fast set's share (run by .ci/run).
+@pytest.mark.slow
 def test_a_released_contact_that_stays_is_not_admissible(tmp_path, capsys):
     """The compass gait with a short upper leg (b = 0.2, a = 1): from the
     fourth heel strike on, the trailing foot's normal velocity after the impact

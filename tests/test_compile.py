@@ -484,6 +484,8 @@ def test_a_safeguard_of_another_guess_is_refused(analyse):
         hx.find_periodic_orbit(system, section, start, params, analyse=analyse)
 
 
+# Slow: 10-20 s cold, over the fast set's share (run by .ci/run).
+@pytest.mark.slow
 def test_no_tracer_is_kept_by_a_traced_call():
     """An orbit solved under the caller's `jax.jit` and `jax.vmap` (the guess
     traced, the options concrete) keeps device constants that hold no tracer,

@@ -529,6 +529,8 @@ def test_cli_writes_branch_and_figures(cli_run, branch):
         assert (out / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+# Slow: 10-20 s cold, over the fast set's share (run by .ci/run).
+@pytest.mark.slow
 def test_cli_says_how_the_run_ended_last(cli_run, tmp_path, capsys):
     """The JSON's top-level `status` and `message` say how the run ended, with
     `end`, the command's last line; the branch's own in `branch_status` and

@@ -7,6 +7,7 @@ import re
 import types
 
 import numpy as np
+import pytest
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 
 import hybrax.plot
@@ -179,6 +180,8 @@ def _events(trajectory, events: slice):
     )
 
 
+# Slow: 10-20 s cold, over the fast set's share (run by .ci/run).
+@pytest.mark.slow
 def test_compass_gait_orbit_figure_draws_the_heel_strike_jump(monkeypatch):
     """`orbit.png` of the compass gait (the figure `hybrax orbit compass-gait`
     draws, from one step of its gait): the heel strike's jump from the state

@@ -499,6 +499,8 @@ def _failing_call(monkeypatch, n_streams: int, failing: int) -> list:
     return calls
 
 
+# Slow: 10-20 s cold, over the fast set's share (run by .ci/run).
+@pytest.mark.slow
 def test_a_failing_stream_stops_the_others(system_and_section, monkeypatch):
     """An error in one stream's chunk call (here the third call) reaches the
     caller, and the other streams stop after the call they are running instead of
@@ -663,6 +665,8 @@ def _ramp_params():
     )
 
 
+# Slow: 10-20 s cold, over the fast set's share (run by .ci/run).
+@pytest.mark.slow
 def test_an_interrupted_sweep_keeps_its_finished_elements(
     system_and_section, monkeypatch
 ):

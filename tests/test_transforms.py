@@ -72,6 +72,8 @@ def ball_fd():
     return central_jacobian(lambda th: _ball(jnp.asarray(th)), BALL_THETA)
 
 
+# Slow: 10-20 s cold, over the fast set's share (run by .ci/run).
+@pytest.mark.slow
 def test_simulate_under_jit(ball_eager):
     """Inputs as arguments and closed over give the eager values, and so does the
     once-failing program whose state and parameters are closed over (the eager

@@ -182,6 +182,8 @@ def _closed_form_slope(params, omega):
     return np.arcsin(omega**2 * (1 - c) / (4 * 9.81 * np.sin(alpha) * c))
 
 
+# Slow: 10-20 s cold, over the fast set's share (run by .ci/run).
+@pytest.mark.slow
 def test_tune_in_reverse_mode_finds_the_closed_form_slope():
     """`hx.tune(mode="reverse")` (BFGS on reverse-mode implicit-function
     gradients, the default): the slope on which the
