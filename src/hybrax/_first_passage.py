@@ -449,8 +449,10 @@ def first_passage_mesh(
       per axis gave 3 to 30 times fewer or more steps than the walks.
     - **A reachable mesh** ([`hybrax.ReachableMesh`][]): the states the walks
       reach from `start`, one per occupied cell; $\phi_l$ puts an image on its
-      nearest mesh state. On the compass gait it agrees with the walks (see the
-      robustness guide for the figures).
+      nearest mesh state. On the wheel it matches an exact chain to 0.02%; on
+      the compass gait its error halved with the spacing (13% low at spacing 1,
+      7% at 0.5), and the extrapolation $2m(s) - m(2s)$ fell within the walks'
+      95% interval (the robustness guide has the figures).
 
     The disturbance $d \sim \mathcal N(0, \sigma^2)$ is cut into `bins` equal
     intervals over $\pm$`width`$\,\sigma$, each node $d_j$ at an interval's
