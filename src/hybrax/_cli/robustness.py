@@ -90,9 +90,10 @@ def add_parser(subparsers) -> None:
         metavar="NAME=START:STOP:COUNT",
         help="a mesh axis of the chain method over the section unknown NAME, one "
         "per unknown; or reachable=SPACING alone: the states the walks reach, one "
-        "per cell of SPACING one-step spreads (hybrax.ReachableMesh; 0.25 for the "
-        "compass gait). Default, for a section of one unknown: 201 values from "
-        "half to 1.5 times the orbit's; a section of more unknowns gets a chain "
+        "per cell of SPACING one-step spreads (hybrax.ReachableMesh; at 0.5 the "
+        "compass gait's mesh has 8605 states). Default, for a section of one "
+        "unknown: 201 values from half to 1.5 times the orbit's; a section of "
+        "more unknowns gets a chain "
         "estimate only with --mesh, and a note where it leaves the walks' "
         "interval",
     )
