@@ -16,7 +16,8 @@ The objective is `hybrax.gait_sensitivity(...).norm` of the orbit that
 `hybrax.tune` finds at each point: its gradient differentiates the step's
 Jacobians through the orbit's own derivative (forward over forward, so the tune
 runs in forward mode). The speed is held to its target (a constraint to
-1e-3 m/s) and the spectral radius kept below `--max-multiplier` (0.9).
+1e-3 m/s) and the spectral radius kept below `--max-multiplier` (0.9), in
+both tunes (the speed tune that precedes the robust one too).
 
 Usage: `python experiments/robust_tuning.py [--model biped5] [--sigma 0.01]
 [--walkers 4000] [--max-steps 400] [--tune-steps 100] [--vary a,b,...]
