@@ -125,9 +125,30 @@ def test_a_reachable_mesh_from_the_command_line(tmp_path):
     reference = np.interp(record["orbit"][0], centres, expected)
     np.testing.assert_allclose(row["mfpt_mesh"], reference, rtol=0.01)
     assert row["mesh_states"] > 10 and row["mesh_outside"] == 0
+    assert row["mesh_ended"] == 0
     with open(out / "robustness.csv") as table:
         (read,) = list(csv.DictReader(table))
     assert int(read["mesh_states"]) == row["mesh_states"]
+
+
+@pytest.mark.slow
+def test_a_chain_whose_steps_end_otherwise_says_so(tmp_path, capsys):
+    """The simplest walker's reachable mesh at sigma = 0.002 rad holds states
+    whose next steps end in a failure that is no fall (0.11 of a step measured):
+    the command notes it, since the chain counts them as falls, and the JSON
+    records the share."""
+    path = tmp_path / "robustness.json"
+    code = main(
+        ["robustness", "simplest-walker", "--terrain", "sigma=0.002"]
+        + ["--mesh", "reachable=0.5", "--walkers", "100", "--max-steps", "200"]
+        + ["--no-figures", "--quiet", "--out", str(tmp_path / "out")]
+        + ["--json", str(path)]
+    )
+    assert code == 0
+    (row,) = json.loads(path.read_text())["rows"]
+    assert row["mesh_ended"] > 0.01
+    err = capsys.readouterr().err
+    assert "ended in a failure that is no fall; the chain counts it as a fall" in err
 
 
 @pytest.mark.slow

@@ -564,7 +564,9 @@ FIELDS: dict[str, dict[str, tuple[str, str]]] = {
             "`mfpt_metastable` (the chain's expected steps from the orbit and "
             "1/(1 - lambda_2); `null` without a mesh), `mesh_outside` (1: the "
             "largest share of a step that the mesh did not cover), `mesh_states` "
-            "(1: the mesh's states) and `methods_agree` "
+            "(1: the mesh's states), `mesh_ended` (1: the largest share of a "
+            "mesh state's step that ended in a failure that is no fall, counted "
+            "as a fall by the chain) and `methods_agree` "
             "(flag: the chain is within the width of the walks' interval of "
             "their estimate; `null` without a mesh).",
         ),

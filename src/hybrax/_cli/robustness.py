@@ -289,6 +289,7 @@ def _run_robustness(args: argparse.Namespace, parser: argparse.ArgumentParser) -
             "mfpt_metastable": None,
             "mesh_outside": None,
             "mesh_states": None,
+            "mesh_ended": None,
             "methods_agree": None,
         }
         if walks.ended:
@@ -318,8 +319,16 @@ def _run_robustness(args: argparse.Namespace, parser: argparse.ArgumentParser) -
                 mfpt_metastable=chain.metastable_mfpt,
                 mesh_outside=chain.outside,
                 mesh_states=int(chain.states.shape[0]),
+                mesh_ended=chain.ended,
                 methods_agree=agree,
             )
+            if chain.ended > 0.01:
+                print(
+                    f"note: at sigma = {sigma:g}, up to {chain.ended:.2g} of a mesh "
+                    "state's next step ended in a failure that is no fall; the "
+                    "chain counts it as a fall",
+                    file=sys.stderr,
+                )
             if not agree:
                 print(
                     f"note: at sigma = {sigma:g} the mesh chain ({chain.mfpt:.4g} "
