@@ -20,6 +20,12 @@ and one starts Newton's inexact iterations at the loosest tolerance
 (`hybrax.ShootingStart(guess, loosening=math.inf)`, as for a rough guess; the
 same compiled program).
 
+5. Each public routine called from Python in a loop against the same call under
+   the caller's `jax.jit` (the analysed orbit, the orbit alone, one cycle of
+   `simulate`, `poincare_map`, a sweep chunk of 8 orbits): the best of
+   `--overhead-blocks` blocks of `--overhead-calls` calls, alternating with the
+   twin's blocks; the target is 1.2x.
+
 `--profile` adds warm timings of the pieces of one cycle (simulate; its JVP with
 `diffrax.ForwardMode()`; `jax.jacfwd` of the cycle end state; `hybrax.monodromy` at
 the orbit) to show what bounds the orbit time. `--json` writes the numbers to
@@ -110,12 +116,19 @@ def bench_scipy(tol, repeats):
     }
 
 
-def public_against_jit(jax, hx, models, p, guess, repeats):
-    """Warm median of each public routine called from Python, against the same
-    call inside the caller's `jax.jit` (the program alone, with JAX's dispatch):
-    the analysed orbit, the orbit alone, one cycle of `simulate`, `poincare_map`
-    and a `sweep_orbits` chunk of 8 parameter points."""
+def public_against_jit(jax, hx, models, p, guess, repeats, blocks):
+    """Each public routine called from Python in a loop, against the same call
+    inside the caller's `jax.jit` (the program alone, with JAX's dispatch): the
+    analysed orbit, the orbit alone, one cycle of `simulate`, `poincare_map` and
+    a `sweep_orbits` chunk of 8 parameter points. Per call, the best of
+    `blocks` blocks of `repeats` calls, alternating with the twin's blocks."""
     import jax.numpy as jnp
+
+    def block_time(fn, args, n):
+        start = time.perf_counter()
+        for _ in range(n):
+            jax.block_until_ready(fn(*args))
+        return (time.perf_counter() - start) / n
 
     system, section = models.hopper.minimal()[0], models.hopper.section("minimal")
     orbit = hx.find_periodic_orbit(system, section, guess, p)
@@ -162,12 +175,12 @@ def public_against_jit(jax, hx, models, p, guess, repeats):
         for _ in range(3):  # warm-up (compilation)
             jax.block_until_ready(fn(*args))
             jax.block_until_ready(jitted(*args))
-        public = summary(time_calls(lambda: jax.block_until_ready(fn(*args)), repeats))[
-            "median_s"
-        ]
-        inside = summary(
-            time_calls(lambda: jax.block_until_ready(jitted(*args)), repeats)
-        )["median_s"]
+        # Blocks of `repeats` calls alternating with their `jax.jit` twins, the
+        # best block of each: the machine's drift reaches both alike.
+        public = inside = math.inf
+        for _ in range(blocks):
+            public = min(public, block_time(fn, args, repeats))
+            inside = min(inside, block_time(jitted, args, repeats))
         rows.append(
             {
                 "call": name,
@@ -332,6 +345,12 @@ def main():
     parser.add_argument("--scipy-repeats", type=int, default=5)
     parser.add_argument("--repeats", type=int, default=50, help="hybrax warm calls")
     parser.add_argument("--tol", type=float, default=1e-10, help="SciPy rtol = atol")
+    parser.add_argument(
+        "--overhead-calls", type=int, default=100, help="calls per timed block"
+    )
+    parser.add_argument(
+        "--overhead-blocks", type=int, default=21, help="alternating blocks per call"
+    )
     parser.add_argument("--skip-constrained", action="store_true")
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--json", action="store_true", help="write experiments/out/")
@@ -462,9 +481,14 @@ def main():
     print(f"  largest multiplier difference vs SciPy: {worst:.2e}")
 
     print()
-    overhead = public_against_jit(jax, hx, models, p, guess, args.repeats)
+    overhead = public_against_jit(
+        jax, hx, models, p, guess, args.overhead_calls, args.overhead_blocks
+    )
     print("public call against the same computation under the caller's jax.jit")
-    print(f"  (warm medians of {args.repeats} calls, same process; target <= 1.2x):")
+    print(
+        f"  (best of {args.overhead_blocks} alternating blocks of "
+        f"{args.overhead_calls} calls, same process; target <= 1.2x):"
+    )
     for row in overhead:
         print(
             f"  {row['call']:<34} public {row['public_ms']:7.3f} ms, jit "

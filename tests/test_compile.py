@@ -388,6 +388,40 @@ def test_clear_caches_compiles_again(compilations):
     np.testing.assert_allclose(first.t_events[0], np.sqrt(2 / params.g), rtol=1e-10)
 
 
+def test_canonical_parameters_are_remembered_by_identity_bounded_and_cleared():
+    """`hx.canonical_params` returns a canonical Module itself and remembers it
+    (the next call skips the walk), converts a Module of Python floats into a
+    new one without remembering the original, holds at most
+    `CANONICAL_MEMO_SIZE` Modules, and `hx.clear_caches()` empties it."""
+    from hybrax import _misc
+
+    hx.clear_caches()
+    loose = models.bouncing_ball.BallParams(e=0.5)
+    converted = hx.canonical_params(loose)
+    assert converted is not loose and id(loose) not in _misc._CANONICAL
+    assert all(
+        isinstance(leaf, jax.Array) and leaf.dtype == jnp.float64
+        for leaf in jax.tree.leaves(converted)
+    )
+    assert hx.canonical_params(converted) is converted
+    assert _misc._CANONICAL[id(converted)][0] is converted
+    # A remembered Module is returned as it is; a plain dict is never kept.
+    assert hx.canonical_params(converted) is converted
+    plain = {"g": jnp.asarray(9.81, dtype=jnp.float64)}
+    assert hx.canonical_params(plain) is plain and id(plain) not in _misc._CANONICAL
+    fresh = [
+        hx.canonical_params(models.bouncing_ball.BallParams(e=0.01 * k))
+        for k in range(_misc.CANONICAL_MEMO_SIZE + 1)
+    ]
+    kept = [hx.canonical_params(params) for params in fresh]
+    assert all(again is params for again, params in zip(kept, fresh))
+    assert len(_misc._CANONICAL) == _misc.CANONICAL_MEMO_SIZE
+    assert id(converted) not in _misc._CANONICAL
+    assert _misc._CANONICAL[id(kept[-1])][0] is kept[-1]
+    hx.clear_caches()
+    assert len(_misc._CANONICAL) == 0
+
+
 def test_a_target_value_is_a_run_time_value_whatever_its_type(compilations):
     """`hx.QuantityTarget(f, 0.955)` with a Python float holds its value as an
     array, so that a program taking the target (as the tuning programs do)

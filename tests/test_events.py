@@ -17,6 +17,7 @@ import hybrax as hx
 import reference_hopper as ref
 from helpers import central_jacobian
 from hybrax import models
+from hybrax._solution import any_failed
 
 
 SETTINGS = hx.Settings(t_max=10.0)
@@ -677,6 +678,16 @@ def test_status_of_a_batch_and_throw_under_vmap():
         0,
         hx.STATUS_NAMES.index("mode_not_viable"),
         0,
+    ]
+    # The eager routines' one-comparison check agrees with the names, batched
+    # and per element.
+    assert any_failed(batch.result)
+    ok = hx.RESULTS.successful
+    assert not any_failed(jax.vmap(lambda h: run(h, False))(heights[::2]).result)
+    assert [any_failed(r) for r in (ok, hx.RESULTS.zeno, hx.RESULTS.not_run)] == [
+        False,
+        True,
+        True,
     ]
     with pytest.raises(Exception, match="would end at the instant"):
         jax.vmap(lambda h: run(h, True))(heights)

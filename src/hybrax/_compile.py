@@ -55,6 +55,8 @@ import jax.numpy as jnp
 import jax.tree_util as jtu
 import numpy as np
 
+from ._misc import forget_canonical
+
 
 _LOGGER = logging.getLogger("hybrax")
 
@@ -205,8 +207,9 @@ def clear_caches() -> None:
     (`jax.clear_caches`, which holds every program hybrax compiled, each bounded
     by JAX), hybrax's records of compilations, its kept argument splits (the
     last `SPLIT_MEMO_SIZE` (64) Modules passed to a compiled routine, held until
-    then) and its device copies of small NumPy inputs (the last
-    `DEVICE_CONSTANTS_SIZE` (256)). The persistent cache on disk stays; a later
+    then), its device copies of small NumPy inputs (the last
+    `DEVICE_CONSTANTS_SIZE` (256)) and the parameter Modules it found canonical
+    (the last 64). The persistent cache on disk stays; a later
     call traces and compiles (or loads) its program again."""
     jax.clear_caches()
     COMPILATIONS.clear()
@@ -215,6 +218,7 @@ def clear_caches() -> None:
         _SPLITS.clear()
     with _CONSTANTS_LOCK:
         _CONSTANTS.clear()
+    forget_canonical()
 
 
 # ---------------------------------------------------------------------------
@@ -493,6 +497,9 @@ def _split_argument(value) -> _Split:
     NumPy leaves are copied to the device once (Modules are immutable: an array
     changed in place after a call is not read again). An array and `None`
     split without a tree walk."""
+    kept = _SPLITS.get(id(value))
+    if kept is not None and kept[0] is value:
+        return kept[1]
     if isinstance(value, jax.Array):
         return _Split((value,), _ARRAY_KEY, isinstance(value, jax.core.Tracer))
     if isinstance(value, np.ndarray):
@@ -503,9 +510,6 @@ def _split_argument(value) -> _Split:
         return _Split((None,), _Key(_LEAF, (value,)), False)
     if not isinstance(value, eqx.Module):
         return _split(value)
-    kept = _SPLITS.get(id(value))
-    if kept is not None and kept[0] is value:
-        return kept[1]
     split = _split(value)
     if not split.traced:
         # Kept: its small NumPy leaves as device arrays, copied once.
@@ -566,10 +570,13 @@ class Compiled:
         if kwargs:
             bound = self._signature.bind(*args, **kwargs)
             args, kwargs = bound.args, bound.kwargs
-        splits = [_split_argument(value) for value in (*args, *kwargs.values())]
-        keys = (tuple(split.key for split in splits), tuple(kwargs))
-        arrays = tuple(split.arrays for split in splits)
-        return keys, arrays, any(split.traced for split in splits)
+        keys, arrays, traced = [], [], False
+        for value in (*args, *kwargs.values()) if kwargs else args:
+            split = _split_argument(value)
+            keys.append(split.key)
+            arrays.append(split.arrays)
+            traced = traced or split.traced
+        return (tuple(keys), tuple(kwargs)), tuple(arrays), traced
 
     def __call__(self, *args, **kwargs):
         keys, arrays, traced = self._inputs(args, kwargs)

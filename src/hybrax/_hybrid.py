@@ -653,7 +653,10 @@ def mode_index(system: HybridSystem, mode: int | str) -> int:
     """`system.mode_index(mode)` as a function: equinox binds a Module's method
     anew at each access, which flattens the whole system (a tenth of a
     millisecond for the hopper); the routines' entry points call this instead."""
-    names = [m.name for m in system.modes]
+    modes = system.modes
+    if type(mode) is int and 0 <= mode < len(modes):
+        return mode
+    names = [m.name for m in modes]
     if isinstance(mode, str):
         if mode not in names:
             raise ValueError(f"`mode` {mode!r} is not a mode; modes are {names}")

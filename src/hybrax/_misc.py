@@ -1,7 +1,9 @@
 """Small helpers shared by the public routines: parameter and state normalisation,
 the float64 check, the kept traces of a model's functions."""
 
+import collections
 import functools
+import threading
 import warnings
 
 import equinox as eqx
@@ -20,6 +22,21 @@ def float_dtype() -> np.dtype:
 def int_dtype() -> np.dtype:
     """The default integer dtype, as `float_dtype`."""
     return jax.dtypes.canonicalize_dtype(np.int64)
+
+
+#: The last `CANONICAL_MEMO_SIZE` parameter Modules found canonical, by
+#: identity, with the float dtype they were found canonical for (a Module's
+#: leaves cannot be replaced, so it stays canonical): a
+#: routine called again with the same parameters skips the walk over them.
+CANONICAL_MEMO_SIZE = 64
+_CANONICAL: collections.OrderedDict = collections.OrderedDict()
+_CANONICAL_LOCK = threading.Lock()
+
+
+def forget_canonical() -> None:
+    """Empty `canonical_params`'s memo (`hybrax.clear_caches` calls this)."""
+    with _CANONICAL_LOCK:
+        _CANONICAL.clear()
 
 
 def canonical_params(params):
@@ -59,11 +76,19 @@ def canonical_params(params):
             return jnp.asarray(leaf, dtype=dtype)
         return leaf
 
+    kept = _CANONICAL.get(id(params))
+    if kept is not None and kept[0] is params and kept[1] == dtype:
+        return params
     leaves, treedef = jax.tree_util.tree_flatten(params)
     if all(map(canonical, leaves)):
         # Canonical already (as a second call's are, and most leaves of any
         # call): the same object, so that a compiled routine finds its split
         # kept (`hybrax._compile`).
+        if isinstance(params, eqx.Module) and leaves:
+            with _CANONICAL_LOCK:
+                _CANONICAL[id(params)] = (params, dtype)
+                while len(_CANONICAL) > CANONICAL_MEMO_SIZE:
+                    _CANONICAL.popitem(last=False)
         return params
     # Concrete leaves stay concrete inside a caller's trace (`jax.jit` closing
     # over them), so that the eager checks can still read them.

@@ -249,6 +249,21 @@ def status_code(result: RESULTS | str) -> np.ndarray:
     return np.where(inside, table[np.where(inside, values, 0)], -1)
 
 
+def any_failed(result: RESULTS) -> bool:
+    """Whether any element of a concrete (possibly batched) status is not
+    `successful`: one comparison on the host, what an eager routine asks of its
+    program's status on every call (cheaper than `status_code`'s lookup)."""
+    values = np.asarray(jax.tree_util.tree_leaves(result)[0])
+    if values.ndim == 0:  # (NumPy's reductions cost more than the read)
+        return int(values) != _successful_value()
+    return bool((values != _successful_value()).any())
+
+
+@functools.cache
+def _successful_value() -> int:
+    return int(np.asarray(jax.tree_util.tree_leaves(RESULTS.successful)[0]))
+
+
 @functools.cache
 def _codes_by_value() -> np.ndarray:
     """The position in `STATUS_NAMES` of each status value (-1 for a value

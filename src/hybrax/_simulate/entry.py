@@ -20,7 +20,7 @@ from .._settings import Settings, resolve_settings, simulation_adjoint
 from .._solution import (
     RESULTS,
     HybridSolution,
-    status_code,
+    any_failed,
     status_message,
     status_name,
 )
@@ -144,7 +144,7 @@ def simulate(
     # over the start (`check_domain` skips traced values).
     # (Any traced input makes every output of the program a tracer.)
     traced = not is_concrete(solution.t_final)
-    if traced or status_code(solution.result) != 0:
+    if traced or any_failed(solution.result):
         check_domain(system, inputs[3], t0, inputs[1], inputs[2])
     if throw:
         solution = raise_if_failed(solution, solution.result)
