@@ -264,6 +264,56 @@ def test_a_walker_on_a_steep_slope_ends_on_its_fall_event():
 
 
 @pytest.mark.slow
+def test_a_slow_steps_heel_strike_is_found_or_its_root_find_fails_by_name():
+    """A slow step (from a state the rough-terrain chain reaches at sigma 0.001
+    rad) whose swing foot rises through the slope just before the heel strike:
+    the guard dips inside and comes back out within two integrator steps.
+    Newton's event root find starts at a step's end, where the guard already
+    rises again, and optimistix clips each iterate to the step: at 1e-10 it ends
+    `event_location_failed` (the upstream report in the robustness guide). Never
+    a wrong time with a success: whatever the tolerance, a successful step's
+    heel strike is SciPy's (solve_ivp at 1e-12 on the same equations, the first
+    rising crossing of phi - 2 theta after it dips below zero)."""
+    import jax.numpy as jnp
+    from scipy.integrate import solve_ivp
+
+    system = sw.simplest_walker()[0]
+    params = hx.canonical_params(sw.SimplestWalkerParams(slope=0.009 - 0.00114428))
+    x0 = np.asarray(sw.section().chart(jnp.array([0.15249833, -0.16309451]), params))
+    slope = float(params.slope)
+
+    def stance(t, x):
+        pull = math.sin(x[0] - slope)
+        swing = math.sin(x[1]) * (x[2] ** 2 - math.cos(x[0] - slope)) + pull
+        return [x[2], x[3], pull, swing]
+
+    def guard(t, x):
+        return x[1] - 2 * x[0]
+
+    reference = solve_ivp(
+        stance, (0.0, 3.0), x0, rtol=1e-12, atol=1e-12, dense_output=True
+    )
+    times = np.linspace(0.1, 3.0, 30001)
+    values = np.array([guard(t, reference.sol(t)) for t in times])
+    inside = int(np.argmax(values < 0))  # the swing foot rises through the slope
+    up = inside + int(np.argmax(values[inside:] > 0))
+    strike = brentq(lambda t: guard(t, reference.sol(t)), times[up - 1], times[up])
+    assert 2.5 < strike < 2.7 and values[inside - 1] > 0
+    outcomes = {}
+    for tol in (1e-10, 1e-8):
+        settings = hx.Settings(rtol=tol, atol=tol)
+        sol = hx.simulate(system, x0, params, n_events=1, settings=settings)
+        outcomes[tol] = hx.status_name(sol.result)[0]
+        if outcomes[tol] == "successful":
+            assert abs(float(sol.t_events[0]) - strike) < 100 * tol
+        else:
+            assert outcomes[tol] == "event_location_failed"
+            assert np.isnan(float(sol.t_events[0]))
+    # At least one tolerance finds the strike, so the comparison ran.
+    assert "successful" in outcomes.values()
+
+
+@pytest.mark.slow
 def test_library_cascade_locates_the_commands_doublings(model, branch_json):
     """`hx.continue_cascade` from a script: from the period-1 branch over the
     command's slope range it switches at the same period doubling as `hybrax
