@@ -133,22 +133,26 @@ def test_a_reachable_mesh_from_the_command_line(tmp_path):
 
 @pytest.mark.slow
 def test_a_chain_whose_steps_end_otherwise_says_so(tmp_path, capsys):
-    """The simplest walker's reachable mesh at sigma = 0.002 rad holds states
-    whose next steps end in a failure that is no fall (0.11 of a step measured):
-    the command notes it, since the chain counts them as falls, and the JSON
-    records the share."""
+    """The simplest walker's steps limited to 80 integrator steps, which the
+    orbit's cycle needs fewer of and the slower steps that the disturbed walks
+    and the reachable mesh at sigma = 0.002 rad reach exceed: those steps end
+    `max_steps_reached`, a failure that is no fall. The command notes the
+    walks that ended so and the mesh states whose steps did (the chain counts
+    them as falls), and the JSON records both."""
     path = tmp_path / "robustness.json"
     code = main(
         ["robustness", "simplest-walker", "--terrain", "sigma=0.002"]
         + ["--mesh", "reachable=0.5", "--walkers", "100", "--max-steps", "200"]
+        + ["--max-ode-steps", "80"]
         + ["--no-figures", "--quiet", "--out", str(tmp_path / "out")]
         + ["--json", str(path)]
     )
     assert code == 0
     (row,) = json.loads(path.read_text())["rows"]
-    assert row["mesh_ended"] > 0.01
+    assert row["mesh_ended"] > 0.01 and row["walks_ended_otherwise"] > 0
     err = capsys.readouterr().err
     assert "ended in a failure that is no fall; the chain counts it as a fall" in err
+    assert "ended in a failure that is no fall (max_steps_reached)" in err
 
 
 @pytest.mark.slow

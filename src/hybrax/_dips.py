@@ -6,9 +6,12 @@ dips below zero and comes back within one step (a shallow crossing) goes unnotic
 This controller wraps the user's one: after each step it fits the cubic Hermite
 interpolant of the guard $h$ through its values and rates $\dot h = h_t + h_x f$ at
 both step ends and, if that cubic dips below $-\epsilon$ while both ends are
-positive, rejects the step and retries it ending at the cubic's minimum. There the
-guard is negative, diffrax sees the sign change and root-finds the crossing as
-usual. The rate costs one vector-field evaluation per step.
+positive, rejects the step and retries it ending on the cubic's falling side. There
+the guard is negative, diffrax sees the sign change and root-finds the crossing as
+usual. A step that ends past its crossing with the guard already rising again
+(below zero at its end, with a positive rate) is retried the same way: diffrax
+starts the event root find at the step's end, from where Newton's iterate
+would leave the step. The rate costs one vector-field evaluation per step.
 """
 
 import math
@@ -247,7 +250,13 @@ class PhaseStepController(dfx.AbstractAdaptiveStepSizeController):
         # with a rate of -1e-15, does not dip). Entries of other modes are +inf.
         finite = jnp.isfinite(h0) & jnp.isfinite(h1)
         close = (depth < 1e-3 * jnp.maximum(h0, h1)) & (depth < h0 - self.tol)
-        dips = finite & (h0 > -self.tol) & (h1 > 0) & close & (s_min > 0) & (s_min < 1)
+        # A step that ends past its crossing with the guard rising again is
+        # retried the same way: the event root finder starts at the step's end,
+        # where Newton's first iterate would leave the step and stay clipped to
+        # its end (the upstream report in the robustness guide).
+        returning = (h1 <= 0) & (r1 > 0)
+        ends = (h1 > 0) | returning
+        dips = finite & (h0 > -self.tol) & ends & close & (s_min > 0) & (s_min < 1)
         dip = keep & jnp.any(dips)
         s_end = jnp.min(jnp.where(dips, s_end, 1.0), initial=1.0)
         keep = keep & jnp.logical_not(dip)

@@ -62,8 +62,10 @@ class Settings(eqx.Module):
       would miss): each step is checked on the cubic Hermite interpolant of the
       guard and its rate, and a step containing a dip deeper than `dip_tol`
       (default `1e-12`, about the event root finder's resolution) is retried,
-      ending at the dip's minimum. `None` turns the check off. It costs one
-      vector-field evaluation per step.
+      ending on the dip's falling side. A step that ends past a crossing with
+      the guard rising again is retried the same way (the event root finder,
+      started at the step's end, would leave the step). `None` turns the check
+      off. It costs one vector-field evaluation per step.
     - `control_tangents`: where a routine integrates the first variational
       equation beside the state (the saltation route of the monodromy,
       `Shooting(jacobian="variational")`), the step controller also controls its
