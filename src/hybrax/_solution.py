@@ -241,9 +241,8 @@ def status_code(result: RESULTS | str) -> np.ndarray:
             "`result` must be a status (a `hybrax.RESULTS` item, e.g. "
             f"`solution.result`) or a status name; got {type(result).__name__}."
         )
-    # A status is a PyTree with one leaf, its integer value; read on the host and
-    # looked up (no comparison dispatched per name).
-    values = np.asarray(jax.tree_util.tree_leaves(result)[0])
+    # Read on the host and looked up (no comparison dispatched per name).
+    values = _raw_values(result)
     table = _codes_by_value()
     inside = (values >= 0) & (values < table.size)
     return np.where(inside, table[np.where(inside, values, 0)], -1)
@@ -253,25 +252,29 @@ def any_failed(result: RESULTS) -> bool:
     """Whether any element of a concrete (possibly batched) status is not
     `successful`: one comparison on the host, what an eager routine asks of its
     program's status on every call (cheaper than `status_code`'s lookup)."""
-    values = np.asarray(jax.tree_util.tree_leaves(result)[0])
+    values = _raw_values(result)
+    successful = _successful_value()
     if values.ndim == 0:  # (NumPy's reductions cost more than the read)
-        return int(values) != _successful_value()
-    return bool((values != _successful_value()).any())
+        return int(values) != successful
+    return bool((values != successful).any())
+
+
+def _raw_values(result: RESULTS) -> np.ndarray:
+    """A concrete status's integer values on the host (a status is a PyTree with
+    one leaf, its value)."""
+    return np.asarray(jax.tree_util.tree_leaves(result)[0])
 
 
 @functools.cache
 def _successful_value() -> int:
-    return int(np.asarray(jax.tree_util.tree_leaves(RESULTS.successful)[0]))
+    return int(_raw_values(RESULTS.successful))
 
 
 @functools.cache
 def _codes_by_value() -> np.ndarray:
     """The position in `STATUS_NAMES` of each status value (-1 for a value
     without a name)."""
-    values = [
-        int(np.asarray(jax.tree_util.tree_leaves(getattr(RESULTS, name))[0]))
-        for name in STATUS_NAMES
-    ]
+    values = [int(_raw_values(getattr(RESULTS, name))) for name in STATUS_NAMES]
     table = np.full(max(values) + 1, -1)
     table[values] = np.arange(len(values))
     return table
