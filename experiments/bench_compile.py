@@ -60,7 +60,7 @@ MODELS = (
     "jumper",
     "runner",
 )
-PROGRAMS = ("simulate", "orbit", "grad", "tune", "sweep", "continue")
+PROGRAMS = ("simulate", "orbit", "grad", "jacfwd", "tune", "sweep", "continue")
 # The models `--commands` runs (the zoo's, by their command-line names; the runner
 # and the hopper's constrained form are not commands' models).
 COMMAND_MODELS = ("hopper", "compass-gait", "simplest-walker", "biped5", "jumper")
@@ -152,6 +152,18 @@ def _program(model_name, program):
         gradient = jax.jit(jax.grad(period))
         value = jnp.asarray(handle.get(params), dtype=float)
         return lambda: gradient(value)
+    if program in ("jacfwd", "jacfwd-eager"):
+        # Forward mode through an orbit: the fixed point's sensitivity to one
+        # parameter, under the caller's `jax.jit` or eager.
+        def fixed_point(value):
+            p = handle.set(params, value)
+            return hx.find_periodic_orbit(system, section, guess, p, analyse=False).u
+
+        sensitivity = jax.jacfwd(fixed_point)
+        if program == "jacfwd":
+            sensitivity = jax.jit(sensitivity)
+        value = jnp.asarray(handle.get(params), dtype=float)
+        return lambda: sensitivity(value)
     if program == "tune":
         return lambda: hx.tune(
             system,
@@ -194,7 +206,9 @@ def worker(model_name, program, cache, repeats):
     import hybrax as hx
     from hybrax import _compile
 
-    hx.enable_compilation_cache(cache)
+    hx.enable_compilation_cache(
+        cache, keep_traced=os.environ.get("BENCH_KEEP_TRACED", "1") == "1"
+    )
     totals = {"trace": 0.0, "lower": 0.0, "xla": 0.0}
     names = {
         "/jax/core/compile/jaxpr_trace_duration": "trace",
@@ -321,7 +335,11 @@ DERIVATIVE_BOUND = (
     "the derivative's own flow: the transposed cycle (reverse mode) or the "
     "variational tangent (forward mode), beside the solve"
 )
-CACHED_BOUND = "a program traced outside hybrax's kept modules"
+CACHED_BOUND = (
+    "a program outside hybrax's store of traced programs: the caller's own "
+    "jax.jit / jax.grad / jax.jacfwd of a routine is the caller's program, traced "
+    "in every process (jax.export's Exported.call has no JVP or batching rule)"
+)
 TUNE_BOUND = (
     "the tuning objective's one program: the orbit with its gradient in every "
     "varied parameter under the stability bound (twice the analysed orbit), and "
@@ -406,18 +424,27 @@ def main():
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--commands", default="", help="e.g. orbit,simulate")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument(
+        "--no-keep-traced",
+        action="store_true",
+        help="workers enable the compilation cache without hybrax's store of "
+        "traced programs (the baseline of the store)",
+    )
     parser.add_argument("--worker", nargs=3, metavar=("MODEL", "PROGRAM", "CACHE"))
     args = parser.parse_args()
     if args.worker:
         worker(*args.worker, args.repeats)
         return
+    if args.no_keep_traced:
+        os.environ["BENCH_KEEP_TRACED"] = "0"
     models = [m for m in args.models.split(",") if m]
     programs = [p for p in args.programs.split(",") if p]
     print(
         f"machine: {platform.machine()} {platform.processor() or ''}, "
         f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} at the start; "
         f"python {platform.python_version()}; workers run with "
-        f"EQX_ON_ERROR={os.environ.get('EQX_ON_ERROR', 'nan')}"
+        f"EQX_ON_ERROR={os.environ.get('EQX_ON_ERROR', 'nan')}; traced programs "
+        f"{'not ' if args.no_keep_traced else ''}kept (hybrax's store)"
     )
     print(
         "seconds: first call (compile + run), then JAX's trace / lower / XLA "

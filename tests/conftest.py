@@ -72,6 +72,20 @@ def _bounded_mappings():
         gc.collect()  # the executables go with their last references
 
 
+@pytest.fixture(autouse=True)
+def _store_of_traced_programs_off():
+    """The command line turns on the store of traced programs for its process
+    (`hx.enable_compilation_cache`); a command run inside a test leaves it off
+    again for the next test, which would otherwise run its routines as stored
+    programs, each compiled again."""
+    yield
+    # Imported here: importing hybrax sets XLA's CPU options, which this file
+    # sets first (above).
+    from hybrax import _program_store
+
+    _program_store.set_directory(None)
+
+
 @pytest.fixture
 def getkey():
     key = [jr.PRNGKey(0)]

@@ -15,8 +15,11 @@ traced arguments (inside a user's `jax.jit`, `jax.grad` or `jax.vmap`, or inside
 another of hybrax's programs), it is part of the caller's program.
 
 Between processes, JAX's own persistent compilation cache keeps the executables
-([`enable_compilation_cache`][]); a later process traces each program again (a
-second or so) and loads its executable instead of compiling it. JAX keys an
+([`enable_compilation_cache`][]), and hybrax's store of traced programs
+(`hybrax._program_store`, `jax.export`) the programs of calls made outside a
+transformation: a later process loads those instead of tracing them, traces
+the others again (a second or more), and loads every executable instead of
+compiling it. JAX keys an
 executable by its program text, and a host callback's address changes from one
 process to the next: a program with one is compiled again in every process. The
 library asks the anchors for results instead of callbacks (`throw=False` in
@@ -55,6 +58,7 @@ import jax.numpy as jnp
 import jax.tree_util as jtu
 import numpy as np
 
+from . import _program_store
 from ._misc import forget_canonical
 
 
@@ -112,7 +116,8 @@ class CompileRecord:
     """What one compilation cost, in seconds: `trace` (Python tracing), `lower`
     (to StableHLO), `xla` (XLA's compilation, or reading its executable from
     JAX's persistent cache), and whether the executable came from that cache
-    (`cached`)."""
+    (`cached`), and whether its traced program came from hybrax's store of
+    traced programs (`stored`; see [`enable_compilation_cache`][])."""
 
     what: str
     label: str
@@ -120,6 +125,7 @@ class CompileRecord:
     lower: float
     xla: float
     cached: bool
+    stored: bool = False
 
     @property
     def total(self) -> float:
@@ -159,10 +165,17 @@ def default_cache_dir() -> str | None:
     return os.path.join(os.path.expanduser(base), "hybrax", "jax")
 
 
-def enable_compilation_cache(path: str | os.PathLike | None = None) -> str | None:
+#: The folder of JAX's cache directory that holds hybrax's traced programs.
+TRACED_PROGRAMS = "hybrax-traced"
+
+
+def enable_compilation_cache(
+    path: str | os.PathLike | None = None, *, keep_traced: bool = True
+) -> str | None:
     r"""Turn on JAX's persistent compilation cache for every program, so that a
     second run of the same script or command loads each executable instead of
-    compiling it (it still traces each program, about a second).
+    compiling it, and hybrax's store of traced programs, so that it loads each
+    program instead of tracing it where the store keeps it.
 
     This is JAX's own cache (`jax_compilation_cache_dir`), with its thresholds
     lowered so that every program is kept (`jax_persistent_cache_min_compile_time_secs`
@@ -178,10 +191,29 @@ def enable_compilation_cache(path: str | os.PathLike | None = None) -> str | Non
     `EQX_ON_ERROR=nan` is set in the environment before equinox is imported (see
     `hybrax._compile`); a note on the `"hybrax"` logger says so when it is not.
 
+    The store of traced programs (`keep_traced`, in the folder
+    `hybrax-traced` of the cache directory): a routine called outside any
+    transformation of the caller's exports its program with `jax.export` the
+    first time and writes it there; a later process with the same key (hybrax's
+    source, the versions of Python, JAX and the anchors, the backend, the
+    routine, its arguments' structure, static values, shapes and dtypes) loads
+    it and traces nothing of it: the hopper's analysed orbit in 0.7-1.0 s
+    instead of about 5 s. A model of the caller's own functions is keyed by
+    their traces (and their derivatives'), taken at the call in milliseconds:
+    a function changed between runs is a new key. What is not stored, and is
+    traced in every process as before: the caller's own `jax.jit`, `jax.grad`,
+    `jax.jacfwd` or `jax.vmap` of a routine, a function of the caller's own
+    outside the model (a tuning objective, a continuation's parameter), and a
+    class of the caller's own in the system other than a reset. A stored file
+    runs no code: a damaged or foreign one is not used (a line on the
+    `"hybrax"` logger), and its program is traced and written again.
+
     **Arguments:**
 
     - `path`: the cache directory; default `$HYBRAX_CACHE_DIR` (empty: no cache),
       else `$XDG_CACHE_HOME/hybrax/jax` or `~/.cache/hybrax/jax`.
+    - `keep_traced`: also keep traced programs (default); `False` turns the
+      store off.
 
     **Returns:** the cache directory in use, or `None` when disabled.
     """
@@ -190,8 +222,14 @@ def enable_compilation_cache(path: str | os.PathLike | None = None) -> str | Non
         return None
     current = jax.config.jax_compilation_cache_dir
     if current:
+        path = current
+    else:
+        jax.config.update("jax_compilation_cache_dir", path)
+    _program_store.set_directory(
+        os.path.join(path, TRACED_PROGRAMS) if keep_traced else None
+    )
+    if current:
         return current
-    jax.config.update("jax_compilation_cache_dir", path)
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
     jax.config.update("jax_persistent_cache_min_entry_size_bytes", -1)
     if os.environ.get("EQX_ON_ERROR") != "nan":
@@ -244,6 +282,7 @@ class _Watch:
         self.announced = False
         self.trace = self.lower = self.xla = 0.0
         self.cache_hits = self.cache_misses = 0
+        self.stored = False
 
 
 _WATCHING = threading.local()
@@ -324,12 +363,19 @@ def _record(watch: _Watch) -> None:
         # Loaded: every executable the call asked for came from JAX's
         # cache (a call also compiles small programs of JAX's own).
         watch.cache_hits > 0 and watch.cache_misses == 0,
+        watch.stored,
     )
     COMPILATIONS.append(record)
     COUNTS[what] += 1
     for records in list(_RECORDERS):
         records.append(record)
-    if record.cached:
+    if record.cached and record.stored:
+        announce(
+            f"loaded {what}{record.label} in {record.total:.1f} s: its traced "
+            f"program from hybrax's store, its executable from the cache (lowering "
+            f"{record.lower:.1f} s, loading {record.xla:.1f} s)"
+        )
+    elif record.cached:
         announce(
             f"compiled {what}{record.label} in {record.total:.1f} s, its "
             f"executable from the cache (trace {record.trace:.1f} s, lowering "
@@ -343,19 +389,22 @@ def _record(watch: _Watch) -> None:
         )
 
 
-def _announce_tracing() -> None:
+def _announce_tracing(stored: bool = False) -> None:
     """In a program's body while it is traced: the first such body of a watched
-    call announces that its program is being compiled."""
+    call announces that its program is being compiled (`stored`: loaded from
+    the store of traced programs instead, announced when done)."""
     watch = getattr(_WATCHING, "watch", None)
     if watch is None or watch.announced:
         return
     watch.announced = True
+    watch.stored = stored
     if callable(watch.label):
         watch.label = watch.label()
     label = _LABEL.get()
     if label is not None:
         watch.label = f" for {label}"
-    announce(f"compiling {watch.what}{watch.label} ...")
+    if not stored:
+        announce(f"compiling {watch.what}{watch.label} ...")
     if watch.on_compile is not None:
         watch.on_compile()
 
@@ -452,6 +501,26 @@ def device_constant(key, build: Callable[[], typing.Any]):
     return value
 
 
+def as_routine_output(tree):
+    """`tree`'s arrays as one routine passes another's outputs to it, the same
+    for a program compiled ahead of that call (NumPy placeholders) and for the
+    call itself: with the store of traced programs on, committed to the default
+    device (JAX commits the outputs of a program that calls an `Exported`, a
+    stored program's, and a committed argument selects another executable than
+    an uncommitted one), else as they are; a traced leaf as it is."""
+    if _program_store.directory() is None:
+        return tree
+    device = jax.devices()[0]
+
+    def commit(leaf):
+        if isinstance(leaf, jax.core.Tracer):
+            return leaf
+        return jax.device_put(leaf, device)
+
+    with jax.ensure_compile_time_eval():
+        return jtu.tree_map(commit, tree)
+
+
 def _on_device(leaf):
     """A concrete NumPy leaf of a kept Module as a device array (a small one
     shared by value through `device_constant`); anything else as it is."""
@@ -546,24 +615,40 @@ class Compiled:
         self.__wrapped__ = fn
         functools.update_wrapper(self, fn)
         self._signature = inspect.signature(fn)
+        self._names = tuple(self._signature.parameters)
 
-        def body(keys, arrays):
-            _announce_tracing()
+        def run(keys, arrays):
             values = [
                 _merge(key.treedef, key.static, part)
                 for key, part in zip(keys[0], arrays)
             ]
             n_positional = len(values) - len(keys[1])
             kwargs = dict(zip(keys[1], values[n_positional:]))
-            out = fn(*values[:n_positional], **kwargs)
+            return fn(*values[:n_positional], **kwargs)
+
+        def output(out):
             arrays, static, treedef = _partition(out)
             if all(leaf is None for leaf in static):
                 # Arrays only (as most programs'): JAX rebuilds the output.
                 return out, None
             return arrays, _StaticOut((treedef, static))
 
-        body.__name__ = body.__qualname__ = getattr(fn, "__name__", "program")
+        def body(keys, arrays):
+            _announce_tracing()
+            return output(run(keys, arrays))
+
+        def stored_body(keys, arrays):
+            n_positional = len(keys[0]) - len(keys[1])
+            names = (*self._names[:n_positional], *keys[1])
+            return output(_stored_run(fn, what, run, keys, arrays, names))
+
+        name = getattr(fn, "__name__", "program")
+        body.__name__ = body.__qualname__ = name
+        stored_body.__name__ = stored_body.__qualname__ = name
         self._jitted = jax.jit(body, static_argnums=0)
+        # The same program through the store of traced programs (the call's
+        # static key selects it, as above).
+        self._stored = jax.jit(stored_body, static_argnums=0)
 
     def _inputs(self, args, kwargs):
         """`(static key, run-time arrays, traced)` of a call."""
@@ -584,8 +669,11 @@ class Compiled:
             out, static = self._jitted(keys, arrays)
         else:
             label = "" if self.label is None else (lambda: self.label(*args, **kwargs))
+            jitted = (
+                self._jitted if _program_store.directory() is None else self._stored
+            )
             with _watching(self.what, label):
-                out, static = self._jitted(keys, arrays)
+                out, static = jitted(keys, arrays)
         return out if static is None else _merge(*static.value, out)
 
     def compile(self, *args, **kwargs) -> None:
@@ -594,8 +682,9 @@ class Compiled:
         shapes and dtypes runs it at once). The arguments' values are not used."""
         keys, arrays, _ = self._inputs(args, kwargs)
         label = "" if self.label is None else self.label(*args, **kwargs)
+        jitted = self._jitted if _program_store.directory() is None else self._stored
         with _watching(self.what, label):
-            self._jitted.lower(keys, arrays).compile()
+            jitted.lower(keys, arrays).compile()
 
     def compile_in_background(self, *args, **kwargs) -> threading.Thread:
         """[`compile`][] in a thread of its own (XLA leaves the interpreter free
@@ -610,6 +699,54 @@ class Compiled:
         )
         thread.start()
         return thread
+
+
+def _stored_run(fn: Callable, what: str, run: Callable, keys, arrays, names):
+    """`run(keys, arrays)` (the routine `fn`'s computation, traced) through the
+    store of traced programs: the stored program for this call's key if there
+    is one, else the program exported (`jax.export`) and stored; a program the
+    store does not keep is traced as it is (see `hybrax._program_store`)."""
+    flat = [leaf for part in arrays for leaf in part if leaf is not None]
+    try:
+        key_text = _program_store.key(fn, what, keys, arrays, names)
+    except Exception as reason:  # NotStorable, or a value the key cannot read
+        _LOGGER.debug(f"{what}: not kept between processes ({reason})")
+        _announce_tracing()
+        return run(keys, arrays)
+    found = _program_store.load(key_text)
+    if found is None:
+        _announce_tracing()
+        shapes = [
+            jax.ShapeDtypeStruct(
+                leaf.shape, leaf.dtype, weak_type=jax.typeof(leaf).weak_type
+            )
+            for leaf in flat
+        ]
+        kept: dict = {}
+
+        def flat_program(*leaves):
+            leaves = iter(leaves)
+            parts = tuple(
+                tuple(None if leaf is None else next(leaves) for leaf in part)
+                for part in arrays
+            )
+            out_arrays, static, tree = _partition(run(keys, parts))
+            kept.update(tree=tree, static=static)
+            return tuple(leaf for leaf in out_arrays if leaf is not None)
+
+        flat_program.__name__ = getattr(fn, "__name__", "program")
+        try:
+            exported = jax.export.export(jax.jit(flat_program))(*shapes)
+            _program_store.save(key_text, exported, kept["tree"], kept["static"])
+        except Exception as reason:  # e.g. a host callback: traced as it is
+            _LOGGER.info(f"{what}: not kept between processes ({reason})")
+            return run(keys, arrays)
+        found = exported, kept["tree"], kept["static"]
+    else:
+        _announce_tracing(stored=True)
+    exported, tree, static = found
+    outputs = iter(exported.call(*flat))
+    return _merge(tree, static, [next(outputs) if s is None else None for s in static])
 
 
 def compiled(what: str, label: Callable[..., str] | None = None):

@@ -601,6 +601,56 @@ class HybridSystem(eqx.Module):
         """Indices of the transitions that leave mode `mode`."""
         return tuple(k for k, s in enumerate(self.sources) if s == mode)
 
+    def _traced_roles(self, t, x: Array, params: Params) -> dict:
+        """Every function of the system, called as the library calls it, at one
+        time `t` and state `x`: each mode's vector field, constraints, domain
+        conditions and phase observables, each transition's guard, reset,
+        event observables and arming condition, and each reset's released
+        observables (their names). hybrax reaches a model's functions only
+        through these, so that their traces (with their first derivatives)
+        say what a program built on the system computes: the store of traced
+        programs keys a model of the user's own functions by them (see
+        [`hybrax.enable_compilation_cache`][]). Classes of the user's own in
+        the system other than resets ([`hybrax.AbstractReset`][]) are not
+        covered: such a model is not stored.
+
+        **Returns:** a dict of the functions' values by role.
+        """
+        out = {}
+        for i, mode in enumerate(self.modes):
+            out[f"mode {i}"] = mode.vector_field(t, x, params)
+            if mode.constraints is not None:
+                out[f"mode {i} constraints"] = mode.constraints(t, x, params)
+            for name, condition in mode.domain.items():
+                out[f"mode {i} domain {name}"] = condition(t, x, params)
+            for name, observable in mode.observables.items():
+                out[f"mode {i} {name}"] = observable.function(t, x, params)
+        for i, transition in enumerate(self.transitions):
+            out[f"transition {i} guard"] = transition.guard(t, x, params)
+            out[f"transition {i} reset"] = transition.reset(t, x, params)
+            if transition.observe is not None:
+                out[f"transition {i} observe"] = transition.observe(t, x, x, params)
+            if transition.arm is not None:
+                out[f"transition {i} arm"] = transition.arm(t, x, params)
+        return out
+
+    def _released_roles(self) -> tuple:
+        """Each transition's released observables (`AbstractReset.released`),
+        the one role of a reset that is not a traced function."""
+        return tuple(
+            tuple(transition.reset.released())
+            if isinstance(transition.reset, AbstractReset)
+            else ()
+            for transition in self.transitions
+        )
+
+    @staticmethod
+    def _covers_class(cls: type) -> bool:
+        """Whether `_traced_roles` covers what a user's class in the system
+        computes: resets ([`hybrax.AbstractReset`][]), reached through their
+        call, observables and released names."""
+        return issubclass(cls, AbstractReset)
+
 
 # How far back inside its guard a sensor transition (a self-loop with the
 # identity reset) must come before it can fire again: far above the event root

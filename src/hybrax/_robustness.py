@@ -22,9 +22,10 @@ import diffrax as dfx
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jaxtyping import Array, Float
 
-from ._compile import compiled, system_label
+from ._compile import as_routine_output, compiled, system_label
 from ._continuation_parameter import AbstractParameter
 from ._custom_types import Params
 from ._hybrid import HybridSystem
@@ -321,12 +322,14 @@ def gait_sensitivity(
 
     **Raises:** `ValueError` naming `indicators`, `steps` or `disturbance`.
     """
+    # As `compile_gait_sensitivity` compiles it (see `as_routine_output`).
+    u, result = as_routine_output((orbit.u, orbit.result))
     return _sensitivity(
         *_program_inputs(
             system,
             section,
-            orbit.u,
-            orbit.result,
+            u,
+            result,
             params,
             disturbance,
             indicators,
@@ -350,11 +353,16 @@ def compile_gait_sensitivity(
     """Compile [`gait_sensitivity`][]'s program for an orbit with unknowns of
     `u`'s shape in a thread of its own (the command line compiles it while the
     orbit search runs); `join` it before the call. Only shapes matter."""
+    # Placeholders of the orbit's unknowns and status, as the orbit search
+    # returns them (see `as_routine_output`).
+    u, result = as_routine_output(
+        (np.zeros(np.shape(u), np.result_type(u)), RESULTS.successful)
+    )
     inputs = _program_inputs(
         system,
         section,
         u,
-        RESULTS.successful,
+        result,
         params,
         disturbance,
         indicators,

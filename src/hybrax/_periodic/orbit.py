@@ -10,7 +10,13 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Float, Int
 
-from .._compile import compiled, device_constant, system_label, when_compiling
+from .._compile import (
+    as_routine_output,
+    compiled,
+    device_constant,
+    system_label,
+    when_compiling,
+)
 from .._custom_types import Params
 from .._hybrid import HybridSystem
 from .._misc import (
@@ -199,9 +205,21 @@ def _shoot(
     return _orbit(params, jax.lax.stop_gradient(u_guess), shooting=shooting)
 
 
-def _shoot_analysed(*args):
+def _shoot_analysed(
+    system, section, settings, root_finder, fallback, options, inputs, u_guess, params
+):
     """The orbit with its Floquet analysis (`None` without) in its `floquet`."""
-    orbit, floquet = _shoot(*args)
+    orbit, floquet = _shoot(
+        system,
+        section,
+        settings,
+        root_finder,
+        fallback,
+        options,
+        inputs,
+        u_guess,
+        params,
+    )
     return dataclasses.replace(orbit, floquet=floquet)
 
 
@@ -419,8 +437,10 @@ def _solve_then_analyse(parts, u_guess, params):
     # The analysis's inputs by their shapes (NumPy: nothing to dispatch).
     system, section, settings = fixed = parts[:3]
     n, dtype = system.n_states, u_guess.dtype
-    state, monodromy = np.zeros(n, dtype), np.zeros((n, n), dtype)
-    analysis_args = (*fixed, state, params, monodromy, RESULTS.successful)
+    state, monodromy, result = as_routine_output(
+        (np.zeros(n, dtype), np.zeros((n, n), dtype), RESULTS.successful)
+    )
+    analysis_args = (*fixed, state, params, monodromy, result)
     threads = []
 
     def compile_analysis():
@@ -430,7 +450,8 @@ def _solve_then_analyse(parts, u_guess, params):
         orbit, mono_s = _saltation_search(*parts, u_guess, params)
     for thread in threads:
         thread.join()
-    floquet = _floquet_analysis(*fixed, orbit.state, params, mono_s, orbit.result)
+    state, mono_s, result = as_routine_output((orbit.state, mono_s, orbit.result))
+    floquet = _floquet_analysis(*fixed, state, params, mono_s, result)
     return orbit, floquet
 
 

@@ -68,6 +68,20 @@ class PoincareSection(eqx.Module):
         default=(), converter=tuple
     )
 
+    def _traced_roles(self, x: Array, params: Params) -> dict:
+        """The section's functions, called as the library calls them, at a state
+        `x`: its coordinates, its chart at those, and its invariants (see
+        `HybridSystem._traced_roles`).
+
+        **Returns:** a dict of the functions' values by role.
+        """
+        u = self.coordinates(x, params)
+        return {
+            "coordinates": u,
+            "chart": self.chart(u, params),
+            "invariants": tuple(invariant(x, params) for invariant in self.invariants),
+        }
+
     def __check_init__(self):
         if len(self.sequence) < 1:
             raise ValueError("`sequence` must name at least one transition.")

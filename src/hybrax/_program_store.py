@@ -1,0 +1,488 @@
+r"""Traced programs kept between processes with `jax.export`, so that a second
+process of the same script skips tracing as well as compiling.
+
+JAX's persistent compilation cache keeps executables, keyed by their program
+text; to know the text, a new process traces the program again (the hopper's
+analysed orbit: about 4 s per program). With the store on
+([`hybrax.enable_compilation_cache`][]), a public routine called outside any
+transformation of the caller's exports its program the first time
+(`jax.export.export`, JAX's public, versioned serialization of a lowered
+program), writes it to the store, and calls it through `Exported.call`; a later
+process with the same key deserializes it and calls it, tracing nothing of its
+own, and JAX's persistent cache has the executable of that call.
+
+**The key.** A program is found again only where everything that shaped it is
+equal: hybrax's own source (a digest of the package's files), the versions of
+Python, JAX, jaxlib, equinox, diffrax, optimistix, lineax and NumPy, the backend,
+the float width and `EQX_ON_ERROR`, the routine, and each argument's tree
+structure, static leaves and array shapes and dtypes. A static leaf enters the
+key by value (numbers, strings, tuples, NumPy dtypes) or, for a function or
+class defined at the top of a module of hybrax or of its anchors (JAX, NumPy,
+equinox, diffrax, optimistix, lineax), by its module and name: their code is
+in the key through the versions and the source digest. A function of the
+user's own (a model's vector field, guard, reset, chart) says by its name
+nothing of what it computes: in a routine's model arguments (`system`,
+`section`, `params`), the key holds instead the jaxprs, with their constants,
+of every function of the system and section as the library calls them
+(`HybridSystem._traced_roles`, `PoincareSection._traced_roles`), of their
+forward-mode derivative and of their reverse-mode derivative (so that a
+function's own `jax.custom_jvp` or `jax.custom_vjp` rule enters too); tracing
+them takes milliseconds where the program takes seconds. A class of the user's
+own is covered there as a reset (`hybrax.AbstractReset`) or in the parameters;
+anywhere else, and a function of the user's own in any other argument (a
+tuning objective, a continuation's parameter), the program is not stored and
+is traced in every process as before.
+
+**Files run no code.** A stored file is a header of JSON (the key in full, the
+output's tree structure, its static leaves) and the `jax.export`
+serialization (a flatbuffer holding StableHLO). The output's tree is rebuilt
+from types found by module and name among modules already imported, of the
+packages above, and never imported on a file's word; anything else in a file
+(another type, a damaged or foreign file, another key) makes it unused, with a
+line on the `"hybrax"` logger, and the program is traced and written again.
+"""
+
+import enum
+import functools
+import hashlib
+import importlib.metadata
+import json
+import logging
+import os
+import pathlib
+import platform
+import sys
+import tempfile
+from collections.abc import Callable
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import jax.tree_util as jtu
+import numpy as np
+
+
+_LOGGER = logging.getLogger("hybrax")
+
+#: The version of the file format; a file of another is not used.
+FORMAT = 1
+_MAGIC = b"hybrax traced program\n"
+# Packages whose top-level functions and classes may enter a key by name, and
+# whose classes may rebuild a stored output's tree.
+_PACKAGES = frozenset(
+    {
+        "hybrax",
+        "jax",
+        "jaxlib",
+        "numpy",
+        "equinox",
+        "diffrax",
+        "optimistix",
+        "lineax",
+        "builtins",
+    }
+)
+_DISTRIBUTIONS = (
+    "jax",
+    "jaxlib",
+    "equinox",
+    "diffrax",
+    "optimistix",
+    "lineax",
+    "numpy",
+)
+
+
+class NotStorable(Exception):
+    """A program that the store does not keep; the message says why."""
+
+
+# ---------------------------------------------------------------------------
+# Where the store is
+# ---------------------------------------------------------------------------
+
+_DIRECTORY: list = [None]
+
+
+def set_directory(path: "str | os.PathLike | None") -> None:
+    """Keep traced programs in `path` from now on (`None`: keep none)."""
+    _DIRECTORY[0] = None if path is None else pathlib.Path(path)
+
+
+def directory() -> "pathlib.Path | None":
+    """The store's directory, or `None` while the store is off."""
+    return _DIRECTORY[0]
+
+
+# ---------------------------------------------------------------------------
+# Encoding values and tree structures as JSON
+# ---------------------------------------------------------------------------
+
+
+def _resolve(module: str, qualname: str):
+    """The object `module:qualname` among modules already imported, of the
+    packages above; `None` if there is none. Nothing is imported."""
+    if module.split(".", 1)[0] not in _PACKAGES:
+        return None
+    if (module, qualname) == ("builtins", "NoneType"):  # not a builtins name
+        return type(None)
+    found = sys.modules.get(module)
+    for part in qualname.split("."):
+        if found is None or part.startswith("<"):
+            return None
+        found = getattr(found, part, None)
+    return found
+
+
+def _name(value) -> str:
+    """`module:qualname` of a top-level function or class of the packages
+    above, which resolves to `value` itself."""
+    module = getattr(value, "__module__", None)
+    qualname = getattr(value, "__qualname__", None)
+    if (
+        not isinstance(module, str)
+        or not isinstance(qualname, str)
+        or _resolve(module, qualname) is not value
+    ):
+        raise NotStorable(
+            f"{getattr(value, '__qualname__', type(value).__qualname__)} (of "
+            f"{module}) is not a top-level function or class of hybrax or its "
+            f"anchors"
+        )
+    return f"{module}:{qualname}"
+
+
+@functools.cache
+def _sentinels() -> tuple:
+    """equinox's placeholders in a Module's tree structure, as its own
+    flattening of an empty Module gives them (not read from a private module)."""
+
+    class _Empty(eqx.Module):
+        pass
+
+    _, aux = jtu.tree_structure(_Empty()).node_data()
+    if type(aux) is not tuple:  # another form of equinox's: no Module is stored
+        return ()
+    return tuple(a for a in aux if not isinstance(a, (str, int, float, type(None))))
+
+
+class _Probe(eqx.Module):
+    value: float
+    name: str = eqx.field(static=True)
+
+
+@functools.cache
+def supported() -> bool:
+    """Whether this equinox flattens a Module into a form the store reads and
+    writes (a tuple of its static values: equinox 0.13.3 and later); where not,
+    no program whose inputs or outputs hold a Module is stored."""
+    try:
+        _decode_tree(_encode_tree(jtu.tree_structure(_Probe(0.0, "probe"))))
+    except (NotStorable, ValueError):
+        return False
+    return True
+
+
+def _encode(value, own: "list | None" = None):
+    """A JSON value for a static value (see the module docstring). With `own` (a
+    list), a function or class of the user's own is appended to it and entered
+    by its place there (its traces then enter the key: see `_behaviour`);
+    without, it raises `NotStorable`."""
+    if value is None or type(value) in (bool, int, float, str):
+        return value
+    if type(value) is tuple:
+        return {"tuple": [_encode(v, own) for v in value]}
+    if type(value) is list:
+        return {"list": [_encode(v, own) for v in value]}
+    if type(value) is dict:
+        return {"dict": [[_encode(k, own), _encode(v, own)] for k, v in value.items()]}
+    if isinstance(value, np.dtype):
+        return {"dtype": value.str}
+    if isinstance(value, enum.Enum):
+        return {"enum": [_name(type(value)), value.name]}
+    for index, sentinel in enumerate(_sentinels()):
+        if value is sentinel:
+            return {"sentinel": index}
+    if isinstance(value, type) or callable(value):
+        try:
+            return {"named": _name(value)}
+        except NotStorable:
+            if own is None:
+                raise
+        own.append(value)
+        return {"own": len(own) - 1}
+    raise NotStorable(f"a static value of type {type(value).__qualname__}")
+
+
+def _decode(value):
+    """The inverse of `_encode`; raises `ValueError` on anything else."""
+    if value is None or type(value) in (bool, int, float, str):
+        return value
+    if type(value) is dict and len(value) == 1:
+        ((tag, inner),) = value.items()
+        if tag in ("tuple", "list") and type(inner) is list:
+            items = [_decode(v) for v in inner]
+            return tuple(items) if tag == "tuple" else items
+        if tag == "dict" and type(inner) is list:
+            pairs = [_decode(pair) for pair in inner if type(pair) is list]
+            if len(pairs) == len(inner) and all(len(p) == 2 for p in pairs):
+                return dict(pairs)
+        if tag == "enum" and type(inner) is list and len(inner) == 2:
+            kind = _decode({"named": inner[0]})
+            if issubclass(kind, enum.Enum) and inner[1] in kind.__members__:
+                return kind[inner[1]]
+        if tag == "dtype" and type(inner) is str:
+            return np.dtype(inner)
+        if tag == "sentinel" and type(inner) is int and 0 <= inner < len(_sentinels()):
+            return _sentinels()[inner]
+        if tag == "named" and type(inner) is str and inner.count(":") == 1:
+            found = _resolve(*inner.split(":"))
+            if isinstance(found, type):  # only classes rebuild a tree
+                return found
+    raise ValueError(f"not a stored value: {str(value)[:80]}")
+
+
+def _encode_tree(treedef, own: "list | None" = None) -> object:
+    data = treedef.node_data()
+    if data is None:
+        return None  # a leaf
+    kind, aux = data
+    children = [_encode_tree(c, own) for c in treedef.children()]
+    return [_encode(kind, own), _encode(aux, own), children]
+
+
+_LEAF = jtu.tree_structure(0)
+
+
+def _decode_tree(value):
+    if value is None:
+        return _LEAF
+    if type(value) is not list or len(value) != 3 or type(value[2]) is not list:
+        raise ValueError("not a stored tree structure")
+    kind = _decode(value[0])
+    if not isinstance(kind, type):
+        raise ValueError("not a stored tree structure")
+    children = [_decode_tree(c) for c in value[2]]
+    return jtu.PyTreeDef.from_node_data_and_children(
+        jtu.default_registry, (kind, _decode(value[1])), children
+    )
+
+
+# ---------------------------------------------------------------------------
+# The key
+# ---------------------------------------------------------------------------
+
+
+@functools.cache
+def _environment() -> tuple:
+    """What shapes every program of this process besides its arguments: hybrax's
+    source (a digest of its files), the versions, the backend and the options
+    that change a traced program."""
+    digest = hashlib.sha256()
+    root = pathlib.Path(__file__).parent
+    for path in sorted(root.rglob("*.py")):
+        digest.update(str(path.relative_to(root)).encode())
+        digest.update(path.read_bytes())
+    versions = []
+    for name in _DISTRIBUTIONS:
+        try:
+            versions.append((name, importlib.metadata.version(name)))
+        except importlib.metadata.PackageNotFoundError:
+            versions.append((name, None))
+    return (
+        FORMAT,
+        digest.hexdigest(),
+        platform.python_version(),
+        versions,
+        jax.default_backend(),
+    )
+
+
+def _aval(leaf) -> list:
+    aval = jax.typeof(leaf)
+    return [list(aval.shape), np.dtype(aval.dtype).str, bool(aval.weak_type)]
+
+
+#: The arguments of a routine that make its model: where a function or class of
+#: the user's own may be, its traces entering the key.
+MODEL_ARGUMENTS = ("system", "section", "params")
+
+
+def _rebuild(argument, arrays):
+    """The argument's value from its key (`_Key` of `hybrax._compile`) and its
+    array leaves (`None` where a leaf is static)."""
+    leaves = [s if a is None else a for s, a in zip(argument.static, arrays)]
+    return jtu.tree_unflatten(argument.treedef, leaves)
+
+
+def _behaviour(model: dict, own: list) -> str:
+    """A digest of what a model of the user's own functions computes: the jaxprs
+    (with their constants) of every function of its system and section as the
+    library calls them (`HybridSystem._traced_roles`,
+    `PoincareSection._traced_roles`), of their forward-mode derivative and of
+    their reverse-mode derivative (a function's own derivative rule enters
+    only so), and the resets' released observables."""
+    if "system" not in model or "params" not in model:
+        raise NotStorable("the user's own functions, without a system to trace")
+    abstract = {
+        name: tuple(
+            None
+            if leaf is None
+            else jax.ShapeDtypeStruct(
+                leaf.shape, leaf.dtype, weak_type=jax.typeof(leaf).weak_type
+            )
+            for leaf in part
+        )
+        for name, (_, part) in model.items()
+    }
+    system = _rebuild(model["system"][0], abstract["system"])
+    for where, value in own:
+        if isinstance(value, type) and not (
+            where == "params" or (where == "system" and system._covers_class(value))
+        ):
+            raise NotStorable(
+                f"{value.__qualname__}, a class of the user's own in `{where}`"
+            )
+    names = tuple(sorted(model))
+
+    def roles(arrays, t, x):
+        parts = dict(zip(names, arrays))
+        values = {k: _rebuild(model[k][0], parts[k]) for k in names}
+        params = values["params"]
+        out = {"system": values["system"]._traced_roles(t, x, params)}
+        if "section" in values:
+            out["section"] = values["section"]._traced_roles(x, params)
+        return out
+
+    def ones(tree):
+        return jtu.tree_map(
+            lambda v: jnp.ones_like(v) if eqx.is_inexact_array(v) else None, tree
+        )
+
+    def forward(*primals):
+        return eqx.filter_jvp(roles, primals, ones(primals))
+
+    def reverse(*primals):
+        out, pull = eqx.filter_vjp(roles, *primals)
+        return pull(ones(out))
+
+    dtype = jnp.result_type(float)
+    inputs = (
+        tuple(abstract[k] for k in names),
+        jax.ShapeDtypeStruct((), dtype),
+        jax.ShapeDtypeStruct((system.n_states,), dtype),
+    )
+    digest = hashlib.sha256(repr(system._released_roles()).encode())
+    for function in (roles, forward, reverse):
+        closed = jax.make_jaxpr(function)(*inputs)
+        digest.update(str(closed).encode())
+        for constant in closed.consts:
+            constant = np.asarray(constant)
+            digest.update(f"{constant.dtype.str}{constant.shape}".encode())
+            digest.update(constant.tobytes())
+    return digest.hexdigest()
+
+
+def key(routine: Callable, what: str, keys, arrays, names) -> str:
+    """The key of a program (JSON text): see the module docstring; `names` are
+    the routine's parameter names of its arguments, in order. Raises
+    `NotStorable` where a static leaf cannot enter it."""
+    argument_keys, keyword_names = keys
+    arguments, own, model = [], [], {}
+    for name, argument, part in zip(names, argument_keys, arrays):
+        found = [] if name in MODEL_ARGUMENTS else None
+        arguments.append(
+            [
+                name,
+                _encode_tree(argument.treedef, found),
+                [_encode(leaf, found) for leaf in argument.static],
+                [None if leaf is None else _aval(leaf) for leaf in part],
+            ]
+        )
+        if found is not None:
+            model[name] = (argument, part)
+            own.extend((name, value) for value in found)
+    behaviour = _behaviour(model, own) if own else None
+    return json.dumps(
+        [
+            _environment(),
+            [
+                bool(jax.config.jax_enable_x64),
+                str(jax.config.jax_default_matmul_precision),
+                os.environ.get("EQX_ON_ERROR", ""),
+            ],
+            f"{routine.__module__}:{routine.__qualname__}",
+            what,
+            list(keyword_names),
+            arguments,
+            behaviour,
+        ],
+        sort_keys=True,
+    )
+
+
+# ---------------------------------------------------------------------------
+# Files
+# ---------------------------------------------------------------------------
+
+
+def _path(key_text: str) -> pathlib.Path:
+    return directory() / (hashlib.sha256(key_text.encode()).hexdigest() + ".hxp")
+
+
+def load(key_text: str):
+    """`(exported, output tree, output's static leaves)` stored under the key, or
+    `None` (none stored, or a file that is not used: logged)."""
+    path = _path(key_text)
+    try:
+        blob = path.read_bytes()
+    except OSError:
+        return None
+    try:
+        if not blob.startswith(_MAGIC):
+            raise ValueError("not a hybrax traced program")
+        rest = blob[len(_MAGIC) :]
+        size = int.from_bytes(rest[:8], "little")
+        header = json.loads(rest[8 : 8 + size].decode())
+        if type(header) is not dict or header.get("format") != FORMAT:
+            raise ValueError("another format")
+        if header.get("key") != key_text:
+            raise ValueError("another program's key")
+        payload = rest[8 + size :]
+        if header.get("sha256") != hashlib.sha256(payload).hexdigest():
+            raise ValueError("its program's bytes are not those written")
+        tree = _decode_tree(header["tree"])
+        static = [_decode(v) for v in header["static"]]
+        exported = jax.export.deserialize(bytearray(payload))
+        if tree.num_leaves != len(static) or len(exported.out_avals) != sum(
+            leaf is None for leaf in static
+        ):
+            raise ValueError("its outputs do not match its tree")
+    except Exception as error:  # a damaged or foreign file: traced again
+        _LOGGER.info(f"traced program {path.name} not used ({error}); tracing again")
+        return None
+    return exported, tree, static
+
+
+def save(key_text: str, exported, tree, static) -> None:
+    """Write the program under the key (atomically: a reader sees the old file or
+    the new one). A failure to write is logged, not raised."""
+    path = _path(key_text)
+    payload = bytes(exported.serialize())
+    header = json.dumps(
+        {
+            "format": FORMAT,
+            "key": key_text,
+            "sha256": hashlib.sha256(payload).hexdigest(),
+            "tree": _encode_tree(tree),
+            "static": [_encode(v) for v in static],
+        }
+    ).encode()
+    blob = _MAGIC + len(header).to_bytes(8, "little") + header + payload
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=path.parent, delete=False) as file:
+            file.write(blob)
+        os.replace(file.name, path)
+    except OSError as error:
+        _LOGGER.info(f"traced program not kept ({error})")
