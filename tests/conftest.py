@@ -35,6 +35,14 @@ os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {_FAST_COMPILE}".s
 if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
+# hybrax's store of traced programs off (`hx.enable_compilation_cache`, which
+# every command calls, reads it): a command run inside a test process would
+# otherwise compile each program again as its stored program (the process
+# already holds the plain one), and a command in a child process would export
+# each (the cold suite took 6:31 against 4:23). tests/test_program_store.py
+# turns it on where it tests it.
+os.environ["HYBRAX_KEEP_TRACED"] = "0"
+
 jax.config.update("jax_enable_x64", True)
 # Reuse XLA compilations across test runs (CI runs the suite once; developers often).
 # An absolute path: a test that changes the working directory keeps it.
@@ -70,20 +78,6 @@ def _bounded_mappings():
     if _mappings() > _MAX_MAPPINGS:
         jax.clear_caches()
         gc.collect()  # the executables go with their last references
-
-
-@pytest.fixture(autouse=True)
-def _store_of_traced_programs_off():
-    """The command line turns on the store of traced programs for its process
-    (`hx.enable_compilation_cache`); a command run inside a test leaves it off
-    again for the next test, which would otherwise run its routines as stored
-    programs, each compiled again."""
-    yield
-    # Imported here: importing hybrax sets XLA's CPU options, which this file
-    # sets first (above).
-    from hybrax import _program_store
-
-    _program_store.set_directory(None)
 
 
 @pytest.fixture

@@ -340,11 +340,9 @@ def test_corrector_compiles_once(
     heavy,
     cli_run,
 ):
-    # Five continuations of the library, two methods, two mass ratios, fold
-    # location: one program; the command line, which keeps traced programs
-    # (`hx.enable_compilation_cache`), runs the same corrector as its stored
-    # program: one more.
-    assert _corrector_programs() == programs_before + 2
+    # Six continuations (one through the CLI), two methods, two mass ratios, fold
+    # location: one program.
+    assert _corrector_programs() == programs_before + 1
 
 
 def test_start_failure():

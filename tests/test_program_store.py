@@ -81,6 +81,7 @@ _SCRIPT = textwrap.dedent(
 )
 
 
+@pytest.mark.slow  # two fresh processes, the first compiling three programs
 @needs_store
 def test_a_second_process_loads_its_traced_programs(tmp_path):
     """The rimless wheel's script run twice with `hx.enable_compilation_cache`:
@@ -96,6 +97,7 @@ def test_a_second_process_loads_its_traced_programs(tmp_path):
         k: v for k, v in os.environ.items() if not k.startswith("JAX_COMPILATION_CACHE")
     }
     environment["EQX_ON_ERROR"] = "nan"
+    environment["HYBRAX_KEEP_TRACED"] = "1"  # (the suite's own runs keep none)
 
     def run():
         done = subprocess.run(
@@ -166,7 +168,7 @@ def _damage(path, how):
 
 
 def _other_key(header):
-    header["key"] = header["key"].replace("the return map", "the map")
+    header["key"] = header["key"].replace("small", "large")
 
 
 def _runs_os_system(header):
@@ -185,6 +187,28 @@ def _another_format(header):
     header["format"] = 0
 
 
+@pytest.fixture
+def folder(tmp_path):
+    """The store's folder set, for a test that calls no routine."""
+    _program_store.set_directory(tmp_path / "traced")
+    try:
+        yield tmp_path / "traced"
+    finally:
+        _program_store.set_directory(None)
+
+
+def _small_program() -> str:
+    """A small program written to the store (it doubles its input; its output's
+    tree a hybrax Module with a static field), and its key."""
+    exported = jax.export.export(jax.jit(lambda x: 2 * x))(
+        jax.ShapeDtypeStruct((), "float64")
+    )
+    tree = jax.tree.structure(_program_store._Probe(jnp.zeros(()), "probe"))
+    key_text = json.dumps(["a small program"])
+    _program_store.save(key_text, exported, tree, [None])
+    return key_text
+
+
 @needs_store
 @pytest.mark.parametrize(
     "how",
@@ -201,28 +225,43 @@ def _another_format(header):
     ],
     ids=lambda how: how if isinstance(how, str) else how.__name__.strip("_"),
 )
-def test_a_damaged_or_hostile_file_is_not_used(store, how, caplog, monkeypatch):
+def test_a_damaged_or_hostile_file_is_not_used(folder, how, caplog, monkeypatch):
     """A stored file that is damaged (cut short, its program's bytes changed, not
     a stored program at all, empty), another program's, of another format, or
     whose tree names a function, a module not imported or anything outside
     hybrax and its anchors is not used: a line on the `"hybrax"` logger says
-    so, nothing is imported or called on the file's word, and the routine
-    traces its program again and writes it anew, computing the same numbers."""
-    system, section, params = _wheel()
-    u = jnp.array([1.0])
-    expected = hx.poincare_map(system, section, u, params)
-    (path,) = store.glob("*.hxp")
+    so, and nothing is imported or called on the file's word. The intact file
+    loads, and computes what it was written to."""
+    key_text = _small_program()
+    exported, tree, static = _program_store.load(key_text)
+    doubled = exported.call(jnp.asarray(1.5))
+    assert float(doubled) == 3.0 and tree.num_leaves == 1 and static == [None]
+    (path,) = folder.glob("*.hxp")
     _damage(path, how)
-    hx.clear_caches()
     modules = set(sys.modules)
     called = []
     monkeypatch.setattr(os, "system", lambda *a: called.append(a))
-    with caplog.at_level(logging.INFO, logger="hybrax"), _compile.recorded() as records:
-        again = hx.poincare_map(system, section, u, params)
+    with caplog.at_level(logging.INFO, logger="hybrax"):
+        assert _program_store.load(key_text) is None
     assert called == [] and set(sys.modules) - modules == set()
     assert "not used" in caplog.text
     if how == "payload flipped":  # refused before JAX reads a byte of it
         assert "bytes are not those written" in caplog.text
+
+
+@needs_store
+def test_a_routine_whose_file_is_damaged_traces_and_writes_it_again(store, caplog):
+    """A routine whose stored program's bytes were changed does not use it: it
+    traces its program again, writes it anew and computes the same numbers."""
+    system, section, params = _wheel()
+    u = jnp.array([1.0])
+    expected = hx.poincare_map(system, section, u, params)
+    (path,) = store.glob("*.hxp")
+    _damage(path, "payload flipped")
+    hx.clear_caches()
+    with caplog.at_level(logging.INFO, logger="hybrax"), _compile.recorded() as records:
+        again = hx.poincare_map(system, section, u, params)
+    assert "not used" in caplog.text
     assert [r.stored for r in records] == [False]
     for a, b in zip(jax.tree.leaves(expected), jax.tree.leaves(again)):
         np.testing.assert_array_equal(a, b)
@@ -427,35 +466,24 @@ def test_keys_name_everything_that_shapes_a_program(store):
             _program_store._encode(value)
 
 
-def test_enabling_the_cache_turns_the_store_on_or_off(tmp_path):
+def test_enabling_the_cache_turns_the_store_on_or_off(tmp_path, monkeypatch):
     """`enable_compilation_cache` turns the store on in a folder of JAX's cache
-    directory, or leaves it off with `keep_traced=False`."""
+    directory, unless `keep_traced=False` or, by default, `$HYBRAX_KEEP_TRACED`
+    is `0`."""
     try:
+        monkeypatch.setenv("HYBRAX_KEEP_TRACED", "1")
         path = hx.enable_compilation_cache(tmp_path)
-        assert _program_store.directory() == (
-            pathlib.Path(path) / _compile.TRACED_PROGRAMS
-        )
+        traced = pathlib.Path(path) / _compile.TRACED_PROGRAMS
+        assert _program_store.directory() == traced
         hx.enable_compilation_cache(tmp_path, keep_traced=False)
         assert _program_store.directory() is None
+        monkeypatch.setenv("HYBRAX_KEEP_TRACED", "0")
+        hx.enable_compilation_cache(tmp_path)
+        assert _program_store.directory() is None
+        hx.enable_compilation_cache(tmp_path, keep_traced=True)
+        assert _program_store.directory() == traced
     finally:
         _program_store.set_directory(None)
-
-
-@pytest.mark.skipif(
-    _program_store.supported(), reason="this equinox's Modules are stored"
-)
-def test_without_the_stores_form_of_modules_nothing_is_stored(store):
-    """With an equinox whose Modules the store cannot write, a routine stores
-    nothing and computes what it computes without the store."""
-    system, section, params = _wheel()
-    u = jnp.array([1.0])
-    with_store = hx.poincare_map(system, section, u, params)
-    _program_store.set_directory(None)
-    hx.clear_caches()
-    without = hx.poincare_map(system, section, u, params)
-    assert list(store.glob("*")) == []
-    for a, b in zip(jax.tree.leaves(with_store), jax.tree.leaves(without)):
-        np.testing.assert_array_equal(a, b)
 
 
 def test_the_limits_of_exported_programs_the_performance_page_reports():

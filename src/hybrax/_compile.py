@@ -170,7 +170,7 @@ TRACED_PROGRAMS = "hybrax-traced"
 
 
 def enable_compilation_cache(
-    path: str | os.PathLike | None = None, *, keep_traced: bool = True
+    path: str | os.PathLike | None = None, *, keep_traced: bool | None = None
 ) -> str | None:
     r"""Turn on JAX's persistent compilation cache for every program, so that a
     second run of the same script or command loads each executable instead of
@@ -212,8 +212,9 @@ def enable_compilation_cache(
 
     - `path`: the cache directory; default `$HYBRAX_CACHE_DIR` (empty: no cache),
       else `$XDG_CACHE_HOME/hybrax/jax` or `~/.cache/hybrax/jax`.
-    - `keep_traced`: also keep traced programs (default); `False` turns the
-      store off.
+    - `keep_traced`: also keep traced programs; `False` turns the store off.
+      Default: on, unless `$HYBRAX_KEEP_TRACED` is `0` (which the command line
+      follows too).
 
     **Returns:** the cache directory in use, or `None` when disabled.
     """
@@ -225,6 +226,8 @@ def enable_compilation_cache(
         path = current
     else:
         jax.config.update("jax_compilation_cache_dir", path)
+    if keep_traced is None:
+        keep_traced = os.environ.get("HYBRAX_KEEP_TRACED", "1") != "0"
     _program_store.set_directory(
         os.path.join(path, TRACED_PROGRAMS) if keep_traced else None
     )
