@@ -26,20 +26,25 @@ nothing of what it computes: in a routine's model arguments (`system`,
 of every function of the system and section as the library calls them
 (`HybridSystem._traced_roles`, `PoincareSection._traced_roles`), of their
 forward-mode derivative and of their reverse-mode derivative (so that a
-function's own `jax.custom_jvp` or `jax.custom_vjp` rule enters too); tracing
-them takes milliseconds where the program takes seconds. A class of the user's
+function's own `jax.custom_jvp` or `jax.custom_vjp` rule enters too; a rule
+for a rule's own derivative does not); tracing them takes milliseconds where
+the program takes seconds. A class of the user's
 own is covered there as a reset (`hybrax.AbstractReset`) or in the parameters;
 anywhere else, and a function of the user's own in any other argument (a
 tuning objective, a continuation's parameter), the program is not stored and
 is traced in every process as before.
 
 **Files run no code.** A stored file is a header of JSON (the key in full, the
-output's tree structure, its static leaves) and the `jax.export`
-serialization (a flatbuffer holding StableHLO). The output's tree is rebuilt
+output's tree structure, its static leaves, the SHA-256 of what follows) and
+the `jax.export` serialization (a flatbuffer holding StableHLO), read only
+once its digest matches. The output's tree is rebuilt
 from types found by module and name among modules already imported, of the
 packages above, and never imported on a file's word; anything else in a file
 (another type, a damaged or foreign file, another key) makes it unused, with a
 line on the `"hybrax"` logger, and the program is traced and written again.
+A tree is written as equinox flattens a Module (a tuple of its static values,
+equinox 0.13.3 and later); with an equinox that flattens otherwise, no program
+holding a Module is stored (`supported`).
 """
 
 import enum
