@@ -489,9 +489,8 @@ def test_enabling_the_cache_turns_the_store_on_or_off(tmp_path, monkeypatch):
 def test_the_limits_of_exported_programs_the_performance_page_reports():
     """What the performance page reports of `jax.export` (and why a routine under
     the caller's transformation is not stored): `Exported.call` differentiates
-    in reverse mode, raises under `jax.jvp` and `jax.vmap`, and commits its
-    outputs where a plain `jax.jit` program does not. Where JAX changes this,
-    this test fails and the page and the store can follow."""
+    in reverse mode, and raises under `jax.jvp` and `jax.vmap`. Where JAX
+    changes this, this test fails and the page and the store can follow."""
     one = jnp.asarray(1.0, "float32")
     exported = jax.export.export(jax.jit(jnp.sin))(one)
     restored = jax.export.deserialize(exported.serialize(vjp_order=1))
@@ -500,5 +499,37 @@ def test_the_limits_of_exported_programs_the_performance_page_reports():
         jax.jvp(restored.call, (one,), (one,))
     with pytest.raises(NotImplementedError):
         jax.vmap(restored.call)(jnp.ones(3, "float32"))
-    assert jax.jit(restored.call)(one).committed
-    assert not jax.jit(jnp.sin)(one).committed
+
+
+class _XlaCompilations:
+    """The names of the programs XLA compiles while active (JAX's monitoring
+    events; a listener cannot be removed, so it is registered once)."""
+
+    def __init__(self):
+        self.names, self.active = [], False
+        jax.monitoring.register_event_duration_secs_listener(self._listen)
+
+    def _listen(self, event, duration, fun_name="", **kwargs):
+        if self.active and event == "/jax/core/compile/backend_compile_duration":
+            self.names.append(fun_name)
+
+
+_XLA = _XlaCompilations()
+
+
+@needs_store
+def test_an_analysed_orbit_compiles_its_analysis_once(store):
+    """With the store on, the Floquet analysis compiled beside the orbit search
+    (in a thread, for placeholders of the search's outputs) is the program the
+    call then runs: the placeholders and the search's outputs are committed
+    alike (JAX 0.10 commits the outputs of a program that calls an
+    `Exported`), so XLA compiles the analysis once, not again at the call."""
+    system, section, params = _wheel()
+    _XLA.names, _XLA.active = [], True
+    try:
+        orbit = hx.find_periodic_orbit(system, section, jnp.array([1.0]), params)
+    finally:
+        _XLA.active = False
+    assert sum("floquet_analysis" in name for name in _XLA.names) == 1, _XLA.names
+    alpha = 0.39269908169872414  # the wheel's closed form cos(2 alpha)^2
+    assert abs(abs(orbit.multipliers[0]) - np.cos(2 * alpha) ** 2) < 1e-8
