@@ -130,3 +130,28 @@ def interrupt_command(argv, started, env=None, after_s=1.0, wait_s=240.0, exit_s
         reader.join(5)
         process.stderr.close()
     return code, waited, lines
+
+
+def run_user_script(script, cache, timeout=900, **environment):
+    """Run the Python file `script` in a fresh process as a user runs it (with
+    the argument `cache`, JAX's cache directory left to the script, and
+    `EQX_ON_ERROR=nan` as the compilation how-to says, `environment` set), and
+    return the JSON of its last printed line."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    env = {
+        k: v for k, v in os.environ.items() if not k.startswith("JAX_COMPILATION_CACHE")
+    }
+    env.update(EQX_ON_ERROR="nan", **environment)
+    done = subprocess.run(
+        [sys.executable, str(script), str(cache)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])

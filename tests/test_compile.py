@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 import hybrax as hx
+from helpers import run_user_script
 from hybrax import _compile, models
 
 
@@ -240,23 +241,8 @@ def test_second_process_loads_every_program(tmp_path):
     script = tmp_path / "wheel.py"
     script.write_text(_SCRIPT)
     cache = tmp_path / "cache"
-    environment = {
-        k: v for k, v in os.environ.items() if not k.startswith("JAX_COMPILATION_CACHE")
-    }
-    environment["EQX_ON_ERROR"] = "nan"
-
-    def run():
-        done = subprocess.run(
-            [sys.executable, str(script), str(cache)],
-            capture_output=True,
-            text=True,
-            timeout=900,
-            env=environment,
-        )
-        assert done.returncode == 0, done.stderr[-3000:]
-        return json.loads(done.stdout.strip().splitlines()[-1])
-
-    first, second = run(), run()
+    first = run_user_script(script, cache)
+    second = run_user_script(script, cache)
     whats = sorted(r[0] for r in first["records"])
     assert {"the simulation", "a sweep chunk", "the tuning step"} <= {
         w.split(" for ")[0] for w in whats

@@ -7,7 +7,6 @@ import json
 import logging
 import os
 import pathlib
-import subprocess
 import sys
 import textwrap
 
@@ -18,6 +17,7 @@ import numpy as np
 import pytest
 
 import hybrax as hx
+from helpers import run_user_script
 from hybrax import _compile, _program_store, models
 from hybrax._periodic import orbit
 
@@ -93,22 +93,9 @@ def test_a_second_process_loads_its_traced_programs(tmp_path):
     script = tmp_path / "wheel.py"
     script.write_text(_SCRIPT)
     cache = tmp_path / "cache"
-    environment = {
-        k: v for k, v in os.environ.items() if not k.startswith("JAX_COMPILATION_CACHE")
-    }
-    environment["EQX_ON_ERROR"] = "nan"
-    environment["HYBRAX_KEEP_TRACED"] = "1"  # (the suite's own runs keep none)
 
-    def run():
-        done = subprocess.run(
-            [sys.executable, str(script), str(cache)],
-            capture_output=True,
-            text=True,
-            timeout=600,
-            env=environment,
-        )
-        assert done.returncode == 0, done.stderr[-3000:]
-        return json.loads(done.stdout.strip().splitlines()[-1])
+    def run():  # (the suite's own runs keep no traced programs)
+        return run_user_script(script, cache, timeout=600, HYBRAX_KEEP_TRACED="1")
 
     first = run()
     stored = sorted((cache / _compile.TRACED_PROGRAMS).glob("*.hxp"))
@@ -275,13 +262,13 @@ def _key_of(path):
     return json.loads(blob[len(magic) + 8 : len(magic) + 8 + size])["key"]
 
 
-def _falling(gravity):
+def _falling(gravity, drag=lambda v: 0.0 * v):
     """A ball falling onto the ground under `gravity` (a literal of its vector
-    field), a model of the user's own functions, each built anew with the
-    same names."""
+    field) less `drag(velocity)`, a model of the user's own functions, each
+    built anew with the same names."""
 
     def fall(t, x, p):
-        return jnp.stack([x[1], -gravity * p["scale"]])
+        return jnp.stack([x[1], -gravity * p["scale"] - drag(x[1])])
 
     def ground(t, x, p):
         return x[0]
@@ -333,17 +320,7 @@ def test_a_changed_derivative_rule_changes_the_key(store):
         def _(primals, tangents):
             return drag(primals[0]), slope * tangents[0]
 
-        def fall(t, x, p):
-            return jnp.stack([x[1], -9.81 * p["scale"] - drag(x[1])])
-
-        def ground(t, x, p):
-            return x[0]
-
-        return hx.HybridSystem(
-            [hx.Mode(fall, "fall")],
-            [hx.Transition("fall", "fall", ground, False, hx.identity_reset, "g")],
-            n_states=2,
-        )
+        return _falling(9.81, drag)
 
     routine = _simulate_routine()
     params = hx.canonical_params({"scale": 1.0})
