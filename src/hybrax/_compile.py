@@ -59,7 +59,7 @@ import jax.tree_util as jtu
 import numpy as np
 
 from . import _program_store
-from ._misc import forget_canonical
+from ._misc import forget_canonical, merge_leaves
 
 
 _LOGGER = logging.getLogger("hybrax")
@@ -593,13 +593,6 @@ def _split_argument(value) -> _Split:
     return split
 
 
-def _merge(treedef, static: tuple, arrays):
-    """The tree of `treedef` with its `arrays` where they are not `None`, else
-    its `static` leaves."""
-    leaves = [s if a is None else a for a, s in zip(arrays, static)]
-    return jtu.tree_unflatten(treedef, leaves)
-
-
 class Compiled:
     """A function compiled with `jax.jit`, announced as `what` (see the module
     docstring). Call it as the function.
@@ -622,7 +615,7 @@ class Compiled:
 
         def run(keys, arrays):
             values = [
-                _merge(key.treedef, key.static, part)
+                merge_leaves(key.treedef, key.static, part)
                 for key, part in zip(keys[0], arrays)
             ]
             n_positional = len(values) - len(keys[1])
@@ -677,7 +670,7 @@ class Compiled:
             )
             with _watching(self.what, label):
                 out, static = jitted(keys, arrays)
-        return out if static is None else _merge(*static.value, out)
+        return out if static is None else merge_leaves(*static.value, out)
 
     def compile(self, *args, **kwargs) -> None:
         """Trace and compile the program for these arguments now, without running
@@ -749,7 +742,9 @@ def _stored_run(fn: Callable, what: str, run: Callable, keys, arrays, names):
         _announce_tracing(stored=True)
     exported, tree, static = found
     outputs = iter(exported.call(*flat))
-    return _merge(tree, static, [next(outputs) if s is None else None for s in static])
+    return merge_leaves(
+        tree, static, [next(outputs) if s is None else None for s in static]
+    )
 
 
 def compiled(what: str, label: Callable[..., str] | None = None):

@@ -226,3 +226,11 @@ class _StaticKey:
 def _inline_call(key, dynamic):
     fn, args = eqx.combine(dynamic, jax.tree.unflatten(key.treedef, key.leaves))
     return fn(*args)
+
+
+def merge_leaves(treedef, static: tuple, arrays):
+    """The tree of `treedef` with its `arrays` where they are not `None`, else
+    its `static` leaves (the inverse of splitting a tree into the two, as
+    `equinox.partition` does by leaf)."""
+    leaves = [s if a is None else a for a, s in zip(arrays, static)]
+    return jax.tree_util.tree_unflatten(treedef, leaves)

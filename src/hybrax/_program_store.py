@@ -66,6 +66,8 @@ import jax.numpy as jnp
 import jax.tree_util as jtu
 import numpy as np
 
+from ._misc import merge_leaves
+
 
 _LOGGER = logging.getLogger("hybrax")
 
@@ -313,13 +315,6 @@ def _aval(leaf) -> list:
 MODEL_ARGUMENTS = ("system", "section", "params")
 
 
-def _rebuild(argument, arrays):
-    """The argument's value from its key (`_Key` of `hybrax._compile`) and its
-    array leaves (`None` where a leaf is static)."""
-    leaves = [s if a is None else a for s, a in zip(argument.static, arrays)]
-    return jtu.tree_unflatten(argument.treedef, leaves)
-
-
 def _behaviour(model: dict, own: list) -> str:
     """A digest of what a model of the user's own functions computes: the jaxprs
     (with their constants) of every function of its system and section as the
@@ -340,7 +335,9 @@ def _behaviour(model: dict, own: list) -> str:
         )
         for name, (_, part) in model.items()
     }
-    system = _rebuild(model["system"][0], abstract["system"])
+    system = merge_leaves(
+        model["system"][0].treedef, model["system"][0].static, abstract["system"]
+    )
     for where, value in own:
         if isinstance(value, type) and not (
             where == "params" or (where == "system" and system._covers_class(value))
@@ -352,7 +349,10 @@ def _behaviour(model: dict, own: list) -> str:
 
     def roles(arrays, t, x):
         parts = dict(zip(names, arrays))
-        values = {k: _rebuild(model[k][0], parts[k]) for k in names}
+        values = {
+            k: merge_leaves(model[k][0].treedef, model[k][0].static, parts[k])
+            for k in names
+        }
         params = values["params"]
         out = {"system": values["system"]._traced_roles(t, x, params)}
         if "section" in values:
