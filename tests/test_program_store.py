@@ -14,6 +14,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
+import optimistix as optx
 import pytest
 
 import hybrax as hx
@@ -356,6 +357,192 @@ def _simulate_arguments(system, params):
     finally:
         entry._simulate = original
     return seen[0]
+
+
+def _own_wheel(gravity=9.81):
+    """The rimless wheel as a user writes it, of functions of their own (the
+    gravity a literal of its vector field), with its section; on the orbit the
+    multiplier is cos(2 alpha)^2 (McGeer's rimless wheel)."""
+
+    def stance(t, x, p):
+        return jnp.stack([x[1], gravity / p["l"] * jnp.sin(x[0])])
+
+    def strike(t, x, p):
+        return jnp.sin(p["gamma"] + p["alpha"] - x[0])
+
+    def swap(t, x, p):
+        return jnp.stack([x[0] - 2 * p["alpha"], jnp.cos(2 * p["alpha"]) * x[1]])
+
+    system = hx.HybridSystem(
+        [hx.Mode(stance, "stance")],
+        [hx.Transition("stance", "stance", strike, False, swap, "heelstrike")],
+        n_states=2,
+    )
+    section = hx.PoincareSection(
+        ("heelstrike",),
+        chart=lambda u, p: jnp.stack([p["gamma"] - p["alpha"], u[0]]),
+        coordinates=lambda x, p: x[1:2],
+    )
+    params = hx.canonical_params({"l": 1.0, "alpha": np.pi / 8, "gamma": 0.08})
+    return system, section, params
+
+
+def _routine_key(routine, *args):
+    keys, arrays, _ = routine._inputs(args, {})
+    return _program_store.key(
+        routine.__wrapped__,
+        routine.what,
+        keys,
+        arrays,
+        routine._names[: len(args)],
+        routine._model,
+    )
+
+
+@needs_store
+def test_a_sweep_or_continuation_of_the_users_own_model_is_keyed_by_its_traces():
+    """A sweep chunk's and a continuation corrector's programs of a model of the
+    user's own functions are keyed by the traces of the model's functions (the
+    system, the section and the continuation parameter's setter): the same
+    functions built anew give the same key, another gravity or another setter
+    another key. A function of the user's own that the traces do not cover (a
+    sweep's guess function, a sweep's own `fn`) is refused."""
+    from hybrax._continuation import corrector, problems
+    from hybrax._sweep import executor, rounds
+
+    settings, shooting = orbit.resolve_settings(None), hx.Shooting()
+
+    def chunk_key(system, section, params, guess=None, fn=None):
+        if fn is None:
+            fn = rounds._OrbitSolve(
+                system, section, guess, settings, shooting, True, False
+            )
+        batch = jax.tree.map(lambda v: jnp.stack([v, v]), params)
+        dynamic, static = eqx.partition((batch, jnp.ones((2, 1))), eqx.is_array)
+        return _routine_key(executor._evaluate, fn, static, dynamic, None)
+
+    def set_alpha(p, value):
+        return {**p, "alpha": value}
+
+    def corrector_key(system, section, params, setter=set_alpha):
+        parameter = hx.FunctionParameter(lambda p: p["alpha"], setter, "alpha")
+        residual = problems._ReturnMapResidual(
+            system, section, parameter, params, settings
+        )
+        options = corrector._Options(optx.Newton(1e-10, 1e-10), 8)
+        z = jnp.ones(2)
+        return _routine_key(corrector._correct, residual, z, z, options)
+
+    base = chunk_key(*_own_wheel())
+    assert chunk_key(*_own_wheel()) == base
+    assert chunk_key(*_own_wheel(9.0)) != base
+
+    def guess(p):
+        return jnp.ones(1)
+
+    def solve(element):
+        return element
+
+    for refused in ({"guess": guess}, {"fn": solve}):
+        ((name, function),) = refused.items()
+        with pytest.raises(_program_store.NotStorable, match=function.__qualname__):
+            chunk_key(*_own_wheel(), **refused)
+
+    base = corrector_key(*_own_wheel())
+    assert corrector_key(*_own_wheel()) == base
+    assert corrector_key(*_own_wheel(9.0)) != base
+    assert corrector_key(*_own_wheel(), lambda p, v: {**p, "alpha": 2 * v}) != base
+
+
+_OWN_SCRIPT = textwrap.dedent(
+    """
+    import json, sys
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+    jax.config.update("jax_enable_x64", True)
+    import hybrax as hx
+    from hybrax import _compile
+
+    hx.enable_compilation_cache(sys.argv[1])
+
+    def stance(t, x, p):
+        return jnp.stack([x[1], 9.81 / p["l"] * jnp.sin(x[0])])
+
+    def strike(t, x, p):
+        return jnp.sin(p["gamma"] + p["alpha"] - x[0])
+
+    def swap(t, x, p):
+        return jnp.stack([x[0] - 2 * p["alpha"], jnp.cos(2 * p["alpha"]) * x[1]])
+
+    system = hx.HybridSystem(
+        [hx.Mode(stance, "stance")],
+        [hx.Transition("stance", "stance", strike, False, swap, "heelstrike")],
+        n_states=2,
+    )
+    section = hx.PoincareSection(
+        ("heelstrike",),
+        chart=lambda u, p: jnp.stack([p["gamma"] - p["alpha"], u[0]]),
+        coordinates=lambda x, p: x[1:2],
+    )
+    params = hx.canonical_params({"l": 1.0, "alpha": np.pi / 8, "gamma": 0.08})
+    alphas = jnp.array([0.3, 0.35, 0.4])
+    sweep = hx.sweep_orbits(
+        system, section, jnp.array([1.0]), {**params, "alpha": alphas}
+    )
+    branch = hx.continue_orbits(
+        system,
+        section,
+        sweep.orbit.u[1],
+        {**params, "alpha": alphas[1]},
+        "alpha",
+        stop=0.42,
+        continuation_settings=hx.ContinuationSettings(max_points=4),
+    )
+    print(json.dumps({
+        "records": [[r.what, r.cached, r.stored] for r in _compile.COMPILATIONS],
+        "alphas": alphas.tolist(),
+        "sweep": np.abs(sweep.leading_multiplier).tolist(),
+        "parameter": branch.parameter.tolist(),
+        "branch": np.abs(branch.multipliers[:, 0]).tolist(),
+    }))
+    """
+)
+
+
+@pytest.mark.slow  # two fresh processes, the first compiling two programs
+@needs_store
+def test_a_sweep_and_a_continuation_of_the_users_own_model_load_in_a_second_process(
+    tmp_path,
+):
+    """A script that sweeps and continues the orbits of a model of the user's
+    own functions, run twice with `hx.enable_compilation_cache`: the second
+    process loads the sweep chunk's and the continuation corrector's programs
+    from the store (no tracing of its own) with their executables from JAX's
+    cache, and gives the same numbers, the multipliers McGeer's closed form
+    cos(2 alpha)^2."""
+    script = tmp_path / "own_wheel.py"
+    script.write_text(_OWN_SCRIPT)
+    cache = tmp_path / "cache"
+
+    def run():
+        return run_user_script(script, cache, timeout=600, HYBRAX_KEEP_TRACED="1")
+
+    first, second = run(), run()
+    kept = {"a sweep chunk", "the continuation corrector"}
+    assert {r[0] for r in first["records"]} >= kept
+    assert {r[0] for r in second["records"]} >= kept
+    for what, cached, stored in second["records"]:
+        if what in kept:
+            assert cached and stored, second["records"]
+    for name in ("sweep", "parameter", "branch"):
+        assert second[name] == first[name]
+    np.testing.assert_allclose(
+        first["sweep"], np.cos(2 * np.array(first["alphas"])) ** 2, rtol=1e-7
+    )
+    np.testing.assert_allclose(
+        first["branch"], np.cos(2 * np.array(first["parameter"])) ** 2, rtol=1e-7
+    )
 
 
 @needs_store

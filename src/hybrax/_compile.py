@@ -606,12 +606,19 @@ class Compiled:
     own dispatch: a public routine costs about what its program does under the
     caller's `jax.jit`."""
 
-    def __init__(self, fn: Callable, what: str, label: Callable[..., str] | None):
+    def __init__(
+        self,
+        fn: Callable,
+        what: str,
+        label: Callable[..., str] | None,
+        model: Callable = _program_store.named_model,
+    ):
         self.what, self.label = what, label
         self.__wrapped__ = fn
         functools.update_wrapper(self, fn)
         self._signature = inspect.signature(fn)
         self._names = tuple(self._signature.parameters)
+        self._model = model
 
         def run(keys, arrays):
             values = [
@@ -636,7 +643,7 @@ class Compiled:
         def stored_body(keys, arrays):
             n_positional = len(keys[0]) - len(keys[1])
             names = (*self._names[:n_positional], *keys[1])
-            return output(_stored_run(fn, what, run, keys, arrays, names))
+            return output(_stored_run(fn, what, run, keys, arrays, names, model))
 
         name = getattr(fn, "__name__", "program")
         body.__name__ = body.__qualname__ = name
@@ -697,14 +704,16 @@ class Compiled:
         return thread
 
 
-def _stored_run(fn: Callable, what: str, run: Callable, keys, arrays, names):
+def _stored_run(
+    fn: Callable, what: str, run: Callable, keys, arrays, names, model: Callable
+):
     """`run(keys, arrays)` (the routine `fn`'s computation, traced) through the
     store of traced programs: the stored program for this call's key if there
     is one, else the program exported (`jax.export`) and stored; a program the
     store does not keep is traced as it is (see `hybrax._program_store`)."""
     flat = [leaf for part in arrays for leaf in part if leaf is not None]
     try:
-        key_text = _program_store.key(fn, what, keys, arrays, names)
+        key_text = _program_store.key(fn, what, keys, arrays, names, model)
     except Exception as reason:  # NotStorable, or a value the key cannot read
         _LOGGER.debug(f"{what}: not kept between processes ({reason})")
         _announce_tracing()
@@ -747,12 +756,20 @@ def _stored_run(fn: Callable, what: str, run: Callable, keys, arrays, names):
     )
 
 
-def compiled(what: str, label: Callable[..., str] | None = None):
+def compiled(
+    what: str,
+    label: Callable[..., str] | None = None,
+    model: Callable = _program_store.named_model,
+):
     """A decorator: the function compiled as [`Compiled`][], announced as the
-    program `what`; `label(*args, **kwargs)` names the model in announcements."""
+    program `what`; `label(*args, **kwargs)` names the model in announcements;
+    `model(arguments)` gives, from the arguments by name, the
+    [`hybrax._program_store.StoredModel`][] whose traces key a program of the
+    user's own functions in the store of traced programs (by default the
+    arguments `system`, `section`, `params` and `parameter`)."""
 
     def decorate(fn):
-        return Compiled(fn, what, label)
+        return Compiled(fn, what, label, model)
 
     return decorate
 

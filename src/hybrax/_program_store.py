@@ -21,18 +21,23 @@ class defined at the top of a module of hybrax or of its anchors (JAX, NumPy,
 equinox, diffrax, optimistix, lineax), by its module and name: their code is
 in the key through the versions and the source digest. A function of the
 user's own (a model's vector field, guard, reset, chart) says by its name
-nothing of what it computes: in a routine's model arguments (`system`,
-`section`, `params`), the key holds instead the jaxprs, with their constants,
-of every function of the system and section as the library calls them
-(`HybridSystem._traced_roles`, `PoincareSection._traced_roles`), of their
+nothing of what it computes: the key holds instead, for the program's model
+(`StoredModel`: its system, section, parameters and continuation parameters,
+which a routine names by the `model` of `hybrax._compile.compiled`; by default
+its arguments `system`, `section`, `params` and `parameter`; a sweep's orbit
+solve and a continuation's residual name the model they hold), the jaxprs,
+with their constants, of every function of the system and section as the
+library calls them (`HybridSystem._traced_roles`,
+`PoincareSection._traced_roles`) and of each parameter's `set`, of their
 forward-mode derivative and of their reverse-mode derivative (so that a
 function's own `jax.custom_jvp` or `jax.custom_vjp` rule enters too; a rule
 for a rule's own derivative does not); tracing them takes milliseconds where
-the program takes seconds. A class of the user's
-own is covered there as a reset (`hybrax.AbstractReset`) or in the parameters;
-anywhere else, and a function of the user's own in any other argument (a
-tuning objective, a continuation's parameter), the program is not stored and
-is traced in every process as before.
+the program takes seconds. A function of the user's own anywhere in the
+arguments must be one of the model's, and a class of the user's own a reset of
+its system (`hybrax.AbstractReset`) or a node of its parameters; otherwise (a
+tuning objective, a sweep's guess function, a Module of the user's own as a
+vector field) the program is not stored and is traced in every process as
+before.
 
 **Files run no code.** A stored file is a header of JSON (the key in full, the
 output's tree structure, its static leaves, the SHA-256 of what follows) and
@@ -58,6 +63,7 @@ import pathlib
 import platform
 import sys
 import tempfile
+import typing
 from collections.abc import Callable
 
 import equinox as eqx
@@ -310,53 +316,119 @@ def _aval(leaf) -> list:
     return [list(aval.shape), np.dtype(aval.dtype).str, bool(aval.weak_type)]
 
 
-#: The arguments of a routine that make its model: where a function or class of
-#: the user's own may be, its traces entering the key.
-MODEL_ARGUMENTS = ("system", "section", "params")
+class StoredModel(typing.NamedTuple):
+    """Where a program's functions of the user's own are, for its key: the
+    hybrid `system`, its Poincaré `section` (or `None`), the `params` they are
+    called with (as one element of the program sees them: unbatched) and the
+    continuation or tuning `parameters` set in them
+    ([`hybrax.AbstractParameter`][]). A routine names its model by the
+    `model` of [`hybrax._compile.compiled`][]."""
+
+    system: typing.Any
+    section: typing.Any = None
+    params: typing.Any = None
+    parameters: tuple = ()
 
 
-def _behaviour(model: dict, own: list) -> str:
+def named_model(arguments: dict) -> "StoredModel | None":
+    """The model of a routine whose arguments `system`, `section`, `params` and
+    `parameter` are it (the default of [`hybrax._compile.compiled`][])."""
+    if "system" not in arguments or "params" not in arguments:
+        return None
+    parameter = arguments.get("parameter")
+    return StoredModel(
+        arguments["system"],
+        arguments.get("section"),
+        arguments["params"],
+        () if parameter is None else (parameter,),
+    )
+
+
+def traced_model(value, *args) -> "StoredModel | None":
+    """`value._traced_model(*args)` for a Module of hybrax's that holds a model
+    (a sweep's orbit solve, a continuation's residual), else `None`."""
+    method = getattr(type(value), "_traced_model", None)
+    if method is None or not type(value).__module__.startswith("hybrax."):
+        return None
+    return method(value, *args)
+
+
+def _own(tree) -> list:
+    """The functions and classes of the user's own in `tree` (as `_encode`
+    finds them in its structure and its leaves that are not arrays)."""
+    found: list = []
+    leaves, treedef = jtu.tree_flatten(tree)
+    _encode_tree(treedef, found)
+    for leaf in leaves:
+        if not isinstance(leaf, jax.ShapeDtypeStruct):
+            try:
+                _encode(leaf, found)
+            except NotStorable:  # refused in the arguments' key already
+                pass
+    return found
+
+
+def _check_covered(model: StoredModel, own: list) -> None:
+    """Raise `NotStorable` unless the model's traces say what every function and
+    class of the user's own in a program's arguments computes: a function must
+    be one of the model's, a class one of its parameters' types or a class of
+    its system that the system's traces cover (a reset)."""
+    in_system, in_params = _own(model.system), _own(model.params)
+    functions = {
+        id(value)
+        for value in in_system + in_params + _own((model.section, model.parameters))
+        if not isinstance(value, type)
+    }
+    for value in own:
+        if isinstance(value, type):
+            covered = any(value is found for found in in_params) or (
+                any(value is found for found in in_system)
+                and model.system._covers_class(value)
+            )
+        else:
+            covered = id(value) in functions
+        if not covered:
+            kind = "class" if isinstance(value, type) else "function"
+            raise NotStorable(
+                f"{getattr(value, '__qualname__', value)}, a {kind} of the user's "
+                f"own that the model's traces do not cover"
+            )
+
+
+def _abstract(leaf):
+    if leaf is None:
+        return None
+    return jax.ShapeDtypeStruct(
+        leaf.shape, leaf.dtype, weak_type=jax.typeof(leaf).weak_type
+    )
+
+
+def _behaviour(model: "StoredModel | None", own: list) -> str:
     """A digest of what a model of the user's own functions computes: the jaxprs
     (with their constants) of every function of its system and section as the
     library calls them (`HybridSystem._traced_roles`,
-    `PoincareSection._traced_roles`), of their forward-mode derivative and of
-    their reverse-mode derivative (a function's own derivative rule enters
-    only so), and the resets' released observables."""
-    if "system" not in model or "params" not in model:
-        raise NotStorable("the user's own functions, without a system to trace")
-    abstract = {
-        name: tuple(
-            None
-            if leaf is None
-            else jax.ShapeDtypeStruct(
-                leaf.shape, leaf.dtype, weak_type=jax.typeof(leaf).weak_type
-            )
-            for leaf in part
+    `PoincareSection._traced_roles`) and of its parameters' `set`, of their
+    forward-mode derivative and of their reverse-mode derivative (a function's
+    own derivative rule enters only so), and the resets' released
+    observables."""
+    if model is None or model.system is None or model.params is None:
+        names = ", ".join(getattr(value, "__qualname__", "?") for value in own)
+        raise NotStorable(
+            f"{names}, of the user's own, in a program of no model whose traces "
+            f"would cover them"
         )
-        for name, (_, part) in model.items()
-    }
-    system = merge_leaves(
-        model["system"][0].treedef, model["system"][0].static, abstract["system"]
+    _check_covered(model, own)
+    abstract, static = eqx.partition(
+        model, lambda leaf: isinstance(leaf, jax.ShapeDtypeStruct)
     )
-    for where, value in own:
-        if isinstance(value, type) and not (
-            where == "params" or (where == "system" and system._covers_class(value))
-        ):
-            raise NotStorable(
-                f"{value.__qualname__}, a class of the user's own in `{where}`"
-            )
-    names = tuple(sorted(model))
 
-    def roles(arrays, t, x):
-        parts = dict(zip(names, arrays))
-        values = {
-            k: merge_leaves(model[k][0].treedef, model[k][0].static, parts[k])
-            for k in names
-        }
-        params = values["params"]
-        out = {"system": values["system"]._traced_roles(t, x, params)}
-        if "section" in values:
-            out["section"] = values["section"]._traced_roles(x, params)
+    def roles(arrays, t, x, value):
+        found = eqx.combine(arrays, static)
+        params = found.params
+        out = {"system": found.system._traced_roles(t, x, params)}
+        if found.section is not None:
+            out["section"] = found.section._traced_roles(x, params)
+        out["parameters"] = tuple(p.set(params, value) for p in found.parameters)
         return out
 
     def ones(tree):
@@ -373,11 +445,12 @@ def _behaviour(model: dict, own: list) -> str:
 
     dtype = jnp.result_type(float)
     inputs = (
-        tuple(abstract[k] for k in names),
+        abstract,
         jax.ShapeDtypeStruct((), dtype),
-        jax.ShapeDtypeStruct((system.n_states,), dtype),
+        jax.ShapeDtypeStruct((model.system.n_states,), dtype),
+        jax.ShapeDtypeStruct((), dtype),
     )
-    digest = hashlib.sha256(repr(system._released_roles()).encode())
+    digest = hashlib.sha256(repr(model.system._released_roles()).encode())
     for function in (roles, forward, reverse):
         closed = jax.make_jaxpr(function)(*inputs)
         digest.update(str(closed).encode())
@@ -388,26 +461,39 @@ def _behaviour(model: dict, own: list) -> str:
     return digest.hexdigest()
 
 
-def key(routine: Callable, what: str, keys, arrays, names) -> str:
+def key(
+    routine: Callable,
+    what: str,
+    keys,
+    arrays,
+    names,
+    model: Callable[[dict], "StoredModel | None"] = named_model,
+) -> str:
     """The key of a program (JSON text): see the module docstring; `names` are
-    the routine's parameter names of its arguments, in order. Raises
-    `NotStorable` where a static leaf cannot enter it."""
+    the routine's parameter names of its arguments, in order, and `model` gives
+    the program's [`StoredModel`][] from its arguments by name (rebuilt with
+    `jax.ShapeDtypeStruct`s for arrays), where functions of the user's own are.
+    Raises `NotStorable` where a static leaf cannot enter it."""
     argument_keys, keyword_names = keys
-    arguments, own, model = [], [], {}
+    arguments, own = [], []
     for name, argument, part in zip(names, argument_keys, arrays):
-        found = [] if name in MODEL_ARGUMENTS else None
         arguments.append(
             [
                 name,
-                _encode_tree(argument.treedef, found),
-                [_encode(leaf, found) for leaf in argument.static],
+                _encode_tree(argument.treedef, own),
+                [_encode(leaf, own) for leaf in argument.static],
                 [None if leaf is None else _aval(leaf) for leaf in part],
             ]
         )
-        if found is not None:
-            model[name] = (argument, part)
-            own.extend((name, value) for value in found)
-    behaviour = _behaviour(model, own) if own else None
+    behaviour = None
+    if own:
+        values = {
+            name: merge_leaves(
+                argument.treedef, argument.static, [_abstract(leaf) for leaf in part]
+            )
+            for name, argument, part in zip(names, argument_keys, arrays)
+        }
+        behaviour = _behaviour(model(values), own)
     return json.dumps(
         [
             _environment(),

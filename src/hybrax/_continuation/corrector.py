@@ -12,6 +12,7 @@ import optimistix as optx
 from jaxtyping import Array, Bool, Float, Int
 
 from .._compile import compiled
+from .._program_store import StoredModel, traced_model
 from .problems import _AbstractResidual, branch_test_functions
 from .results import _closest_pair
 
@@ -31,7 +32,13 @@ class _Correction(eqx.Module):
     aux: Any
 
 
-@compiled("the continuation corrector")
+def _residual_model(arguments: dict) -> "StoredModel | None":
+    """The model of a continuation's residual for the store of traced programs,
+    where the residual is hybrax's (a return map's or a curve's of an orbit)."""
+    return traced_model(arguments["residual"])
+
+
+@compiled("the continuation corrector", model=_residual_model)
 def _correct(residual: _AbstractResidual, z_pred, w, options: _Options):
     """Newton on $[F(z); w \\cdot (z - z_p)] = 0$ from $z_p$, then one forward-mode
     pass at the solution for $[F_u\\ F_\\lambda]$ and the auxiliary output. One
@@ -70,14 +77,14 @@ def _correct(residual: _AbstractResidual, z_pred, w, options: _Options):
     )
 
 
-@compiled("the continuation residual")
+@compiled("the continuation residual", model=_residual_model)
 def _residual_only(residual: _AbstractResidual, z):
     """$F(z)$ alone (compiled: the hybrid return map is slow to run eagerly)."""
     F, _, _ = residual(z)
     return F
 
 
-@compiled("the continuation's cycle status")
+@compiled("the continuation's cycle status", model=_residual_model)
 def _cycle_outcome(residual: _AbstractResidual, z):
     """The cycle's status, final mode and cause transition at `z` (a return
     map's residual only), where a correction failed."""

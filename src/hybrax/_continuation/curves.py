@@ -15,6 +15,7 @@ from .._custom_types import Params
 from .._hybrid import HybridSystem
 from .._misc import canonical_params, check_float64
 from .._periodic import PoincareSection, resolve_sequence, variational_map
+from .._program_store import StoredModel
 from .._settings import Settings, with_controlled_tangents
 from .._simulate import Tables
 from .._solution import RESULTS
@@ -397,6 +398,13 @@ class _OrbitReturnMap(eqx.Module):
     settings: Settings
     tangent_settings: Settings
 
+    def _traced_model(self, params) -> StoredModel:
+        """Where the map's functions of the user's own are, at `params`, for the
+        store of traced programs (see [`hybrax._program_store.StoredModel`][])."""
+        return StoredModel(
+            self.system, self.section, params, (self.parameter, self.parameter2)
+        )
+
     def reduced_jacobian(self, u, lam, mu, params):
         r"""$M = D_u\,\pi(P(\chi(u)))$ from the first variational equation
         integrated with its error controlled (`Settings.control_tangents`): a
@@ -460,6 +468,11 @@ class _OrbitCurveResidual(_CurveResidual):
     event: int | None = eqx.field(static=True)
     guard_tol: float = eqx.field(static=True)
     observable: str | None = eqx.field(static=True, default=None)
+
+    def _traced_model(self) -> StoredModel:
+        """Where the residual's functions of the user's own are, for the store of
+        traced programs (see [`hybrax._program_store.StoredModel`][])."""
+        return self.fn._traced_model(self.args)
 
     def __call__(self, z):
         k = z.shape[0] - 2

@@ -19,6 +19,7 @@ from .._periodic import (
     PoincareSection,
     poincare_map_with,
 )
+from .._program_store import StoredModel
 from .._settings import (
     Settings,
 )
@@ -200,6 +201,11 @@ class _ReturnMapResidual(_AbstractResidual):
             release=release,
         )
         return u_next - u, sol.result == RESULTS.successful, record
+
+    def _traced_model(self) -> StoredModel:
+        """Where the residual's functions of the user's own are, for the store of
+        traced programs (see [`hybrax._program_store.StoredModel`][])."""
+        return StoredModel(self.system, self.section, self.params, (self.parameter,))
 
     def cycle_outcome(self, z):
         """How the cycle at `z` ended, for a failure's message: its status, the

@@ -22,6 +22,7 @@ from .._misc import is_concrete
 from .._periodic import (
     modulus_key,
 )
+from .._program_store import StoredModel, traced_model
 from .._progress import Progress
 
 
@@ -96,7 +97,22 @@ def _vmapped(fn, static, out_static: list):
     return jax.vmap(one)
 
 
-@compiled("a sweep chunk")
+def _chunk_model(arguments: dict) -> "StoredModel | None":
+    """The model of a chunk's `fn` for the store of traced programs, where `fn`
+    is hybrax's (an orbit solve): at one element of the chunk."""
+    element = eqx.combine(
+        jtu.tree_map(
+            lambda leaf: jax.ShapeDtypeStruct(
+                leaf.shape[1:], leaf.dtype, weak_type=leaf.weak_type
+            ),
+            arguments["dynamic"],
+        ),
+        arguments["static"],
+    )
+    return traced_model(arguments["fn"], element)
+
+
+@compiled("a sweep chunk", model=_chunk_model)
 def _evaluate(fn, static, dynamic, sharding):
     """One chunk: `vmap(fn)` over the leading axis of `dynamic`. With a
     `NamedSharding` the chunk arrives split over its mesh along the batch axis and

@@ -26,6 +26,7 @@ from .._periodic import (
     loosened,
     poincare_map_with,
 )
+from .._program_store import StoredModel
 from .._progress import Progress
 from .._settings import (
     Settings,
@@ -83,6 +84,12 @@ class _OrbitSolve(eqx.Module):
     analyse: bool = eqx.field(static=True)
     phase_observables: bool = eqx.field(static=True)
 
+    def _traced_model(self, element) -> StoredModel:
+        """Where the solve's functions of the user's own are, for one (unbatched)
+        `element`, for the store of traced programs (see
+        [`hybrax._program_store.StoredModel`][])."""
+        return StoredModel(self.system, self.section, element[0])
+
     def start(self, params, u, start):
         """Where the element's root finder starts (see the class)."""
         if self.guess is not None:
@@ -129,6 +136,10 @@ class _StartDefect(eqx.Module):
     pass."""
 
     solve: _OrbitSolve
+
+    def _traced_model(self, element) -> StoredModel:
+        """As [`hybrax._sweep.rounds._OrbitSolve`][]'s."""
+        return self.solve._traced_model(element)
 
     def __call__(self, element):
         params, u, start, *_ = element
