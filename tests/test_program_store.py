@@ -454,6 +454,47 @@ def test_a_sweep_or_continuation_of_the_users_own_model_is_keyed_by_its_traces()
     assert corrector_key(*_own_wheel(), lambda p, v: {**p, "alpha": 2 * v}) != base
 
 
+@needs_store
+def test_a_tuning_objective_of_the_users_own_is_keyed_by_its_trace_on_the_orbit(
+    store, caplog
+):
+    """The tuning objective's program calls functions of the user's own on the
+    orbit it finds: its key is completed by their traces on the orbit's
+    structure, which the store keeps beside the program (here from the orbit's
+    own abstract evaluation). Until it is kept the key is unknown
+    (`OrbitUnknown`); then one objective built anew gives one key, another
+    objective another; a damaged structure file is not used, with a line."""
+    from hybrax._tune import driver, problem as tuning
+
+    system, section, params = _own_wheel()
+
+    def problem_key(objective):
+        problem, *_ = driver._checked_problem(
+            system, section, params, objective, ["alpha"], (), None, None,
+            hx.TuneSettings(), None, None,
+        )  # fmt: skip
+        args = (jnp.ones(1), jnp.ones(()))
+        return _routine_key(tuning._evaluated, problem, jnp.ones(1), args, False)
+
+    with pytest.raises(_program_store.OrbitUnknown) as unknown:
+        problem_key(lambda orbit, p: orbit.period)
+    orbit = jax.eval_shape(
+        lambda u, p: hx.find_periodic_orbit(system, section, u, p, analyse=False),
+        jnp.ones(1),
+        params,
+    )
+    unknown.value.keep(orbit)
+    base = problem_key(lambda orbit, p: orbit.period)
+    assert problem_key(lambda orbit, p: orbit.period) == base
+    assert problem_key(lambda orbit, p: 2 * orbit.period) != base
+    (kept,) = store.glob("*.hxo")
+    kept.write_bytes(kept.read_bytes()[:-20])
+    with caplog.at_level(logging.INFO, logger="hybrax"):
+        with pytest.raises(_program_store.OrbitUnknown):
+            problem_key(lambda orbit, p: orbit.period)
+    assert "not used" in caplog.text
+
+
 _OWN_SCRIPT = textwrap.dedent(
     """
     import json, sys
@@ -499,8 +540,18 @@ _OWN_SCRIPT = textwrap.dedent(
         stop=0.42,
         continuation_settings=hx.ContinuationSettings(max_points=4),
     )
+    tuned = hx.tune(
+        system,
+        section,
+        sweep.orbit.u[1],
+        {**params, "alpha": alphas[1]},
+        lambda orbit, p: orbit.period,
+        vary=["alpha"],
+        tune_settings=hx.TuneSettings(max_steps=1),
+    )
     print(json.dumps({
         "records": [[r.what, r.cached, r.stored] for r in _compile.COMPILATIONS],
+        "tuned": [float(tuned.objective), float(tuned.values["alpha"])],
         "alphas": alphas.tolist(),
         "sweep": np.abs(sweep.leading_multiplier).tolist(),
         "parameter": branch.parameter.tolist(),
@@ -510,17 +561,16 @@ _OWN_SCRIPT = textwrap.dedent(
 )
 
 
-@pytest.mark.slow  # two fresh processes, the first compiling two programs
+@pytest.mark.slow  # two fresh processes, the first compiling three programs
 @needs_store
-def test_a_sweep_and_a_continuation_of_the_users_own_model_load_in_a_second_process(
-    tmp_path,
-):
-    """A script that sweeps and continues the orbits of a model of the user's
-    own functions, run twice with `hx.enable_compilation_cache`: the second
-    process loads the sweep chunk's and the continuation corrector's programs
-    from the store (no tracing of its own) with their executables from JAX's
-    cache, and gives the same numbers, the multipliers McGeer's closed form
-    cos(2 alpha)^2."""
+def test_a_sweep_a_continuation_and_a_tuning_of_the_users_own_model_load(tmp_path):
+    """A script that sweeps, continues and tunes the orbits of a model of the
+    user's own functions (the tuning's objective a lambda of the orbit), run
+    twice with `hx.enable_compilation_cache`: the second process loads the
+    sweep chunk's, the continuation corrector's and the tuning objective's
+    programs from the store (no tracing of its own) with their executables
+    from JAX's cache, and gives the same numbers, the multipliers McGeer's
+    closed form cos(2 alpha)^2."""
     script = tmp_path / "own_wheel.py"
     script.write_text(_OWN_SCRIPT)
     cache = tmp_path / "cache"
@@ -529,13 +579,13 @@ def test_a_sweep_and_a_continuation_of_the_users_own_model_load_in_a_second_proc
         return run_user_script(script, cache, timeout=600, HYBRAX_KEEP_TRACED="1")
 
     first, second = run(), run()
-    kept = {"a sweep chunk", "the continuation corrector"}
+    kept = {"a sweep chunk", "the continuation corrector", "the tuning objective"}
     assert {r[0] for r in first["records"]} >= kept
     assert {r[0] for r in second["records"]} >= kept
     for what, cached, stored in second["records"]:
         if what in kept:
             assert cached and stored, second["records"]
-    for name in ("sweep", "parameter", "branch"):
+    for name in ("sweep", "parameter", "branch", "tuned"):
         assert second[name] == first[name]
     np.testing.assert_allclose(
         first["sweep"], np.cos(2 * np.array(first["alphas"])) ** 2, rtol=1e-7

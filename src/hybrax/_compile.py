@@ -712,13 +712,18 @@ def _stored_run(
     is one, else the program exported (`jax.export`) and stored; a program the
     store does not keep is traced as it is (see `hybrax._program_store`)."""
     flat = [leaf for part in arrays for leaf in part if leaf is not None]
+    orbit_unknown = None
     try:
         key_text = _program_store.key(fn, what, keys, arrays, names, model)
+    except _program_store.OrbitUnknown as unknown:
+        # The key is completed once the program is exported (its orbit's
+        # structure is in its output).
+        key_text, orbit_unknown = None, unknown
     except Exception as reason:  # NotStorable, or a value the key cannot read
         _LOGGER.debug(f"{what}: not kept between processes ({reason})")
         _announce_tracing()
         return run(keys, arrays)
-    found = _program_store.load(key_text)
+    found = None if key_text is None else _program_store.load(key_text)
     if found is None:
         _announce_tracing()
         shapes = [
@@ -742,10 +747,16 @@ def _stored_run(
         flat_program.__name__ = getattr(fn, "__name__", "program")
         try:
             exported = jax.export.export(jax.jit(flat_program))(*shapes)
-            _program_store.save(key_text, exported, kept["tree"], kept["static"])
         except Exception as reason:  # e.g. a host callback: traced as it is
             _LOGGER.info(f"{what}: not kept between processes ({reason})")
             return run(keys, arrays)
+        try:
+            if orbit_unknown is not None:
+                orbit_unknown.keep_orbit(exported, kept["tree"], kept["static"])
+                key_text = _program_store.key(fn, what, keys, arrays, names, model)
+            _program_store.save(key_text, exported, kept["tree"], kept["static"])
+        except Exception as reason:  # e.g. a folder that cannot be written
+            _LOGGER.info(f"{what}: not kept between processes ({reason})")
         found = exported, kept["tree"], kept["static"]
     else:
         _announce_tracing(stored=True)

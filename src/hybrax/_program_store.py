@@ -28,16 +28,17 @@ its arguments `system`, `section`, `params` and `parameter`; a sweep's orbit
 solve and a continuation's residual name the model they hold), the jaxprs,
 with their constants, of every function of the system and section as the
 library calls them (`HybridSystem._traced_roles`,
-`PoincareSection._traced_roles`) and of each parameter's `set`, of their
-forward-mode derivative and of their reverse-mode derivative (so that a
-function's own `jax.custom_jvp` or `jax.custom_vjp` rule enters too; a rule
-for a rule's own derivative does not); tracing them takes milliseconds where
-the program takes seconds. A function of the user's own anywhere in the
-arguments must be one of the model's, and a class of the user's own a reset of
-its system (`hybrax.AbstractReset`) or a node of its parameters; otherwise (a
-tuning objective, a sweep's guess function, a Module of the user's own as a
-vector field) the program is not stored and is traced in every process as
-before.
+`PoincareSection._traced_roles`), of each parameter's `set` and of each
+function of an orbit (a tuning objective or constraint, traced on the orbit's
+structure: see `OrbitUnknown`), of their forward-mode derivative and of their
+reverse-mode derivative (so that a function's own `jax.custom_jvp` or
+`jax.custom_vjp` rule enters too; a rule for a rule's own derivative does
+not); tracing them takes milliseconds where the program takes seconds. A
+function of the user's own anywhere in the arguments must be one of the
+model's, and a class of the user's own a reset of its system
+(`hybrax.AbstractReset`) or a node of its parameters; otherwise (a sweep's
+guess function, a Module of the user's own as a vector field) the program is
+not stored and is traced in every process as before.
 
 **Files run no code.** A stored file is a header of JSON (the key in full, the
 output's tree structure, its static leaves, the SHA-256 of what follows) and
@@ -80,6 +81,7 @@ _LOGGER = logging.getLogger("hybrax")
 #: The version of the file format; a file of another is not used.
 FORMAT = 1
 _MAGIC = b"hybrax traced program\n"
+_ORBIT_MAGIC = b"hybrax orbit structure\n"
 # Packages whose top-level functions and classes may enter a key by name, and
 # whose classes may rebuild a stored output's tree.
 _PACKAGES = frozenset(
@@ -321,13 +323,21 @@ class StoredModel(typing.NamedTuple):
     hybrid `system`, its Poincaré `section` (or `None`), the `params` they are
     called with (as one element of the program sees them: unbatched) and the
     continuation or tuning `parameters` set in them
-    ([`hybrax.AbstractParameter`][]). A routine names its model by the
+    ([`hybrax.AbstractParameter`][]), and `orbit_functions` of the user's own
+    called as `f(orbit, params)` on a periodic orbit (a tuning objective and
+    constraints). Their traces need the orbit's structure: `orbit` (with
+    `jax.ShapeDtypeStruct` leaves) where the arguments hold it, else
+    `orbit_in_output(output)` locates it in the program's output, and the store
+    keeps it beside the program (see `key`). A routine names its model by the
     `model` of [`hybrax._compile.compiled`][]."""
 
     system: typing.Any
     section: typing.Any = None
     params: typing.Any = None
     parameters: tuple = ()
+    orbit_functions: tuple = ()
+    orbit: typing.Any = None
+    orbit_in_output: typing.Any = None
 
 
 def named_model(arguments: dict) -> "StoredModel | None":
@@ -374,9 +384,10 @@ def _check_covered(model: StoredModel, own: list) -> None:
     be one of the model's, a class one of its parameters' types or a class of
     its system that the system's traces cover (a reset)."""
     in_system, in_params = _own(model.system), _own(model.params)
+    others = _own((model.section, model.parameters, model.orbit_functions))
     functions = {
         id(value)
-        for value in in_system + in_params + _own((model.section, model.parameters))
+        for value in in_system + in_params + others
         if not isinstance(value, type)
     }
     for value in own:
@@ -396,11 +407,11 @@ def _check_covered(model: StoredModel, own: list) -> None:
 
 
 def _abstract(leaf):
-    if leaf is None:
-        return None
-    return jax.ShapeDtypeStruct(
-        leaf.shape, leaf.dtype, weak_type=jax.typeof(leaf).weak_type
-    )
+    return None if leaf is None else _abstract_of(jax.typeof(leaf))
+
+
+def _abstract_of(aval) -> jax.ShapeDtypeStruct:
+    return jax.ShapeDtypeStruct(aval.shape, aval.dtype, weak_type=aval.weak_type)
 
 
 def _behaviour(model: "StoredModel | None", own: list) -> str:
@@ -429,6 +440,10 @@ def _behaviour(model: "StoredModel | None", own: list) -> str:
         if found.section is not None:
             out["section"] = found.section._traced_roles(x, params)
         out["parameters"] = tuple(p.set(params, value) for p in found.parameters)
+        if found.orbit is not None:
+            out["orbit functions"] = tuple(
+                f(found.orbit, params) for f in found.orbit_functions
+            )
         return out
 
     def ones(tree):
@@ -485,7 +500,7 @@ def key(
                 [None if leaf is None else _aval(leaf) for leaf in part],
             ]
         )
-    behaviour = None
+    found = None
     if own:
         values = {
             name: merge_leaves(
@@ -493,8 +508,8 @@ def key(
             )
             for name, argument, part in zip(names, argument_keys, arrays)
         }
-        behaviour = _behaviour(model(values), own)
-    return json.dumps(
+        found = model(values)
+    text = json.dumps(
         [
             _environment(),
             [
@@ -506,10 +521,101 @@ def key(
             what,
             list(keyword_names),
             arguments,
-            behaviour,
+            _behaviour(found and found._replace(orbit=None), own) if own else None,
         ],
         sort_keys=True,
     )
+    if found is None or not found.orbit_functions:
+        return text
+    # Functions of an orbit: traced on its structure, from the arguments or,
+    # for a program that finds the orbit, as the store kept it beside the
+    # program under the key so far (everything that shapes the orbit).
+    orbit = found.orbit if found.orbit is not None else _load_orbit(text)
+    if orbit is None:
+        if found.orbit_in_output is None:
+            raise NotStorable("functions of an orbit, with no orbit to trace them on")
+        raise OrbitUnknown(text, found.orbit_in_output)
+    return json.dumps([text, _behaviour(found._replace(orbit=orbit), own)])
+
+
+class OrbitUnknown(Exception):
+    """A program's key needs the structure of the orbit that the program finds,
+    which no earlier run kept: once the program is exported, `keep_orbit`
+    keeps it (from the program's output), and the key can be completed."""
+
+    def __init__(self, partial_key: str, locate: Callable):
+        super().__init__("the structure of the program's orbit is not kept yet")
+        self.partial_key, self.locate = partial_key, locate
+
+    def keep_orbit(self, exported, tree, static) -> None:
+        """Keep the orbit's structure, located in the exported program's output
+        (`tree` and `static` as `save` takes them)."""
+        outputs = iter(exported.out_avals)
+        output = merge_leaves(
+            tree,
+            static,
+            [None if s is not None else _abstract_of(next(outputs)) for s in static],
+        )
+        self.keep(self.locate(output))
+
+    def keep(self, orbit) -> None:
+        """Keep `orbit`'s structure (a tree with `jax.ShapeDtypeStruct` leaves
+        for its arrays) under the partial key."""
+        leaves, treedef = jtu.tree_flatten(orbit)
+        header = {
+            "format": FORMAT,
+            "key": self.partial_key,
+            "tree": _encode_tree(treedef),
+            "static": [
+                None if isinstance(leaf, jax.ShapeDtypeStruct) else _encode(leaf)
+                for leaf in leaves
+            ],
+            "avals": [
+                [list(leaf.shape), np.dtype(leaf.dtype).str, bool(leaf.weak_type)]
+                if isinstance(leaf, jax.ShapeDtypeStruct)
+                else None
+                for leaf in leaves
+            ],
+        }
+        blob = _ORBIT_MAGIC + json.dumps(header).encode()
+        _write(_path(self.partial_key, ".hxo"), blob)
+
+
+def _load_orbit(partial_key: str):
+    """The orbit's structure kept under the key (see `OrbitUnknown`), with
+    `jax.ShapeDtypeStruct` leaves, or `None` (none kept, or a file that is not
+    used: logged)."""
+    path = _path(partial_key, ".hxo")
+    try:
+        blob = path.read_bytes()
+    except OSError:
+        return None
+    try:
+        if not blob.startswith(_ORBIT_MAGIC):
+            raise ValueError("not a hybrax orbit structure")
+        header = json.loads(blob[len(_ORBIT_MAGIC) :].decode())
+        if type(header) is not dict or header.get("format") != FORMAT:
+            raise ValueError("another format")
+        if header.get("key") != partial_key:
+            raise ValueError("another program's key")
+        treedef = _decode_tree(header["tree"])
+        static, avals = header["static"], header["avals"]
+        if not (type(static) is list and type(avals) is list):
+            raise ValueError("not a stored orbit")
+        if not len(static) == len(avals) == treedef.num_leaves:
+            raise ValueError("its leaves do not match its tree")
+        leaves = [
+            _decode(value)
+            if aval is None
+            else jax.ShapeDtypeStruct(
+                tuple(int(n) for n in aval[0]), np.dtype(aval[1]), weak_type=aval[2]
+            )
+            for value, aval in zip(static, avals)
+        ]
+        return jtu.tree_unflatten(treedef, leaves)
+    except Exception as error:  # a damaged or foreign file: kept again
+        _LOGGER.info(f"orbit structure {path.name} not used ({error})")
+        return None
 
 
 # ---------------------------------------------------------------------------
@@ -517,8 +623,20 @@ def key(
 # ---------------------------------------------------------------------------
 
 
-def _path(key_text: str) -> pathlib.Path:
-    return directory() / (hashlib.sha256(key_text.encode()).hexdigest() + ".hxp")
+def _path(key_text: str, suffix: str = ".hxp") -> pathlib.Path:
+    return directory() / (hashlib.sha256(key_text.encode()).hexdigest() + suffix)
+
+
+def _write(path: pathlib.Path, blob: bytes) -> None:
+    """Write a file atomically (a reader sees the old file or the new one); a
+    failure is logged, not raised."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=path.parent, delete=False) as file:
+            file.write(blob)
+        os.replace(file.name, path)
+    except OSError as error:
+        _LOGGER.info(f"traced program not kept ({error})")
 
 
 def load(key_text: str):
@@ -569,11 +687,4 @@ def save(key_text: str, exported, tree, static) -> None:
             "static": [_encode(v) for v in static],
         }
     ).encode()
-    blob = _MAGIC + len(header).to_bytes(8, "little") + header + payload
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=path.parent, delete=False) as file:
-            file.write(blob)
-        os.replace(file.name, path)
-    except OSError as error:
-        _LOGGER.info(f"traced program not kept ({error})")
+    _write(path, _MAGIC + len(header).to_bytes(8, "little") + header + payload)

@@ -26,6 +26,7 @@ from .._periodic import (
     find_periodic_orbit,
     resolve_sequence,
 )
+from .._program_store import StoredModel, traced_model
 from .._settings import (
     Settings,
     Shooting,
@@ -66,6 +67,21 @@ class _Problem(eqx.Module):
     objective_scale: ArrayLike
     settings: Settings
     shooting: Shooting
+
+    def _traced_model(self) -> StoredModel:
+        """Where the problem's functions of the user's own are, for the store of
+        traced programs (see [`hybrax._program_store.StoredModel`][]): its
+        model, the varied parameters, and the objective and constraints as
+        functions of the orbit that an evaluation finds."""
+        functions = (self.objective,) if self.objective is not None else ()
+        return StoredModel(
+            self.system,
+            self.section,
+            self.params,
+            self.vary,
+            functions + tuple(self.constraints),
+            orbit_in_output=_evaluation_orbit,
+        )
 
     def with_values(self, y):
         params = self.params
@@ -250,7 +266,18 @@ def _host(aux) -> tuple[np.ndarray, "OrbitDiagnostics"]:
     )
 
 
-@compiled("the tuning objective")
+def _evaluation_orbit(output):
+    """The orbit in the output of `_evaluated`."""
+    return output[2]
+
+
+def _problem_model(arguments: dict) -> "StoredModel | None":
+    """The model of a tuning program's problem for the store of traced
+    programs."""
+    return traced_model(arguments["problem"])
+
+
+@compiled("the tuning objective", model=_problem_model)
 def _evaluated(problem, y, args, forward: bool):
     r"""The objective at `y` from the warm start in `args`, its gradient and the
     orbit found: `((f, aux), gradient, orbit)`, with `(f, aux)` as
