@@ -623,19 +623,22 @@ def test_a_class_of_the_users_own_beyond_a_reset_is_not_stored(store, caplog):
     np.testing.assert_allclose(sol.t_events[0], np.sqrt(2 / 9.81), rtol=1e-7)
 
 
-def test_a_call_under_a_transformation_is_not_stored(store):
+def test_a_call_under_a_transformation_is_not_stored(store, caplog):
     """Inside the caller's `jax.jit`, `jax.grad` or `jax.vmap` a routine is part
     of the caller's program: nothing is stored (an exported program has fixed
-    shapes and, in JAX, no forward-mode or batching rule)."""
+    shapes and, in JAX, no forward-mode or batching rule), and the log says so
+    where the routine is traced."""
     system, section, params = _wheel()
 
     def speed(u0):
         return hx.poincare_map(system, section, jnp.stack([u0]), params)[0][0]
 
-    jax.jit(speed)(1.0)
-    jax.grad(speed)(1.0)
-    jax.vmap(speed)(jnp.array([1.0, 1.1]))
+    with caplog.at_level(logging.INFO, logger="hybrax"):
+        jax.jit(speed)(1.0)
+        jax.grad(speed)(1.0)
+        jax.vmap(speed)(jnp.array([1.0, 1.1]))
     assert list(store.glob("*")) == []
+    assert "tracing the return map inside a transformation" in caplog.text
 
 
 @needs_store

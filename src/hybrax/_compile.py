@@ -392,11 +392,20 @@ def _record(watch: _Watch) -> None:
         )
 
 
-def _announce_tracing(stored: bool = False) -> None:
+def _announce_tracing(stored: bool = False, what: str | None = None) -> None:
     """In a program's body while it is traced: the first such body of a watched
     call announces that its program is being compiled (`stored`: loaded from
-    the store of traced programs instead, announced when done)."""
+    the store of traced programs instead, announced when done); a body traced
+    outside any watched call (the routine `what` inside a transformation of
+    the caller's) says so on the log."""
     watch = getattr(_WATCHING, "watch", None)
+    if watch is None and what is not None:
+        _LOGGER.info(
+            f"tracing {what} inside a transformation (jax.jit, jax.grad, "
+            f"jax.vmap, ...): part of that program, which JAX traces in every "
+            f"process (hybrax's store keeps the programs of calls made outside "
+            f"one)"
+        )
     if watch is None or watch.announced:
         return
     watch.announced = True
@@ -637,7 +646,7 @@ class Compiled:
             return arrays, _StaticOut((treedef, static))
 
         def body(keys, arrays):
-            _announce_tracing()
+            _announce_tracing(what=what)
             return output(run(keys, arrays))
 
         def stored_body(keys, arrays):
