@@ -21,6 +21,7 @@ import hybrax as hx
 from helpers import run_user_script
 from hybrax import _compile, _program_store, models
 from hybrax._periodic import orbit
+from own_wheel import own_wheel
 
 
 WHEEL = models.rimless_wheel
@@ -359,34 +360,6 @@ def _simulate_arguments(system, params):
     return seen[0]
 
 
-def _own_wheel(gravity=9.81):
-    """The rimless wheel as a user writes it, of functions of their own (the
-    gravity a literal of its vector field), with its section; on the orbit the
-    multiplier is cos(2 alpha)^2 (McGeer's rimless wheel)."""
-
-    def stance(t, x, p):
-        return jnp.stack([x[1], gravity / p["l"] * jnp.sin(x[0])])
-
-    def strike(t, x, p):
-        return jnp.sin(p["gamma"] + p["alpha"] - x[0])
-
-    def swap(t, x, p):
-        return jnp.stack([x[0] - 2 * p["alpha"], jnp.cos(2 * p["alpha"]) * x[1]])
-
-    system = hx.HybridSystem(
-        [hx.Mode(stance, "stance")],
-        [hx.Transition("stance", "stance", strike, False, swap, "heelstrike")],
-        n_states=2,
-    )
-    section = hx.PoincareSection(
-        ("heelstrike",),
-        chart=lambda u, p: jnp.stack([p["gamma"] - p["alpha"], u[0]]),
-        coordinates=lambda x, p: x[1:2],
-    )
-    params = hx.canonical_params({"l": 1.0, "alpha": np.pi / 8, "gamma": 0.08})
-    return system, section, params
-
-
 def _routine_key(routine, *args):
     keys, arrays, _ = routine._inputs(args, {})
     return _program_store.key(
@@ -433,9 +406,9 @@ def test_a_sweep_or_continuation_of_the_users_own_model_is_keyed_by_its_traces()
         z = jnp.ones(2)
         return _routine_key(corrector._correct, residual, z, z, options)
 
-    base = chunk_key(*_own_wheel())
-    assert chunk_key(*_own_wheel()) == base
-    assert chunk_key(*_own_wheel(9.0)) != base
+    base = chunk_key(*own_wheel())
+    assert chunk_key(*own_wheel()) == base
+    assert chunk_key(*own_wheel(9.0)) != base
 
     def guess(p):
         return jnp.ones(1)
@@ -446,12 +419,12 @@ def test_a_sweep_or_continuation_of_the_users_own_model_is_keyed_by_its_traces()
     for refused in ({"guess": guess}, {"fn": solve}):
         ((name, function),) = refused.items()
         with pytest.raises(_program_store.NotStorable, match=function.__qualname__):
-            chunk_key(*_own_wheel(), **refused)
+            chunk_key(*own_wheel(), **refused)
 
-    base = corrector_key(*_own_wheel())
-    assert corrector_key(*_own_wheel()) == base
-    assert corrector_key(*_own_wheel(9.0)) != base
-    assert corrector_key(*_own_wheel(), lambda p, v: {**p, "alpha": 2 * v}) != base
+    base = corrector_key(*own_wheel())
+    assert corrector_key(*own_wheel()) == base
+    assert corrector_key(*own_wheel(9.0)) != base
+    assert corrector_key(*own_wheel(), lambda p, v: {**p, "alpha": 2 * v}) != base
 
 
 @needs_store
@@ -466,7 +439,7 @@ def test_a_tuning_objective_of_the_users_own_is_keyed_by_its_trace_on_the_orbit(
     objective another; a damaged structure file is not used, with a line."""
     from hybrax._tune import driver, problem as tuning
 
-    system, section, params = _own_wheel()
+    system, section, params = own_wheel()
 
     def problem_key(objective):
         problem, *_ = driver._checked_problem(
@@ -507,26 +480,9 @@ _OWN_SCRIPT = textwrap.dedent(
 
     hx.enable_compilation_cache(sys.argv[1])
 
-    def stance(t, x, p):
-        return jnp.stack([x[1], 9.81 / p["l"] * jnp.sin(x[0])])
+    from own_wheel import own_wheel
 
-    def strike(t, x, p):
-        return jnp.sin(p["gamma"] + p["alpha"] - x[0])
-
-    def swap(t, x, p):
-        return jnp.stack([x[0] - 2 * p["alpha"], jnp.cos(2 * p["alpha"]) * x[1]])
-
-    system = hx.HybridSystem(
-        [hx.Mode(stance, "stance")],
-        [hx.Transition("stance", "stance", strike, False, swap, "heelstrike")],
-        n_states=2,
-    )
-    section = hx.PoincareSection(
-        ("heelstrike",),
-        chart=lambda u, p: jnp.stack([p["gamma"] - p["alpha"], u[0]]),
-        coordinates=lambda x, p: x[1:2],
-    )
-    params = hx.canonical_params({"l": 1.0, "alpha": np.pi / 8, "gamma": 0.08})
+    system, section, params = own_wheel()
     alphas = jnp.array([0.3, 0.35, 0.4])
     sweep = hx.sweep_orbits(
         system, section, jnp.array([1.0]), {**params, "alpha": alphas}
@@ -571,12 +527,19 @@ def test_a_sweep_a_continuation_and_a_tuning_of_the_users_own_model_load(tmp_pat
     programs from the store (no tracing of its own) with their executables
     from JAX's cache, and gives the same numbers, the multipliers McGeer's
     closed form cos(2 alpha)^2."""
-    script = tmp_path / "own_wheel.py"
+    script = tmp_path / "wheel_script.py"
     script.write_text(_OWN_SCRIPT)
     cache = tmp_path / "cache"
 
+    # The model's module, from the tests' folder, as a user's own module.
+    path = os.pathsep.join(
+        [str(pathlib.Path(__file__).parent), os.environ.get("PYTHONPATH", "")]
+    )
+
     def run():
-        return run_user_script(script, cache, timeout=600, HYBRAX_KEEP_TRACED="1")
+        return run_user_script(
+            script, cache, timeout=600, HYBRAX_KEEP_TRACED="1", PYTHONPATH=path
+        )
 
     first, second = run(), run()
     kept = {"a sweep chunk", "the continuation corrector", "the tuning objective"}

@@ -48,6 +48,10 @@ from types found by module and name among modules already imported, of the
 packages above, and never imported on a file's word; anything else in a file
 (another type, a damaged or foreign file, another key) makes it unused, with a
 line on the `"hybrax"` logger, and the program is traced and written again.
+A program whose key traces functions of an orbit it finds (a tuning
+objective) has a second file beside it, of the same form without a payload:
+the orbit's tree structure, static leaves, shapes and dtypes, under the key
+before those traces (`OrbitUnknown`).
 A tree is written as equinox flattens a Module (a tuple of its static values,
 equinox 0.13.3 and later); with an equinox that flattens otherwise, no program
 holding a Module is stored (`supported`).
@@ -563,8 +567,6 @@ class OrbitUnknown(Exception):
         for its arrays) under the partial key."""
         leaves, treedef = jtu.tree_flatten(orbit)
         header = {
-            "format": FORMAT,
-            "key": self.partial_key,
             "tree": _encode_tree(treedef),
             "static": [
                 None if isinstance(leaf, jax.ShapeDtypeStruct) else _encode(leaf)
@@ -577,27 +579,19 @@ class OrbitUnknown(Exception):
                 for leaf in leaves
             ],
         }
-        blob = _ORBIT_MAGIC + json.dumps(header).encode()
-        _write(_path(self.partial_key, ".hxo"), blob)
+        _write_file(_ORBIT_MAGIC, self.partial_key, header)
 
 
 def _load_orbit(partial_key: str):
     """The orbit's structure kept under the key (see `OrbitUnknown`), with
     `jax.ShapeDtypeStruct` leaves, or `None` (none kept, or a file that is not
     used: logged)."""
-    path = _path(partial_key, ".hxo")
-    try:
-        blob = path.read_bytes()
-    except OSError:
+    found = _read_file(_ORBIT_MAGIC, partial_key)
+    if found is None:
         return None
+    path, blob = found
     try:
-        if not blob.startswith(_ORBIT_MAGIC):
-            raise ValueError("not a hybrax orbit structure")
-        header = json.loads(blob[len(_ORBIT_MAGIC) :].decode())
-        if type(header) is not dict or header.get("format") != FORMAT:
-            raise ValueError("another format")
-        if header.get("key") != partial_key:
-            raise ValueError("another program's key")
+        header, _ = _header(blob, _ORBIT_MAGIC, partial_key)
         treedef = _decode_tree(header["tree"])
         static, avals = header["static"], header["avals"]
         if not (type(static) is list and type(avals) is list):
@@ -623,13 +617,48 @@ def _load_orbit(partial_key: str):
 # ---------------------------------------------------------------------------
 
 
-def _path(key_text: str, suffix: str = ".hxp") -> pathlib.Path:
-    return directory() / (hashlib.sha256(key_text.encode()).hexdigest() + suffix)
+# A file is its kind's first line, the length of its header (8 bytes, little
+# endian), the header (JSON: the format, the key in full and what the kind
+# keeps) and a payload.
+_SUFFIXES = {_MAGIC: ".hxp", _ORBIT_MAGIC: ".hxo"}
 
 
-def _write(path: pathlib.Path, blob: bytes) -> None:
-    """Write a file atomically (a reader sees the old file or the new one); a
-    failure is logged, not raised."""
+def _path(key_text: str, magic: bytes = _MAGIC) -> pathlib.Path:
+    name = hashlib.sha256(key_text.encode()).hexdigest()
+    return directory() / (name + _SUFFIXES[magic])
+
+
+def _read_file(magic: bytes, key_text: str):
+    """`(path, bytes)` of the file of the kind `magic` kept under the key, or
+    `None` where there is none."""
+    path = _path(key_text, magic)
+    try:
+        return path, path.read_bytes()
+    except OSError:
+        return None
+
+
+def _header(blob: bytes, magic: bytes, key_text: str) -> tuple[dict, bytes]:
+    """`(header, payload)` of a file of the kind `magic` under the key; raises
+    `ValueError` for anything else."""
+    if not blob.startswith(magic):
+        raise ValueError(f"not a {magic.decode().strip()}")
+    rest = blob[len(magic) :]
+    size = int.from_bytes(rest[:8], "little")
+    header = json.loads(rest[8 : 8 + size].decode())
+    if type(header) is not dict or header.get("format") != FORMAT:
+        raise ValueError("another format")
+    if header.get("key") != key_text:
+        raise ValueError("another program's key")
+    return header, rest[8 + size :]
+
+
+def _write_file(magic: bytes, key_text: str, header: dict, payload=b"") -> None:
+    """Write a file of the kind `magic` under the key, atomically (a reader sees
+    the old file or the new one); a failure is logged, not raised."""
+    path = _path(key_text, magic)
+    header = json.dumps({"format": FORMAT, "key": key_text, **header}).encode()
+    blob = magic + len(header).to_bytes(8, "little") + header + payload
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile(dir=path.parent, delete=False) as file:
@@ -642,22 +671,12 @@ def _write(path: pathlib.Path, blob: bytes) -> None:
 def load(key_text: str):
     """`(exported, output tree, output's static leaves)` stored under the key, or
     `None` (none stored, or a file that is not used: logged)."""
-    path = _path(key_text)
-    try:
-        blob = path.read_bytes()
-    except OSError:
+    found = _read_file(_MAGIC, key_text)
+    if found is None:
         return None
+    path, blob = found
     try:
-        if not blob.startswith(_MAGIC):
-            raise ValueError("not a hybrax traced program")
-        rest = blob[len(_MAGIC) :]
-        size = int.from_bytes(rest[:8], "little")
-        header = json.loads(rest[8 : 8 + size].decode())
-        if type(header) is not dict or header.get("format") != FORMAT:
-            raise ValueError("another format")
-        if header.get("key") != key_text:
-            raise ValueError("another program's key")
-        payload = rest[8 + size :]
+        header, payload = _header(blob, _MAGIC, key_text)
         if header.get("sha256") != hashlib.sha256(payload).hexdigest():
             raise ValueError("its program's bytes are not those written")
         tree = _decode_tree(header["tree"])
@@ -676,15 +695,10 @@ def load(key_text: str):
 def save(key_text: str, exported, tree, static) -> None:
     """Write the program under the key (atomically: a reader sees the old file or
     the new one). A failure to write is logged, not raised."""
-    path = _path(key_text)
     payload = bytes(exported.serialize())
-    header = json.dumps(
-        {
-            "format": FORMAT,
-            "key": key_text,
-            "sha256": hashlib.sha256(payload).hexdigest(),
-            "tree": _encode_tree(tree),
-            "static": [_encode(v) for v in static],
-        }
-    ).encode()
-    _write(path, _MAGIC + len(header).to_bytes(8, "little") + header + payload)
+    header = {
+        "sha256": hashlib.sha256(payload).hexdigest(),
+        "tree": _encode_tree(tree),
+        "static": [_encode(v) for v in static],
+    }
+    _write_file(_MAGIC, key_text, header, payload)
