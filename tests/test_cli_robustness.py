@@ -19,7 +19,7 @@ from hybrax._cli import main
         (["robustness", "rimless-wheel", "--terrain", "sigma=0.1,x"], "--terrain"),
         (["robustness", "rimless-wheel", "--terrain", "sigma=0,0.1"], "--terrain"),
         (["robustness", "rimless-wheel", "--terrain", "sigma=-1"], "--terrain"),
-        (["robustness", "hopper", "--terrain", "sigma=0.01"], "model"),
+        (["robustness", "bouncing-ball", "--terrain", "sigma=0.01"], "model"),
         (
             ["robustness", "rimless-wheel", "--terrain", "sigma=0.01"]
             + ["--disturbance", "height", "--mesh", "u0=1:2:5"],

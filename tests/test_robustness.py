@@ -345,17 +345,20 @@ def _trailing_foot_height(x, params):
         ("simplest-walker", "slope"),
         ("biped5", "slope"),
         ("compass-gait", "height"),
+        ("hopper", "height"),
     ],
 )
 def test_declared_disturbance_jacobians_against_central_differences(name, disturbance):
-    """The walkers' declared disturbances (the slope and the height of the next
-    step): the norm's B = dP/dd and D = dG/dd (forward-mode AD through the
-    disturbed cycle, event times included) against central differences of the
+    """The declared disturbances (the walkers' slope and height of the next
+    step, the hopper's ground at the next touchdown): the norm's B = dP/dd and
+    D = dG/dd (forward-mode AD through the disturbed cycle, event times
+    included) against central differences of the
     disturbed step, and the norm against the closed form recomputed here with
     NumPy (W by summing A^k^T C^T C A^k to convergence). A step onto a
-    foothold 1 cm higher or lower leaves the trailing foot that far below or
-    above the new stance foot (the heel strike fired at the foothold's
-    height), and a step of height 0 returns to the orbit's state."""
+    foothold 1 cm higher or lower leaves a walker's trailing foot that far below
+    or above the new stance foot (the heel strike fired at the foothold's
+    height), and a step of height 0 returns to the orbit's state (the hopper's
+    height runs on its own armed system: the same multipliers)."""
     from hybrax import models
 
     model = models.get_model(name)
@@ -391,7 +394,7 @@ def test_declared_disturbance_jacobians_against_central_differences(name, distur
         np.testing.assert_allclose(full[-reduced.size :], reduced, atol=1e-7)
         assert np.all(full[: -reduced.size] < 1e-7)
         np.testing.assert_allclose(step(0.0)[0], start, atol=1e-9)
-        for h in (0.01, -0.01):
+        for h in (0.01, -0.01) if name != "hopper" else ():
             after = step(h)[0]
             np.testing.assert_allclose(
                 _trailing_foot_height(after, params), -h, atol=1e-10
@@ -412,3 +415,108 @@ def test_declared_disturbance_jacobians_against_central_differences(name, distur
         power = A @ power
     norm = np.sqrt(D @ D + B @ gramian @ B)
     np.testing.assert_allclose(float(result.norm), norm, rtol=1e-9)
+
+
+def _hop_on_a_step(u, h, p):
+    """One hop of the minimal hopper from lift-off (z_U, v_U; the foot at rest
+    on the ground at 0) onto ground at height h, in closed form: both phases
+    are linear ODEs, x' = A x + c, solved by the matrix exponential of
+    [[A, c], [0, 0]]; touchdown where the falling foot reaches h, the plastic
+    impact stops the foot, lift-off where the tension T = k (z_U - h - L0) +
+    d_G v_U rises through m_L g (the ground's pull). Returns the next lift-off's
+    unknowns (heights from the new ground) and the hop's time; None where the
+    foot's apex stays below h."""
+    from scipy.linalg import expm
+    from scipy.optimize import brentq
+
+    m_U, m_L = p.mu * p.m, (1 - p.mu) * p.m
+
+    def flow(A, c, x0):
+        M = np.zeros((len(x0) + 1, len(x0) + 1))
+        M[:-1, :-1], M[:-1, -1] = A, c
+        return lambda t: (expm(M * t) @ np.append(x0, 1.0))[:-1]
+
+    def first_root(f, t_max, rising):
+        grid = np.linspace(1e-6, t_max, 4000)
+        values = np.array([f(t) for t in grid])
+        for i in range(len(grid) - 1):
+            if (
+                (values[i] < 0 <= values[i + 1])
+                if rising
+                else (values[i] > 0 >= values[i + 1])
+            ):
+                return brentq(f, grid[i], grid[i + 1], xtol=1e-15, rtol=1e-15)
+        return None
+
+    k, d_F, d_G, L0, g = p.k, p.d_F, p.d_G, p.L0, p.g
+    # Flight: x = [z_U, z_L, v_U, v_L], T = k (z_U - z_L - L0) + d_F (v_U - v_L).
+    A = np.array(
+        [
+            [0, 0, 1, 0],
+            [0, 0, 0, 1],
+            [-k / m_U, k / m_U, -d_F / m_U, d_F / m_U],
+            [k / m_L, -k / m_L, d_F / m_L, -d_F / m_L],
+        ]
+    )
+    c = np.array([0, 0, k * L0 / m_U - g, -k * L0 / m_L - g])
+    flight = flow(A, c, np.array([u[0], 0.0, u[1], 0.0]))
+    # The foot rises first: touchdown is the first downward crossing of h
+    # after its apex.
+    apex = first_root(lambda t: -flight(t)[3], 2.0, rising=True)
+    if flight(apex)[1] < h:
+        return None
+    t_touch = apex + first_root(lambda s: flight(apex + s)[1] - h, 2.0, rising=False)
+    z_U, _, v_U, _ = flight(t_touch)
+    # Ground: y = [z_U, v_U], m_U z_U'' = -k (z_U - h - L0) - d_G v_U - m_U g.
+    ground = flow(
+        np.array([[0, 1], [-k / m_U, -d_G / m_U]]),
+        np.array([0, k * (h + L0) / m_U - g]),
+        np.array([z_U, v_U]),
+    )
+
+    def pull(t):
+        z, v = ground(t)
+        return k * (z - h - L0) + d_G * v - m_L * g
+
+    t_ground = first_root(pull, 2.0, rising=True)
+    z_U, v_U = ground(t_ground)
+    return np.array([z_U - h, v_U]), t_touch + t_ground
+
+
+@pytest.mark.slow  # the hopper's orbit and disturbed hop compile for about 20 s
+def test_a_hop_onto_a_step_against_the_closed_form():
+    """The hopper's declared `height` disturbance (the ground at the next
+    touchdown h higher): from the orbit's lift-off, hops onto ground 5 cm
+    higher, 3 cm higher and 10 cm lower equal the closed form of the two linear
+    phases (matrix exponentials and root finds in SciPy), from either form's
+    lift-off unknowns; a step above the foot's apex ends the hop with its own status
+    (`armed_beyond_guard`: the foot strikes the step) and NaN, not a landing."""
+    from hybrax import models
+
+    model = models.get_model("hopper")
+    height = model.disturbances["height"]
+    indicators = {n: model.quantity(n) for n in model.gait_indicators}
+    params = hx.canonical_params(model.make_params())
+    p = jax.device_get(params)
+    form = model.forms["minimal"]
+    system, section = form.system(), form.section()
+    guess = jnp.asarray(model.orbit_guess(params), float)
+    orbit = hx.find_periodic_orbit(system, section, guess, params, analyse=False)
+    # Either form's lift-off unknowns are the hops' (the constrained form's
+    # state mapped through its chart).
+    for form_name in ("minimal", "constrained"):
+        other = model.forms[form_name].section()
+        start = height.start(other, orbit.u, params)
+        np.testing.assert_allclose(start, orbit.u, rtol=1e-15)
+    for h in (0.05, 0.03, -0.1, 0.2):
+        (u_next, y), status = hx.disturbed_step(
+            system, height.section, start, params, height, h, indicators
+        )
+        expected = _hop_on_a_step(np.asarray(start), h, p)
+        if expected is None:
+            assert hx.status_name(status) == ["armed_beyond_guard"]
+            assert np.all(np.isnan(u_next))
+            continue
+        assert hx.status_name(status) == ["successful"]
+        np.testing.assert_allclose(u_next, expected[0], rtol=1e-7, atol=1e-9)
+        np.testing.assert_allclose(y[0], expected[1], rtol=1e-8)

@@ -243,7 +243,7 @@ def first_passage_walks(
     params = canonical_params(params)
     start = disturbance.start(section, jnp.asarray(orbit.u, float), params)
     section = disturbance.cycle_section(section)
-    resolve_sequence(system, section)
+    resolve_sequence(disturbance.cycle_system(system), section)
     bar = Progress(max_steps, progress, "walks: steps", unit="step")
     try:
         with announcing_progress(bar.enabled, bar.write):
@@ -497,7 +497,8 @@ def first_passage_mesh(
         axes = _checked_axes(mesh, start)
     settings = resolve_settings(settings)
     section = disturbance.cycle_section(section)
-    resolve_sequence(system, section)  # a section that is no path: ValueError
+    # A section that is no path: ValueError.
+    resolve_sequence(disturbance.cycle_system(system), section)
     edges = np.linspace(-width, width, bins + 1)
     from scipy.stats import norm
 

@@ -73,12 +73,19 @@ class Disturbance(eqx.Module):
     - `meaning`: a few plain words (e.g. `"slope of the next step"`).
     - `section`: the [`hybrax.PoincareSection`][] the disturbed cycles run on,
       or `None` (the default) for the section the caller gives.
+    - `system`: the [`hybrax.HybridSystem`][] the disturbed cycles run on, or
+      `None` (the default) for the system the caller gives: the same motion
+      with a structure that only disturbed cycles need, such as a touchdown
+      armed once the foot is above the ground at a step up (an arming condition
+      costs every cycle one more solve per phase, which the undisturbed model
+      need not pay).
     """
 
     parameter: AbstractParameter
     unit: str = eqx.field(static=True, default="1")
     meaning: str = eqx.field(static=True, default="")
     section: PoincareSection | None = None
+    system: HybridSystem | None = None
 
     def __check_init__(self):
         if not isinstance(self.parameter, AbstractParameter):
@@ -95,6 +102,11 @@ class Disturbance(eqx.Module):
                 "`section` must be a hybrax.PoincareSection or None; got "
                 f"{type(self.section).__name__}."
             )
+        if self.system is not None and not isinstance(self.system, HybridSystem):
+            raise ValueError(
+                "`system` must be a hybrax.HybridSystem or None; got "
+                f"{type(self.system).__name__}."
+            )
 
     def apply(self, params: Params, d) -> Params:
         r"""The parameters of a cycle disturbed by `d`: the parameter's value
@@ -105,6 +117,11 @@ class Disturbance(eqx.Module):
         """The section the disturbed cycles run on: the disturbance's own where it
         names one, else `section`."""
         return section if self.section is None else self.section
+
+    def cycle_system(self, system: HybridSystem) -> HybridSystem:
+        """The system the disturbed cycles run on: the disturbance's own where it
+        names one, else `system`."""
+        return system if self.system is None else self.system
 
     def start(self, section: PoincareSection, u, params: Params):
         r"""The unknowns `u` of a state on `section` in the coordinates of
@@ -175,7 +192,8 @@ def disturbed_step(
 
     - `system`, `section`: the hybrid system and the Poincaré section the cycle
       runs on (where the disturbance names its own section, that one:
-      `disturbance.section`).
+      `disturbance.section`; where it names its own system, the cycle runs on
+      that one, `disturbance.system`).
     - `u`: the section's unknowns the step starts from.
     - `params`: the undisturbed parameters.
     - `disturbance`: the [`hybrax.Disturbance`][].
@@ -200,7 +218,7 @@ def disturbed_step(
             "(`disturbance.section`); pass that one, with `u` in its coordinates "
             "(`disturbance.start(section, u, params)`)."
         )
-    resolve_sequence(system, section)  # a section that is no path: ValueError
+    resolve_sequence(disturbance.cycle_system(system), section)
     return _step(
         system,
         section,
@@ -233,10 +251,11 @@ def disturbed_cycle(system, section, settings, disturbance, u, params, d, *, obs
     from the unknowns `u` with the parameters disturbed by `d` (forward-mode
     differentiable; `observed`: with the modes' phase observables; `u_next` NaN
     where the cycle failed). The one disturbed cycle of the gait sensitivity and
-    the first-passage walks."""
+    the first-passage walks; on the disturbance's own system where it names
+    one)."""
     disturbed = disturbance.apply(params, d)
     u_next, solution = poincare_map_with(
-        system,
+        disturbance.cycle_system(system),
         section,
         u,
         disturbed,
@@ -386,7 +405,9 @@ def _program_inputs(
             f"{type(disturbance).__name__}."
         )
     resolve_sequence(system, section)  # a section that is no path: ValueError
-    resolve_sequence(system, disturbance.cycle_section(section))
+    resolve_sequence(
+        disturbance.cycle_system(system), disturbance.cycle_section(section)
+    )
     return (
         system,
         section,

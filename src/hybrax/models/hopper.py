@@ -21,6 +21,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 
+from .._continuation_parameter import FieldParameter
 from .._hybrid import (
     AbstractReset,
     ContactForceGuard,
@@ -50,6 +51,7 @@ from .._params import (
     parameter_table,
 )
 from .._periodic import PoincareSection
+from .._robustness import Disturbance
 
 
 class HopperParams(AbstractParams):
@@ -75,6 +77,9 @@ class HopperParams(AbstractParams):
     )
     mu_L: float = parameter_field(
         0.5, "1", "split of the lower mass in the constrained form", bound=FRACTION
+    )
+    step_height: float = parameter_field(
+        0.0, "m", "ground at the next touchdown above the last lift-off's"
     )
 
     @property
@@ -140,7 +145,8 @@ class HopperMechanics(AbstractLagrangianModel):
     $H = \mathrm{diag}(m_1, m_2, m_3, m_4)$,
     $C = [0, T, -T, 0]^T + g[m_1, m_2, m_3, m_4]^T$ with
     $T = k(z_2 - z_3 - L_0) + d(\dot z_2 - \dot z_3)$, $d = d_F$ or $d_G$ by `phase`;
-    constraint groups `"body"`: $[z_1 - z_2, z_3 - z_4]$ and `"ground"`: $[z_4]$.
+    constraint groups `"body"`: $[z_1 - z_2, z_3 - z_4]$ and `"ground"`:
+    $[z_4 - h]$, with $h$ the ground's height (`step_height`, 0 on flat ground).
     """
 
     phase: str = eqx.field(static=True)
@@ -168,8 +174,10 @@ class HopperMechanics(AbstractLagrangianModel):
         return spring + params.g * self.masses(params)
 
     def constraints(self, q, params):
-        del params
-        return {"body": jnp.stack([q[0] - q[1], q[2] - q[3]]), "ground": q[3:4]}
+        return {
+            "body": jnp.stack([q[0] - q[1], q[2] - q[3]]),
+            "ground": q[3:4] - params.step_height,
+        }
 
 
 def _weight(params: HopperParams):
@@ -179,7 +187,7 @@ def _weight(params: HopperParams):
 def constrained() -> tuple[HybridSystem, HopperParams]:
     r"""Zana et al.'s (2018) constrained hopper: modes `"flight"` (constraints
     `body`) and `"ground"` (`body` + `ground`), transitions `"touchdown"` (guard
-    $z_4$, downward, plastic impact) and `"liftoff"` (guard $\lambda_g / (m g)$,
+    $z_4 - h$, downward, plastic impact) and `"liftoff"` (guard $\lambda_g / (m g)$,
     upward, identity). State
     $[z_1, z_2, z_3, z_4, \dot z_1, \dot z_2, \dot z_3, \dot z_4]$."""
     flight = HopperMechanics("flight")
@@ -187,7 +195,7 @@ def constrained() -> tuple[HybridSystem, HopperParams]:
     touchdown = Transition(
         source="flight",
         target="ground",
-        guard=_lower_height_constrained,
+        guard=_above_the_ground_constrained,
         direction=False,
         reset=PlasticImpact(ground, ("body", "ground")),
         name="touchdown",
@@ -248,6 +256,11 @@ def _lower_height_constrained(t, x, params):
     return x[3]
 
 
+def _above_the_ground_constrained(t, x, params):
+    del t
+    return x[3] - params.step_height
+
+
 def _tension(x, params, d):
     return params.k * (x[0] - x[1] - params.L0) + d * (x[2] - x[3])
 
@@ -271,6 +284,21 @@ def _ground_field(t, x, params):
 def _lower_height(t, x, params):
     del t, params
     return x[1]
+
+
+def _foot_falling(t, x, params):
+    r"""$-\dot z_L$: the foot comes down (past its apex in flight). Arming the
+    touchdown there (not where the foot rises past the ground at $h$, an
+    instant that moves without bound with $h$ near $0$, since the foot leaves
+    the ground at rest) leaves the arming instant independent of $h$."""
+    del t, params
+    return -x[3]
+
+
+def _above_the_ground(t, x, params):
+    """$z_L - h$: the foot above the ground at the next touchdown."""
+    del t
+    return x[1] - params.step_height
 
 
 def ground_multiplier(x, params):
@@ -320,9 +348,10 @@ def _ground_force(t, x, params):
 
 
 def _on_ground(t, x, params):
-    r"""The ground mode's constraints in minimal coordinates: $z_L = \dot z_L = 0$."""
-    del t, params
-    return jnp.stack([x[1], x[3]])
+    r"""The ground mode's constraints in minimal coordinates: $z_L = h$ (the
+    ground's height, `step_height`), $\dot z_L = 0$."""
+    del t
+    return jnp.stack([x[1] - params.step_height, x[3]])
 
 
 def _spring_length(t, x, params):
@@ -332,12 +361,20 @@ def _spring_length(t, x, params):
     return x[0] - x[1]
 
 
-def minimal() -> tuple[HybridSystem, HopperParams]:
+def minimal(armed: bool = False) -> tuple[HybridSystem, HopperParams]:
     r"""The hopper in minimal coordinates $x = [z_U, z_L, \dot z_U, \dot z_L]$.
 
     Flight: $m_U\ddot z_U = -T - m_U g$, $m_L\ddot z_L = T - m_L g$ with $d = d_F$.
-    Ground: $z_L = \dot z_L = 0$, $m_U\ddot z_U = -T - m_U g$ with $d = d_G$.
-    Same transitions as [`hybrax.models.hopper.constrained`][]."""
+    Ground: $z_L = h$, $\dot z_L = 0$, $m_U\ddot z_U = -T - m_U g$ with $d = d_G$,
+    where $h$ is the ground's height above the last lift-off's (`step_height`,
+    0 on flat ground; see [`hybrax.models.hopper.height_disturbance`][]).
+    Same transitions as [`hybrax.models.hopper.constrained`][]. With `armed`, the
+    touchdown is armed once the foot comes down ($\dot z_L < 0$, past its apex):
+    after a step up ($h > 0$) a hop starts with the foot below that ground, and
+    a foot whose apex stays below it ends the hop with the status
+    `armed_beyond_guard` (it strikes the step) (the system of the hops of
+    [`hybrax.models.hopper.height_disturbance`][]; the
+    arming costs each flight one more solve)."""
     modes = (
         Mode(
             _flight_field,
@@ -359,10 +396,11 @@ def minimal() -> tuple[HybridSystem, HopperParams]:
     touchdown = Transition(
         source="flight",
         target="ground",
-        guard=_lower_height,
+        guard=_above_the_ground,
         direction=False,
         reset=_PlasticTouchdown(),
         name="touchdown",
+        arm=_foot_falling if armed else None,
     )
     liftoff = Transition(
         source="ground",
@@ -439,8 +477,9 @@ def _minimal_chart(u, params):
 
 
 def _minimal_coordinates(x, params):
-    del params
-    return jnp.stack([x[0], x[2]])
+    # Heights from the ground the hopper stands on: after a step of height h
+    # (`step_height`) the next hop starts from that ground.
+    return jnp.stack([x[0] - params.step_height, x[2]])
 
 
 def _constrained_chart(u, params):
@@ -451,12 +490,42 @@ def _constrained_coordinates(x, params):
     return _minimal_coordinates(to_minimal(x), params)
 
 
+def _hop_coordinates(x, params):
+    """The minimal section's coordinates of a state of either form (the forms'
+    lift-off unknowns are the same)."""
+    if x.shape[-1] == 8:  # static: the constrained form's state
+        x = to_minimal(x)
+    return _minimal_coordinates(x, params)
+
+
+def height_disturbance() -> Disturbance:
+    r"""The height of the ground at the next touchdown as a
+    [`hybrax.Disturbance`][]: an offset $h$ [m] of `step_height` during one hop
+    (rough ground: a step up or down under a hopping foot, as the terrain of Byl
+    & Tedrake 2009, "Metastable walking machines", Int. J. Robotics Research
+    28(8), under a walker's). The foot lands and stands at $h$, and the next
+    hop measures its heights from there. Its hops run on the minimal form with
+    the touchdown armed (`minimal(armed=True)`: after a step up the foot starts
+    below that ground), from either form's lift-off unknowns."""
+    return Disturbance(
+        FieldParameter("step_height"),
+        "m",
+        "height of the ground at the next touchdown",
+        section=PoincareSection(
+            ("touchdown", "liftoff"), _minimal_chart, _hop_coordinates
+        ),
+        system=minimal(armed=True)[0],
+    )
+
+
 def section(form: str = "minimal") -> PoincareSection:
     r"""The lift-off section of the hopper (Zana et al. 2018 section 3.4).
 
     A cycle is touchdown then lift-off. The reduced unknowns are $u = (z_U, \dot z_U)$
-    at lift-off; the section fixes $z_L = \dot z_L = 0$. In the constrained form the
-    chart places the state on the constraint manifold ($z_1 = z_2$, $z_3 = z_4 = 0$),
+    at lift-off, $z_U$ above the ground it lifts off from ($z_U - h$ after a
+    step of height $h$, `step_height`); the section fixes $z_L = \dot z_L = 0$.
+    In the constrained form the chart places the state on the constraint
+    manifold ($z_1 = z_2$, $z_3 = z_4 = 0$),
     which removes the spurious unit multipliers of constraint drift; the paper's
     six unknowns $[z_1, z_2, z_3, \dot z_1, \dot z_2, \dot z_3]$ reduce to these two
     on the manifold. $M = J + I$ is then the paper's $2\times2$ matrix of eq. (67).
@@ -525,8 +594,6 @@ def parameter(name: str):
     r"""The continuation parameter of the hopper called `name` (for
     [`hybrax.continue_orbits`][]): a field of `HopperParams`, or the dimensionless
     $D_G$, $D_F$ (stored as $d = 2D\sqrt{k m}$)."""
-    from .._continuation_parameter import FieldParameter
-
     if name in ("D_G", "D_F"):
         return FieldParameter("d_" + name[-1], _damping_scale, name=name)
     if name in FIELD_NAMES:
