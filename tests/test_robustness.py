@@ -189,10 +189,15 @@ def test_bad_input_names_the_argument(wheel, kwargs, name):
 
 
 def test_a_disturbance_needs_a_parameter():
+    """Each argument of a disturbance checked, the error naming it."""
     with pytest.raises(ValueError, match="parameter"):
         hx.Disturbance("gamma", "rad")
     with pytest.raises(ValueError, match="unit"):
         hx.Disturbance(hx.FieldParameter("gamma"), 1)
+    with pytest.raises(ValueError, match="section"):
+        hx.Disturbance(hx.FieldParameter("gamma"), "rad", section=rw.section)
+    with pytest.raises(ValueError, match="system"):
+        hx.Disturbance(hx.FieldParameter("gamma"), "rad", system=rw.rimless_wheel())
 
 
 def _wheel_norm(system, section, params, gamma):
