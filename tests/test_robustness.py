@@ -9,7 +9,7 @@ import pytest
 from scipy.integrate import quad
 
 import hybrax as hx
-from hybrax.models import rimless_wheel as rw
+from hybrax.models import hopper, rimless_wheel as rw
 
 
 @pytest.fixture(scope="module")
@@ -350,20 +350,18 @@ def _trailing_foot_height(x, params):
         ("simplest-walker", "slope"),
         ("biped5", "slope"),
         ("compass-gait", "height"),
-        ("hopper", "height"),
     ],
 )
 def test_declared_disturbance_jacobians_against_central_differences(name, disturbance):
     """The declared disturbances (the walkers' slope and height of the next
-    step, the hopper's ground at the next touchdown): the norm's B = dP/dd and
+    step): the norm's B = dP/dd and
     D = dG/dd (forward-mode AD through the disturbed cycle, event times
     included) against central differences of the
     disturbed step, and the norm against the closed form recomputed here with
     NumPy (W by summing A^k^T C^T C A^k to convergence). A step onto a
     foothold 1 cm higher or lower leaves a walker's trailing foot that far below
     or above the new stance foot (the heel strike fired at the foothold's
-    height), and a step of height 0 returns to the orbit's state (the hopper's
-    height runs on its own armed system: the same multipliers)."""
+    height), and a step of height 0 returns to the orbit's state."""
     from hybrax import models
 
     model = models.get_model(name)
@@ -399,7 +397,7 @@ def test_declared_disturbance_jacobians_against_central_differences(name, distur
         np.testing.assert_allclose(full[-reduced.size :], reduced, atol=1e-7)
         assert np.all(full[: -reduced.size] < 1e-7)
         np.testing.assert_allclose(step(0.0)[0], start, atol=1e-9)
-        for h in (0.01, -0.01) if name != "hopper" else ():
+        for h in (0.01, -0.01):
             after = step(h)[0]
             np.testing.assert_allclose(
                 _trailing_foot_height(after, params), -h, atol=1e-10
@@ -488,10 +486,10 @@ def _hop_on_a_step(u, h, p):
     return np.array([z_U - h, v_U]), t_touch + t_ground
 
 
-@pytest.mark.slow  # the hopper's orbit and disturbed hop compile for about 20 s
+@pytest.mark.slow  # the hopper's orbit, hop and gait sensitivity compile for 40 s
 def test_a_hop_onto_a_step_against_the_closed_form():
-    """The hopper's declared `height` disturbance (the ground at the next
-    touchdown h higher): from the orbit's lift-off, hops onto ground 5 cm
+    """The hopper's `height_disturbance()` (the ground at the next touchdown h
+    higher): from the orbit's lift-off, hops onto ground 5 cm
     higher, 3 cm higher and 10 cm lower equal the closed form of the two linear
     phases (matrix exponentials and root finds in SciPy), from either form's
     lift-off unknowns; a step above the foot's apex ends the hop with its own status
@@ -499,8 +497,8 @@ def test_a_hop_onto_a_step_against_the_closed_form():
     from hybrax import models
 
     model = models.get_model("hopper")
-    height = model.disturbances["height"]
-    indicators = {n: model.quantity(n) for n in model.gait_indicators}
+    height = hopper.height_disturbance()
+    indicators = {n: model.quantity(n) for n in ("period", "apex_upper")}
     params = hx.canonical_params(model.make_params())
     p = jax.device_get(params)
     form = model.forms["minimal"]
@@ -525,3 +523,17 @@ def test_a_hop_onto_a_step_against_the_closed_form():
         assert hx.status_name(status) == ["successful"]
         np.testing.assert_allclose(u_next, expected[0], rtol=1e-7, atol=1e-9)
         np.testing.assert_allclose(y[0], expected[1], rtol=1e-8)
+    # The norm's B = dP/dh and D = dG/dh (forward-mode AD through the armed
+    # hop) against central differences of the closed form; A = dP/du is the
+    # shooting's reduced Jacobian (a second method).
+    result = hx.gait_sensitivity(system, section, orbit, params, height, indicators)
+    assert hx.status_name(result.result) == ["successful"]
+    eps = 1e-6
+    plus, minus = (_hop_on_a_step(np.asarray(start), h, p) for h in (eps, -eps))
+    np.testing.assert_allclose(
+        result.B, (plus[0] - minus[0]) / (2 * eps), rtol=1e-5, atol=1e-6
+    )
+    np.testing.assert_allclose(
+        result.D[0], (plus[1] - minus[1]) / (2 * eps), rtol=1e-5, atol=1e-6
+    )
+    np.testing.assert_allclose(result.A, orbit.reduced_jacobian, rtol=1e-6)
