@@ -75,10 +75,10 @@ class Disturbance(eqx.Module):
       or `None` (the default) for the section the caller gives.
     - `system`: the [`hybrax.HybridSystem`][] the disturbed cycles run on, or
       `None` (the default) for the system the caller gives: the same motion
-      with a structure that only disturbed cycles need, such as a touchdown
-      armed once the foot is above the ground at a step up (an arming condition
-      costs every cycle one more solve per phase, which the undisturbed model
-      need not pay).
+      with a structure that only disturbed cycles need, such as a hopper's
+      touchdown armed once the foot comes down, so that a hop can start below
+      a step up (an arming condition costs every cycle one more solve per
+      phase, which the undisturbed model need not pay).
     """
 
     parameter: AbstractParameter
