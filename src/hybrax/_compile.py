@@ -735,12 +735,7 @@ def _stored_run(
     found = None if key_text is None else _program_store.load(key_text)
     if found is None:
         _announce_tracing()
-        shapes = [
-            jax.ShapeDtypeStruct(
-                leaf.shape, leaf.dtype, weak_type=jax.typeof(leaf).weak_type
-            )
-            for leaf in flat
-        ]
+        shapes = [_program_store.abstract(leaf) for leaf in flat]
         kept: dict = {}
 
         def flat_program(*leaves):

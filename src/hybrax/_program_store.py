@@ -410,7 +410,9 @@ def _check_covered(model: StoredModel, own: list) -> None:
             )
 
 
-def _abstract(leaf):
+def abstract(leaf) -> "jax.ShapeDtypeStruct | None":
+    """The shape, dtype and weak type of an array (or tracer) as a
+    `jax.ShapeDtypeStruct`; `None` for `None`."""
     return None if leaf is None else _abstract_of(jax.typeof(leaf))
 
 
@@ -508,7 +510,7 @@ def key(
     if own:
         values = {
             name: merge_leaves(
-                argument.treedef, argument.static, [_abstract(leaf) for leaf in part]
+                argument.treedef, argument.static, [abstract(leaf) for leaf in part]
             )
             for name, argument, part in zip(names, argument_keys, arrays)
         }
