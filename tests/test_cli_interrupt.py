@@ -137,3 +137,43 @@ def test_a_command_that_writes_nothing_ends_within_seconds_of_a_swallowed_interr
     assert "hybrax models: interrupted; no output of this run was written" in (
         done.stderr.splitlines()
     )
+
+
+_SWALLOWED_IN_A_DESTRUCTOR = """
+import os, signal, time
+import hybrax._cli.models as models_command
+from hybrax._cli import main
+
+class Slow:
+    def __del__(self):
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(0.5)  # the handler runs here, where Python cannot raise
+
+def swallowing(args, parser):
+    Slow()
+    time.sleep(30)  # the interrupt, raised again, lands here
+    return 0
+
+models_command._run_models = swallowing
+raise SystemExit(main(["models"]))
+"""
+
+
+def test_an_interrupt_lost_in_a_callback_is_raised_again_without_a_traceback():
+    """A `KeyboardInterrupt` raised where Python cannot raise it (a destructor,
+    as JAX's garbage-collection callback during a compile) is raised again in the
+    command, which ends with the one line and exit 130, printing no "Exception
+    ignored" traceback (raised again from the unraisable hook itself, the handler
+    ran inside that hook and Python printed it)."""
+    began = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, "-c", _SWALLOWED_IN_A_DESTRUCTOR],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 130, done.stderr
+    assert time.monotonic() - began < 20
+    assert done.stderr.splitlines() == [
+        "hybrax models: interrupted; no output of this run was written"
+    ], done.stderr

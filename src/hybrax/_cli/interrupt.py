@@ -10,7 +10,9 @@ continues to its end (exit 0).
 So the signal is also written to a socket (`signal.set_wakeup_fd`, done by the
 C-level handler at once), and a watcher thread checks that each interrupt
 reaches the command as a `KeyboardInterrupt`: one swallowed (seen by
-`sys.unraisablehook`) is raised again (`_thread.interrupt_main`), and one not
+`sys.unraisablehook`) is raised again by the watcher (`_thread.interrupt_main`;
+from the hook itself the handler would run inside the hook, and Python would
+print it as an exception ignored there), and one not
 delivered within `GRACE_S` seconds, or a second Ctrl-C, ends the process with
 the command line's one line and exit status 130. A `KeyboardInterrupt` that
 reached the command lets it finish as documented (`sweep` and `continue` write
@@ -53,6 +55,7 @@ class _Watch:
         self.arrived = 0  # SIGINTs signalled (the watcher counts them)
         self.delivered = 0  # SIGINTs raised as KeyboardInterrupt and not lost
         self.closed = False
+        self.swallowed = False  # a KeyboardInterrupt lost in a callback, to raise again
         self.reader, self.writer = socket.socketpair()
         self.reader.setblocking(False)
         self.writer.setblocking(False)
@@ -63,9 +66,11 @@ class _Watch:
 
     def unraisable(self, unraisable, previous):
         if isinstance(unraisable.exc_value, KeyboardInterrupt):
-            # Swallowed (raised inside a callback that cannot raise): again.
+            # Swallowed (raised inside a callback that cannot raise): raised
+            # again by the watcher, not here, where the handler would run inside
+            # this hook and be printed as an exception ignored in it.
             self.delivered -= 1
-            _thread.interrupt_main()
+            self.swallowed = True
         else:
             previous(unraisable)
 
@@ -91,6 +96,9 @@ class _Watch:
                 self.arrived += data.count(signal.SIGINT.value)
             if self.arrived >= 2:  # Ctrl-C again: the user insists
                 self.end()
+            if self.swallowed:
+                self.swallowed = False
+                _thread.interrupt_main()
             if self.delivered < self.arrived or (self.ends_at_once and self.arrived):
                 since = time.monotonic() if since is None else since
                 if time.monotonic() - since > GRACE_S:
