@@ -408,6 +408,8 @@ def _simulate(x0, params, t_max):
     return solution, work
 
 
+# Its tests are slow: the biped's simulation compiles for 12 s of the fast set's
+# cold run on 2 cores.
 @pytest.fixture(scope="module")
 def walk():
     """The default walker through five heel strikes."""
@@ -438,6 +440,7 @@ def test_energy_is_conserved_without_torques():
     assert np.ptp(kinetic) > 1.0
 
 
+@pytest.mark.slow
 def test_heel_strike_energy_split_and_momenta(walk):
     """At each heel strike (x-: before, stance foot at the origin; x+: after, legs
     relabelled, the landing foot at the origin): T(x-) = T_a + T_c and T(x+) = T_a;

@@ -21,6 +21,8 @@ SYSTEM, DEFAULTS = cg.compass_gait()
 PARAMS = hx.canonical_params(DEFAULTS)
 
 
+# The gait's tests are slow: its analysed orbit compiles for 26 s of the fast
+# set's cold run on 2 cores.
 @pytest.fixture(scope="module")
 def gait():
     return hx.find_periodic_orbit(
@@ -32,6 +34,7 @@ def gait():
     )
 
 
+@pytest.mark.slow
 def test_energy_lost_at_heel_strike_is_the_potential_released(gait):
     """On the gait the walker (mass 2m + m_H) descends by its step length
     2 l sin(alpha) along the slope each step."""
@@ -43,6 +46,7 @@ def test_energy_lost_at_heel_strike_is_the_potential_released(gait):
     assert float(gait.cycle.observables["trailing_normal_velocity"][0]) > 0
 
 
+@pytest.mark.slow
 def test_multipliers_two_ways(gait):
     floquet = gait.floquet
     assert float(floquet.max_discrepancy) < 1e-7
@@ -84,6 +88,7 @@ def _cross(r, v):
     return r[0] * v[1] - r[1] * v[0]
 
 
+@pytest.mark.slow
 def test_impact_conserves_the_angular_momenta_of_the_classic_map(gait):
     """Before heel strike (minimal state x-) and after it (x+, legs relabelled):
     the whole walker's angular momentum about the landing foot, and the trailing

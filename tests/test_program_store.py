@@ -586,6 +586,7 @@ def test_a_class_of_the_users_own_beyond_a_reset_is_not_stored(store, caplog):
     np.testing.assert_allclose(sol.t_events[0], np.sqrt(2 / 9.81), rtol=1e-7)
 
 
+@pytest.mark.slow
 def test_a_call_under_a_transformation_is_not_stored(store, caplog):
     """Inside the caller's `jax.jit`, `jax.grad` or `jax.vmap` a routine is part
     of the caller's program: nothing is stored (an exported program has fixed

@@ -771,6 +771,7 @@ def test_a_resume_of_other_inputs_is_refused(system_and_section, swept, tmp_path
         )
 
 
+@pytest.mark.slow
 def test_an_interrupt_during_the_retries_keeps_the_first_solves(
     system_and_section, monkeypatch
 ):
@@ -1261,6 +1262,7 @@ def _grid_around(mu, D_G, d_mu=0.01, d_D_G=0.001):
     return jax.tree_util.tree_map(lambda *leaves: np.asarray(leaves), *points)
 
 
+@pytest.mark.slow
 def test_no_hole_where_a_single_solve_finds_a_stable_orbit(system_and_section, swept):
     """The hopper at mu = 0.85, D_G = -0.017 has a stable orbit that Newton from
     the model's guess finds (`hybrax orbit hopper --set mu=0.85 --set

@@ -206,6 +206,7 @@ def test_tune_in_reverse_mode_finds_the_closed_form_slope():
     )
 
 
+@pytest.mark.slow
 def test_a_tuning_round_trips_through_a_file(tmp_path):
     """Its history, orbit and tuned parameters come back bit for bit; the
     objective function (`problem`, for `objective_at`) is not data: None."""
