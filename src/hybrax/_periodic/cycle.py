@@ -141,12 +141,6 @@ def cycle(
         extra0=tangents,
         phase_observables=phase_observables,
         diagnose=diagnose,
-        # The variational pass is the inner loop of Newton and of the sweeps: its
-        # phases are traced apart, each with its mode's functions (no conditional
-        # in a step, which a batched orbit would pay at every step). The other
-        # cycles (the AD monodromy, the return map) scan one traced phase, which
-        # compiles faster than phases traced apart.
-        unroll=variational,
         seed_tangents=seed_tangents,
     )
     if augmentation is None:

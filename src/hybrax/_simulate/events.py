@@ -23,21 +23,25 @@ def _params_finite(params):
 
 
 def _tangent_seed(x0, params):
-    """Zero, with the tangents of `x0` and of the parameters when differentiated.
+    """Zero, with the tangents of `x0` and of the parameters when differentiated,
+    and batched where they are.
 
     JAX differentiates (and batches) a loop by transforming its body until the set
-    of carries with tangents stops growing, tracing the body again each time it
-    grows. The event loop's time and Zeno history gain tangents only at its first
-    event, so forward-mode AD through the scanned cycle had transformed the body
-    three times; seeded with this zero, they hold tangents from the start and one
-    pass suffices, and the AD monodromy traces faster. Zero also where an input is
-    not finite (that run fails at its start).
+    of carries with tangents (or batched) stops growing, transforming it again each
+    time it grows. The event loop's time, mode, counters and Zeno history gain
+    tangents, and a batch axis, only at its first event, so forward-mode AD
+    through the scanned cycle had transformed the body three times; seeded with
+    this zero, they hold them from the start and one pass suffices, and the AD
+    monodromy traces faster. Zero also where an input is not finite (that run
+    fails at its start).
 
-    Used for forward mode only (`run_events(seed_tangents=True)`): in reverse mode
-    through a seeded loop, XLA at `--xla_backend_optimization_level=0` with its
-    classic emitters and multi-kernel loops (the test suite's fast-compile
-    options) gave the bouncing ball's apex derivative 1.7e-6 off its closed form,
-    exact at XLA's default level."""
+    Its tangents are kept for forward mode only (`run_events(seed_tangents=True)`;
+    otherwise the loop adds it under `lax.stop_gradient`, for the batch axis
+    alone): in reverse mode through a loop seeded with tangents, XLA at
+    `--xla_backend_optimization_level=0` with its classic emitters and
+    multi-kernel loops (the test suite's fast-compile options) gave the bouncing
+    ball's apex derivative 1.7e-6 off its closed form, exact at XLA's default
+    level."""
     total = sum(
         jnp.sum(leaf)
         for leaf in [x0, *jtu.tree_leaves(params)]
@@ -62,14 +66,15 @@ def run_events(
     n_save: int = 0,
     phase_observables: bool | str = True,
     diagnose: bool = True,
-    unroll: bool = False,
     seed_tangents: bool = False,
 ):
-    """The one event loop: `n_events` phases with modes chosen at run time
-    (`lax.scan`), or the phases of a declared `sequence` of transitions (each
-    phase must fire its declared transition): a `lax.scan` over one traced phase,
-    or with `unroll` a Python loop with each phase traced apart with its static
-    mode (a longer compile, no dispatch on the mode inside the solver's steps).
+    """The one event loop: a `lax.scan` over one traced phase, for `n_events`
+    phases with modes chosen at run time, or for the phases of a declared
+    `sequence` of transitions (each phase must fire its declared transition). The
+    modes' functions are selected by the mode index (`lax.switch`), so a cycle of
+    k phases traces one diffrax solve, not k: the program's size barely grows
+    with the number of phases, and simulation, shooting, the return maps and
+    their derivatives all run this one body.
     Returns `(solution, extra, records)`: a [`hybrax.HybridSolution`][], the
     augmentation's state after the last event and what its `at_event` recorded at
     each event (`None` without an augmentation).
@@ -81,7 +86,8 @@ def run_events(
 
     `seed_tangents`: the loop's time and history carry the tangents of `x0` and
     `params` from the start (see `_tangent_seed`), for forward-mode AD through a
-    scanned loop: one transformation of its body instead of three.
+    scanned loop: one transformation of its body instead of three. Its carries
+    are batched from the start wherever `x0` or `params` are (`jax.vmap`).
 
     It is one function because it is one loop body: every step reads and writes the same
     carry (time, state, mode, counters, Zeno watch, augmentation), traced once."""
@@ -110,21 +116,21 @@ def run_events(
         ),
         RESULTS.nonfinite_parameters,
     )
-    t, history, zeno_time = t0, jnp.full((3,), jnp.nan, dtype), nan
-    if seed_tangents:
-        seed = _tangent_seed(x0, params)
-        t, history, zeno_time = t + seed, history + seed, zeno_time + seed
+    zero = _tangent_seed(x0, params)
+    seed = zero if seed_tangents else jax.lax.stop_gradient(zero)
+    index_zero = jax.lax.stop_gradient(zero).astype(jnp.int32)
+    t, history, zeno_time = t0 + seed, jnp.full((3,), jnp.nan, dtype) + seed, nan + seed
     carry = dict(
         t=t,
         x=x0,
-        extra=extra0,
-        mode=jnp.asarray(mode0, jnp.int32),
-        count=jnp.zeros((), jnp.int32),
+        extra=jtu.tree_map(lambda leaf: leaf + seed.astype(leaf.dtype), extra0),
+        mode=jnp.asarray(mode0, jnp.int32) + index_zero,
+        count=jnp.zeros((), jnp.int32) + index_zero,
         result=result0,
         done=result0 != RESULTS.successful,
         history=history,
         zeno_time=zeno_time,
-        cause=jnp.asarray(-1, jnp.int32),
+        cause=jnp.asarray(-1, jnp.int32) + index_zero,
     )
 
     def step(carry, static_mode, mode, expected, initial):
@@ -207,44 +213,36 @@ def run_events(
         )
         return new_carry, rec
 
-    if sequence is not None and unroll:
-        records_list = []
-        for index, k in enumerate(sequence):
-            mode = system.sources[k]
-            carry, rec = step(carry, mode, mode, k, index == 0)
-            records_list.append(rec)
-        records = jtu.tree_map(lambda *r: jnp.stack(r), *records_list)
+    if sequence is None:
+        if n_events is None or n_events < 1:
+            raise ValueError("`n_events` must be a positive integer.")
+        n_phases = n_events
+
+        def phase(carry, index):
+            return None, carry["mode"], None
+
     else:
-        if sequence is None:
-            if n_events is None or n_events < 1:
-                raise ValueError("`n_events` must be a positive integer.")
-            n_phases = n_events
+        # Phase i's mode and transition are known from i alone (a lane that
+        # fires another transition is done), so under `vmap` the dispatch on
+        # them stays a conditional, not a `select` of every mode.
+        n_phases = len(sequence)
+        sources = tuple(system.sources[k] for k in sequence)
+        static_mode = sources[0] if len(set(sources)) == 1 else None
+        static_expected = sequence[0] if len(set(sequence)) == 1 else None
+        modes = jnp.asarray(sources, jnp.int32)
+        expected = jnp.asarray(sequence, jnp.int32)
 
-            def phase(carry, index):
-                return None, carry["mode"], None
+        def phase(carry, index):
+            return (
+                static_mode,
+                modes[index] if static_mode is None else static_mode,
+                expected[index] if static_expected is None else static_expected,
+            )
 
-        else:
-            # Phase i's mode and transition are known from i alone (a lane that
-            # fires another transition is done), so under `vmap` the dispatch on
-            # them stays a conditional, not a `select` of every mode.
-            n_phases = len(sequence)
-            sources = tuple(system.sources[k] for k in sequence)
-            static_mode = sources[0] if len(set(sources)) == 1 else None
-            static_expected = sequence[0] if len(set(sequence)) == 1 else None
-            modes = jnp.asarray(sources, jnp.int32)
-            expected = jnp.asarray(sequence, jnp.int32)
+    def body(carry, index):
+        return step(carry, *phase(carry, index), index == 0)
 
-            def phase(carry, index):
-                return (
-                    static_mode,
-                    modes[index] if static_mode is None else static_mode,
-                    expected[index] if static_expected is None else static_expected,
-                )
-
-        def body(carry, index):
-            return step(carry, *phase(carry, index), index == 0)
-
-        carry, records = jax.lax.scan(body, carry, jnp.arange(n_phases))
+    carry, records = jax.lax.scan(body, carry, jnp.arange(n_phases))
 
     solution = HybridSolution(
         t_events=records["t"],
