@@ -98,28 +98,28 @@ def getkey():
 # left the workers' sums at 563 and 519 s); longest first keeps one long file from
 # running alone at the end. Measured again after the heaviest tests of secondary
 # paths moved to the slow set: 617 s in all, the run 5:38 cold (the slowest
-# tests of sweeps, the compass gait's analysed gait and the five-link biped's
-# walk moved to the slow set after a run of 6:38).
+# tests of sweeps, the compass gait's analysed gait and walk figures, and the
+# five-link biped's walk moved to the slow set after runs of 6:20-6:40).
 _FILE_SECONDS = {
     "test_events.py": 87,
     "test_transforms.py": 52,
     "test_continuation.py": 45,
     "test_simulate.py": 42,
     "test_sweep.py": 41,
-    "test_program_store.py": 33,
+    "test_program_store.py": 39,
     "test_compass_gait.py": 32,
     "test_periodic.py": 31,
-    "test_wheel_gradients.py": 19,
+    "test_wheel_gradients.py": 12,
     "test_compile.py": 17,
     "test_cli_orbit.py": 17,
     "test_admissible.py": 14,
     "test_traced_checks.py": 13,
     "test_impact_energy.py": 12,
     "test_figure_properties.py": 12,
-    "test_json_reference.py": 11,
+    "test_json_reference.py": 3,
     "test_cli_interrupt.py": 10,
     "test_cli_simulate.py": 9,
-    "test_animation_rules.py": 8,
+    "test_animation_rules.py": 2,
     "test_params.py": 8,
     "test_first_passage.py": 8,
     "test_robustness.py": 8,

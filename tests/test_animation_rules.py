@@ -19,6 +19,8 @@ from hybrax.plot.sticks import StickFrames, _Animation
 FPS = 25.0
 
 
+# The walk's tests are slow: its simulation compiles for 14 s of the fast set's
+# cold run on 2 cores.
 @pytest.fixture(scope="module")
 def walk():
     """Three steps of the compass gait from its default start, drawn as the
@@ -73,6 +75,7 @@ def _first_step(frames: StickFrames, trajectory) -> StickFrames:
     )
 
 
+@pytest.mark.slow
 def test_the_camera_follows_the_hip_with_a_fixed_width(walk):
     """Far apart frames: the view's centre moves as the hip does (within a tenth
     of the view), the hip stays in the view's middle third in every frame, the
@@ -107,6 +110,7 @@ def test_the_camera_follows_the_hip_with_a_fixed_width(walk):
     assert np.mean(step.ax.get_xlim()) > first + 0.1 * step.view
 
 
+@pytest.mark.slow
 def test_the_ground_carries_hatches_that_move_past(walk):
     """The hatches' feet lie on the slope, a round distance apart, at the same
     places of the world in two frames far apart (where both see them), and at
@@ -139,6 +143,7 @@ def test_the_ground_carries_hatches_that_move_past(walk):
     assert animation.marks.get_animated()
 
 
+@pytest.mark.slow
 def test_each_leg_keeps_its_colour_across_heel_strikes(walk):
     """Just before the first heel strike leg 1 stands on the start's stance
     foot (the origin); just after it, the leg drawn in leg 1's colour is the one
@@ -169,6 +174,7 @@ def test_each_leg_keeps_its_colour_across_heel_strikes(walk):
     assert np.min(np.hypot(*(leg_1.get_xydata() - landed).T)) < 1e-9
 
 
+@pytest.mark.slow
 def test_the_legend_names_the_legs(walk):
     """The animation's and the strobe picture's legends name leg 1 and leg 2
     in their colours; the biped's names its legs and trunk, and its two legs
@@ -198,6 +204,7 @@ def test_the_legend_names_the_legs(walk):
     assert stance.shape == swing.shape
 
 
+@pytest.mark.slow
 def test_the_compass_gait_says_its_swing_foot_passes_through_the_slope(walk):
     """The note is on every frame, below the view (not over the walker), and
     true: some frame has a foot below the slope. The simplest walker says the
@@ -222,6 +229,7 @@ def test_the_compass_gait_says_its_swing_foot_passes_through_the_slope(walk):
     assert bare.note is None and bare.ax.get_position().y0 < 0.05
 
 
+@pytest.mark.slow
 def test_frames_are_blitted_and_written(walk, tmp_path):
     """Each frame redraws only its animated artists over one background (the
     legend and the note are in it): two frames differ, the same frame drawn
@@ -307,6 +315,7 @@ def test_a_body_in_place_keeps_a_still_camera_and_a_bare_ground():
     np.testing.assert_allclose(followed.centres, 1.5 * times + 0.15, atol=1e-9)
 
 
+@pytest.mark.slow
 def test_the_strobe_picture_has_no_blank_bands(walk):
     """The strobe picture's height follows its drawing (equal axes): a sheet of
     snapshots, wide and low, left about 55% of a fixed-height figure blank.

@@ -287,6 +287,7 @@ def _drop(system):
     return hx.simulate(system, jnp.array([1.0, 0.0]), params, n_events=1)
 
 
+@pytest.mark.slow
 @needs_store
 def test_a_model_of_the_users_own_functions_is_kept_by_its_traces(store):
     """A model of the user's own functions is stored under the traces of its

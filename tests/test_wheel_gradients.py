@@ -239,6 +239,7 @@ def test_a_tuning_round_trips_through_a_file(tmp_path):
     assert stop.value.code == 2
 
 
+@pytest.mark.slow
 def test_tune_stops_at_the_parameters_rules():
     """A speed no slope gives (1000 rad/s; at most about 3.9 on the steepest
     slope, sin(gamma) = 1): the minimiser steepens the slope towards and past
