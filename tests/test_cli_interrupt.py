@@ -125,18 +125,20 @@ def test_a_command_that_writes_nothing_ends_within_seconds_of_a_swallowed_interr
     """`models`, `simulate` and `orbit` write nothing when interrupted: a Ctrl-C
     whose `KeyboardInterrupt` was swallowed ends them within seconds (exit 130,
     the one line), not after the rest of their run."""
+    lines = _interrupted_within_seconds(_SWALLOW_AND_GO_ON)
+    assert "hybrax models: interrupted; no output of this run was written" in lines
+
+
+def _interrupted_within_seconds(script: str) -> list[str]:
+    """Run `script` in a fresh process: it must end with exit status 130 within
+    20 s; its lines on stderr."""
     began = time.monotonic()
     done = subprocess.run(
-        [sys.executable, "-c", _SWALLOW_AND_GO_ON],
-        capture_output=True,
-        text=True,
-        timeout=60,
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60
     )
     assert done.returncode == 130, done.stderr
     assert time.monotonic() - began < 20
-    assert "hybrax models: interrupted; no output of this run was written" in (
-        done.stderr.splitlines()
-    )
+    return done.stderr.splitlines()
 
 
 _SWALLOWED_IN_A_DESTRUCTOR = """
@@ -165,15 +167,6 @@ def test_an_interrupt_lost_in_a_callback_is_raised_again_without_a_traceback():
     command, which ends with the one line and exit 130, printing no "Exception
     ignored" traceback (raised again from the unraisable hook itself, the handler
     ran inside that hook and Python printed it)."""
-    began = time.monotonic()
-    done = subprocess.run(
-        [sys.executable, "-c", _SWALLOWED_IN_A_DESTRUCTOR],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert done.returncode == 130, done.stderr
-    assert time.monotonic() - began < 20
-    assert done.stderr.splitlines() == [
+    assert _interrupted_within_seconds(_SWALLOWED_IN_A_DESTRUCTOR) == [
         "hybrax models: interrupted; no output of this run was written"
-    ], done.stderr
+    ]
