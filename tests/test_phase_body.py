@@ -90,11 +90,12 @@ def _analysed_orbit_size(k: int) -> int:
 def test_a_cycle_of_four_phases_traces_about_what_one_phase_does():
     """The analysed orbit's program (the shooting's variational passes, the AD
     monodromy's forward pass, the saltation product) of a 4-phase cycle holds at
-    most 1.3x the equations of a 1-phase one (1.18x measured: the extra modes'
-    fields, guards and resets, selected by the mode index). With each phase traced
-    apart it held 2.1x, growing with every phase."""
+    most 1.5x the equations of a 1-phase one (measured 1.18x with jax 0.10.2,
+    1.32x with jax 0.8.0: the extra modes' fields, guards and resets, selected by
+    the mode index). With each phase traced apart it held 2.1x, growing with every
+    phase."""
     one, four = _analysed_orbit_size(1), _analysed_orbit_size(4)
-    assert four <= 1.3 * one, (one, four)
+    assert four <= 1.5 * one, (one, four)
 
 
 @pytest.mark.slow
