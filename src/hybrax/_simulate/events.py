@@ -22,7 +22,7 @@ def _params_finite(params):
     return jnp.all(jnp.stack(flags)) if flags else jnp.asarray(True)
 
 
-def _tangent_seed(x0, params):
+def _loop_seed(x0, params):
     """Zero, with the tangents of `x0` and of the parameters when differentiated,
     and batched where they are.
 
@@ -85,7 +85,7 @@ def run_events(
     `(z_plus, record)`. Step sizes are controlled on `x` alone.
 
     `seed_tangents`: the loop's time and history carry the tangents of `x0` and
-    `params` from the start (see `_tangent_seed`), for forward-mode AD through a
+    `params` from the start (see `_loop_seed`), for forward-mode AD through a
     scanned loop: one transformation of its body instead of three. Its carries
     are batched from the start wherever `x0` or `params` are (`jax.vmap`).
 
@@ -116,7 +116,7 @@ def run_events(
         ),
         RESULTS.nonfinite_parameters,
     )
-    zero = _tangent_seed(x0, params)
+    zero = _loop_seed(x0, params)
     seed = zero if seed_tangents else jax.lax.stop_gradient(zero)
     index_zero = jax.lax.stop_gradient(zero).astype(jnp.int32)
     t, history, zeno_time = t0 + seed, jnp.full((3,), jnp.nan, dtype) + seed, nan + seed
