@@ -122,17 +122,26 @@ class ReachableMesh(eqx.Module):
     Systems, which adds an image farther than a threshold from every mesh
     state; here one state per cell.
 
-    The state space is cut into cells of side `spacing` in units of the spread
-    of one disturbed step from `start` (per unknown, the root-mean-square of
-    $P(u_0, d) - u_0$ over the disturbance's quadrature). Starting from
-    $u_0$ = `start`, the return map is evaluated at every new mesh state and
-    disturbance node; an image in a cell that holds no mesh state becomes one,
-    until no step reaches a new cell or the mesh holds `max_states`. Each image
-    then moves to its nearest mesh state (in the same units) in the chain.
+    The state space is cut into cells of side `spacing` in units of the
+    stationary spread of the linearised disturbed walk: along the principal
+    axes of $\Sigma = A \Sigma A^\top + \sigma^2 B B^\top$ ($A$, $B$ the
+    return map's Jacobians in the unknowns and the disturbance at `start`),
+    each in its own standard deviation. A section of several unknowns holds the
+    walks' states near a thin set whose narrow direction the walk barely
+    spreads along; cells as wide there as along the set put each image on a
+    state far off it in its own units, and the chain falls too often (the
+    simplest walker's chain settled 24% below its walks with cells scaled per
+    unknown by one step's spread, and agrees with them in these units). Starting
+    from $u_0$ = `start`, the return map is evaluated at every new mesh state
+    and disturbance node; an image in a cell that holds no mesh state becomes
+    one, until no step reaches a new cell or the mesh holds `max_states`. Each
+    image then moves to its nearest mesh state (in the same units) in the
+    chain.
 
     - `spacing`: the cells' side (smaller: more states, a finer chain). At the
-      default 0.5 the rimless wheel's mesh has 26 states, the compass gait's
-      8605.
+      default 0.5 the rimless wheel's mesh has 22 states (slopes of
+      $\sigma$ = 0.015 rad), the simplest walker's 5129 (0.001 rad); the
+      compass gait's (three unknowns) has 5126 at spacing 1 (0.01 rad).
     - `max_states`: the most mesh states (the exploration stops there, and
       `FirstPassageMesh.outside` reports the share of steps it left uncovered).
     """
@@ -450,13 +459,13 @@ def first_passage_mesh(
       the compass gait (3), boxes of 15-50% around the orbit with 9-41 values
       per axis gave 3 to 30 times fewer or more steps than the walks.
     - **A reachable mesh** ([`hybrax.ReachableMesh`][]): the states the walks
-      reach from `start`, one per occupied cell; $\phi_l$ puts an image on its
-      nearest mesh state. On the wheel it matches an exact chain to 0.02%; on
-      the compass gait its error halved with the spacing (13% low at spacing 1,
-      7% at 0.5), and the extrapolation $2m(s) - m(2s)$ fell within the walks'
-      95% interval; on the simplest walker it settled from spacing 0.25 on,
-      24% below the walks (the robustness guide has the figures). Check it
-      against the walks.
+      reach from `start`, one per occupied cell of the linearised walk's
+      stationary spread; $\phi_l$ puts an image on its nearest mesh state. On
+      the wheel it matches an exact chain to 0.05%; on the simplest walker
+      (2 unknowns) it agrees with the walks from spacing 0.5 on (116.8 steps
+      at $\sigma$ = 0.001 rad against 116.7 [113.2, 120.4]); on the compass
+      gait (3) spacing 1 is 11-12% below the walks (the robustness guide has
+      the figures). Check it against the walks.
 
     The disturbance $d \sim \mathcal N(0, \sigma^2)$ is cut into `bins` equal
     intervals over $\pm$`width`$\,\sigma$, each node $d_j$ at an interval's
@@ -534,7 +543,7 @@ def first_passage_mesh(
 
     if reachable:
         states, rows, cols, shares, outside, other, at_start = _reachable_chain(
-            images, mesh, start, weights
+            images, mesh, start, weights, nodes, sigma
         )
         shape = (states.shape[0],)
     else:
@@ -632,23 +641,71 @@ def _product_chain(images, axes, start, weights):
 MESH_CHUNK = 128
 
 
-def _reachable_chain(images, mesh, start, weights):
+def _whitening(images, start, image, went, weights, nodes, sigma):
+    r"""The matrix `W` `(k, k)` that maps a step from `start` to the mesh's
+    units, `z = (u - start) @ W`: the principal axes of the stationary spread
+    of the linearised disturbed walk, each divided by its standard deviation.
+    The spread solves $\Sigma = A \Sigma A^\top + \sigma^2 B B^\top$
+    (`scipy.linalg.solve_discrete_lyapunov`), with $A = \partial P/\partial
+    u$ and $B = \partial P/\partial d$ at (`start`, 0) by central differences
+    of the chain's own program (one call, no second program to compile: they
+    shape the cells, the chain's values come from the return maps). A
+    direction is given at least 1% of the largest standard deviation. Where
+    $A$ is not contracting, or the step has no spread, each unknown is scaled
+    by the root-mean-square of one disturbed step from `start` instead.
+
+    `image`, `went`: `images` of `start` alone, `(1, J, k)` and `(1, J)`."""
+    k = start.size
+    share = weights * went[0]
+    moved = np.where(went[0][:, None], image[0] - start, 0.0)  # NaN where fallen
+    spread = np.sqrt(np.sum(share[:, None] * moved**2, 0) / max(share.sum(), 1e-300))
+    # An unknown that one step does not move: any scale serves it.
+    scale = np.where(np.isfinite(spread) & (spread > 0), spread, 1.0)
+    by_spread = np.diag(1.0 / scale)
+    moment = np.sum(share * nodes**2)
+    if not moment > 0:
+        return by_spread
+    response = np.sum((share * nodes)[:, None] * moved, 0) / moment
+    offset = 1e-2 * scale
+    probed, probe_went, _ = images(
+        np.concatenate([start + np.diag(offset), start - np.diag(offset)])
+    )
+    centre = int(np.argmin(np.abs(nodes)))
+    if not np.all(probe_went[:, centre]):
+        return by_spread
+    jacobian = ((probed[:k, centre] - probed[k:, centre]) / (2.0 * offset[:, None])).T
+    if not (
+        np.all(np.isfinite(jacobian))
+        and np.all(np.isfinite(response))
+        and np.max(np.abs(np.linalg.eigvals(jacobian))) < 1.0
+    ):
+        return by_spread
+    from scipy.linalg import solve_discrete_lyapunov
+
+    covariance = solve_discrete_lyapunov(
+        jacobian, sigma**2 * np.outer(response, response)
+    )
+    variances, axes = np.linalg.eigh(0.5 * (covariance + covariance.T))
+    if not (np.all(np.isfinite(variances)) and variances[-1] > 0):
+        return by_spread
+    deviations = np.sqrt(np.maximum(variances, 1e-4 * variances[-1]))
+    return axes / deviations
+
+
+def _reachable_chain(images, mesh, start, weights, nodes, sigma):
     """The chain's entries on the states reachable from `start` (see
     [`ReachableMesh`][hybrax.ReachableMesh]), as `_product_chain` returns them;
     `start` is state 0."""
     from scipy.spatial import cKDTree
 
     image, went, other = images(start[None])
-    moved = np.where(went[0][:, None], image[0] - start, 0.0)  # NaN where fallen
-    spread = np.sqrt(
-        np.sum(weights[:, None] * moved**2, 0)
-        / max(float(np.sum(weights * went[0])), 1e-300)
-    )
-    # An unknown that one step does not move: any scale serves it.
-    scale = np.where(np.isfinite(spread) & (spread > 0), spread, 1.0)
+    whitening = _whitening(images, start, image, went, weights, nodes, sigma)
+
+    def units(points):
+        return (points - start) @ whitening
 
     def cell(points):
-        return [tuple(c) for c in np.floor(points / scale / mesh.spacing).astype(int)]
+        return [tuple(c) for c in np.floor(units(points) / mesh.spacing).astype(int)]
 
     states, known = [start], {cell(start[None])[0]}
     all_images, all_went, all_other = [image], [went], [other]
@@ -670,10 +727,10 @@ def _reachable_chain(images, mesh, start, weights):
     states = np.asarray(states)
     image, went, other = map(np.concatenate, (all_images, all_went, all_other))
     n_states, n_nodes = went.shape
-    tree = cKDTree(states / scale)
+    tree = cKDTree(units(states))
     flat = image.reshape(n_states * n_nodes, -1)
     moved = np.where(went.reshape(-1)[:, None], flat, start)
-    _, nearest = tree.query(moved / scale)
+    _, nearest = tree.query(units(moved))
     uncovered = np.asarray([key not in known for key in cell(moved)])
     ok = went.reshape(-1)
     share = np.broadcast_to(weights, (n_states, n_nodes)).reshape(-1)

@@ -90,8 +90,9 @@ def add_parser(subparsers) -> None:
         metavar="NAME=START:STOP:COUNT",
         help="a mesh axis of the chain method over the section unknown NAME, one "
         "per unknown; or reachable=SPACING alone: the states the walks reach, one "
-        "per cell of SPACING one-step spreads (hybrax.ReachableMesh; at 0.5 the "
-        "compass gait's mesh has 8605 states). Default, for a section of one "
+        "per cell of SPACING standard deviations of the linearised walk's "
+        "stationary spread (hybrax.ReachableMesh; at 0.5 the simplest walker's "
+        "mesh has 5129 states at sigma=0.001). Default, for a section of one "
         "unknown: 201 values from half to 1.5 times the orbit's; a section of "
         "more unknowns gets a chain "
         "estimate only with --mesh, and a note where it leaves the walks' "
