@@ -137,11 +137,21 @@ def test_rimless_wheel_mfpt_against_its_closed_form_chain(wheel):
         start=orbit.u,
     )
     assert capped.states.shape == (20, 1) and capped.outside > 0.01
-    # The same seed walks the same walks.
+    # The same seed walks the same walks, in 1000 lanes or 64 that take the
+    # next walk as theirs ends.
     again = hx.first_passage_walks(
-        system, section, orbit, params, slope, SIGMA, walkers=1000, max_steps=2000
+        system,
+        section,
+        orbit,
+        params,
+        slope,
+        SIGMA,
+        walkers=1000,
+        max_steps=2000,
+        lanes=64,
     )
     np.testing.assert_array_equal(again.steps, walks.steps)
+    assert again.steps_walked == walks.steps_walked
 
 
 @pytest.mark.parametrize(
@@ -154,6 +164,8 @@ def test_rimless_wheel_mfpt_against_its_closed_form_chain(wheel):
         (dict(seed=-1), "seed"),
         (dict(seed=0.5), "seed"),
         (dict(disturbance="slope"), "disturbance"),
+        (dict(lanes=0), "lanes"),
+        (dict(lanes=2.0), "lanes"),
     ],
 )
 def test_bad_walks_input_names_the_argument(wheel, kwargs, name):
@@ -226,12 +238,12 @@ def test_mfpt_figure_draws_an_estimate_without_a_fall():
 
 # Slow: the only fast-set test that compiles the walks (5-8 s cold).
 @pytest.mark.slow
-def test_walks_progress_bar_counts_steps_and_walkers(wheel, capsys):
-    """`progress=True` draws a bar on stderr over the steps, advanced after each
-    call of `WALK_CHUNK` steps with the walks still walking; the estimate is the
-    one without it."""
+def test_walks_progress_bar_counts_walks(wheel, capsys):
+    """`progress=True` draws a bar on stderr over the walks, advanced after each
+    call of `WALK_CHUNK` steps by the walks that ended, with those walking; the
+    estimate is the one without it."""
     system, section, params, orbit, slope = wheel
-    kwargs = dict(walkers=20, max_steps=100, seed=3)
+    kwargs = dict(walkers=20, max_steps=100, seed=3, lanes=8)
     quiet = hx.first_passage_walks(
         system, section, orbit, params, slope, 0.012, **kwargs
     )
@@ -240,10 +252,13 @@ def test_walks_progress_bar_counts_steps_and_walkers(wheel, capsys):
         system, section, orbit, params, slope, 0.012, progress=True, **kwargs
     )
     lines = capsys.readouterr().err.replace("\r", "\n").split("\n")
-    bars = [line for line in lines if line.startswith("walks: steps: ")]
-    assert bars[0].startswith("walks: steps: 0/100 (0%)")
-    assert bars[1].startswith("walks: steps: 64/100 (64%)")
-    assert bars[-1].endswith(" of 20 walking")
+    bars = [line for line in lines if line.startswith("walks: ")]
+    assert bars[0].startswith("walks: 0/20 (0%)")
+    assert bars[-1].startswith("walks: 20/20 (100%)")
+    walking = [
+        int(line.rsplit(", ", 1)[1].split()[0]) for line in bars if "walking" in line
+    ]
+    assert max(walking) <= 8 and walking[-1] == 0  # in 8 lanes
     assert shown.mfpt == quiet.mfpt and shown.falls == quiet.falls
 
 

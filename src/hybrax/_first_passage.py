@@ -194,6 +194,7 @@ def first_passage_walks(
     walkers: int = 1000,
     max_steps: int = 1000,
     seed: int = 0,
+    lanes: int | None = None,
     settings: Settings | None = None,
     progress: bool = False,
 ) -> FirstPassageWalks:
@@ -206,10 +207,13 @@ def first_passage_walks(
     rimless wheel's stall) or a step that cannot end as the section declares
     (the compass gait's swing foot below the ground where its strike arms, a
     grazing touchdown, ...); a numerical failure or a disturbance that takes the
-    parameters out of the model's domain ends a walk without one. All walks
-    advance together, one batched step at a time (one compiled program;
-    `jax.vmap` over the walks), until every walk has ended (in calls of
-    `WALK_CHUNK` (64) steps, between which Ctrl-C is honoured).
+    parameters out of the model's domain ends a walk without one. The walks
+    run in `lanes` at a time, one batched step of every lane at a time (one
+    compiled program; `jax.vmap` over the lanes): a lane whose walk ends
+    takes the next walk, so that no lane idles until the batch's slowest walk
+    falls (in calls of `WALK_CHUNK` (64) steps, between which Ctrl-C is
+    honoured). Walk $w$'s disturbance at its step $s$ comes from
+    `jax.random.fold_in(fold_in(key(seed), w), s)`, the same for any `lanes`.
 
     The estimate is $\widehat{\mathrm{MFPT}} = S/F$ with $S$ the steps walked
     and $F$ the falls, and its 95% interval
@@ -228,16 +232,21 @@ def first_passage_walks(
     - `sigma`: the disturbance's standard deviation (its unit).
     - `walkers`, `max_steps`: how many walks, and the most steps of each.
     - `seed`: the seed of the disturbances.
+    - `lanes`: how many walks run at a time (at most `walkers`). Default: 64
+      on a CPU (1000 walks of the compass gait in 64 lanes walked 3.4-4.4
+      times the steps per second of 1000 lanes on a 2-core CPU,
+      `experiments/bench_walks.py`), 65 536 on an accelerator (not yet
+      measured there: a guess at a GPU's width).
     - `settings`: the [`hybrax.Settings`][] of the cycles.
-    - `progress`: a progress bar on stderr over the steps (tqdm where
-      installed), advanced after each call of `WALK_CHUNK` steps, with the
-      number of walks still walking.
+    - `progress`: a progress bar on stderr over the walks (tqdm where
+      installed), advanced after each call of `WALK_CHUNK` steps by the walks
+      that ended, with the number of walks walking.
 
     **Returns:** a [`hybrax.FirstPassageWalks`][] (host-side NumPy values: not
     for `jax.jit`).
 
     **Raises:** `ValueError` naming `sigma`, `walkers`, `max_steps`, `seed`,
-    `orbit` (an orbit that did not converge) or `disturbance`.
+    `lanes`, `orbit` (an orbit that did not converge) or `disturbance`.
     """
     sigma = _check_sigma(sigma)
     walkers = _check_count(walkers, "walkers")
@@ -253,7 +262,11 @@ def first_passage_walks(
     start = disturbance.start(section, jnp.asarray(orbit.u, float), params)
     section = disturbance.cycle_section(section)
     resolve_sequence(disturbance.cycle_system(system), section)
-    bar = Progress(max_steps, progress, "walks: steps", unit="step")
+    if lanes is None:
+        cpu = jax.default_backend() == "cpu"
+        lanes = CPU_WALK_LANES if cpu else ACCELERATOR_WALK_LANES
+    lanes = min(_check_count(lanes, "lanes"), walkers)
+    bar = Progress(walkers, progress, "walks", unit="walk")
     try:
         with announcing_progress(bar.enabled, bar.write):
             steps, raw = jax.device_get(
@@ -263,6 +276,7 @@ def first_passage_walks(
                     settings,
                     disturbance,
                     walkers,
+                    lanes,
                     max_steps,
                     start,
                     params,
@@ -352,6 +366,12 @@ def _poisson_estimate(total: int, falls: int):
     return total / falls, (float(low), float(high))
 
 
+#: The walks' default lanes on a CPU, where a batch gains little past 32-64
+#: lanes (`experiments/bench_vmap_gain.py`), and on an accelerator.
+CPU_WALK_LANES = 64
+ACCELERATOR_WALK_LANES = 65_536
+
+
 #: Steps per call of the walks' program: the walks return to Python between
 #: calls, where Ctrl-C is honoured (one XLA call cannot be interrupted).
 WALK_CHUNK = 64
@@ -363,6 +383,7 @@ def _walk(
     settings,
     disturbance,
     walkers,
+    lanes,
     max_steps,
     u0,
     params,
@@ -371,57 +392,76 @@ def _walk(
     bar,
 ):
     """Each walk's last step (its passage or other end, else `max_steps`) and
-    the raw status it ended with, in calls of at most `WALK_CHUNK` steps (the
-    progress `bar` advanced after each)."""
+    the raw status it ended with, `(walkers,)` each: `lanes` walks at a time,
+    in calls of at most `WALK_CHUNK` batched steps (the progress `bar` advanced
+    by the walks that ended in each)."""
     successful = np.asarray(_raw(RESULTS.successful))
     carry = (
-        jnp.zeros((), jnp.int32),
-        jnp.broadcast_to(u0, (walkers, u0.shape[0])),
+        jnp.asarray(lanes, jnp.int32),
+        jnp.arange(lanes, dtype=jnp.int32),
+        jnp.zeros((lanes,), jnp.int32),
+        jnp.broadcast_to(u0, (lanes, u0.shape[0])),
         jnp.full((walkers,), max_steps, jnp.int32),
         jnp.full((walkers,), successful),
-        key,
     )
     limit = jnp.asarray(max_steps, jnp.int32)
     while True:
         carry = _walk_chunk(
-            system, section, settings, disturbance, carry, limit, params, sigma
+            system, section, settings, disturbance, carry, limit, u0, params, sigma, key
         )
-        k, _, _, codes, _ = carry
-        walking = int(np.sum(np.asarray(codes) == successful))
-        bar.update(int(k) - bar.done, f"{walking} of {walkers} walking")
-        if int(k) >= max_steps or not walking:
-            return carry[2], carry[3]
+        assigned, walker = int(carry[0]), np.asarray(carry[1])
+        walking = int(np.sum(walker >= 0))
+        bar.update(assigned - walking - bar.done, f"{walking} walking")
+        if not walking:
+            return carry[4], carry[5]
 
 
 @compiled(
     "the first-passage walks", label=lambda system, *_, **__: system_label(system)
 )
-def _walk_chunk(system, section, settings, disturbance, carry, limit, params, sigma):
-    """At most `WALK_CHUNK` more steps of every walk still walking (`carry`:
-    steps taken, unknowns, each walk's last step, its raw status, the key)."""
-    dtype = carry[1].dtype
-    walkers = carry[1].shape[0]
+def _walk_chunk(
+    system, section, settings, disturbance, carry, limit, u0, params, sigma, key
+):
+    """At most `WALK_CHUNK` batched steps of the walks in the lanes (`carry`:
+    the walks assigned so far; each lane's walk, `-1` where none is left, its
+    steps and unknowns; each walk's last step and raw status). A lane whose
+    walk ends takes the next walk from `u0`: the lanes stay busy until the last
+    walks, where a batch of every walk would idle the lanes of those that fell
+    until its slowest falls. Walk `w`'s disturbance at its step `s` is drawn
+    from `fold_in(fold_in(key, w), s)`: the same whatever the lanes."""
+    dtype = carry[3].dtype
+    walkers = carry[4].shape[0]
     successful = jnp.asarray(_raw(RESULTS.successful))
     one = _next_and_status(system, section, settings, disturbance, params)
-    stop = jnp.minimum(carry[0] + WALK_CHUNK, limit)
 
-    def walking(carry):
-        k, _, _, codes, _ = carry
-        return (k < stop) & jnp.any(codes == successful)
+    def draw(walker, step):
+        stream = jax.random.fold_in(jax.random.fold_in(key, walker), step)
+        return sigma * jax.random.normal(stream, (), dtype)
 
-    def step(carry):
-        k, u, steps, codes, key = carry
-        key, draw = jax.random.split(key)
-        d = sigma * jax.random.normal(draw, (walkers,), dtype)
-        alive = codes == successful
+    def walking(state):
+        count, (_, walker, *_) = state
+        return (count < WALK_CHUNK) & jnp.any(walker >= 0)
+
+    def step(state):
+        count, (assigned, walker, taken, u, steps, codes) = state
+        active = walker >= 0
+        d = jax.vmap(draw)(jnp.maximum(walker, 0), taken)
         u_next, code = jax.vmap(one)(u, d)
-        ended_now = alive & (code != successful)
-        steps = jnp.where(ended_now, k + 1, steps)
-        codes = jnp.where(alive, code, codes)
-        u = jnp.where((alive & (code == successful))[:, None], u_next, u)
-        return k + 1, u, steps, codes, key
+        taken = taken + 1
+        ended = active & ((code != successful) | (taken >= limit))
+        # Where the walk ended, its record; the index past the end drops the
+        # other lanes' writes.
+        record = jnp.where(ended, walker, walkers)
+        steps = steps.at[record].set(taken, mode="drop")
+        codes = codes.at[record].set(code, mode="drop")
+        following = assigned + jnp.cumsum(ended, dtype=jnp.int32) - 1
+        walker = jnp.where(ended, jnp.where(following < walkers, following, -1), walker)
+        assigned = jnp.minimum(assigned + jnp.sum(ended, dtype=jnp.int32), walkers)
+        u = jnp.where(ended[:, None], u0, u_next)
+        taken = jnp.where(ended, 0, taken)
+        return count + 1, (assigned, walker, taken, u, steps, codes)
 
-    return jax.lax.while_loop(walking, step, carry)
+    return jax.lax.while_loop(walking, step, (jnp.zeros((), jnp.int32), carry))[1]
 
 
 def first_passage_mesh(
@@ -464,8 +504,9 @@ def first_passage_mesh(
       the wheel it matches an exact chain to 0.05%; on the simplest walker
       (2 unknowns) it agrees with the walks from spacing 0.5 on (116.8 steps
       at $\sigma$ = 0.001 rad against 116.7 [113.2, 120.4]); on the compass
-      gait (3) spacing 1 is 11-12% below the walks (the robustness guide has
-      the figures). Check it against the walks.
+      gait (3) spacing 1 is 11-12% below the walks, spacing 0.5 4% (within
+      their interval at $\sigma$ = 0.02 rad; the robustness guide has the
+      figures). Check it against the walks.
 
     The disturbance $d \sim \mathcal N(0, \sigma^2)$ is cut into `bins` equal
     intervals over $\pm$`width`$\,\sigma$, each node $d_j$ at an interval's

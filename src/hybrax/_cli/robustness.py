@@ -71,6 +71,14 @@ def add_parser(subparsers) -> None:
         help="Monte Carlo walks per roughness (default: %(default)s)",
     )
     parser.add_argument(
+        "--lanes",
+        type=common.bounded_int(1, 10_000_000),
+        default=None,
+        metavar="N",
+        help="walks run N at a time, a lane taking the next walk as its walk "
+        "ends (default: 64 on a CPU, 65536 on an accelerator)",
+    )
+    parser.add_argument(
         "--max-steps",
         type=common.bounded_int(1, 1_000_000),
         default=1000,
@@ -273,6 +281,7 @@ def _run_robustness(args: argparse.Namespace, parser: argparse.ArgumentParser) -
             disturbance,
             sigma,
             walkers=args.walkers,
+            lanes=args.lanes,
             max_steps=args.max_steps,
             seed=args.seed,
             settings=settings,
