@@ -401,3 +401,51 @@ def test_the_orbit_is_followed_from_the_defaults_where_the_guess_fails(tmp_path)
     ]
     assert "following the orbit from the model's defaults" not in stderr
     assert json.loads(json_path.read_text())["homotopy"] is None
+
+
+# Slow: the wheel's simulation and gait sensitivity compile to their end (15 s
+# cold).
+@pytest.mark.slow
+@pytest.mark.parametrize("search", ["fails", "raises"])
+def test_no_compilation_of_the_orbit_command_outlives_it(search, tmp_path, monkeypatch):
+    """The command compiles the simulation and the gait sensitivity in threads
+    of their own while it seeks the orbit. Where the search ends at once (no
+    orbit, or an error), the command still returns only once they have
+    finished: a compilation that went on reported its lines into whatever the
+    caller ran next (a test of the fast set once failed on a stray "compiled"
+    line on its stderr)."""
+    import threading
+
+    import jax.numpy as jnp
+
+    from hybrax._cli import orbit as orbit_command
+
+    def search_orbit(args, problem):
+        if search == "raises":
+            raise RuntimeError("the search broke")
+        failed = hybrax.find_periodic_orbit(
+            problem.system,
+            problem.section,
+            jnp.asarray([1.5]),
+            problem.params,
+            settings=hybrax.Settings(max_steps=1),
+        )
+        return failed, None, None
+
+    started = []
+    prepare = orbit_command._prepare_periods
+
+    def prepare_periods(*args):
+        started.append(prepare(*args))
+        return started[-1]
+
+    monkeypatch.setattr(orbit_command, "_search_orbit", search_orbit)
+    monkeypatch.setattr(orbit_command, "_prepare_periods", prepare_periods)
+    argv = ["orbit", "rimless-wheel", "--out", str(tmp_path), "--quiet"]
+    if search == "raises":
+        with pytest.raises(RuntimeError, match="the search broke"):
+            main(argv)
+    else:
+        assert main(argv) == 1
+    assert started and started[0].done()
+    assert not [t for t in threading.enumerate() if t.name.startswith("hybrax: ")]
