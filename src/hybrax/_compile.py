@@ -81,13 +81,30 @@ def announcing(report: Callable[[str], None] = _to_stderr, label: str | None = N
     """Within the block, each compilation's lines also go to `report` (one string
     per call; default: a line on stderr), naming the model `label` (e.g. the
     command line's model name) where given."""
-    report_token = _REPORT.set(report)
+    reporter = _Reporter(report)
+    report_token = _REPORT.set(reporter)
     label_token = _LABEL.set(label)
     try:
         yield
     finally:
+        reporter.open = False
         _REPORT.reset(report_token)
         _LABEL.reset(label_token)
+
+
+class _Reporter:
+    """`report` until the block of [`announcing`][] that set it ends: a program
+    compiling in a thread that copied the context (the command line's
+    simulation beside its orbit search) and outlives the block reports nothing
+    into whatever its caller runs next (the lines still go to the log)."""
+
+    def __init__(self, report: Callable[[str], None]):
+        self.report = report
+        self.open = True
+
+    def __call__(self, line: str) -> None:
+        if self.open:
+            self.report(line)
 
 
 @contextlib.contextmanager

@@ -142,24 +142,9 @@ def _run_orbit(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
     sequence = tuple(system.transition_index(k) for k in problem.section.sequence)
     periods_program = _prepare_periods(args, problem, sequence)
     sensitivity_programs = _prepare_gait_sensitivity(args, problem)
-    try:
-        code = _search_and_report(
-            args, problem, sequence, periods_program, sensitivity_programs
-        )
-    except Exception:
-        _finish_background(periods_program, sensitivity_programs)
-        raise
-    # No compilation of this command outlives it (one that went on would
-    # report into whatever the caller runs next); an interrupt does not wait.
-    _finish_background(periods_program, sensitivity_programs)
-    return code
-
-
-def _finish_background(periods_program, sensitivity_programs) -> None:
-    """Wait for the programs compiling in threads of their own."""
-    concurrent.futures.wait([periods_program])
-    for thread in sensitivity_programs:
-        thread.join()
+    return _search_and_report(
+        args, problem, sequence, periods_program, sensitivity_programs
+    )
 
 
 def _search_and_report(
