@@ -138,25 +138,11 @@ class _Stability(NamedTuple):
 
 def _run_orbit(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     problem = _orbit_problem(args, parser)
-    system = problem.system
+    model, form, system = problem.model, problem.form, problem.system
     sequence = tuple(system.transition_index(k) for k in problem.section.sequence)
+    n_cycle = len(sequence)
     periods_program = _prepare_periods(args, problem, sequence)
     sensitivity_programs = _prepare_gait_sensitivity(args, problem)
-    return _search_and_report(
-        args, problem, sequence, periods_program, sensitivity_programs
-    )
-
-
-def _search_and_report(
-    args: argparse.Namespace,
-    problem: _OrbitProblem,
-    sequence: tuple,
-    periods_program,
-    sensitivity_programs,
-) -> int:
-    """Seek the orbit and write what the command reports (its exit status)."""
-    model, form = problem.model, problem.form
-    n_cycle = len(sequence)
     orbit, homotopy, hint = _search_orbit(args, problem)
     payload = _orbit_payload(args, problem, orbit, homotopy)
     _print_params(args, problem)
@@ -252,14 +238,14 @@ def _prepare_periods(
         # Only the start's shape matters.
         x = np.zeros((system.n_states,), jnp.result_type(float))
         compile_simulation(system, x, params, **options)
-        # The plotting code (matplotlib, slow to import) is imported once the
-        # program is compiled, while XLA still compiles the orbit search: off
-        # the critical path.
-        importlib.import_module("hybrax.plot")
         return lambda x, p: simulate(system, x, p, **options)
 
     pool = concurrent.futures.ThreadPoolExecutor(max_workers=1)
     periods_program = pool.submit(contextvars.copy_context().run, compile_periods)
+    # The plotting code (matplotlib, slow to import) is imported by that thread
+    # once its program is compiled, while XLA still compiles the orbit search: off
+    # the critical path.
+    pool.submit(importlib.import_module, "hybrax.plot")
     pool.shutdown(wait=False)
     return periods_program
 
