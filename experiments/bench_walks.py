@@ -80,7 +80,7 @@ def main():
     for sigma in sigmas:
         rates = {}
         for lanes in (args.walkers, args.lanes):
-            first, first_seconds = walks(sigma, lanes, seed=0)
+            _, first_seconds = walks(sigma, lanes, seed=0)
             warm, warm_seconds = walks(sigma, lanes, seed=1)
             rates[lanes] = warm.steps_walked / warm_seconds
             low, high = warm.interval
