@@ -427,8 +427,9 @@ def _hop_on_a_step(u, h, p):
     [[A, c], [0, 0]]; touchdown where the falling foot reaches h, the plastic
     impact stops the foot, lift-off where the tension T = k (z_U - h - L0) +
     d_G v_U rises through m_L g (the ground's pull). Returns the next lift-off's
-    unknowns (heights from the new ground) and the hop's time; None where the
-    foot's apex stays below h."""
+    unknowns (heights from the new ground), the hop's time and the upper mass's
+    apex in flight (from the ground it lifted off); None where the foot's apex
+    stays below h."""
     from scipy.linalg import expm
     from scipy.optimize import brentq
 
@@ -469,6 +470,9 @@ def _hop_on_a_step(u, h, p):
     if flight(apex)[1] < h:
         return None
     t_touch = apex + first_root(lambda s: flight(apex + s)[1] - h, 2.0, rising=False)
+    # The upper mass's one maximum in flight, where its speed falls through 0.
+    t_upper = first_root(lambda t: -flight(t)[2], t_touch, rising=True)
+    upper = flight(t_upper)[0]
     z_U, _, v_U, _ = flight(t_touch)
     # Ground: y = [z_U, v_U], m_U z_U'' = -k (z_U - h - L0) - d_G v_U - m_U g.
     ground = flow(
@@ -483,7 +487,24 @@ def _hop_on_a_step(u, h, p):
 
     t_ground = first_root(pull, 2.0, rising=True)
     z_U, v_U = ground(t_ground)
-    return np.array([z_U - h, v_U]), t_touch + t_ground
+    return np.array([z_U - h, v_U]), t_touch + t_ground, upper
+
+
+def _hop_jacobians(u, p, eps=1e-6):
+    """A = dP/du, B = dP/dh, C = dG/du, D = dG/dh of the closed-form hop
+    (`_hop_on_a_step`; G its time and upper apex) by central differences."""
+
+    def outputs(u, h):
+        u_next, time, upper = _hop_on_a_step(u, h, p)
+        return np.concatenate([u_next, [time, upper]])
+
+    columns = [
+        (outputs(u + eps * e, 0.0) - outputs(u - eps * e, 0.0)) / (2 * eps)
+        for e in np.eye(2)
+    ]
+    by_u = np.stack(columns, axis=1)
+    by_h = (outputs(u, eps) - outputs(u, -eps)) / (2 * eps)
+    return by_u[:2], by_h[:2], by_u[2:], by_h[2:]
 
 
 @pytest.mark.slow  # the hopper's orbit, hop and gait sensitivity compile for 40 s
@@ -523,17 +544,57 @@ def test_a_hop_onto_a_step_against_the_closed_form():
         assert hx.status_name(status) == ["successful"]
         np.testing.assert_allclose(u_next, expected[0], rtol=1e-7, atol=1e-9)
         np.testing.assert_allclose(y[0], expected[1], rtol=1e-8)
-    # The norm's B = dP/dh and D = dG/dh (forward-mode AD through the armed
-    # hop) against central differences of the closed form; A = dP/du is the
-    # shooting's reduced Jacobian (a second method).
+        np.testing.assert_allclose(y[1], expected[2], rtol=1e-8)
+    # The norm's Jacobians (forward-mode AD at h = 0 through the model's own
+    # hop, unarmed) against central differences of the closed form, and A
+    # against the shooting's reduced Jacobian (a second method); the armed
+    # system's hop (the disturbance's own) gives the same derivatives to the
+    # integration's error (its arming event splits the flight's steps: 3e-9
+    # relative, 1e-9 on the apex's D of 0).
     result = hx.gait_sensitivity(system, section, orbit, params, height, indicators)
     assert hx.status_name(result.result) == ["successful"]
-    eps = 1e-6
-    plus, minus = (_hop_on_a_step(np.asarray(start), h, p) for h in (eps, -eps))
-    np.testing.assert_allclose(
-        result.B, (plus[0] - minus[0]) / (2 * eps), rtol=1e-5, atol=1e-6
-    )
-    np.testing.assert_allclose(
-        result.D[0], (plus[1] - minus[1]) / (2 * eps), rtol=1e-5, atol=1e-6
-    )
+    A, B, C, D = _hop_jacobians(np.asarray(start), p)
+    for got, want in zip((result.A, result.B, result.C, result.D), (A, B, C, D)):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(result.A, orbit.reduced_jacobian, rtol=1e-6)
+    armed = hx.gait_sensitivity(
+        height.system, height.section, orbit, params, height, indicators
+    )
+    for got, want in zip(
+        (armed.A, armed.B, armed.C, armed.D), (result.A, result.B, result.C, result.D)
+    ):
+        np.testing.assert_allclose(got, want, rtol=1e-7, atol=1e-8)
+
+
+@pytest.mark.slow  # the orbit command compiles its programs for 25 s
+def test_orbit_reports_the_hoppers_ground_height_norm(tmp_path):
+    """`hybrax orbit hopper` reports the gait sensitivity norm of the ground's
+    height at the next touchdown on the hop's time and upper apex: each
+    indicator's norm (D_i^2 + B^T W_i B)^(1/2), W_i = A^T W_i A + C_i^T C_i,
+    from central differences of the closed-form hop and SciPy's Lyapunov
+    solver."""
+    import json
+
+    from scipy.linalg import solve_discrete_lyapunov
+
+    from hybrax._cli import main
+
+    path = tmp_path / "orbit.json"
+    assert main(["orbit", "hopper", "--no-figures", "--json", str(path)]) == 0
+    record = json.loads(path.read_text())
+    entry = record["gait_sensitivity"]["height"]
+    assert entry["status"] == "successful" and entry["unit"] == "m"
+    assert entry["indicator_units"] == {"period": "s", "apex_upper": "m"}
+    p = jax.device_get(hx.canonical_params(hopper.make_params()))
+    z_U, z_L, v_U, v_L = record["state"]  # at lift-off: the foot at rest
+    assert z_L == v_L == 0
+    u = np.array([z_U, v_U])
+    A, B, C, D = _hop_jacobians(u, p)
+    norms = [
+        np.sqrt(D[i] ** 2 + B @ solve_discrete_lyapunov(A.T, np.outer(c, c)) @ B)
+        for i, c in enumerate(C)
+    ]
+    np.testing.assert_allclose(
+        [entry["norms"]["period"], entry["norms"]["apex_upper"]], norms, rtol=1e-5
+    )
+    np.testing.assert_allclose(entry["norm"], np.hypot(*norms), rtol=1e-5)

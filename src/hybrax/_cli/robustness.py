@@ -46,7 +46,8 @@ def add_parser(subparsers) -> None:
             "Monte Carlo walks from the orbit with a 95% interval, and the Markov "
             "chain of the return map on a mesh of section states. Writes "
             "robustness.csv and the figure mfpt.png. Models that declare "
-            "disturbances: rimless-wheel, simplest-walker, compass-gait, biped5."
+            "disturbances: hopper, rimless-wheel, simplest-walker, compass-gait, "
+            "biped5."
         ),
     )
     common._add_common_model_args(parser)

@@ -206,6 +206,8 @@ def _bundle():
         branch_guesses=hopper.branch_guesses,
         unknown_names=("z_U", "v_U"),
         quantities=hopper.ORBIT_QUANTITIES,
+        disturbances={"height": hopper.height_disturbance()},
+        gait_indicators=("period", "apex_upper"),
         scan_guess=hopper.scan_orbit_guess,
         presentation=ModelPresentation(
             continuation=ContinuationDefaults(
