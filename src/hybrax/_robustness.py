@@ -250,13 +250,30 @@ def _indicator_functions(indicators) -> tuple:
     return tuple(indicators.values())
 
 
-def disturbed_cycle(system, section, settings, disturbance, u, params, d, *, observed):
+def disturbed_cycle(
+    system,
+    section,
+    settings,
+    disturbance,
+    u,
+    params,
+    d,
+    *,
+    observed,
+    at_orbit=False,
+):
     """`(u_next, solution, disturbed parameters)` of one cycle of the return map
     from the unknowns `u` with the parameters disturbed by `d` (forward-mode
     differentiable; `observed`: with the modes' phase observables; `u_next` NaN
     where the cycle failed). The one disturbed cycle of the gait sensitivity and
     the first-passage walks; on the disturbance's own system where it names
-    one)."""
+    one).
+
+    `at_orbit`: the cycle is an orbit's own, differentiated by `jax.jacfwd`
+    (the gait sensitivity): the orbit's search has diagnosed it, so the
+    viability and grazing checks are skipped, and the loop carries its
+    tangents from the start, one transformation of its body instead of three
+    (as the AD monodromy's cycle; see `run_events`)."""
     disturbed = disturbance.apply(params, d)
     u_next, solution = poincare_map_with(
         disturbance.cycle_system(system),
@@ -266,14 +283,27 @@ def disturbed_cycle(system, section, settings, disturbance, u, params, d, *, obs
         settings,
         dfx.ForwardMode(),
         phase_observables=observed,
+        diagnose=not at_orbit,
+        seed_tangents=at_orbit,
     )
     return u_next, solution, disturbed
 
 
-def _step(system, section, settings, indicators, disturbance, u, params, d):
-    """`((u_next, y), result)` of one disturbed cycle (see `disturbed_step`)."""
+def _step(
+    system, section, settings, indicators, disturbance, u, params, d, *, at_orbit=False
+):
+    """`((u_next, y), result)` of one disturbed cycle (see `disturbed_step`;
+    `at_orbit`: see `disturbed_cycle`)."""
     u_next, solution, disturbed = disturbed_cycle(
-        system, section, settings, disturbance, u, params, d, observed=True
+        system,
+        section,
+        settings,
+        disturbance,
+        u,
+        params,
+        d,
+        observed=True,
+        at_orbit=at_orbit,
     )
     state = section.chart(u, disturbed)
     nan_jacobian = jnp.full((u.shape[0], u.shape[0]), jnp.nan, u.dtype)
@@ -466,7 +496,15 @@ def _sensitivity(
 
     def step(u, d):
         outputs, result = _step(
-            system, cycle_section, settings, indicators, disturbance, u, params, d
+            system,
+            cycle_section,
+            settings,
+            indicators,
+            disturbance,
+            u,
+            params,
+            d,
+            at_orbit=True,
         )
         return outputs, (outputs[1], result)
 

@@ -590,7 +590,16 @@ def monodromy(
 
 @compiled("the return map", label=_system_label)
 def poincare_map_with(
-    system, section, u, params, settings, adjoint, phase_observables=False
+    system,
+    section,
+    u,
+    params,
+    settings,
+    adjoint,
+    phase_observables=False,
+    *,
+    diagnose=True,
+    seed_tangents=False,
 ):
     sequence, _ = resolve_sequence(system, section)
     sol, _ = cycle(
@@ -601,6 +610,8 @@ def poincare_map_with(
         settings,
         adjoint,
         phase_observables=phase_observables,
+        diagnose=diagnose,
+        seed_tangents=seed_tangents,
     )
     u_next = section.coordinates(sol.x_after[-1], params)
     return masked_nan(u_next, sol.result == RESULTS.successful), sol
