@@ -195,6 +195,7 @@ def variational_map(
     diagnose=True,
     adjoint=None,
     full=True,
+    seed_tangents=False,
 ):
     r"""The return map and its Jacobian from the variational equations and saltation
     matrices (no AD through the solver): `(u_next, M, solution, monodromy)` with
@@ -203,7 +204,8 @@ def variational_map(
     the orbit); by default a plain forward while loop, as checkpointing costs
     time. With `full=False` the variational equation carries only the $k$ columns
     $\Phi\chi_u$ (not the $n$ of $\Phi$: for the hopper's minimal form 2 of 4,
-    its constrained form 2 of 8) and `monodromy` is `None`."""
+    its constrained form 2 of 8) and `monodromy` is `None`. `seed_tangents`:
+    for forward-mode AD through this pass (see `run_events`)."""
     x0 = section.chart(u, params)
     chart_jac = jax.jacfwd(section.chart)(u, params)
     sol, (monodromy, dt_dx0) = cycle(
@@ -217,6 +219,7 @@ def variational_map(
         phase_observables=phase_observables,
         diagnose=diagnose,
         tangents=None if full else chart_jac,
+        seed_tangents=seed_tangents,
     )
     x_end = sol.x_after[-1]
     field_after = trace_once(system.modes[system.targets[sequence[-1]]].vector_field)

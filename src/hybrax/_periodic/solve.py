@@ -431,7 +431,9 @@ class _Shooting(eqx.Module):
         # Undiagnosed (a smaller program): the solve diagnosed this cycle already.
         # Should the pass find other events than the solve did (a dip only the
         # diagnosed pass catches), its derivatives would belong to another cycle:
-        # they are NaN then.
+        # they are NaN then. In forward mode the loop carries its tangents from
+        # the start: one transformation of its body instead of three.
+        seed = isinstance(adjoint, dfx.ForwardMode)
         if monodromy:
             u_next, M, sol, mono_s = variational_map(
                 self.system,
@@ -444,10 +446,11 @@ class _Shooting(eqx.Module):
                 diagnose=False,
                 adjoint=adjoint,
                 full=mono_ad is not None,
+                seed_tangents=seed,
             )
         else:
             sol, u_next = self.next_section_state(
-                u, params, adjoint, self.phase_observables
+                u, params, adjoint, self.phase_observables, seed_tangents=seed
             )
             M = jnp.zeros((u.shape[0], u.shape[0]), u.dtype)
             mono_s = mono_ad = None
@@ -476,9 +479,11 @@ class _Shooting(eqx.Module):
             self.settings.guard_tol,
         )
 
-    def next_section_state(self, u, params, adjoint, phase_observables=False):
+    def next_section_state(
+        self, u, params, adjoint, phase_observables=False, *, seed_tangents=False
+    ):
         """One plain, undiagnosed cycle from the section state of `u`:
-        `(solution, u_next)`."""
+        `(solution, u_next)` (`seed_tangents`: see `run_events`)."""
         sol, _ = cycle(
             self.system,
             self.section.chart(u, params),
@@ -488,6 +493,7 @@ class _Shooting(eqx.Module):
             adjoint,
             phase_observables=phase_observables,
             diagnose=False,
+            seed_tangents=seed_tangents,
         )
         return sol, self.section.coordinates(sol.x_after[-1], params)
 
