@@ -4,6 +4,7 @@ import abc
 from collections.abc import Callable
 from typing import Any
 
+import diffrax as dfx
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -152,9 +153,18 @@ def watched_return_map(system, section, u, params, settings):
     release)`: as [`hybrax.poincare_map`][] in forward mode, with the system's
     [`hybrax.Clearance`][]s over each phase, `(E, C)` (only those: the other
     phase observables are not what a branch watches), and its impacts' release
-    velocities at each event, `(E, R)`."""
+    velocities at each event, `(E, R)`. In forward mode (the corrector's
+    `jax.jacfwd`) the loop carries its tangents from the start, one
+    transformation of its body instead of three."""
     u_next, sol = poincare_map_with(
-        system, section, u, params, settings, settings.adjoint, "clearance"
+        system,
+        section,
+        u,
+        params,
+        settings,
+        settings.adjoint,
+        "clearance",
+        seed_tangents=isinstance(settings.adjoint, dfx.ForwardMode),
     )
     E, dtype = sol.t_events.shape[0], sol.t_events.dtype
     clearance = stacked_observables(
