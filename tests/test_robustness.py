@@ -598,3 +598,34 @@ def test_orbit_reports_the_hoppers_ground_height_norm(tmp_path):
         [entry["norms"]["period"], entry["norms"]["apex_upper"]], norms, rtol=1e-5
     )
     np.testing.assert_allclose(entry["norm"], np.hypot(*norms), rtol=1e-5)
+
+
+@pytest.mark.slow  # the constrained form's orbit and the armed hop compile for 60 s
+def test_the_hoppers_norm_is_the_same_from_either_form():
+    """The hopper's ground height from the constrained form's orbit: the
+    disturbance's section charts the minimal form's states, so its hops run on
+    the disturbance's own system (the armed minimal form) instead of the
+    caller's; the Jacobians and norm equal the minimal form's, whose hops run
+    on its own cycle (two systems, two integrations: 1e-7)."""
+    from hybrax import models
+
+    model = models.get_model("hopper")
+    height = hopper.height_disturbance()
+    indicators = {n: model.quantity(n) for n in ("period", "apex_upper")}
+    params = hx.canonical_params(model.make_params())
+    results = []
+    for name in ("minimal", "constrained"):
+        form = model.forms[name]
+        system, section = form.system(), form.section()
+        guess = jnp.asarray(model.orbit_guess(params), float)
+        orbit = hx.find_periodic_orbit(system, section, guess, params, analyse=False)
+        assert bool(orbit.succeeded)
+        result = hx.gait_sensitivity(system, section, orbit, params, height, indicators)
+        assert hx.status_name(result.result) == ["successful"]
+        results.append(result)
+    minimal, constrained = results
+    for got, want in zip(
+        (constrained.A, constrained.B, constrained.C, constrained.D, constrained.norm),
+        (minimal.A, minimal.B, minimal.C, minimal.D, minimal.norm),
+    ):
+        np.testing.assert_allclose(got, want, rtol=1e-7, atol=1e-8)
