@@ -154,6 +154,39 @@ def test_a_step_height_against_the_wheels_closed_form(wheel):
         hx.Disturbance(hx.FieldParameter("step_height"), "m", section="after")
 
 
+def test_several_disturbances_in_one_pass_equal_each_alone(wheel):
+    """A mapping of disturbances (the slope on the model's section, the height
+    on the full state after heel strike) gives, from one forward pass and the
+    chain rule through each section, each one's Jacobians and norm as its own
+    call does (they share the cycle: equal to rounding); under `jax.jit`
+    alike; a failed orbit gives each its status and NaN."""
+    system, section, params, orbit = wheel
+    both = {"slope": SLOPE, "height": HEIGHT}
+    together = hx.gait_sensitivity(system, section, orbit, params, both, STEP_TIME)
+    jitted = jax.jit(
+        lambda o, p: hx.gait_sensitivity(system, section, o, p, both, STEP_TIME)
+    )(orbit, params)
+    assert list(together) == ["slope", "height"]
+    for name, disturbance in both.items():
+        alone = hx.gait_sensitivity(
+            system, section, orbit, params, disturbance, STEP_TIME
+        )
+        for result in (together[name], jitted[name]):
+            assert hx.status_name(result.result) == ["successful"]
+            for got, want in zip(
+                (result.A, result.B, result.C, result.D, result.norm),
+                (alone.A, alone.B, alone.C, alone.D, alone.norm),
+            ):
+                np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-14)
+    level = hx.FieldParameter("gamma").set(params, 0.0)
+    failed = hx.find_periodic_orbit(system, section, jnp.array([1.5]), level)
+    for result in hx.gait_sensitivity(
+        system, section, failed, level, both, STEP_TIME
+    ).values():
+        assert np.isnan(float(result.norm))
+        assert hx.status_name(result.result) == hx.status_name(failed.result)
+
+
 def test_a_failed_orbit_gives_nan_and_its_status(wheel):
     """On level ground there is no orbit: the norm is NaN with the orbit's own
     status, never a number."""
@@ -175,6 +208,8 @@ def test_a_failed_orbit_gives_nan_and_its_status(wheel):
         (dict(steps=0), "steps"),
         (dict(steps=2.5), "steps"),
         (dict(disturbance="gamma"), "disturbance"),
+        (dict(disturbance={}), "disturbance"),
+        (dict(disturbance={"slope": SLOPE, "height": "step_height"}), "disturbance"),
         (
             dict(indicators={"apex": lambda o, p: o.cycle.phase_observables["apex"]}),
             "indicators",

@@ -34,6 +34,7 @@ from ._misc import canonical_params
 from ._periodic import (
     PeriodicOrbit,
     PoincareSection,
+    cycle,
     cycle_orbit,
     poincare_map_with,
     quantity_value,
@@ -250,30 +251,13 @@ def _indicator_functions(indicators) -> tuple:
     return tuple(indicators.values())
 
 
-def disturbed_cycle(
-    system,
-    section,
-    settings,
-    disturbance,
-    u,
-    params,
-    d,
-    *,
-    observed,
-    at_orbit=False,
-):
+def disturbed_cycle(system, section, settings, disturbance, u, params, d, *, observed):
     """`(u_next, solution, disturbed parameters)` of one cycle of the return map
     from the unknowns `u` with the parameters disturbed by `d` (forward-mode
     differentiable; `observed`: with the modes' phase observables; `u_next` NaN
-    where the cycle failed). The one disturbed cycle of the gait sensitivity and
+    where the cycle failed). The one disturbed cycle of a disturbed step and
     the first-passage walks; on the disturbance's own system where it names
-    one).
-
-    `at_orbit`: the cycle is an orbit's own, differentiated by `jax.jacfwd`
-    (the gait sensitivity): the orbit's search has diagnosed it, so the
-    viability and grazing checks are skipped, and the loop carries its
-    tangents from the start, one transformation of its body instead of three
-    (as the AD monodromy's cycle; see `run_events`)."""
+    one)."""
     disturbed = disturbance.apply(params, d)
     u_next, solution = poincare_map_with(
         disturbance.cycle_system(system),
@@ -283,27 +267,14 @@ def disturbed_cycle(
         settings,
         dfx.ForwardMode(),
         phase_observables=observed,
-        diagnose=not at_orbit,
-        seed_tangents=at_orbit,
     )
     return u_next, solution, disturbed
 
 
-def _step(
-    system, section, settings, indicators, disturbance, u, params, d, *, at_orbit=False
-):
-    """`((u_next, y), result)` of one disturbed cycle (see `disturbed_step`;
-    `at_orbit`: see `disturbed_cycle`)."""
+def _step(system, section, settings, indicators, disturbance, u, params, d):
+    """`((u_next, y), result)` of one disturbed cycle (see `disturbed_step`)."""
     u_next, solution, disturbed = disturbed_cycle(
-        system,
-        section,
-        settings,
-        disturbance,
-        u,
-        params,
-        d,
-        observed=True,
-        at_orbit=at_orbit,
+        system, section, settings, disturbance, u, params, d, observed=True
     )
     state = section.chart(u, disturbed)
     nan_jacobian = jnp.full((u.shape[0], u.shape[0]), jnp.nan, u.dtype)
@@ -326,12 +297,12 @@ def gait_sensitivity(
     section: PoincareSection,
     orbit: PeriodicOrbit,
     params: Params,
-    disturbance: Disturbance,
+    disturbance: "Disturbance | Mapping[str, Disturbance]",
     indicators: Mapping[str, Callable[[PeriodicOrbit, Params], Any]],
     *,
     steps: int = 20,
     settings: Settings | None = None,
-) -> GaitSensitivity:
+) -> "GaitSensitivity | dict[str, GaitSensitivity]":
     r"""The gait sensitivity norm of a periodic orbit (Hobbelen & Wisse 2007, "A
     disturbance rejection measure for limit cycle walkers: the gait sensitivity
     norm", IEEE Trans. Robotics 23(6)): how strongly the gait indicators respond,
@@ -363,33 +334,41 @@ def gait_sensitivity(
     - `system`, `section`: the hybrid system and its Poincaré section.
     - `orbit`: a [`hybrax.PeriodicOrbit`][] of [`hybrax.find_periodic_orbit`][].
     - `params`: the parameters the orbit was found at.
-    - `disturbance`: a [`hybrax.Disturbance`][] (a model's declared ones are
-      `ModelBundle.disturbances`).
+    - `disturbance`: a [`hybrax.Disturbance`][], or a mapping name $\to$
+      disturbance (a model's declared ones, `ModelBundle.disturbances`): their
+      norms from one forward pass through the orbit's cycle, whose tangents
+      are the state's and every disturbance's, in one program (the
+      Jacobians of each follow by the chain rule through its section's chart
+      and coordinates; a disturbance that runs on a system of its own, see
+      [`hybrax.Disturbance`][], takes a pass of its own).
     - `indicators`: name $\to$ `indicator(orbit, params)`, a scalar of one step
       (a model's `ModelBundle.gait_indicators` name its quantities).
     - `steps`: how many steps of `responses` to return (static).
     - `settings`: the [`hybrax.Settings`][] of the disturbed cycle (default:
       `Settings()`; give the orbit's own for its tolerances).
 
-    **Returns:** a [`hybrax.GaitSensitivity`][].
+    **Returns:** a [`hybrax.GaitSensitivity`][]; for a mapping, a dict of
+    them by name.
 
     **Raises:** `ValueError` naming `indicators`, `steps` or `disturbance`.
     """
     # As `compile_gait_sensitivity` compiles it (see `as_routine_output`).
     u, result = as_routine_output((orbit.u, orbit.result))
-    return _sensitivity(
-        *_program_inputs(
-            system,
-            section,
-            u,
-            result,
-            params,
-            disturbance,
-            indicators,
-            steps,
-            settings,
-        )
+    names, inputs = _program_inputs(
+        system,
+        section,
+        u,
+        result,
+        params,
+        disturbance,
+        indicators,
+        steps,
+        settings,
     )
+    results = _sensitivity(*inputs)
+    if names is None:
+        return results[0]
+    return dict(zip(names, results))
 
 
 def compile_gait_sensitivity(
@@ -397,7 +376,7 @@ def compile_gait_sensitivity(
     section: PoincareSection,
     u: Float[Array, " k"],
     params: Params,
-    disturbance: Disturbance,
+    disturbance: "Disturbance | Mapping[str, Disturbance]",
     indicators: Mapping[str, Callable[[PeriodicOrbit, Params], Any]],
     *,
     steps: int = 20,
@@ -411,7 +390,7 @@ def compile_gait_sensitivity(
     u, result = as_routine_output(
         (np.zeros(np.shape(u), np.result_type(u)), RESULTS.successful)
     )
-    inputs = _program_inputs(
+    _, inputs = _program_inputs(
         system,
         section,
         u,
@@ -428,28 +407,39 @@ def compile_gait_sensitivity(
 def _program_inputs(
     system, section, u, orbit_result, params, disturbance, indicators, steps, settings
 ) -> tuple:
-    """The checked arguments of [`gait_sensitivity`][]'s program."""
+    """`(names, inputs)`: the names of a mapping of disturbances (`None` for
+    one disturbance) and the checked arguments of [`gait_sensitivity`][]'s
+    program, its disturbances as a tuple."""
     settings = resolve_settings(settings)
     functions = _indicator_functions(indicators)
     if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
         raise ValueError(f"`steps` must be a positive integer; got {steps!r}.")
-    if not isinstance(disturbance, Disturbance):
-        raise ValueError(
-            "`disturbance` must be a hybrax.Disturbance; got "
-            f"{type(disturbance).__name__}."
-        )
+    if isinstance(disturbance, Mapping):
+        names = tuple(disturbance)
+        disturbances = tuple(disturbance.values())
+        if not names:
+            raise ValueError("`disturbance`: the mapping names no disturbance.")
+    else:
+        names, disturbances = None, (disturbance,)
+    for each in disturbances:
+        if not isinstance(each, Disturbance):
+            raise ValueError(
+                "`disturbance` must be a hybrax.Disturbance or a mapping name -> "
+                f"hybrax.Disturbance; got {type(each).__name__}."
+            )
     resolve_sequence(system, section)  # a section that is no path: ValueError
     params = canonical_params(params)
-    disturbance = _at_rest(system, section, u, params, disturbance)
-    resolve_sequence(
-        disturbance.cycle_system(system), disturbance.cycle_section(section)
+    disturbances = tuple(
+        _at_rest(system, section, u, params, each) for each in disturbances
     )
-    return (
+    for each in disturbances:
+        resolve_sequence(each.cycle_system(system), each.cycle_section(section))
+    return names, (
         system,
         section,
         settings,
         functions,
-        disturbance,
+        disturbances,
         steps,
         u,
         orbit_result,
@@ -484,39 +474,142 @@ def _sensitivity(
     section,
     settings,
     indicators,
-    disturbance,
+    disturbances,
     steps,
     u,
     orbit_result,
     params,
 ):
-    zero = jnp.zeros((), u.dtype)
-    cycle_section = disturbance.cycle_section(section)
-    u = disturbance.start(section, u, params)
+    # The disturbances that run on the caller's system with its cycle's
+    # transitions share one pass; each other takes a pass of its own.
+    sequence = resolve_sequence(system, section)[0]
+    shared, alone = [], []
+    for index, disturbance in enumerate(disturbances):
+        own = disturbance.cycle_system(system)
+        cycle_section = disturbance.cycle_section(section)
+        if own is system and resolve_sequence(own, cycle_section)[0] == sequence:
+            shared.append(index)
+        else:
+            alone.append([index])
+    results = [None] * len(disturbances)
+    for group in ([shared] if shared else []) + alone:
+        members = [disturbances[i] for i in group]
+        for i, result in zip(
+            group,
+            _group_sensitivity(
+                system,
+                section,
+                settings,
+                indicators,
+                members,
+                steps,
+                u,
+                orbit_result,
+                params,
+            ),
+        ):
+            results[i] = result
+    return tuple(results)
 
-    def step(u, d):
-        outputs, result = _step(
-            system,
-            cycle_section,
+
+def _group_sensitivity(
+    system, section, settings, indicators, members, steps, u, orbit_result, params
+):
+    r"""The gait sensitivity of each of `members`, disturbances whose cycles run
+    on one system from one state, by one forward pass: the cycle from the
+    state $x$ with the parameters offset by every member's $d_j$, its end
+    state $x'$ and indicators $y$ differentiated in $(x, d)$ at the orbit.
+    Each member's step Jacobians follow by the chain rule through its section's
+    chart $\chi_j(u, p)$ and coordinates $\pi_j(x, p)$ (both read with the
+    disturbed parameters):
+    $A_j = \pi_{j,x} x'_x \chi_{j,u}$,
+    $B_j = \pi_{j,x}(x'_x \chi_{j,d} + x'_{d_j}) + \pi_{j,d}$,
+    $C_j = y_x \chi_{j,u}$, $D_j = y_x \chi_{j,d} + y_{d_j}$."""
+    first = members[0]
+    cycle_system = first.cycle_system(system)
+    first_section = first.cycle_section(section)
+    sequence = resolve_sequence(cycle_system, first_section)[0]
+    starts = [member.start(section, u, params) for member in members]
+    state = first_section.chart(starts[0], params)
+    zeros = jnp.zeros((len(members),), u.dtype)
+
+    def disturbed(d):
+        p = params
+        for j, member in enumerate(members):
+            p = member.apply(p, d[j])
+        return p
+
+    def flow(x, d):
+        p = disturbed(d)
+        solution, _ = cycle(
+            cycle_system,
+            x,
+            p,
+            sequence,
             settings,
-            indicators,
-            disturbance,
-            u,
-            params,
-            d,
-            at_orbit=True,
+            dfx.ForwardMode(),
+            phase_observables=True,
+            # The orbit's own cycle, diagnosed by its search; its loop carries
+            # the tangents from the start: one transformation of its body.
+            diagnose=False,
+            seed_tangents=True,
         )
-        return outputs, (outputs[1], result)
+        x_end = solution.x_after[-1]
+        u_here = first_section.coordinates(x, p)
+        u_next = first_section.coordinates(x_end, p)
+        nan_jacobian = jnp.full((u_here.shape[0],) * 2, jnp.nan, u.dtype)
+        orbit = cycle_orbit(u_here, u_next, x, solution, nan_jacobian, solution.result)
+        values = []
+        for indicator in indicators:
+            value = quantity_value(indicator, orbit, p)
+            if value is None:
+                raise ValueError(
+                    "`indicators`: an indicator reads an observable that no mode "
+                    "or transition of the system records."
+                )
+            values.append(jnp.asarray(value, u.dtype).reshape(()))
+        y = jnp.stack(values)
+        return (x_end, y), (x_end, y, solution.result)
 
-    jacobians, (y, step_result) = jax.jacfwd(step, argnums=(0, 1), has_aux=True)(
-        u, zero
+    jacobians, (x_end, y, step_result) = jax.jacfwd(flow, argnums=(0, 1), has_aux=True)(
+        state, zeros
     )
-    (A, B), (C, D) = jacobians
+    (end_x, end_d), (y_x, y_d) = jacobians
+    result = RESULTS.where(
+        orbit_result == RESULTS.successful, step_result, orbit_result
+    )
+    sensitivities = []
+    for j, (member, start) in enumerate(zip(members, starts)):
+        member_section = member.cycle_section(section)
+
+        def chart(v, d, member=member, member_section=member_section):
+            return member_section.chart(v, member.apply(params, d))
+
+        def coordinates(x, d, member=member, member_section=member_section):
+            return member_section.coordinates(x, member.apply(params, d))
+
+        zero = jnp.zeros((), u.dtype)
+        chart_u, chart_d = jax.jacfwd(chart, argnums=(0, 1))(start, zero)
+        coordinates_x, coordinates_d = jax.jacfwd(coordinates, argnums=(0, 1))(
+            x_end, zero
+        )
+        A = coordinates_x @ end_x @ chart_u
+        B = coordinates_x @ (end_x @ chart_d + end_d[:, j]) + coordinates_d
+        C = y_x @ chart_u
+        D = y_x @ chart_d + y_d[:, j]
+        sensitivities.append(_from_jacobians(A, B, C, D, y, steps, result))
+    return sensitivities
+
+
+def _from_jacobians(A, B, C, D, y, steps, result) -> GaitSensitivity:
+    """The norm, each indicator's and the responses of the linearised step
+    system $(A, B, C, D)$ (see [`gait_sensitivity`][]); NaN unless `result` is
+    `successful`."""
     # W_i = A^T W_i A + C_i^T C_i for each indicator's row C_i, as one linear
     # system in the entries of the W_i (row-major: vec(A^T W A) = (A^T (x) A^T)
     # vec(W)), so that each indicator has its own norm and W = sum_i W_i.
-    k = u.shape[0]
-    lyapunov = jnp.eye(k * k, dtype=u.dtype) - jnp.kron(A.T, A.T)
+    k = A.shape[0]
+    lyapunov = jnp.eye(k * k, dtype=A.dtype) - jnp.kron(A.T, A.T)
     outer = (C[:, :, None] * C[:, None, :]).reshape(C.shape[0], k * k)
     gramians = jnp.linalg.solve(lyapunov, outer.T).T.reshape(C.shape[0], k, k)
     stable = jnp.max(jnp.abs(sorted_multipliers(A))) < 1
@@ -530,9 +623,6 @@ def _sensitivity(
 
     _, tail = jax.lax.scan(later, B, None, length=steps - 1)
     responses = jnp.concatenate([D[None], tail])
-    result = RESULTS.where(
-        orbit_result == RESULTS.successful, step_result, orbit_result
-    )
     ok = result == RESULTS.successful
     return GaitSensitivity(
         *masked_nan((norm, norms, responses, y, A, B, C, D), ok), result=result

@@ -551,23 +551,25 @@ def _gait_indicators(model) -> dict:
 
 
 def _prepare_gait_sensitivity(args: argparse.Namespace, problem: _OrbitProblem):
-    """Start compiling the gait sensitivity of each declared disturbance in a
-    thread of its own, while the orbit search traces and compiles (the search
-    spends most of its time in XLA, which leaves the interpreter free)."""
+    """Start compiling the gait sensitivity of the declared disturbances (one
+    program for all) in a thread of its own, while the orbit search traces and
+    compiles (the search spends most of its time in XLA, which leaves the
+    interpreter free)."""
     from .._robustness import compile_gait_sensitivity
 
     model = problem.model
+    if not model.disturbances:
+        return []
     return [
         compile_gait_sensitivity(
             problem.system,
             problem.section,
             problem.guess,
             problem.params,
-            disturbance,
+            dict(model.disturbances),
             _gait_indicators(model),
             settings=solver_settings(args),
         )
-        for disturbance in (model.disturbances or {}).values()
     ]
 
 
@@ -585,16 +587,17 @@ def _gait_sensitivity(args: argparse.Namespace, problem: _OrbitProblem, orbit):
         " their response over all later steps to a unit disturbance in one step"
     )
     entries = {}
+    results = gait_sensitivity(
+        problem.system,
+        problem.section,
+        orbit,
+        problem.params,
+        dict(model.disturbances),
+        indicators,
+        settings=solver_settings(args),
+    )
     for name, disturbance in model.disturbances.items():
-        result = gait_sensitivity(
-            problem.system,
-            problem.section,
-            orbit,
-            problem.params,
-            disturbance,
-            indicators,
-            settings=solver_settings(args),
-        )
+        result = results[name]
         norms = np.asarray(result.norms, dtype=float)
         per = plain_text(disturbance.unit)
         parts = []

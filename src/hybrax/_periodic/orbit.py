@@ -598,7 +598,6 @@ def poincare_map_with(
     adjoint,
     phase_observables=False,
     *,
-    diagnose=True,
     seed_tangents=False,
 ):
     sequence, _ = resolve_sequence(system, section)
@@ -610,7 +609,6 @@ def poincare_map_with(
         settings,
         adjoint,
         phase_observables=phase_observables,
-        diagnose=diagnose,
         seed_tangents=seed_tangents,
     )
     u_next = section.coordinates(sol.x_after[-1], params)
