@@ -277,19 +277,26 @@ def _step(system, section, settings, indicators, disturbance, u, params, d):
         system, section, settings, disturbance, u, params, d, observed=True
     )
     state = section.chart(u, disturbed)
+    y = _indicator_values(indicators, u, u_next, state, solution, disturbed)
+    ok = solution.result == RESULTS.successful
+    return masked_nan((u_next, y), ok), solution.result
+
+
+def _indicator_values(indicators, u, u_next, state, solution, params):
+    """The indicators, `(p,)`, read on the cycle from `state` (unknowns `u`,
+    their image `u_next`) as an orbit, with the cycle's parameters."""
     nan_jacobian = jnp.full((u.shape[0], u.shape[0]), jnp.nan, u.dtype)
     orbit = cycle_orbit(u, u_next, state, solution, nan_jacobian, solution.result)
     values = []
     for indicator in indicators:
-        value = quantity_value(indicator, orbit, disturbed)
+        value = quantity_value(indicator, orbit, params)
         if value is None:
             raise ValueError(
                 "`indicators`: an indicator reads an observable that no mode or "
                 "transition of the system records."
             )
         values.append(jnp.asarray(value, u.dtype).reshape(()))
-    ok = solution.result == RESULTS.successful
-    return masked_nan((u_next, jnp.stack(values)), ok), solution.result
+    return jnp.stack(values)
 
 
 def gait_sensitivity(
@@ -557,18 +564,7 @@ def _group_sensitivity(
         x_end = solution.x_after[-1]
         u_here = first_section.coordinates(x, p)
         u_next = first_section.coordinates(x_end, p)
-        nan_jacobian = jnp.full((u_here.shape[0],) * 2, jnp.nan, u.dtype)
-        orbit = cycle_orbit(u_here, u_next, x, solution, nan_jacobian, solution.result)
-        values = []
-        for indicator in indicators:
-            value = quantity_value(indicator, orbit, p)
-            if value is None:
-                raise ValueError(
-                    "`indicators`: an indicator reads an observable that no mode "
-                    "or transition of the system records."
-                )
-            values.append(jnp.asarray(value, u.dtype).reshape(()))
-        y = jnp.stack(values)
+        y = _indicator_values(indicators, u_here, u_next, x, solution, p)
         return (x_end, y), (x_end, y, solution.result)
 
     jacobians, (x_end, y, step_result) = jax.jacfwd(flow, argnums=(0, 1), has_aux=True)(
