@@ -122,7 +122,7 @@ _FILE_SECONDS = {
     "test_animation_rules.py": 2,
     "test_params.py": 8,
     "test_first_passage.py": 8,
-    "test_robustness.py": 16,
+    "test_robustness.py": 8,
     "test_lagrangian.py": 8,
     "test_mechanics.py": 6,
     "test_tangent_control.py": 6,

@@ -154,6 +154,7 @@ def test_a_step_height_against_the_wheels_closed_form(wheel):
         hx.Disturbance(hx.FieldParameter("step_height"), "m", section="after")
 
 
+@pytest.mark.slow  # four programs of the wheel's cycle: 8-13 s
 def test_several_disturbances_in_one_pass_equal_each_alone(wheel):
     """A mapping of disturbances (the slope on the model's section, the height
     on the full state after heel strike) gives, from one forward pass and the
